@@ -1,0 +1,29 @@
+// The `aspen` command. Each subcommand lives in its own file and registers itself
+// through cli/command.h; main only parses, dispatches, and turns errors into one
+// clear line on stderr and a non-zero exit status.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "aspen/cli/command.h"
+#include "aspen/util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"aspen: reinforcement-learning post-training of LLMs on libtorch", "aspen"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  aspen::cli::register_all_commands(app);
+  try {
+    app.parse(argc, argv);
+    return aspen::cli::run_selected_command(app);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const aspen::Error& e) {
+    std::fprintf(stderr, "aspen: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aspen: error: %s\n", e.what());
+    return 1;
+  }
+}
