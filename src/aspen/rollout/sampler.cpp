@@ -1,0 +1,140 @@
+#include "aspen/rollout/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace aspen {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+struct Candidate {
+  float scaled_logit;
+  TokenId token;
+};
+
+// Descending by logit; ties by id so the order (and thus the draw) is deterministic.
+bool higher(const Candidate& a, const Candidate& b) {
+  return a.scaled_logit > b.scaled_logit ||
+         (a.scaled_logit == b.scaled_logit && a.token < b.token);
+}
+
+double log_sum_exp(const float* logits, int64_t vocab) {
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i) max_logit = std::max(max_logit, logits[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+  return max_logit + std::log(sum);
+}
+
+SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& row) {
+  const SamplingParams& params = *row.params;
+  const double policy_lse = log_sum_exp(logits, vocab);
+  std::vector<char> blocked(row.suppressed.empty() ? 0 : vocab, 0);
+  for (TokenId id : row.suppressed) {
+    if (id >= 0 && id < vocab) blocked[id] = 1;
+  }
+  auto allowed = [&](int64_t i) { return blocked.empty() || !blocked[i]; };
+
+  SampledToken out;
+  if (params.greedy()) {
+    int64_t best = -1;
+    for (int64_t i = 0; i < vocab; ++i) {
+      if (allowed(i) && (best < 0 || logits[i] > logits[best])) best = i;
+    }
+    if (best < 0) best = 0;  // everything suppressed: cannot happen with a sane vocab
+    out.token = static_cast<TokenId>(best);
+    out.policy_logprob = static_cast<float>(logits[best] - policy_lse);
+    out.sampling_logprob = 0.0f;
+    return out;
+  }
+
+  const float inv_temperature = static_cast<float>(1.0 / params.temperature);
+  std::vector<Candidate> candidates;
+  candidates.reserve(vocab);
+  float max_scaled = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (!allowed(i)) continue;
+    const float scaled = logits[i] * inv_temperature;
+    if (scaled == -std::numeric_limits<float>::infinity()) continue;
+    candidates.push_back({scaled, static_cast<TokenId>(i)});
+    max_scaled = std::max(max_scaled, scaled);
+  }
+  if (candidates.empty()) candidates.push_back({0.0f, 0});
+
+  // min-p: p_i >= min_p * p_max  <=>  s_i >= s_max + log(min_p).
+  if (params.min_p > 0.0) {
+    const float floor = max_scaled + static_cast<float>(std::log(params.min_p));
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const Candidate& c) { return c.scaled_logit < floor; }),
+                     candidates.end());
+  }
+  bool sorted = false;
+  if (params.top_k > 0 && params.top_k < static_cast<int64_t>(candidates.size())) {
+    std::nth_element(candidates.begin(), candidates.begin() + (params.top_k - 1), candidates.end(),
+                     higher);
+    candidates.resize(params.top_k);
+  }
+  if (params.top_p < 1.0) {
+    std::sort(candidates.begin(), candidates.end(), higher);
+    sorted = true;
+    double total = 0.0;
+    for (const auto& c : candidates) total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
+    // Keep the shortest prefix whose mass reaches top_p (the token crossing it stays).
+    double cumulative = 0.0;
+    size_t keep = 0;
+    while (keep < candidates.size()) {
+      cumulative += std::exp(static_cast<double>(candidates[keep].scaled_logit - max_scaled)) / total;
+      ++keep;
+      if (cumulative >= params.top_p) break;
+    }
+    candidates.resize(keep);
+  }
+  if (!sorted) std::sort(candidates.begin(), candidates.end(), higher);
+
+  double kept_total = 0.0;
+  for (const auto& c : candidates) kept_total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
+  const double target = sampling_uniform(row.seed, row.step) * kept_total;
+  double cumulative = 0.0;
+  const Candidate* chosen = &candidates.back();  // rounding can leave target == total
+  for (const auto& c : candidates) {
+    cumulative += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
+    if (cumulative > target) {
+      chosen = &c;
+      break;
+    }
+  }
+  out.token = chosen->token;
+  out.policy_logprob = static_cast<float>(logits[chosen->token] - policy_lse);
+  out.sampling_logprob =
+      static_cast<float>(chosen->scaled_logit - max_scaled - std::log(kept_total));
+  return out;
+}
+
+}  // namespace
+
+double sampling_uniform(uint64_t seed, int64_t step) {
+  const uint64_t bits = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(step) + 0x5851F42D4C957F2DULL));
+  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
+}
+
+std::vector<SampledToken> sample_tokens(const torch::Tensor& logits,
+                                        const std::vector<SamplingRow>& rows) {
+  TORCH_CHECK(logits.dim() == 2, "sample_tokens: logits must be [B, V]");
+  TORCH_CHECK(logits.size(0) == static_cast<int64_t>(rows.size()),
+              "sample_tokens: one SamplingRow per logits row");
+  const torch::Tensor host = logits.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t vocab = host.size(1);
+  const float* data = host.data_ptr<float>();
+  std::vector<SampledToken> sampled(rows.size());
+  for (size_t b = 0; b < rows.size(); ++b) sampled[b] = sample_row(data + b * vocab, vocab, rows[b]);
+  return sampled;
+}
+
+}  // namespace aspen
