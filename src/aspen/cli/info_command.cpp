@@ -1,0 +1,93 @@
+// `aspen info --model DIR`: one JSON object describing a model directory —
+// architecture, parameter count, checkpoint dtypes, context length, tokenizer.
+// Reads only headers and mapped views; no weights are converted.
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "aspen/cli/command.h"
+#include "aspen/io/hf_config.h"
+#include "aspen/io/jsonl.h"
+#include "aspen/io/model_dir.h"
+#include "aspen/tokenizer/chat_template.h"
+#include "aspen/tokenizer/tokenizer.h"
+
+namespace aspen::cli {
+namespace {
+
+nlohmann::json architecture_json(const ModelConfig& config) {
+  return {{"architecture", config.family == ModelFamily::kQwen2 ? "Qwen2ForCausalLM"
+                                                                : "Qwen3ForCausalLM"},
+          {"model_type", config.model_type()},
+          {"hidden_size", config.hidden_size},
+          {"intermediate_size", config.intermediate_size},
+          {"num_hidden_layers", config.num_hidden_layers},
+          {"num_attention_heads", config.num_attention_heads},
+          {"num_key_value_heads", config.num_key_value_heads},
+          {"head_dim", config.head_dim},
+          {"vocab_size", config.vocab_size},
+          {"rope_theta", config.rope_theta},
+          {"tie_word_embeddings", config.tie_word_embeddings},
+          {"context_length", config.max_position_embeddings},
+          {"config_dtype", config.torch_dtype}};
+}
+
+nlohmann::json weights_json(const std::string& dir) {
+  const auto weights = load_model_weights(dir);
+  int64_t parameters = 0;
+  int64_t bytes = 0;
+  std::map<std::string, int64_t> tensors_per_dtype;
+  for (const auto& [name, tensor] : weights) {
+    parameters += tensor.numel();
+    bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
+    tensors_per_dtype[std::string(c10::toString(tensor.scalar_type()))] += 1;
+  }
+  return {{"parameters", parameters},
+          {"tensors", weights.size()},
+          {"weight_bytes", bytes},
+          {"dtypes", tensors_per_dtype}};
+}
+
+nlohmann::json tokenizer_json(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(fs::path(dir) / "tokenizer.json")) return nullptr;
+  const Tokenizer tokenizer = Tokenizer::from_file(dir);
+  nlohmann::json special = nlohmann::json::array();
+  for (const auto& added : tokenizer.added_tokens()) {
+    if (added.special) special.push_back(added.content);
+  }
+  nlohmann::json summary = {{"vocab_size", tokenizer.vocab_size()},
+                            {"added_tokens", tokenizer.added_tokens().size()},
+                            {"special_tokens", special}};
+  if (fs::exists(fs::path(dir) / "tokenizer_config.json")) {
+    try {
+      summary["chat_template"] = ChatTemplate::from_config(dir).name();
+    } catch (const Error& e) {
+      summary["chat_template"] = std::string("unrecognised: ") + e.problem();
+    }
+  }
+  return summary;
+}
+
+int run_info(const std::string& dir) {
+  const ModelConfig config = load_hf_config((std::filesystem::path(dir) / "config.json").string());
+  nlohmann::json info = architecture_json(config);
+  info.update(weights_json(dir));
+  info["tokenizer"] = tokenizer_json(dir);
+  const auto generation = read_generation_config(dir);
+  if (generation) info["generation_eos_token_ids"] = generation->eos_token_ids;
+  std::cout << info.dump(2) << '\n';
+  return 0;
+}
+
+void setup(CLI::App& root) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* command = root.add_subcommand("info", "Describe an HF model directory (JSON)");
+  command->add_option("--model", *dir, "HF model directory")->required();
+  on_run(command, [dir] { return run_info(*dir); });
+}
+
+ASPEN_REGISTER_COMMAND(30, setup);
+
+}  // namespace
+}  // namespace aspen::cli

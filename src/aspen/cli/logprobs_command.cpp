@@ -1,0 +1,76 @@
+// `aspen logprobs --model DIR [--dtype fp32|bf16]`
+//   stdin:  one {"tokens":[...]} per line
+//   stdout: one {"logprobs":[...]} per line; entry i = log p(tokens[i+1] | tokens[0..i]),
+//           n-1 entries, accumulated in fp32 whatever the compute dtype.
+// Lines are scored one at a time and each result is flushed at once, so the command
+// works as a pipe filter.
+#include <iostream>
+
+#include "aspen/cli/command.h"
+#include "aspen/cli/dtype_option.h"
+#include "aspen/io/jsonl.h"
+#include "aspen/model/pretrained.h"
+
+namespace aspen::cli {
+namespace {
+
+struct LogprobsOptions {
+  std::string model_dir;
+  std::string dtype = "fp32";
+};
+
+torch::Tensor parse_tokens(const nlohmann::json& line, int64_t vocab_size,
+                           const std::string& location) {
+  check_input(line.is_object() && line.contains("tokens"), "expected {\"tokens\": [...]}",
+              location);
+  const auto& tokens = line.at("tokens");
+  check_input(tokens.is_array(), "\"tokens\" must be an array of token ids", location);
+  std::vector<int64_t> ids;
+  ids.reserve(tokens.size());
+  for (const auto& token : tokens) {
+    check_input(token.is_number_integer(), "token ids must be integers, got " + token.dump(),
+                location);
+    const int64_t id = token.get<int64_t>();
+    check_input(id >= 0 && id < vocab_size,
+                "token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                    std::to_string(vocab_size) + ")",
+                location);
+    ids.push_back(id);
+  }
+  return torch::tensor(ids, torch::kInt64);
+}
+
+int run_logprobs(const LogprobsOptions& options) {
+  torch::NoGradGuard no_grad;
+  QwenForCausalLM model =
+      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype));
+  model->eval();
+  JsonlReader reader(std::cin, "stdin");
+  nlohmann::json line;
+  while (reader.next(line)) {
+    const torch::Tensor ids = parse_tokens(line, model->config.vocab_size, reader.location());
+    std::vector<float> logprobs;
+    if (ids.numel() >= 2) {
+      const torch::Tensor cu_seqlens = torch::tensor({int64_t{0}, ids.numel()}, torch::kInt64);
+      const torch::Tensor result = model->token_logprobs(ids, cu_seqlens).logprobs.contiguous();
+      logprobs.assign(result.data_ptr<float>(), result.data_ptr<float>() + result.numel());
+    }
+    write_jsonl(std::cout, nlohmann::json{{"logprobs", logprobs}});
+  }
+  return 0;
+}
+
+void setup(CLI::App& root) {
+  auto options = std::make_shared<LogprobsOptions>();
+  CLI::App* command = root.add_subcommand(
+      "logprobs", "Per-token log p(next token) for {\"tokens\":[...]} lines on stdin");
+  command->add_option("--model", options->model_dir, "HF model directory")->required();
+  command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
+      ->capture_default_str();
+  on_run(command, [options] { return run_logprobs(*options); });
+}
+
+ASPEN_REGISTER_COMMAND(20, setup);
+
+}  // namespace
+}  // namespace aspen::cli

@@ -1,0 +1,204 @@
+#include "aspen/kernels/paged_attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace aspen {
+namespace {
+
+std::vector<int64_t> to_host_vector(const torch::Tensor& t) {
+  const torch::Tensor host = t.to(torch::kCPU, torch::kLong).contiguous();
+  return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+}
+
+void check_shapes(const torch::Tensor& q, const torch::Tensor& key_cache,
+                  const torch::Tensor& value_cache, const torch::Tensor& block_tables,
+                  const torch::Tensor& query_start, const torch::Tensor& context_lens) {
+  TORCH_CHECK(q.dim() == 3 && key_cache.dim() == 4 && key_cache.sizes() == value_cache.sizes(),
+              "paged_attention: q [T, H, D] and caches [N, S, K, D] expected");
+  TORCH_CHECK(q.size(2) == key_cache.size(3) && q.size(1) % key_cache.size(2) == 0,
+              "paged_attention: head_dim mismatch or H not a multiple of K");
+  TORCH_CHECK(block_tables.dim() == 2 && query_start.dim() == 1 && context_lens.dim() == 1 &&
+                  query_start.size(0) == context_lens.size(0) + 1 &&
+                  block_tables.size(0) == context_lens.size(0),
+              "paged_attention: block_tables [B, M], query_start [B+1], context_lens [B] expected");
+}
+
+// Per-sequence metadata read on the host once per call.
+struct StepLayout {
+  std::vector<int64_t> query_start;
+  std::vector<int64_t> context_lens;
+  std::vector<int64_t> block_tables;  // [B * M] row-major
+  int64_t max_blocks = 0;
+};
+
+StepLayout read_layout(const torch::Tensor& block_tables, const torch::Tensor& query_start,
+                       const torch::Tensor& context_lens, int64_t block_size, int64_t total) {
+  StepLayout layout{to_host_vector(query_start), to_host_vector(context_lens),
+                    to_host_vector(block_tables), block_tables.size(1)};
+  TORCH_CHECK(layout.query_start.front() == 0 && layout.query_start.back() == total,
+              "paged_attention: query_start must run from 0 to T");
+  for (size_t b = 0; b < layout.context_lens.size(); ++b) {
+    const int64_t new_tokens = layout.query_start[b + 1] - layout.query_start[b];
+    TORCH_CHECK(new_tokens >= 0 && layout.context_lens[b] >= new_tokens &&
+                    layout.context_lens[b] <= layout.max_blocks * block_size,
+                "paged_attention: inconsistent context length for sequence ", b);
+  }
+  return layout;
+}
+
+template <typename T>
+inline float as_float(T value) {
+  return static_cast<float>(value);
+}
+
+// Fused kernel: each (query token, head) row streams over its sequence's cached
+// positions with an online softmax, reading k/v straight from the blocks.
+template <typename scalar_t>
+void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
+                         const torch::Tensor& value_cache, const StepLayout& layout, double scale,
+                         torch::Tensor& out) {
+  const int64_t heads = q.size(1);
+  const int64_t dim = q.size(2);
+  const int64_t block_size = key_cache.size(1);
+  const int64_t kv_heads = key_cache.size(2);
+  const int64_t group = heads / kv_heads;
+  const int64_t total = q.size(0);
+  const scalar_t* q_data = q.data_ptr<scalar_t>();
+  const scalar_t* k_data = key_cache.data_ptr<scalar_t>();
+  const scalar_t* v_data = value_cache.data_ptr<scalar_t>();
+  scalar_t* out_data = out.data_ptr<scalar_t>();
+  const int64_t token_stride = block_size == 0 ? 0 : kv_heads * dim;  // within a block
+  const int64_t block_stride = block_size * token_stride;
+
+  // Which sequence each query token belongs to.
+  std::vector<int64_t> sequence_of(total);
+  for (size_t b = 0; b + 1 < layout.query_start.size(); ++b) {
+    for (int64_t t = layout.query_start[b]; t < layout.query_start[b + 1]; ++t) sequence_of[t] = b;
+  }
+
+  at::parallel_for(0, total * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> query(dim);
+    std::vector<float> accumulator(dim);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t t = row / heads;
+      const int64_t h = row % heads;
+      const int64_t b = sequence_of[t];
+      const int64_t new_tokens = layout.query_start[b + 1] - layout.query_start[b];
+      const int64_t position = layout.context_lens[b] - new_tokens + (t - layout.query_start[b]);
+      const int64_t kv_head = h / group;
+      const scalar_t* q_row = q_data + (t * heads + h) * dim;
+      for (int64_t d = 0; d < dim; ++d) query[d] = as_float(q_row[d]) * static_cast<float>(scale);
+      std::fill(accumulator.begin(), accumulator.end(), 0.0f);
+      float running_max = -std::numeric_limits<float>::infinity();
+      float running_sum = 0.0f;
+      const int64_t* table = layout.block_tables.data() + b * layout.max_blocks;
+      for (int64_t p = 0; p <= position; ++p) {
+        const int64_t offset = table[p / block_size] * block_stride + (p % block_size) * token_stride +
+                               kv_head * dim;
+        const scalar_t* k_row = k_data + offset;
+        float score = 0.0f;
+        for (int64_t d = 0; d < dim; ++d) score += query[d] * as_float(k_row[d]);
+        const scalar_t* v_row = v_data + offset;
+        if (score > running_max) {
+          const float correction = std::exp(running_max - score);
+          running_sum *= correction;
+          for (int64_t d = 0; d < dim; ++d) accumulator[d] *= correction;
+          running_max = score;
+        }
+        const float weight = std::exp(score - running_max);
+        running_sum += weight;
+        for (int64_t d = 0; d < dim; ++d) accumulator[d] += weight * as_float(v_row[d]);
+      }
+      scalar_t* out_row = out_data + (t * heads + h) * dim;
+      const float inv_sum = running_sum > 0.0f ? 1.0f / running_sum : 0.0f;
+      for (int64_t d = 0; d < dim; ++d) out_row[d] = static_cast<scalar_t>(accumulator[d] * inv_sum);
+    }
+  });
+}
+
+}  // namespace
+
+void write_kv_cache(const torch::Tensor& k, const torch::Tensor& v, torch::Tensor& key_cache,
+                    torch::Tensor& value_cache, const torch::Tensor& slot_mapping) {
+  TORCH_CHECK(k.dim() == 3 && k.sizes() == v.sizes() && slot_mapping.size(0) == k.size(0),
+              "write_kv_cache: k/v [T, K, D] and slot_mapping [T] expected");
+  const int64_t slots = key_cache.size(0) * key_cache.size(1);
+  const auto index = slot_mapping.to(key_cache.device(), torch::kLong);
+  key_cache.view({slots, key_cache.size(2), key_cache.size(3)})
+      .index_copy_(0, index, k.to(key_cache.scalar_type()));
+  value_cache.view({slots, value_cache.size(2), value_cache.size(3)})
+      .index_copy_(0, index, v.to(value_cache.scalar_type()));
+}
+
+torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_cache,
+                              const torch::Tensor& value_cache, const torch::Tensor& block_tables,
+                              const torch::Tensor& query_start, const torch::Tensor& context_lens,
+                              double scale) {
+  check_shapes(q, key_cache, value_cache, block_tables, query_start, context_lens);
+  const bool fused = q.device().is_cpu() && key_cache.device().is_cpu() &&
+                     q.scalar_type() == key_cache.scalar_type() &&
+                     (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kBFloat16 ||
+                      q.scalar_type() == torch::kDouble);
+  if (!fused) {
+    return paged_attention_reference(q, key_cache, value_cache, block_tables, query_start,
+                                     context_lens, scale);
+  }
+  const StepLayout layout =
+      read_layout(block_tables, query_start, context_lens, key_cache.size(1), q.size(0));
+  const torch::Tensor q_contiguous = q.contiguous();
+  const torch::Tensor k_contiguous = key_cache.contiguous();
+  const torch::Tensor v_contiguous = value_cache.contiguous();
+  torch::Tensor out = torch::empty_like(q_contiguous);
+  AT_DISPATCH_FLOATING_TYPES_AND(at::ScalarType::BFloat16, q.scalar_type(), "paged_attention", [&] {
+    paged_attention_cpu<scalar_t>(q_contiguous, k_contiguous, v_contiguous, layout, scale, out);
+  });
+  return out;
+}
+
+torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Tensor& key_cache,
+                                        const torch::Tensor& value_cache,
+                                        const torch::Tensor& block_tables,
+                                        const torch::Tensor& query_start,
+                                        const torch::Tensor& context_lens, double scale) {
+  check_shapes(q, key_cache, value_cache, block_tables, query_start, context_lens);
+  const int64_t block_size = key_cache.size(1);
+  const int64_t kv_heads = key_cache.size(2);
+  const int64_t heads = q.size(1);
+  const int64_t dim = q.size(2);
+  const StepLayout layout = read_layout(block_tables, query_start, context_lens, block_size, q.size(0));
+  const torch::Tensor keys = key_cache.reshape({-1, kv_heads, dim});
+  const torch::Tensor values = value_cache.reshape({-1, kv_heads, dim});
+  torch::Tensor out = torch::empty_like(q);
+  for (size_t b = 0; b < layout.context_lens.size(); ++b) {
+    const int64_t begin = layout.query_start[b];
+    const int64_t n = layout.query_start[b + 1] - begin;
+    if (n == 0) continue;
+    const int64_t context = layout.context_lens[b];
+    std::vector<int64_t> slots(context);
+    for (int64_t p = 0; p < context; ++p) {
+      slots[p] = layout.block_tables[b * layout.max_blocks + p / block_size] * block_size + p % block_size;
+    }
+    const torch::Tensor slot_index = torch::tensor(slots, torch::kLong).to(q.device());
+    // [C, K, D] -> [H, C, D] by repeating each kv head for its query heads.
+    const torch::Tensor k = keys.index_select(0, slot_index).to(torch::kFloat)
+                                .repeat_interleave(heads / kv_heads, 1).transpose(0, 1);
+    const torch::Tensor v = values.index_select(0, slot_index).to(torch::kFloat)
+                                .repeat_interleave(heads / kv_heads, 1).transpose(0, 1);
+    const torch::Tensor query = q.narrow(0, begin, n).to(torch::kFloat).transpose(0, 1);  // [H, n, D]
+    torch::Tensor scores = torch::matmul(query, k.transpose(1, 2)) * scale;           // [H, n, C]
+    // Query i sits at position context - n + i and sees positions <= it.
+    const torch::Tensor query_pos = torch::arange(context - n, context, q.options().dtype(torch::kLong));
+    const torch::Tensor key_pos = torch::arange(context, q.options().dtype(torch::kLong));
+    const torch::Tensor future = key_pos.unsqueeze(0) > query_pos.unsqueeze(1);  // [n, C]
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+    const torch::Tensor attended = torch::matmul(torch::softmax(scores, -1), v);  // [H, n, D]
+    out.narrow(0, begin, n).copy_(attended.transpose(0, 1));
+  }
+  return out;
+}
+
+}  // namespace aspen
