@@ -1,0 +1,260 @@
+#include "aspen/io/hf_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "aspen/io/strict_json.h"
+#include "aspen/util/error.h"
+#include "aspen/util/file.h"
+
+namespace aspen {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Reads typed keys of one config.json object; every error names source and key.
+class ConfigReader {
+ public:
+  ConfigReader(const Json& root, const std::string& source) : root_(root), source_(source) {}
+
+  bool has(const char* key) const { return root_.contains(key) && !root_.at(key).is_null(); }
+
+  Error error(const char* key, const std::string& problem, const std::string& hint = {}) const {
+    return Error(problem, source_ + ": " + key, hint);
+  }
+
+  const Json& required(const char* key) const {
+    if (!has(key)) throw error(key, "missing required key");
+    return root_.at(key);
+  }
+
+  int64_t integer(const char* key) const {
+    const Json& value = required(key);
+    if (!value.is_number_integer()) throw error(key, "must be an integer");
+    return value.get<int64_t>();
+  }
+  int64_t integer(const char* key, int64_t fallback) const {
+    return has(key) ? integer(key) : fallback;
+  }
+
+  double number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    const Json& value = root_.at(key);
+    if (!value.is_number()) throw error(key, "must be a number");
+    return value.get<double>();
+  }
+
+  bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const Json& value = root_.at(key);
+    if (!value.is_boolean()) throw error(key, "must be true or false");
+    return value.get<bool>();
+  }
+
+  std::string string(const char* key) const {
+    const Json& value = required(key);
+    if (!value.is_string()) throw error(key, "must be a string");
+    return value.get<std::string>();
+  }
+
+  // A token id that HF writes either as an int or as a list of ints (generation
+  // may stop on several); the model config keeps the first, the primary one.
+  int64_t token_id(const char* key) const {
+    if (!has(key)) return -1;
+    const Json& value = root_.at(key);
+    if (value.is_number_integer()) return value.get<int64_t>();
+    if (value.is_array() && !value.empty() && value[0].is_number_integer()) {
+      for (const Json& item : value) {
+        if (!item.is_number_integer()) throw error(key, "list must hold only integers");
+      }
+      return value[0].get<int64_t>();
+    }
+    throw error(key, "must be an integer or a non-empty list of integers");
+  }
+
+ private:
+  const Json& root_;
+  const std::string& source_;
+};
+
+ModelFamily parse_family(const ConfigReader& config) {
+  const std::string model_type = config.string("model_type");
+  ModelFamily family;
+  std::string architecture;
+  if (model_type == "qwen2") {
+    family = ModelFamily::kQwen2, architecture = "Qwen2ForCausalLM";
+  } else if (model_type == "qwen3") {
+    family = ModelFamily::kQwen3, architecture = "Qwen3ForCausalLM";
+  } else {
+    throw config.error("model_type", "unsupported model_type \"" + model_type + "\"",
+                       "supported: qwen2 (Qwen2/Qwen2.5), qwen3 (dense)");
+  }
+  if (config.has("architectures")) {
+    const Json& architectures = config.required("architectures");
+    if (!architectures.is_array()) throw config.error("architectures", "must be a list");
+    for (const Json& item : architectures) {
+      if (!item.is_string() || item.get<std::string>() != architecture) {
+        throw config.error("architectures", "expected [\"" + architecture + "\"] for " +
+                                                model_type + ", got " + architectures.dump());
+      }
+    }
+  }
+  return family;
+}
+
+// Rejects every setting that would change the model's math in a way this code
+// does not implement, instead of computing something subtly different.
+void reject_unsupported(const ConfigReader& config, const Json& root) {
+  if (config.has("rope_scaling")) {
+    throw config.error("rope_scaling", "rope scaling is not supported; must be null");
+  }
+  if (config.has("rope_parameters")) {
+    // transformers >= 5 moves rope_theta here; only plain RoPE is implemented.
+    const Json& rope = root.at("rope_parameters");
+    if (!rope.is_object()) throw config.error("rope_parameters", "must be an object");
+    for (const auto& [key, value] : rope.items()) {
+      const bool plain_type = key == "rope_type" && value == "default";
+      if (key != "rope_theta" && !plain_type) {
+        throw config.error(
+            "rope_parameters",
+            "only {rope_type: default, rope_theta} is supported, got " + rope.dump());
+      }
+    }
+  }
+  if (config.boolean("use_sliding_window", false)) {
+    throw config.error("use_sliding_window", "sliding-window attention is not supported");
+  }
+  if (config.has("layer_types")) {
+    const Json& types = root.at("layer_types");
+    if (!types.is_array()) throw config.error("layer_types", "must be a list");
+    for (const Json& type : types) {
+      if (type != "full_attention") {
+        throw config.error("layer_types", "only full_attention layers are supported");
+      }
+    }
+  }
+  if (config.has("hidden_act")) {
+    const std::string act = config.string("hidden_act");
+    if (act != "silu")
+      throw config.error("hidden_act", "unsupported \"" + act + "\"; must be silu");
+  }
+}
+
+}  // namespace
+
+void ModelConfig::validate(const std::string& source) const {
+  auto positive = [&](int64_t value, const char* key) {
+    if (value <= 0) {
+      throw Error("must be positive, got " + std::to_string(value), source + ": " + key);
+    }
+  };
+  positive(vocab_size, "vocab_size");
+  positive(hidden_size, "hidden_size");
+  positive(intermediate_size, "intermediate_size");
+  positive(num_hidden_layers, "num_hidden_layers");
+  positive(num_attention_heads, "num_attention_heads");
+  positive(num_key_value_heads, "num_key_value_heads");
+  positive(head_dim, "head_dim");
+  positive(max_position_embeddings, "max_position_embeddings");
+  if (num_attention_heads % num_key_value_heads != 0) {
+    throw Error("num_attention_heads " + std::to_string(num_attention_heads) +
+                    " is not a multiple of num_key_value_heads " +
+                    std::to_string(num_key_value_heads),
+                source + ": num_key_value_heads");
+  }
+  if (head_dim % 2 != 0) {
+    throw Error("must be even for rotary embeddings, got " + std::to_string(head_dim),
+                source + ": head_dim");
+  }
+  if (family == ModelFamily::kQwen2) {
+    if (head_dim * num_attention_heads != hidden_size) {
+      throw Error("qwen2 needs head_dim * num_attention_heads == hidden_size",
+                  source + ": head_dim");
+    }
+    if (!attention_bias) {
+      throw Error("qwen2 always has q/k/v biases", source + ": attention_bias");
+    }
+  }
+  if (!(rope_theta > 0)) throw Error("must be positive", source + ": rope_theta");
+  if (!(rms_norm_eps > 0)) throw Error("must be positive", source + ": rms_norm_eps");
+  if (torch_dtype != "float32" && torch_dtype != "bfloat16" && torch_dtype != "float16") {
+    throw Error("unsupported dtype \"" + torch_dtype + "\"", source + ": torch_dtype",
+                "float32, bfloat16 or float16");
+  }
+}
+
+ModelConfig parse_hf_config(const std::string& json_text, const std::string& source) {
+  const Json root = parse_strict_json(json_text, source);
+  if (!root.is_object()) throw Error("config.json must be a JSON object", source);
+  const ConfigReader config(root, source);
+
+  ModelConfig out;
+  out.family = parse_family(config);
+  reject_unsupported(config, root);
+  // Sizes have no safe default: a missing one means the file is not what we think.
+  out.vocab_size = config.integer("vocab_size");
+  out.hidden_size = config.integer("hidden_size");
+  out.intermediate_size = config.integer("intermediate_size");
+  out.num_hidden_layers = config.integer("num_hidden_layers");
+  out.num_attention_heads = config.integer("num_attention_heads");
+  // The rest default as transformers' Qwen2Config/Qwen3Config do.
+  out.num_key_value_heads = config.integer("num_key_value_heads", out.num_attention_heads);
+  const int64_t derived_head_dim =
+      out.num_attention_heads > 0 ? out.hidden_size / out.num_attention_heads : 0;
+  out.head_dim = config.integer("head_dim", derived_head_dim);
+  out.max_position_embeddings = config.integer("max_position_embeddings", 32768);
+  out.rope_theta = config.number("rope_theta", 10000.0);
+  if (config.has("rope_parameters") && root.at("rope_parameters").contains("rope_theta")) {
+    const ConfigReader rope(root.at("rope_parameters"), source);
+    out.rope_theta = rope.number("rope_theta", out.rope_theta);
+  }
+  out.rms_norm_eps = config.number("rms_norm_eps", 1e-6);
+  out.tie_word_embeddings = config.boolean("tie_word_embeddings", false);
+  // Qwen2's attention hard-codes q/k/v biases; Qwen3 reads the flag.
+  out.attention_bias =
+      out.family == ModelFamily::kQwen2 ? true : config.boolean("attention_bias", false);
+  // transformers >= 4.56 writes "dtype"; older ones "torch_dtype". Absent means
+  // transformers would load float32.
+  const char* dtype_key = config.has("dtype") ? "dtype" : "torch_dtype";
+  out.torch_dtype = config.has(dtype_key) ? config.string(dtype_key) : "float32";
+  out.bos_token_id = config.token_id("bos_token_id");
+  out.eos_token_id = config.token_id("eos_token_id");
+  out.validate(source);
+  return out;
+}
+
+ModelConfig load_hf_config(const std::string& path) {
+  return parse_hf_config(read_file(path), path);
+}
+
+std::string to_hf_config_json(const ModelConfig& config) {
+  const bool qwen3 = config.family == ModelFamily::kQwen3;
+  Json out;
+  out["architectures"] = Json::array({qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"});
+  if (qwen3) out["attention_bias"] = config.attention_bias;
+  out["attention_dropout"] = 0.0;
+  out["bos_token_id"] = config.bos_token_id >= 0 ? Json(config.bos_token_id) : Json(nullptr);
+  out["eos_token_id"] = config.eos_token_id >= 0 ? Json(config.eos_token_id) : Json(nullptr);
+  if (qwen3) out["head_dim"] = config.head_dim;
+  out["hidden_act"] = "silu";
+  out["hidden_size"] = config.hidden_size;
+  out["initializer_range"] = 0.02;
+  out["intermediate_size"] = config.intermediate_size;
+  out["max_position_embeddings"] = config.max_position_embeddings;
+  out["max_window_layers"] = config.num_hidden_layers;
+  out["model_type"] = config.model_type();
+  out["num_attention_heads"] = config.num_attention_heads;
+  out["num_hidden_layers"] = config.num_hidden_layers;
+  out["num_key_value_heads"] = config.num_key_value_heads;
+  out["rms_norm_eps"] = config.rms_norm_eps;
+  out["rope_scaling"] = nullptr;
+  out["rope_theta"] = config.rope_theta;
+  out["sliding_window"] = nullptr;
+  out["tie_word_embeddings"] = config.tie_word_embeddings;
+  out["torch_dtype"] = config.torch_dtype;
+  out["use_cache"] = true;
+  out["use_sliding_window"] = false;
+  out["vocab_size"] = config.vocab_size;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace aspen

@@ -1,0 +1,259 @@
+// HF config.json parsing for Qwen2.5 and Qwen3, round trips, and every rejection.
+#include "aspen/io/hf_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "io_test_util.h"
+
+namespace aspen {
+namespace {
+
+using testing::expect_error;
+
+// As published with Qwen/Qwen2.5-0.5B.
+const char* kQwen25 = R"({
+  "architectures": ["Qwen2ForCausalLM"],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151643,
+  "hidden_act": "silu",
+  "hidden_size": 896,
+  "initializer_range": 0.02,
+  "intermediate_size": 4864,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 24,
+  "model_type": "qwen2",
+  "num_attention_heads": 14,
+  "num_hidden_layers": 24,
+  "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 32768,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.40.1",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+// As published with Qwen/Qwen3-0.6B.
+const char* kQwen3 = R"({
+  "architectures": ["Qwen3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 28,
+  "model_type": "qwen3",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+// kQwen3 with `key` set to `value` (JSON text), or removed when value is empty.
+std::string qwen3_with(const std::string& key, const std::string& value) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::parse(kQwen3);
+  if (value.empty()) {
+    json.erase(key);
+  } else {
+    json[key] = nlohmann::ordered_json::parse(value);
+  }
+  return json.dump();
+}
+
+void expect_same(const ModelConfig& a, const ModelConfig& b) {
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.intermediate_size, b.intermediate_size);
+  EXPECT_EQ(a.num_hidden_layers, b.num_hidden_layers);
+  EXPECT_EQ(a.num_attention_heads, b.num_attention_heads);
+  EXPECT_EQ(a.num_key_value_heads, b.num_key_value_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
+  EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
+  EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
+  EXPECT_EQ(a.attention_bias, b.attention_bias);
+  EXPECT_EQ(a.torch_dtype, b.torch_dtype);
+  EXPECT_EQ(a.bos_token_id, b.bos_token_id);
+  EXPECT_EQ(a.eos_token_id, b.eos_token_id);
+}
+
+TEST(HfConfig, ParsesQwen25) {
+  const ModelConfig c = parse_hf_config(kQwen25, "config.json");
+  EXPECT_EQ(c.family, ModelFamily::kQwen2);
+  EXPECT_EQ(c.model_type(), "qwen2");
+  EXPECT_FALSE(c.has_qk_norm());
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.hidden_size, 896);
+  EXPECT_EQ(c.intermediate_size, 4864);
+  EXPECT_EQ(c.num_hidden_layers, 24);
+  EXPECT_EQ(c.num_attention_heads, 14);
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.max_position_embeddings, 32768);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+  EXPECT_EQ(c.bos_token_id, 151643);
+  EXPECT_EQ(c.eos_token_id, 151643);
+}
+
+TEST(HfConfig, ParsesQwen3WithExplicitHeadDim) {
+  const ModelConfig c = parse_hf_config(kQwen3, "config.json");
+  EXPECT_EQ(c.family, ModelFamily::kQwen3);
+  EXPECT_TRUE(c.has_qk_norm());
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.num_attention_heads, 16);
+  EXPECT_EQ(c.num_key_value_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);  // not 1024 / 16
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.num_hidden_layers, 28);
+  EXPECT_EQ(c.max_position_embeddings, 40960);
+  EXPECT_EQ(c.rope_theta, 1e6);  // written as an integer
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.eos_token_id, 151645);
+}
+
+TEST(HfConfig, Qwen3DefaultsAndVariants) {
+  EXPECT_EQ(parse_hf_config(qwen3_with("head_dim", ""), "c").head_dim, 64);
+  EXPECT_TRUE(parse_hf_config(qwen3_with("attention_bias", "true"), "c").attention_bias);
+  EXPECT_EQ(parse_hf_config(qwen3_with("eos_token_id", "[151645, 151643]"), "c").eos_token_id,
+            151645);
+  EXPECT_EQ(parse_hf_config(qwen3_with("bos_token_id", "null"), "c").bos_token_id, -1);
+  EXPECT_EQ(parse_hf_config(qwen3_with("num_key_value_heads", ""), "c").num_key_value_heads, 16);
+  EXPECT_EQ(parse_hf_config(qwen3_with("torch_dtype", ""), "c").torch_dtype, "float32");
+  EXPECT_EQ(parse_hf_config(qwen3_with("rope_theta", ""), "c").rope_theta, 10000.0);
+  // transformers >= 5 spelling.
+  const std::string v5 =
+      qwen3_with("rope_parameters", R"({"rope_type": "default", "rope_theta": 5000000})");
+  EXPECT_EQ(parse_hf_config(v5, "c").rope_theta, 5e6);
+}
+
+TEST(HfConfig, RoundTripsThroughToHfConfigJson) {
+  for (const char* text : {kQwen25, kQwen3}) {
+    const ModelConfig original = parse_hf_config(text, "config.json");
+    const ModelConfig again = parse_hf_config(to_hf_config_json(original), "round trip");
+    expect_same(original, again);
+  }
+  ModelConfig odd;
+  odd.family = ModelFamily::kQwen3;
+  odd.hidden_size = 64, odd.intermediate_size = 96, odd.num_hidden_layers = 2;
+  odd.num_attention_heads = 4, odd.num_key_value_heads = 2, odd.head_dim = 32;
+  odd.rope_theta = 12345.678, odd.rms_norm_eps = 1.5e-5, odd.vocab_size = 300;
+  odd.attention_bias = true, odd.torch_dtype = "float32";
+  expect_same(odd, parse_hf_config(to_hf_config_json(odd), "round trip"));
+}
+
+TEST(HfConfig, LoadsFromFileAndNamesThePathInErrors) {
+  testing::TempDir dir;
+  const std::string path = dir.file("config.json");
+  testing::write_bytes(path, kQwen3);
+  EXPECT_EQ(load_hf_config(path).head_dim, 128);
+  testing::write_bytes(path, qwen3_with("hidden_act", "\"gelu\""));
+  expect_error([&] { load_hf_config(path); }, {path + ": hidden_act", "gelu"});
+  expect_error([&] { load_hf_config(dir.file("absent.json")); }, {"absent.json"});
+}
+
+TEST(HfConfig, RejectsUnsupportedArchitectures) {
+  expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"llama\""), "config.json"); },
+               {"config.json: model_type", "unsupported model_type \"llama\""});
+  expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"qwen3_moe\""), "config.json"); },
+               {"config.json: model_type"});
+  expect_error(
+      [&] {
+        parse_hf_config(qwen3_with("architectures", R"(["Qwen2ForCausalLM"])"), "config.json");
+      },
+      {"config.json: architectures", "Qwen3ForCausalLM"});
+  expect_error([&] { parse_hf_config(qwen3_with("architectures", "\"Qwen3\""), "config.json"); },
+               {"config.json: architectures", "must be a list"});
+}
+
+TEST(HfConfig, RejectsSettingsItWouldComputeWrongly) {
+  expect_error(
+      [&] {
+        parse_hf_config(qwen3_with("rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})"),
+                        "c.json");
+      },
+      {"c.json: rope_scaling"});
+  expect_error(
+      [&] {
+        parse_hf_config(qwen3_with("rope_parameters", R"({"rope_type": "yarn", "factor": 4})"),
+                        "c.json");
+      },
+      {"c.json: rope_parameters"});
+  expect_error([&] { parse_hf_config(qwen3_with("use_sliding_window", "true"), "c.json"); },
+               {"c.json: use_sliding_window"});
+  expect_error(
+      [&] {
+        parse_hf_config(qwen3_with("layer_types", R"(["full_attention", "sliding_attention"])"),
+                        "c.json");
+      },
+      {"c.json: layer_types"});
+  expect_error([&] { parse_hf_config(qwen3_with("hidden_act", "\"gelu\""), "c.json"); },
+               {"c.json: hidden_act"});
+}
+
+TEST(HfConfig, RejectsMissingAndIllTypedKeys) {
+  for (const char* key : {"model_type", "vocab_size", "hidden_size", "intermediate_size",
+                          "num_hidden_layers", "num_attention_heads"}) {
+    expect_error([&] { parse_hf_config(qwen3_with(key, ""), "c.json"); },
+                 {std::string("c.json: ") + key, "missing required key"});
+  }
+  expect_error([&] { parse_hf_config(qwen3_with("hidden_size", "\"1024\""), "c.json"); },
+               {"c.json: hidden_size", "must be an integer"});
+  expect_error([&] { parse_hf_config(qwen3_with("hidden_size", "1024.5"), "c.json"); },
+               {"c.json: hidden_size", "must be an integer"});
+  expect_error([&] { parse_hf_config(qwen3_with("rope_theta", "\"1e6\""), "c.json"); },
+               {"c.json: rope_theta", "must be a number"});
+  expect_error([&] { parse_hf_config(qwen3_with("tie_word_embeddings", "1"), "c.json"); },
+               {"c.json: tie_word_embeddings", "true or false"});
+  expect_error([&] { parse_hf_config(qwen3_with("eos_token_id", "\"</s>\""), "c.json"); },
+               {"c.json: eos_token_id"});
+  expect_error([&] { parse_hf_config(qwen3_with("eos_token_id", "[]"), "c.json"); },
+               {"c.json: eos_token_id"});
+  expect_error([&] { parse_hf_config(qwen3_with("torch_dtype", "\"float8\""), "c.json"); },
+               {"c.json: torch_dtype"});
+  expect_error([&] { parse_hf_config("[1]", "c.json"); }, {"c.json", "JSON object"});
+  expect_error([&] { parse_hf_config("{", "c.json"); }, {"c.json", "invalid JSON"});
+  expect_error([&] { parse_hf_config(R"({"model_type":"qwen3","model_type":"qwen2"})", "c.json"); },
+               {"c.json", "duplicate key \"model_type\""});
+}
+
+TEST(HfConfig, ValidateRejectsInconsistentShapes) {
+  expect_error([&] { parse_hf_config(qwen3_with("num_key_value_heads", "5"), "c.json"); },
+               {"c.json: num_key_value_heads", "not a multiple"});
+  expect_error([&] { parse_hf_config(qwen3_with("hidden_size", "0"), "c.json"); },
+               {"c.json: hidden_size", "positive"});
+  expect_error([&] { parse_hf_config(qwen3_with("head_dim", "-2"), "c.json"); },
+               {"c.json: head_dim"});
+  ModelConfig qwen2 = parse_hf_config(kQwen25, "c");
+  qwen2.attention_bias = false;
+  expect_error([&] { qwen2.validate("mine"); }, {"mine: attention_bias"});
+  qwen2.attention_bias = true;
+  qwen2.head_dim = 128;
+  expect_error([&] { qwen2.validate("mine"); }, {"mine: head_dim"});
+}
+
+}  // namespace
+}  // namespace aspen
