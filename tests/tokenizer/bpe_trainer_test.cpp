@@ -27,19 +27,20 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kNpmDir = std::string(ASPEN_SOURCE_DIR) + "/tools/npm";
-const std::string kCheckScript = std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/check_trained.js";
+const std::string kCheckScript =
+    std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/check_trained.js";
 
 // A deterministic corpus with repeated words (so merges have real counts), contractions,
 // digits, punctuation runs, several spaces, newlines inside documents, accented letters
 // in decomposed form (NFC must compose them), CJK and an emoji.
 std::vector<std::string> corpus() {
   const std::vector<std::string> words = {
-      "the",   "cat",  "sat",     "on",    "mat",     "don't", "we'll", "Hello",   "world",
-      "1234",  "3.14", "x+y=z",   "(a,b)", "café",    "naïve", "東京",  "数学",    "🙂",
-      "  ",    "!!!",  "foo_bar", "I'M",   "reward",  "policy", "tokens", "rollout", "GRPO"};
+      "the",  "cat",  "sat",     "on",    "mat",    "don't",  "we'll",  "Hello",   "world",
+      "1234", "3.14", "x+y=z",   "(a,b)", "café",   "naïve",  "東京",   "数学",    "🙂",
+      "  ",   "!!!",  "foo_bar", "I'M",   "reward", "policy", "tokens", "rollout", "GRPO"};
   // Invented words from syllables give the merge loop thousands of distinct pairs.
-  const std::vector<std::string> syllables = {"ka", "lo", "mi", "tra", "ven", "sho", "qu", "ix",
-                                              "ble", "ré", "ño", "zh", "ang", "er", "th", "ß"};
+  const std::vector<std::string> syllables = {"ka",  "lo", "mi", "tra", "ven", "sho", "qu", "ix",
+                                              "ble", "ré", "ño", "zh",  "ang", "er",  "th", "ß"};
   std::vector<std::string> docs;
   uint32_t state = 12345;
   auto next = [&state] {
@@ -224,9 +225,10 @@ TEST(BpeTrainerTest, HfEncodesLikeAspenWithTrainedJson) {
   const std::string tokenizer_path = dir.file("tokenizer.json", text);
   const Tokenizer tokenizer = Tokenizer::from_json(text, tokenizer_path);
   std::vector<std::string> texts = corpus();
-  texts.insert(texts.end(), {"<|im_start|>system\nYou are helpful.<|im_end|>\n",
-                             "Cafe\xCC\x81 (decomposed) vs café", "  leading and trailing  ",
-                             "I'M sure we'll DON'T 42 3.14159", "新しい東京 🙂🙂", "\n\n\t x"});
+  texts.insert(texts.end(),
+               {"<|im_start|>system\nYou are helpful.<|im_end|>\n",
+                "Cafe\xCC\x81 (decomposed) vs café", "  leading and trailing  ",
+                "I'M sure we'll DON'T 42 3.14159", "新しい東京 🙂🙂", "\n\n\t x"});
   std::string cases;
   for (const std::string& t : texts) {
     cases += json({{"text", t}, {"ids", tokenizer.encode(t)}}).dump() + "\n";

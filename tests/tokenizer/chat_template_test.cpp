@@ -105,7 +105,9 @@ std::string write_config(const std::string& name, const std::string& chat_templa
   return path.string();
 }
 
-ChatTemplate qwen3() { return ChatTemplate::from_config(kQwen3ModelDir); }
+ChatTemplate qwen3() {
+  return ChatTemplate::from_config(kQwen3ModelDir);
+}
 
 TEST(ChatTemplateTest, RecognisesRealQwen3Config) {
   const ChatTemplate t = ChatTemplate::from_config(kQwen3ModelDir + "/tokenizer_config.json");
@@ -130,9 +132,10 @@ TEST(ChatTemplateTest, Qwen3SystemUserGenerationPrompt) {
 }
 
 TEST(ChatTemplateTest, Qwen3StripsReasoningFromEarlierAssistantTurns) {
-  const std::vector<ChatMessage> chat = {{"user", "Hi"},
-                                         {"assistant", "<think>\nplan a greeting\n</think>\n\nHello!"},
-                                         {"user", "2+2?"}};
+  const std::vector<ChatMessage> chat = {
+      {"user", "Hi"},
+      {"assistant", "<think>\nplan a greeting\n</think>\n\nHello!"},
+      {"user", "2+2?"}};
   EXPECT_EQ(qwen3().render(chat, /*add_generation_prompt=*/true),
             "<|im_start|>user\nHi<|im_end|>\n"
             "<|im_start|>assistant\nHello!<|im_end|>\n"
@@ -141,10 +144,11 @@ TEST(ChatTemplateTest, Qwen3StripsReasoningFromEarlierAssistantTurns) {
 }
 
 TEST(ChatTemplateTest, Qwen3KeepsReasoningOfFinalAnswer) {
-  EXPECT_EQ(qwen3().render({{"user", "2+2?"}, {"assistant", "<think>\n\nadd them\n\n</think>\n\n\n4"}},
-                           /*add_generation_prompt=*/false),
-            "<|im_start|>user\n2+2?<|im_end|>\n"
-            "<|im_start|>assistant\n<think>\nadd them\n</think>\n\n4<|im_end|>\n");
+  EXPECT_EQ(
+      qwen3().render({{"user", "2+2?"}, {"assistant", "<think>\n\nadd them\n\n</think>\n\n\n4"}},
+                     /*add_generation_prompt=*/false),
+      "<|im_start|>user\n2+2?<|im_end|>\n"
+      "<|im_start|>assistant\n<think>\nadd them\n</think>\n\n4<|im_end|>\n");
   // The last assistant turn always gets a think block, empty when it had no reasoning.
   EXPECT_EQ(qwen3().render({{"user", "2+2?"}, {"assistant", "4"}}, false),
             "<|im_start|>user\n2+2?<|im_end|>\n"
@@ -191,7 +195,8 @@ TEST(ChatTemplateTest, Qwen25InjectsDefaultSystemPromptReadFromTemplate) {
 
 TEST(ChatTemplateTest, Qwen25MathDefaultPromptIsUnescaped) {
   // Qwen2.5-Math ships the same template with its own default system prompt.
-  const std::string math = "Please reason step by step, and put your final answer within \\\\boxed{}.";
+  const std::string math =
+      "Please reason step by step, and put your final answer within \\\\boxed{}.";
   std::string jinja = kQwen25Template;
   const std::string stock = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
   jinja = replace_once(jinja, stock, math);  // the tools branch
@@ -218,7 +223,8 @@ TEST(ChatTemplateTest, PlainChatMLTemplate) {
       "{{ '<|im_start|>assistant\\n' }}{% endif %}",
       "chatml");
   EXPECT_EQ(t.family(), ChatTemplate::Family::kChatML);
-  EXPECT_EQ(t.render({{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(t.render({{"user", "Hi"}}, true),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateTest, BuiltinsMatchRecognisedTemplates) {

@@ -41,9 +41,15 @@ nlohmann::ordered_json pre_tokenizer_spec() {
 
 // A pair of token ids packed so that integer order equals (left, right) lexicographic order.
 using PairKey = uint64_t;
-PairKey pair_key(uint32_t left, uint32_t right) { return (uint64_t{left} << 32) | right; }
-uint32_t pair_left(PairKey key) { return static_cast<uint32_t>(key >> 32); }
-uint32_t pair_right(PairKey key) { return static_cast<uint32_t>(key & 0xFFFFFFFFu); }
+PairKey pair_key(uint32_t left, uint32_t right) {
+  return (uint64_t{left} << 32) | right;
+}
+uint32_t pair_left(PairKey key) {
+  return static_cast<uint32_t>(key >> 32);
+}
+uint32_t pair_right(PairKey key) {
+  return static_cast<uint32_t>(key & 0xFFFFFFFFu);
+}
 
 // One queue entry: a pair, the count it had when pushed, and the words to merge it in.
 // As in HF, an entry only covers the words recorded when it was pushed.
@@ -84,8 +90,8 @@ void merge_in_word(std::vector<uint32_t>& symbols, uint32_t left, uint32_t right
 }
 
 struct TrainedModel {
-  std::vector<std::string> vocab;                         // id -> token
-  std::vector<std::pair<uint32_t, uint32_t>> merges;      // in rank order
+  std::vector<std::string> vocab;                     // id -> token
+  std::vector<std::pair<uint32_t, uint32_t>> merges;  // in rank order
 };
 
 TrainedModel run_bpe(const std::unordered_map<std::string, uint64_t>& word_counts,
@@ -103,9 +109,8 @@ TrainedModel run_bpe(const std::unordered_map<std::string, uint64_t>& word_count
   // Alphabet: the 256 byte-level characters (every word is made of them) by code point.
   std::array<uint8_t, kByteAlphabetSize> bytes_by_char;
   for (int b = 0; b < kByteAlphabetSize; ++b) bytes_by_char[b] = static_cast<uint8_t>(b);
-  std::sort(bytes_by_char.begin(), bytes_by_char.end(), [](uint8_t a, uint8_t b) {
-    return byte_level::char_of(a) < byte_level::char_of(b);
-  });
+  std::sort(bytes_by_char.begin(), bytes_by_char.end(),
+            [](uint8_t a, uint8_t b) { return byte_level::char_of(a) < byte_level::char_of(b); });
   std::array<uint32_t, kByteAlphabetSize> id_of_byte;
   for (const uint8_t b : bytes_by_char) id_of_byte[b] = add_token(byte_level::text_of(b));
 
@@ -197,7 +202,8 @@ std::string to_tokenizer_json(const TrainedModel& model, const BpeTrainerOptions
   std::set<std::string> written;
   for (const std::string& special : options.special_tokens) {
     if (!written.insert(special).second) continue;  // duplicate special token
-    const auto id = std::find(model.vocab.begin(), model.vocab.end(), special) - model.vocab.begin();
+    const auto id =
+        std::find(model.vocab.begin(), model.vocab.end(), special) - model.vocab.begin();
     added.push_back({{"id", id},
                      {"content", special},
                      {"single_word", false},
@@ -262,7 +268,8 @@ BpeTrainer::BpeTrainer(BpeTrainerOptions options)
     throw Error("vocab size " + std::to_string(options_.vocab_size) + " is smaller than " +
                     std::to_string(minimum) + " (256 byte-level characters + " +
                     std::to_string(distinct.size()) + " special tokens)",
-                "BPE trainer vocab_size", "use a vocab size of at least " + std::to_string(minimum));
+                "BPE trainer vocab_size",
+                "use a vocab size of at least " + std::to_string(minimum));
   }
 }
 
@@ -271,7 +278,8 @@ void BpeTrainer::feed(std::string_view document, const std::string& source) {
     throw Error("text is not valid UTF-8", source);
   }
   const std::string normalized = to_nfc(document);
-  pre_tokenizer_.split(normalized, [&](std::string_view piece) { ++word_counts_[std::string(piece)]; });
+  pre_tokenizer_.split(normalized,
+                       [&](std::string_view piece) { ++word_counts_[std::string(piece)]; });
 }
 
 int64_t BpeTrainer::feed_file(const std::string& path) {

@@ -28,13 +28,28 @@ std::string unescape_jinja(const std::string& literal) {
     }
     const char next = literal[++i];
     switch (next) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      default: out += '\\'; out += next; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      default:
+        out += '\\';
+        out += next;
+        break;
     }
   }
   return out;
@@ -44,8 +59,10 @@ std::string unescape_jinja(const std::string& literal) {
 // when the conversation has no system message; returns its text and replaces it in
 // `jinja` by kDefaultPlaceholder.
 std::optional<std::string> take_default_system(std::string& jinja) {
-  static const std::regex single_quoted(R"('<\|im_start\|>system\\n((?:[^'\\]|\\.)+)<\|im_end\|>\\n')");
-  static const std::regex double_quoted(R"("<\|im_start\|>system\\n((?:[^"\\]|\\.)+)<\|im_end\|>\\n")");
+  static const std::regex single_quoted(
+      R"('<\|im_start\|>system\\n((?:[^'\\]|\\.)+)<\|im_end\|>\\n')");
+  static const std::regex double_quoted(
+      R"("<\|im_start\|>system\\n((?:[^"\\]|\\.)+)<\|im_end\|>\\n")");
   for (const std::regex* pattern : {&single_quoted, &double_quoted}) {
     std::smatch match;
     if (!std::regex_search(jinja, match, *pattern)) continue;
@@ -67,8 +84,8 @@ std::string normalise(const std::string& jinja) {
     out += c == '"' ? '\'' : c;
   }
   const std::pair<const char*, const char*> rewrites[] = {
-      {"{%-", "{%"}, {"-%}", "%}"}, {"{{-", "{{"}, {"-}}", "}}"},
-      {"['role']", ".role"}, {"['content']", ".content"}};
+      {"{%-", "{%"}, {"-%}", "%}"},         {"{{-", "{{"},
+      {"-}}", "}}"}, {"['role']", ".role"}, {"['content']", ".content"}};
   for (const auto& [from, to] : rewrites) {
     const std::string needle = from;
     for (size_t at = out.find(needle); at != std::string::npos; at = out.find(needle, at)) {
@@ -87,7 +104,8 @@ bool contains_all(const std::string& text, std::initializer_list<const char*> fr
 
 constexpr const char* kChatMLTurn =
     "'<|im_start|>'+message.role+'\\n'+message.content+'<|im_end|>'+'\\n'";
-constexpr const char* kGenerationPrompt = "{%ifadd_generation_prompt%}{{'<|im_start|>assistant\\n'}}";
+constexpr const char* kGenerationPrompt =
+    "{%ifadd_generation_prompt%}{{'<|im_start|>assistant\\n'}}";
 
 bool is_plain_chatml(const std::string& n) {
   return n ==
@@ -112,8 +130,10 @@ bool is_qwen25(const std::string& n) {
                           "SYSTEM@<|im_end|>\\n'}}",
                           "{%if(message.role=='user')or(message.role=='system'andnotloop.first)"
                           "or(message.role=='assistant'andnotmessage.tool_calls)%}",
-                          kChatMLTurn, "{{'\\n<tool_response>\\n'}}{{message.content}}"
-                          "{{'\\n</tool_response>'}}", kGenerationPrompt});
+                          kChatMLTurn,
+                          "{{'\\n<tool_response>\\n'}}{{message.content}}"
+                          "{{'\\n</tool_response>'}}",
+                          kGenerationPrompt});
 }
 
 bool is_qwen3(const std::string& n) {
@@ -122,9 +142,7 @@ bool is_qwen3(const std::string& n) {
              n, {"{%ifmessages[0].role=='system'%}{{'<|im_start|>system\\n'+messages[0].content+"
                  "'<|im_end|>\\n'}}",
                  "{%if(message.role=='user')or(message.role=='system'andnotloop.first)%}",
-                 kChatMLTurn,
-                 "ns.multi_step_tool",
-                 "{%setns.last_query_index=index%}",
+                 kChatMLTurn, "ns.multi_step_tool", "{%setns.last_query_index=index%}",
                  "message.content.split('</think>')[-1].lstrip('\\n')",
                  "message.content.split('</think>')[0].rstrip('\\n').split('<think>')[-1]."
                  "lstrip('\\n')",
@@ -155,7 +173,8 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string turn(const std::string& role, const std::string& content) {
@@ -275,7 +294,8 @@ ChatTemplate ChatTemplate::from_template_text(const std::string& jinja, const st
 ChatTemplate ChatTemplate::from_config(const std::string& path) {
   namespace fs = std::filesystem;
   const bool is_dir = fs::is_directory(path);
-  const std::string config_path = is_dir ? (fs::path(path) / "tokenizer_config.json").string() : path;
+  const std::string config_path =
+      is_dir ? (fs::path(path) / "tokenizer_config.json").string() : path;
   nlohmann::json config;
   try {
     config = nlohmann::json::parse(read_file(config_path));
@@ -309,9 +329,12 @@ ChatTemplate ChatTemplate::builtin(const std::string& name) {
 
 std::string ChatTemplate::name() const {
   switch (family_) {
-    case Family::kChatML: return "chatml";
-    case Family::kQwen25: return "qwen2.5";
-    case Family::kQwen3: return "qwen3";
+    case Family::kChatML:
+      return "chatml";
+    case Family::kQwen25:
+      return "qwen2.5";
+    case Family::kQwen3:
+      return "qwen3";
   }
   return "chatml";
 }
@@ -321,9 +344,15 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
   validate(messages);
   std::string out;
   switch (family_) {
-    case Family::kChatML: out = render_chatml(messages, default_system_); break;
-    case Family::kQwen25: out = render_qwen25(messages, *default_system_); break;
-    case Family::kQwen3: out = render_qwen3(messages); break;
+    case Family::kChatML:
+      out = render_chatml(messages, default_system_);
+      break;
+    case Family::kQwen25:
+      out = render_qwen25(messages, *default_system_);
+      break;
+    case Family::kQwen3:
+      out = render_qwen3(messages);
+      break;
   }
   if (add_generation_prompt) {
     out += "<|im_start|>assistant\n";
