@@ -26,7 +26,20 @@
 
 #include <torch/types.h>
 
+#include <vector>
+
 namespace aspen {
+
+// Everything one forward step over the paged cache needs, shared by all layers.
+// The cache tensors are handles onto the engine's storage: writes land there.
+struct PagedBatch {
+  std::vector<torch::Tensor> key_caches;    // per layer [N, S, K, D]
+  std::vector<torch::Tensor> value_caches;  // per layer [N, S, K, D]
+  torch::Tensor slot_mapping;               // [T] int64, where each new token's k/v goes
+  torch::Tensor block_tables;               // [B, M] int32
+  torch::Tensor query_start;                // [B+1] int64
+  torch::Tensor context_lens;               // [B] int64, after this step's writes
+};
 
 // Writes k/v [T, K, D] of the new tokens into the cache at slot_mapping [T] int64
 // (slot = block * S + offset).

@@ -51,6 +51,7 @@ struct Sequence {
   std::vector<float> sampling_logprobs;  // per output token
   std::vector<int64_t> policy_versions;  // per output token
   std::string text;                      // decoded output, when stop strings need it
+  bool matched_stop_string = false;      // text was cut at a stop string
   FinishReason finish_reason = FinishReason::kNone;
   int64_t num_preemptions = 0;
 

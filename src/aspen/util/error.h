@@ -27,9 +27,10 @@ class Error : public std::runtime_error {
   std::string hint_;
 };
 
-// Throws Error(problem, input) unless `condition` holds. For input validation only.
-inline void check_input(bool condition, const std::string& problem, const std::string& input) {
-  if (!condition) throw Error(problem, input);
+// Throws Error(problem, input, hint) unless `condition` holds. For input validation only.
+inline void check_input(bool condition, const std::string& problem, const std::string& input,
+                        const std::string& hint = {}) {
+  if (!condition) throw Error(problem, input, hint);
 }
 
 }  // namespace aspen

@@ -1,0 +1,280 @@
+#include "aspen/rollout/engine.h"
+
+#include <algorithm>
+
+#include "aspen/rollout/sampler.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+uint64_t mix_seed(uint64_t seed, uint64_t sample) {
+  uint64_t x = seed + 0x9E3779B97F4A7C15ULL * (sample + 1);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+torch::ScalarType parameter_dtype(QwenForCausalLM& model) {
+  return model->lm_head_weight().scalar_type();
+}
+
+}  // namespace
+
+RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
+                             std::shared_ptr<const Tokenizer> tokenizer)
+    : config_(std::move(config)), tokenizer_(std::move(tokenizer)), seed_stream_(config_.seed) {
+  const ModelConfig& model_config = model->config;
+  if (config_.max_model_len <= 0) config_.max_model_len = model_config.max_position_embeddings;
+  const torch::ScalarType dtype = parameter_dtype(model);
+  if (config_.num_blocks <= 0) {
+    config_.num_blocks = KvCache::blocks_for_budget(model_config, config_.block_size, dtype,
+                                                    config_.kv_cache_bytes);
+  }
+  cache_ = std::make_unique<KvCache>(model_config, config_.num_blocks, config_.block_size, dtype,
+                                     model->lm_head_weight().device());
+  pool_ = std::make_unique<BlockPool>(config_.num_blocks);
+  scheduler_ = std::make_unique<Scheduler>(
+      SchedulerConfig{config_.block_size, config_.max_num_seqs, config_.max_num_batched_tokens,
+                      config_.enable_prefix_caching},
+      *pool_);
+  model->eval();
+  runner_ = std::make_unique<ModelRunner>(std::move(model), *cache_);
+}
+
+void RolloutEngine::add_request(GenerationRequest request) {
+  const std::string source = "request " + (request.id.empty() ? std::to_string(next_request_index_) : request.id);
+  request.params.validate(source);
+  check_input(request.n >= 1, "n must be >= 1", source);
+  check_input(!request.prompt.empty(), "the prompt has no tokens", source);
+  const int64_t vocab = runner_->model()->config.vocab_size;
+  for (TokenId id : request.prompt) {
+    check_input(id >= 0 && id < vocab, "prompt token id " + std::to_string(id) + " is outside the vocabulary", source);
+  }
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
+  check_input(prompt_len < config_.max_model_len,
+              "prompt of " + std::to_string(prompt_len) + " tokens does not fit max_model_len " +
+                  std::to_string(config_.max_model_len), source);
+  const int64_t longest = std::min(prompt_len + request.params.max_tokens, config_.max_model_len);
+  check_input((longest + config_.block_size - 1) / config_.block_size <= config_.num_blocks,
+              "one sample of " + std::to_string(longest) + " tokens needs more KV blocks than the cache has (" +
+                  std::to_string(config_.num_blocks) + ")", source, "raise kv_cache_bytes or lower max_tokens");
+  check_input(request.params.stop.empty() || tokenizer_ != nullptr,
+              "stop strings need a tokenizer", source);
+
+  auto record = std::make_unique<RequestRecord>();
+  record->index = next_request_index_++;
+  record->remaining_samples = request.n;
+  record->request = std::move(request);
+  if (!record->request.params.seed) record->request.params.seed = seed_stream_();
+
+  auto sequence = std::make_unique<Sequence>();
+  sequence->id = next_sequence_id_++;
+  sequence->request_index = record->index;
+  sequence->request_id = record->request.id;
+  sequence->sample_index = 0;
+  sequence->fanout = record->request.n;
+  sequence->params = &record->request.params;
+  sequence->seed = mix_seed(*record->request.params.seed, 0);
+  sequence->tokens = record->request.prompt;
+  sequence->prompt_len = prompt_len;
+  requests_[record->index] = std::move(record);
+  scheduler_->add(std::move(sequence));
+}
+
+bool RolloutEngine::has_unfinished() const {
+  return !scheduler_->running().empty() || !scheduler_->waiting().empty();
+}
+
+void RolloutEngine::fork_group(Sequence& parent, std::vector<Sequence*>& samples) {
+  const RequestRecord& record = *requests_.at(parent.request_index);
+  const int64_t block_size = config_.block_size;
+  const int64_t full_blocks = parent.num_computed_tokens / block_size;
+  const bool has_partial = parent.num_computed_tokens % block_size != 0;
+  for (int64_t j = 1; j < parent.fanout; ++j) {
+    auto child = std::make_unique<Sequence>();
+    child->id = next_sequence_id_++;
+    child->request_index = parent.request_index;
+    child->request_id = parent.request_id;
+    child->sample_index = j;
+    child->params = parent.params;
+    child->seed = mix_seed(*record.request.params.seed, static_cast<uint64_t>(j));
+    child->tokens = parent.tokens;
+    child->prompt_len = parent.prompt_len;
+    for (int64_t b = 0; b < full_blocks; ++b) {
+      pool_->retain(parent.block_table[b]);
+      child->block_table.push_back(parent.block_table[b]);
+    }
+    child->block_hashes.assign(parent.block_hashes.begin(),
+                               parent.block_hashes.begin() + std::min<size_t>(full_blocks, parent.block_hashes.size()));
+    child->num_computed_tokens = full_blocks * block_size;
+    if (has_partial) {
+      // Copy-on-write of the shared tail block; without a free block the child
+      // recomputes the few tail tokens instead.
+      if (auto copy = pool_->allocate()) {
+        cache_->copy_block(parent.block_table[full_blocks], *copy);
+        child->block_table.push_back(*copy);
+        child->num_computed_tokens = parent.num_computed_tokens;
+      }
+    }
+    samples.push_back(child.get());
+    scheduler_->add_running(std::move(child));
+    ++stats_.forks;
+  }
+  parent.fanout = 1;
+}
+
+std::vector<TokenId> RolloutEngine::suppressed_tokens(const Sequence& sequence) const {
+  if (sequence.num_output_tokens() >= sequence.params->min_tokens) return {};
+  std::vector<TokenId> suppressed = sequence.params->stop_token_ids;
+  if (!sequence.params->ignore_eos) {
+    suppressed.insert(suppressed.end(), config_.eos_token_ids.begin(), config_.eos_token_ids.end());
+  }
+  return suppressed;
+}
+
+void RolloutEngine::append_token(Sequence& sequence, TokenId token, float policy_logprob,
+                                 float sampling_logprob) {
+  const SamplingParams& params = *sequence.params;
+  sequence.tokens.push_back(token);
+  sequence.policy_logprobs.push_back(policy_logprob);
+  sequence.sampling_logprobs.push_back(sampling_logprob);
+  sequence.policy_versions.push_back(version_);
+  ++stats_.generated_tokens;
+
+  const bool past_min = sequence.num_output_tokens() > params.min_tokens;
+  const bool is_eos = !params.ignore_eos && std::find(config_.eos_token_ids.begin(),
+                                                      config_.eos_token_ids.end(), token) !=
+                                                config_.eos_token_ids.end();
+  const bool is_stop_id = std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(),
+                                    token) != params.stop_token_ids.end();
+  if (past_min && (is_eos || is_stop_id)) {
+    sequence.finish_reason = FinishReason::kStop;
+    return;
+  }
+  if (!params.stop.empty() && past_min) {
+    const std::vector<TokenId> output(sequence.tokens.begin() + sequence.prompt_len, sequence.tokens.end());
+    std::string text = tokenizer_->decode(output);
+    size_t longest_stop = 0;
+    for (const auto& stop : params.stop) longest_stop = std::max(longest_stop, stop.size());
+    // Only the tail can hold a new match: the previous text had none.
+    const size_t search_from = sequence.text.size() > longest_stop + 4 ? sequence.text.size() - longest_stop - 4 : 0;
+    size_t cut = std::string::npos;
+    for (const auto& stop : params.stop) cut = std::min(cut, text.find(stop, search_from));
+    if (cut != std::string::npos) {
+      sequence.text = text.substr(0, cut);
+      sequence.matched_stop_string = true;
+      sequence.finish_reason = FinishReason::kStop;
+      return;
+    }
+    sequence.text = std::move(text);
+  }
+  if (sequence.num_output_tokens() >= params.max_tokens ||
+      static_cast<int64_t>(sequence.tokens.size()) >= config_.max_model_len) {
+    sequence.finish_reason = FinishReason::kLength;
+  }
+}
+
+Completion RolloutEngine::to_completion(Sequence& sequence) {
+  Completion completion;
+  completion.request_id = sequence.request_id;
+  completion.request_index = sequence.request_index;
+  completion.sample_index = sequence.sample_index;
+  completion.prompt_token_ids.assign(sequence.tokens.begin(), sequence.tokens.begin() + sequence.prompt_len);
+  completion.token_ids.assign(sequence.tokens.begin() + sequence.prompt_len, sequence.tokens.end());
+  completion.logprobs = std::move(sequence.policy_logprobs);
+  completion.sampling_logprobs = std::move(sequence.sampling_logprobs);
+  completion.policy_versions = std::move(sequence.policy_versions);
+  completion.finish_reason = sequence.finish_reason;
+  completion.num_preemptions = sequence.num_preemptions;
+  if (tokenizer_) {
+    completion.text = sequence.matched_stop_string
+                          ? sequence.text
+                          : tokenizer_->decode(completion.token_ids, /*skip_special_tokens=*/true);
+  }
+  return completion;
+}
+
+std::vector<Completion> RolloutEngine::step() {
+  std::vector<Completion> finished;
+  if (!has_unfinished()) return finished;
+  const SchedulerStep step = scheduler_->schedule();
+  stats_.preemptions += step.num_preempted;
+  stats_.prefix_hit_tokens += step.num_prefix_hit_tokens;
+  if (step.empty()) return finished;
+  ++stats_.steps;
+  stats_.scheduled_tokens += step.num_tokens;
+
+  const StepLogits logits = runner_->run(step);
+  scheduler_->complete(step);
+
+  // One sampling row per sample; a completed group prompt yields n rows from one logits row.
+  std::vector<Sequence*> samples;
+  std::vector<int64_t> logits_rows;
+  for (size_t r = 0; r < logits.chunk_indices.size(); ++r) {
+    Sequence& sequence = *step.chunks[logits.chunk_indices[r]].sequence;
+    const size_t before = samples.size();
+    samples.push_back(&sequence);
+    if (sequence.fanout > 1) fork_group(sequence, samples);
+    for (size_t i = before; i < samples.size(); ++i) logits_rows.push_back(static_cast<int64_t>(r));
+  }
+  if (!samples.empty()) {
+    std::vector<SamplingRow> rows;
+    rows.reserve(samples.size());
+    for (Sequence* sample : samples) {
+      rows.push_back({sample->params, sample->seed, sample->num_output_tokens(), suppressed_tokens(*sample)});
+    }
+    const torch::Tensor row_logits = logits.logits.index_select(0, torch::tensor(logits_rows, torch::kInt64));
+    const std::vector<SampledToken> sampled = sample_tokens(row_logits, rows);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      append_token(*samples[i], sampled[i].token, sampled[i].policy_logprob, sampled[i].sampling_logprob);
+    }
+  }
+
+  for (auto& sequence : scheduler_->take_finished()) {
+    finished.push_back(to_completion(*sequence));
+    auto record = requests_.find(sequence->request_index);
+    if (record != requests_.end() && --record->second->remaining_samples == 0) requests_.erase(record);
+  }
+  return finished;
+}
+
+std::vector<Completion> RolloutEngine::generate(std::vector<GenerationRequest> requests) {
+  for (auto& request : requests) add_request(std::move(request));
+  std::vector<Completion> completions;
+  while (has_unfinished()) {
+    for (auto& completion : step()) completions.push_back(std::move(completion));
+  }
+  std::sort(completions.begin(), completions.end(), [](const Completion& a, const Completion& b) {
+    return std::tie(a.request_index, a.sample_index) < std::tie(b.request_index, b.sample_index);
+  });
+  return completions;
+}
+
+void RolloutEngine::load_weights(int64_t version, const std::map<std::string, torch::Tensor>& weights) {
+  runner_->model()->load_state(weights, "weights version " + std::to_string(version));
+  version_ = version;
+  pool_->reset_prefix_cache();
+  if (config_.interrupt_on_weight_update) scheduler_->recompute_all();
+}
+
+QueueState RolloutEngine::queue_state() const {
+  QueueState state;
+  state.free_blocks = pool_->num_free();
+  state.total_blocks = pool_->num_blocks();
+  auto outstanding = [](const Sequence& s) {
+    const int64_t to_generate = std::max<int64_t>(0, s.params->max_tokens - s.num_output_tokens());
+    return s.num_pending_tokens() + to_generate * s.fanout;
+  };
+  for (const auto& s : scheduler_->running()) {
+    state.running += 1;
+    state.outstanding_tokens += outstanding(*s);
+  }
+  for (const auto& s : scheduler_->waiting()) {
+    state.waiting += s->fanout;
+    state.outstanding_tokens += outstanding(*s);
+  }
+  return state;
+}
+
+}  // namespace aspen

@@ -1,0 +1,139 @@
+// RolloutEngine: one inference instance — continuous batching over a paged KV
+// cache, sampling with log-probs, shared group prefixes, versioned weights.
+//
+// Usage: add_request() any time between steps; step() runs one scheduler step
+// (a forward over every scheduled token) and returns the samples that finished
+// in it; generate() runs a batch to completion.
+//
+// Groups: a request with n > 1 samples computes its prompt once, then forks into
+// n sequences that share the prompt's full KV blocks (the partial last block is
+// copied). Each sample j draws from its own seeded stream, so results do not
+// depend on what else shares the batch.
+//
+// Weight versions: load_weights(version, tensors) between steps. Every generated
+// token records the version that produced it. The prefix cache is reset on every
+// switch. With interrupt_on_weight_update, in-flight sequences are recomputed
+// (prompt + output so far) with the new weights and continue; otherwise they keep
+// their cached KV and continue.
+//
+// Thread safety: none. One thread drives an engine (InstancePool gives each
+// instance its own thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aspen/model/qwen_model.h"
+#include "aspen/rollout/kv_cache.h"
+#include "aspen/rollout/model_runner.h"
+#include "aspen/rollout/sampling_params.h"
+#include "aspen/rollout/scheduler.h"
+#include "aspen/tokenizer/tokenizer.h"
+
+namespace aspen {
+
+struct EngineConfig {
+  int64_t block_size = 16;
+  int64_t num_blocks = 0;                   // 0: derive from kv_cache_bytes
+  int64_t kv_cache_bytes = 256LL << 20;
+  int64_t max_num_seqs = 64;
+  int64_t max_num_batched_tokens = 1024;
+  int64_t max_model_len = 0;                // 0: the model's max_position_embeddings
+  bool enable_prefix_caching = true;
+  bool interrupt_on_weight_update = false;
+  uint64_t seed = 0;                        // seeds unseeded requests
+  std::vector<TokenId> eos_token_ids;       // finish a sample (unless ignore_eos)
+};
+
+struct GenerationRequest {
+  std::string id;
+  std::vector<TokenId> prompt;
+  SamplingParams params;
+  int64_t n = 1;  // samples of this prompt (a GRPO group)
+};
+
+// One finished sample.
+struct Completion {
+  std::string request_id;
+  int64_t request_index = 0;  // admission order within the engine
+  int64_t sample_index = 0;
+  std::vector<TokenId> prompt_token_ids;
+  std::vector<TokenId> token_ids;
+  std::vector<float> logprobs;           // temperature-1 policy log-probs of token_ids
+  std::vector<float> sampling_logprobs;  // under the distribution sampled from
+  std::vector<int64_t> policy_versions;  // per token
+  std::string text;                      // decoded output (stop string cut) if a tokenizer is set
+  FinishReason finish_reason = FinishReason::kNone;
+  int64_t num_preemptions = 0;
+};
+
+// What a dispatcher needs to pick an instance.
+struct QueueState {
+  int64_t running = 0;             // sequences holding KV
+  int64_t waiting = 0;             // samples not yet admitted (a group counts n)
+  int64_t outstanding_tokens = 0;  // prompt tokens to prefill + tokens still to generate (upper bound)
+  int64_t free_blocks = 0;
+  int64_t total_blocks = 0;
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t scheduled_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t forks = 0;
+};
+
+class RolloutEngine {
+ public:
+  // `tokenizer` may be null; stop strings and Completion::text then are unavailable.
+  RolloutEngine(QwenForCausalLM model, EngineConfig config,
+                std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+
+  // Validates (aspen::Error naming the request id) and queues the request.
+  void add_request(GenerationRequest request);
+  std::vector<Completion> step();
+  bool has_unfinished() const;
+  // Adds all requests, steps until none is left; completions ordered by
+  // (request admission, sample index).
+  std::vector<Completion> generate(std::vector<GenerationRequest> requests);
+
+  void load_weights(int64_t version, const std::map<std::string, torch::Tensor>& weights);
+  int64_t policy_version() const { return version_; }
+
+  QueueState queue_state() const;
+  const EngineStats& stats() const { return stats_; }
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  struct RequestRecord {
+    GenerationRequest request;
+    int64_t index;
+    int64_t remaining_samples;
+  };
+
+  void fork_group(Sequence& parent, std::vector<Sequence*>& samples);
+  std::vector<TokenId> suppressed_tokens(const Sequence& sequence) const;
+  void append_token(Sequence& sequence, TokenId token, float policy_logprob, float sampling_logprob);
+  Completion to_completion(Sequence& sequence);
+
+  EngineConfig config_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<BlockPool> pool_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::map<int64_t, std::unique_ptr<RequestRecord>> requests_;  // by index, while unfinished
+  std::mt19937_64 seed_stream_;
+  int64_t next_request_index_ = 0;
+  int64_t next_sequence_id_ = 0;
+  int64_t version_ = 0;
+  EngineStats stats_;
+};
+
+}  // namespace aspen

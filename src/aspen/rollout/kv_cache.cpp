@@ -1,0 +1,52 @@
+#include "aspen/rollout/kv_cache.h"
+
+#include <algorithm>
+
+namespace aspen {
+
+KvCache::KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
+                 torch::ScalarType dtype, torch::Device device)
+    : num_blocks_(num_blocks), block_size_(block_size) {
+  TORCH_CHECK(num_blocks > 0 && block_size > 0, "KvCache: sizes must be positive");
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    keys_.push_back(torch::zeros(
+        {num_blocks, block_size, config.num_key_value_heads, config.head_dim}, options));
+    values_.push_back(torch::zeros_like(keys_.back()));
+  }
+}
+
+int64_t KvCache::bytes_per_block(const ModelConfig& config, int64_t block_size,
+                                 torch::ScalarType dtype) {
+  return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
+         static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+int64_t KvCache::blocks_for_budget(const ModelConfig& config, int64_t block_size,
+                                   torch::ScalarType dtype, int64_t budget_bytes) {
+  return std::max<int64_t>(1, budget_bytes / bytes_per_block(config, block_size, dtype));
+}
+
+void KvCache::copy_block(BlockId source, BlockId destination) {
+  for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    keys_[layer][destination].copy_(keys_[layer][source]);
+    values_[layer][destination].copy_(values_[layer][source]);
+  }
+}
+
+PagedBatch KvCache::batch_view() const {
+  PagedBatch batch;
+  batch.key_caches = keys_;
+  batch.value_caches = values_;
+  return batch;
+}
+
+int64_t KvCache::bytes() const {
+  int64_t total = 0;
+  for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    total += (keys_[layer].numel() + values_[layer].numel()) * keys_[layer].element_size();
+  }
+  return total;
+}
+
+}  // namespace aspen

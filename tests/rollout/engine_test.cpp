@@ -1,0 +1,232 @@
+#include "aspen/rollout/engine.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "aspen/model/weights_init.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+ModelConfig tiny_config() {
+  ModelConfig config;
+  config.family = ModelFamily::kQwen3;
+  config.vocab_size = 97;
+  config.hidden_size = 32;
+  config.intermediate_size = 64;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  config.head_dim = 16;
+  config.max_position_embeddings = 512;
+  config.tie_word_embeddings = true;
+  return config;
+}
+
+QwenForCausalLM tiny_model(uint64_t seed = 1) {
+  // A larger init than HF's 0.02 so greedy paths are not all the same token.
+  QwenForCausalLM model = make_random_model(tiny_config(), seed);
+  init_weights(model, seed, /*initializer_range=*/0.5);
+  return model;
+}
+
+std::vector<TokenId> prompt_of(int64_t length, TokenId start) {
+  std::vector<TokenId> prompt;
+  for (int64_t i = 0; i < length; ++i) prompt.push_back((start + 7 * i) % 97);
+  return prompt;
+}
+
+// Greedy decoding by recomputing the whole sequence every token: the reference.
+std::vector<TokenId> greedy_reference(QwenForCausalLM& model, std::vector<TokenId> tokens, int64_t steps) {
+  torch::NoGradGuard no_grad;
+  std::vector<TokenId> output;
+  for (int64_t s = 0; s < steps; ++s) {
+    std::vector<int64_t> ids(tokens.begin(), tokens.end());
+    const torch::Tensor input = torch::tensor(ids, torch::kInt64);
+    const torch::Tensor cu = torch::tensor({int64_t{0}, input.numel()}, torch::kInt64);
+    const torch::Tensor hidden = model->forward(input, cu);
+    const torch::Tensor logits = torch::matmul(hidden[-1], model->lm_head_weight().t());
+    const TokenId next = static_cast<TokenId>(logits.argmax().item<int64_t>());
+    output.push_back(next);
+    tokens.push_back(next);
+  }
+  return output;
+}
+
+GenerationRequest greedy_request(std::vector<TokenId> prompt, int64_t max_tokens, int64_t n = 1) {
+  GenerationRequest request;
+  request.prompt = std::move(prompt);
+  request.params.temperature = 0.0;
+  request.params.max_tokens = max_tokens;
+  request.n = n;
+  return request;
+}
+
+TEST(RolloutEngine, GreedyMatchesFullRecomputeWithChunkedPrefillAndSmallBlocks) {
+  QwenForCausalLM model = tiny_model();
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 64;
+  config.max_num_batched_tokens = 7;  // forces chunked prefill and mixed steps
+  RolloutEngine engine(tiny_model(), config);
+  std::vector<GenerationRequest> requests;
+  const std::vector<int64_t> lengths = {3, 9, 14, 1};
+  for (size_t i = 0; i < lengths.size(); ++i) requests.push_back(greedy_request(prompt_of(lengths[i], i * 11), 6));
+  const auto completions = engine.generate(requests);
+  ASSERT_EQ(completions.size(), lengths.size());
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    EXPECT_EQ(completions[i].token_ids, greedy_reference(model, prompt_of(lengths[i], i * 11), 6)) << i;
+    EXPECT_EQ(completions[i].finish_reason, FinishReason::kLength);
+  }
+}
+
+TEST(RolloutEngine, LogprobsEqualTheModelsRecomputedLogprobs) {
+  QwenForCausalLM model = tiny_model();
+  EngineConfig config;
+  config.block_size = 8;
+  RolloutEngine engine(tiny_model(), config);
+  GenerationRequest request;
+  request.prompt = prompt_of(10, 3);
+  request.params.temperature = 0.8;
+  request.params.top_p = 0.9;
+  request.params.max_tokens = 12;
+  request.params.seed = 5;
+  request.n = 3;
+  const auto completions = engine.generate({request});
+  ASSERT_EQ(completions.size(), 3u);
+  torch::NoGradGuard no_grad;
+  for (const auto& completion : completions) {
+    std::vector<int64_t> ids(completion.prompt_token_ids.begin(), completion.prompt_token_ids.end());
+    ids.insert(ids.end(), completion.token_ids.begin(), completion.token_ids.end());
+    const torch::Tensor input = torch::tensor(ids, torch::kInt64);
+    const torch::Tensor logprobs =
+        model->token_logprobs(input, torch::tensor({int64_t{0}, input.numel()}, torch::kInt64)).logprobs;
+    const torch::Tensor generated = logprobs.narrow(0, 9, static_cast<int64_t>(completion.token_ids.size()));
+    const torch::Tensor engine_logprobs = torch::tensor(completion.logprobs);
+    EXPECT_LT((generated - engine_logprobs).abs().max().item<double>(), 1e-4);
+  }
+}
+
+TEST(RolloutEngine, GroupComputesItsPromptOnceAndSharesBlocks) {
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 64;
+  RolloutEngine engine(tiny_model(), config);
+  const auto completions = engine.generate({greedy_request(prompt_of(10, 1), 5, /*n=*/4)});
+  ASSERT_EQ(completions.size(), 4u);
+  for (const auto& c : completions) EXPECT_EQ(c.token_ids, completions[0].token_ids);
+  EXPECT_EQ(engine.stats().forks, 3);
+  // 10 prompt tokens once, then 4 samples x 4 decode steps.
+  EXPECT_EQ(engine.stats().scheduled_tokens, 10 + 4 * 4);
+  EXPECT_EQ(engine.queue_state().free_blocks, 64);
+}
+
+TEST(RolloutEngine, SameSeedSameTokensWhateverElseSharesTheBatch) {
+  GenerationRequest request;
+  request.prompt = prompt_of(6, 2);
+  request.params.temperature = 1.0;
+  request.params.max_tokens = 10;
+  request.params.seed = 1234;
+  request.n = 2;
+  RolloutEngine alone(tiny_model(), EngineConfig{});
+  const auto expected = alone.generate({request});
+  RolloutEngine crowded(tiny_model(), EngineConfig{});
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 3; ++i) {
+    GenerationRequest other;
+    other.prompt = prompt_of(4 + i, 50 + i);
+    other.params.max_tokens = 8;
+    requests.push_back(other);
+  }
+  requests.insert(requests.begin() + 1, request);
+  const auto completions = crowded.generate(requests);
+  std::vector<std::vector<TokenId>> seeded;
+  for (const auto& c : completions) {
+    if (c.request_index == 1) seeded.push_back(c.token_ids);
+  }
+  ASSERT_EQ(seeded.size(), 2u);
+  EXPECT_EQ(seeded[0], expected[0].token_ids);
+  EXPECT_EQ(seeded[1], expected[1].token_ids);
+}
+
+TEST(RolloutEngine, PreemptionUnderMemoryPressureKeepsResults) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(greedy_request(prompt_of(5 + i, i), 12));
+  EngineConfig roomy;
+  roomy.block_size = 4;
+  roomy.num_blocks = 256;
+  RolloutEngine reference(tiny_model(), roomy);
+  const auto expected = reference.generate(requests);
+  EngineConfig tight = roomy;
+  tight.num_blocks = 10;  // far less than 6 sequences of ~20 tokens need
+  RolloutEngine engine(tiny_model(), tight);
+  const auto completions = engine.generate(requests);
+  EXPECT_GT(engine.stats().preemptions, 0);
+  ASSERT_EQ(completions.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(completions[i].token_ids, expected[i].token_ids);
+}
+
+TEST(RolloutEngine, StopTokenAndMinTokens) {
+  RolloutEngine probe(tiny_model(), EngineConfig{});
+  const auto free_run = probe.generate({greedy_request(prompt_of(5, 9), 8)});
+  const TokenId third = free_run[0].token_ids[2];
+  GenerationRequest request = greedy_request(prompt_of(5, 9), 8);
+  request.params.stop_token_ids = {third};
+  RolloutEngine engine(tiny_model(), EngineConfig{});
+  const auto stopped = engine.generate({request});
+  ASSERT_LE(stopped[0].token_ids.size(), 3u);
+  EXPECT_EQ(stopped[0].token_ids.back(), third);
+  EXPECT_EQ(stopped[0].finish_reason, FinishReason::kStop);
+
+  request.params.min_tokens = 8;  // the stop id is suppressed until 8 tokens exist
+  RolloutEngine engine2(tiny_model(), EngineConfig{});
+  const auto forced = engine2.generate({request});
+  EXPECT_EQ(forced[0].token_ids.size(), 8u);
+  for (TokenId t : forced[0].token_ids) EXPECT_NE(t, third);
+}
+
+TEST(RolloutEngine, TokensRecordThePolicyVersionThatProducedThem) {
+  for (bool interrupt : {false, true}) {
+    EngineConfig config;
+    config.interrupt_on_weight_update = interrupt;
+    RolloutEngine engine(tiny_model(1), config);
+    engine.add_request(greedy_request(prompt_of(6, 4), 10));
+    for (int i = 0; i < 4; ++i) engine.step();  // prefill + 3 decodes: 4 tokens at version 0
+    QwenForCausalLM next = tiny_model(2);
+    std::map<std::string, torch::Tensor> weights;
+    for (const auto& [name, tensor] : next->hf_state()) weights[name] = tensor;
+    engine.load_weights(1, weights);
+    std::vector<Completion> done;
+    while (engine.has_unfinished()) {
+      for (auto& c : engine.step()) done.push_back(c);
+    }
+    ASSERT_EQ(done.size(), 1u);
+    const auto& versions = done[0].policy_versions;
+    ASSERT_EQ(versions.size(), 10u);
+    EXPECT_EQ(std::count(versions.begin(), versions.end(), 0), 4);
+    EXPECT_EQ(std::count(versions.begin(), versions.end(), 1), 6);
+    if (interrupt) {
+      // Continued on new weights after recomputation: the tail is what model 2
+      // greedily continues from the prefix, exactly.
+      std::vector<TokenId> prefix = prompt_of(6, 4);
+      prefix.insert(prefix.end(), done[0].token_ids.begin(), done[0].token_ids.begin() + 4);
+      const auto tail = greedy_reference(next, prefix, 6);
+      EXPECT_EQ(std::vector<TokenId>(done[0].token_ids.begin() + 4, done[0].token_ids.end()), tail);
+    }
+  }
+}
+
+TEST(RolloutEngine, RejectsBadRequestsWithClearErrors) {
+  RolloutEngine engine(tiny_model(), EngineConfig{});
+  GenerationRequest empty = greedy_request({}, 4);
+  EXPECT_THROW(engine.add_request(empty), Error);
+  GenerationRequest out_of_vocab = greedy_request({1, 2, 500}, 4);
+  EXPECT_THROW(engine.add_request(out_of_vocab), Error);
+  GenerationRequest stop_strings = greedy_request({1, 2}, 4);
+  stop_strings.params.stop = {"x"};
+  EXPECT_THROW(engine.add_request(stop_strings), Error);  // no tokenizer
+}
+
+}  // namespace
+}  // namespace aspen
