@@ -6,6 +6,7 @@ find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)  # cppzmq is header-only on top
 find_package(Threads REQUIRED)
 
 # Torch's CMake config exports plain variables; wrap them in one target so modules

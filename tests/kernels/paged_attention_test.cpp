@@ -39,7 +39,8 @@ struct PagedFixture {
       std::vector<int64_t> seq_slots;
       for (int64_t p = 0; p < lengths[b]; ++p) {
         if (p % kBlockSize == 0) block_tables[b][p / kBlockSize] = free_blocks[next_free++];
-        seq_slots.push_back(block_tables[b][p / kBlockSize].item<int64_t>() * kBlockSize + p % kBlockSize);
+        seq_slots.push_back(block_tables[b][p / kBlockSize].item<int64_t>() * kBlockSize +
+                            p % kBlockSize);
       }
       slots.push_back(seq_slots);
     }
@@ -62,8 +63,8 @@ TEST(PagedAttention, FullPrefillEqualsVarlenCausalAttention) {
   const torch::Tensor lens = torch::tensor(f.lengths, torch::kLong);
   const torch::Tensor fused =
       paged_attention(f.q, f.key_cache, f.value_cache, f.block_tables, f.cu_seqlens(), lens, scale);
-  const torch::Tensor reference = paged_attention_reference(f.q, f.key_cache, f.value_cache,
-                                                            f.block_tables, f.cu_seqlens(), lens, scale);
+  const torch::Tensor reference = paged_attention_reference(
+      f.q, f.key_cache, f.value_cache, f.block_tables, f.cu_seqlens(), lens, scale);
   EXPECT_LT((fused - expected).abs().max().item<double>(), 1e-5);
   EXPECT_LT((reference - expected).abs().max().item<double>(), 1e-5);
 }
@@ -87,7 +88,8 @@ TEST(PagedAttention, DecodeAndChunkedPrefillSeeTheWholeHistory) {
   const torch::Tensor q = torch::cat(queries);
   const torch::Tensor lens = torch::tensor(f.lengths, torch::kLong);
   const torch::Tensor starts = torch::tensor(query_start, torch::kLong);
-  const torch::Tensor fused = paged_attention(q, f.key_cache, f.value_cache, f.block_tables, starts, lens, scale);
+  const torch::Tensor fused =
+      paged_attention(q, f.key_cache, f.value_cache, f.block_tables, starts, lens, scale);
   const torch::Tensor reference =
       paged_attention_reference(q, f.key_cache, f.value_cache, f.block_tables, starts, lens, scale);
   EXPECT_LT((fused - torch::cat(expected)).abs().max().item<double>(), 1e-5);

@@ -38,7 +38,8 @@ std::vector<TokenId> prompt_of(int64_t length, TokenId start) {
 }
 
 // Greedy decoding by recomputing the whole sequence every token: the reference.
-std::vector<TokenId> greedy_reference(QwenForCausalLM& model, std::vector<TokenId> tokens, int64_t steps) {
+std::vector<TokenId> greedy_reference(QwenForCausalLM& model, std::vector<TokenId> tokens,
+                                      int64_t steps) {
   torch::NoGradGuard no_grad;
   std::vector<TokenId> output;
   for (int64_t s = 0; s < steps; ++s) {
@@ -72,11 +73,13 @@ TEST(RolloutEngine, GreedyMatchesFullRecomputeWithChunkedPrefillAndSmallBlocks) 
   RolloutEngine engine(tiny_model(), config);
   std::vector<GenerationRequest> requests;
   const std::vector<int64_t> lengths = {3, 9, 14, 1};
-  for (size_t i = 0; i < lengths.size(); ++i) requests.push_back(greedy_request(prompt_of(lengths[i], i * 11), 6));
+  for (size_t i = 0; i < lengths.size(); ++i)
+    requests.push_back(greedy_request(prompt_of(lengths[i], i * 11), 6));
   const auto completions = engine.generate(requests);
   ASSERT_EQ(completions.size(), lengths.size());
   for (size_t i = 0; i < lengths.size(); ++i) {
-    EXPECT_EQ(completions[i].token_ids, greedy_reference(model, prompt_of(lengths[i], i * 11), 6)) << i;
+    EXPECT_EQ(completions[i].token_ids, greedy_reference(model, prompt_of(lengths[i], i * 11), 6))
+        << i;
     EXPECT_EQ(completions[i].finish_reason, FinishReason::kLength);
   }
 }
@@ -97,12 +100,15 @@ TEST(RolloutEngine, LogprobsEqualTheModelsRecomputedLogprobs) {
   ASSERT_EQ(completions.size(), 3u);
   torch::NoGradGuard no_grad;
   for (const auto& completion : completions) {
-    std::vector<int64_t> ids(completion.prompt_token_ids.begin(), completion.prompt_token_ids.end());
+    std::vector<int64_t> ids(completion.prompt_token_ids.begin(),
+                             completion.prompt_token_ids.end());
     ids.insert(ids.end(), completion.token_ids.begin(), completion.token_ids.end());
     const torch::Tensor input = torch::tensor(ids, torch::kInt64);
     const torch::Tensor logprobs =
-        model->token_logprobs(input, torch::tensor({int64_t{0}, input.numel()}, torch::kInt64)).logprobs;
-    const torch::Tensor generated = logprobs.narrow(0, 9, static_cast<int64_t>(completion.token_ids.size()));
+        model->token_logprobs(input, torch::tensor({int64_t{0}, input.numel()}, torch::kInt64))
+            .logprobs;
+    const torch::Tensor generated =
+        logprobs.narrow(0, 9, static_cast<int64_t>(completion.token_ids.size()));
     const torch::Tensor engine_logprobs = torch::tensor(completion.logprobs);
     EXPECT_LT((generated - engine_logprobs).abs().max().item<double>(), 1e-4);
   }
@@ -164,7 +170,8 @@ TEST(RolloutEngine, PreemptionUnderMemoryPressureKeepsResults) {
   const auto completions = engine.generate(requests);
   EXPECT_GT(engine.stats().preemptions, 0);
   ASSERT_EQ(completions.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(completions[i].token_ids, expected[i].token_ids);
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(completions[i].token_ids, expected[i].token_ids);
 }
 
 TEST(RolloutEngine, StopTokenAndMinTokens) {

@@ -110,7 +110,8 @@ TEST(Sampler, SameSeedSameTokenWhateverElseSharesTheBatch) {
   for (uint64_t seed = 0; seed < 20; ++seed) {
     SamplingRow alone{&params, seed, 5, {}};
     const TokenId expected = sample_tokens(row_logits, {alone})[0].token;
-    const torch::Tensor batch = torch::cat({torch::randn({2, 1000}), row_logits, torch::randn({1, 1000})});
+    const torch::Tensor batch =
+        torch::cat({torch::randn({2, 1000}), row_logits, torch::randn({1, 1000})});
     SamplingRow other{&params, seed + 1000, 5, {}};
     const auto sampled = sample_tokens(batch, {other, other, alone, other});
     EXPECT_EQ(sampled[2].token, expected);

@@ -27,7 +27,8 @@ void run_step(Scheduler& scheduler, const SchedulerStep& step) {
 
 TEST(Scheduler, ChunkedPrefillRespectsTheTokenBudget) {
   BlockPool pool(64);
-  Scheduler scheduler({/*block_size=*/4, /*max_num_seqs=*/8, /*max_num_batched_tokens=*/10, false}, pool);
+  Scheduler scheduler({/*block_size=*/4, /*max_num_seqs=*/8, /*max_num_batched_tokens=*/10, false},
+                      pool);
   scheduler.add(make_sequence(0, 25));
   SchedulerStep step = scheduler.schedule();
   ASSERT_EQ(step.chunks.size(), 1u);

@@ -29,7 +29,9 @@ bool register_command(int order, CommandSetup setup) {
   return true;
 }
 
-void on_run(CLI::App* command, CommandAction action) { actions()[command] = std::move(action); }
+void on_run(CLI::App* command, CommandAction action) {
+  actions()[command] = std::move(action);
+}
 
 CLI::App& bench_group(CLI::App& root) {
   for (CLI::App* sub : root.get_subcommands({})) {

@@ -11,13 +11,14 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/tokenizer/chat_template.h"
 #include "aspen/tokenizer/tokenizer.h"
+#include "aspen/util/error.h"
 
 namespace aspen::cli {
 namespace {
 
 nlohmann::json architecture_json(const ModelConfig& config) {
-  return {{"architecture", config.family == ModelFamily::kQwen2 ? "Qwen2ForCausalLM"
-                                                                : "Qwen3ForCausalLM"},
+  return {{"architecture",
+           config.family == ModelFamily::kQwen2 ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"},
           {"model_type", config.model_type()},
           {"hidden_size", config.hidden_size},
           {"intermediate_size", config.intermediate_size},

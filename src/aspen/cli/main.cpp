@@ -2,7 +2,6 @@
 // through cli/command.h; main only parses, dispatches, and turns errors into one
 // clear line on stderr and a non-zero exit status.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 

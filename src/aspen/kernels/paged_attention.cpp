@@ -97,8 +97,8 @@ void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
       float running_sum = 0.0f;
       const int64_t* table = layout.block_tables.data() + b * layout.max_blocks;
       for (int64_t p = 0; p <= position; ++p) {
-        const int64_t offset = table[p / block_size] * block_stride + (p % block_size) * token_stride +
-                               kv_head * dim;
+        const int64_t offset =
+            table[p / block_size] * block_stride + (p % block_size) * token_stride + kv_head * dim;
         const scalar_t* k_row = k_data + offset;
         float score = 0.0f;
         for (int64_t d = 0; d < dim; ++d) score += query[d] * as_float(k_row[d]);
@@ -115,7 +115,8 @@ void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
       }
       scalar_t* out_row = out_data + (t * heads + h) * dim;
       const float inv_sum = running_sum > 0.0f ? 1.0f / running_sum : 0.0f;
-      for (int64_t d = 0; d < dim; ++d) out_row[d] = static_cast<scalar_t>(accumulator[d] * inv_sum);
+      for (int64_t d = 0; d < dim; ++d)
+        out_row[d] = static_cast<scalar_t>(accumulator[d] * inv_sum);
     }
   });
 }
@@ -169,7 +170,8 @@ torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Ten
   const int64_t kv_heads = key_cache.size(2);
   const int64_t heads = q.size(1);
   const int64_t dim = q.size(2);
-  const StepLayout layout = read_layout(block_tables, query_start, context_lens, block_size, q.size(0));
+  const StepLayout layout =
+      read_layout(block_tables, query_start, context_lens, block_size, q.size(0));
   const torch::Tensor keys = key_cache.reshape({-1, kv_heads, dim});
   const torch::Tensor values = value_cache.reshape({-1, kv_heads, dim});
   torch::Tensor out = torch::empty_like(q);
@@ -180,18 +182,25 @@ torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Ten
     const int64_t context = layout.context_lens[b];
     std::vector<int64_t> slots(context);
     for (int64_t p = 0; p < context; ++p) {
-      slots[p] = layout.block_tables[b * layout.max_blocks + p / block_size] * block_size + p % block_size;
+      slots[p] =
+          layout.block_tables[b * layout.max_blocks + p / block_size] * block_size + p % block_size;
     }
     const torch::Tensor slot_index = torch::tensor(slots, torch::kLong).to(q.device());
     // [C, K, D] -> [H, C, D] by repeating each kv head for its query heads.
-    const torch::Tensor k = keys.index_select(0, slot_index).to(torch::kFloat)
-                                .repeat_interleave(heads / kv_heads, 1).transpose(0, 1);
-    const torch::Tensor v = values.index_select(0, slot_index).to(torch::kFloat)
-                                .repeat_interleave(heads / kv_heads, 1).transpose(0, 1);
-    const torch::Tensor query = q.narrow(0, begin, n).to(torch::kFloat).transpose(0, 1);  // [H, n, D]
-    torch::Tensor scores = torch::matmul(query, k.transpose(1, 2)) * scale;           // [H, n, C]
+    const torch::Tensor k = keys.index_select(0, slot_index)
+                                .to(torch::kFloat)
+                                .repeat_interleave(heads / kv_heads, 1)
+                                .transpose(0, 1);
+    const torch::Tensor v = values.index_select(0, slot_index)
+                                .to(torch::kFloat)
+                                .repeat_interleave(heads / kv_heads, 1)
+                                .transpose(0, 1);
+    const torch::Tensor query =
+        q.narrow(0, begin, n).to(torch::kFloat).transpose(0, 1);             // [H, n, D]
+    torch::Tensor scores = torch::matmul(query, k.transpose(1, 2)) * scale;  // [H, n, C]
     // Query i sits at position context - n + i and sees positions <= it.
-    const torch::Tensor query_pos = torch::arange(context - n, context, q.options().dtype(torch::kLong));
+    const torch::Tensor query_pos =
+        torch::arange(context - n, context, q.options().dtype(torch::kLong));
     const torch::Tensor key_pos = torch::arange(context, q.options().dtype(torch::kLong));
     const torch::Tensor future = key_pos.unsqueeze(0) > query_pos.unsqueeze(1);  // [n, C]
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());

@@ -17,8 +17,10 @@ BlockPool::BlockPool(int64_t num_blocks)
 void BlockPool::push_free_back(BlockId block) {
   free_prev_[block] = free_tail_;
   free_next_[block] = -1;
-  if (free_tail_ >= 0) free_next_[free_tail_] = block;
-  else free_head_ = block;
+  if (free_tail_ >= 0)
+    free_next_[free_tail_] = block;
+  else
+    free_head_ = block;
   free_tail_ = block;
   in_free_list_[block] = 1;
   ++free_count_;
@@ -28,10 +30,14 @@ void BlockPool::unlink_free(BlockId block) {
   TORCH_CHECK(in_free_list_[block], "block ", block, " is not free");
   const BlockId prev = free_prev_[block];
   const BlockId next = free_next_[block];
-  if (prev >= 0) free_next_[prev] = next;
-  else free_head_ = next;
-  if (next >= 0) free_prev_[next] = prev;
-  else free_tail_ = prev;
+  if (prev >= 0)
+    free_next_[prev] = next;
+  else
+    free_head_ = next;
+  if (next >= 0)
+    free_prev_[next] = prev;
+  else
+    free_tail_ = prev;
   in_free_list_[block] = 0;
   --free_count_;
 }

@@ -28,8 +28,8 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
   if (config_.max_model_len <= 0) config_.max_model_len = model_config.max_position_embeddings;
   const torch::ScalarType dtype = parameter_dtype(model);
   if (config_.num_blocks <= 0) {
-    config_.num_blocks = KvCache::blocks_for_budget(model_config, config_.block_size, dtype,
-                                                    config_.kv_cache_bytes);
+    config_.num_blocks =
+        KvCache::blocks_for_budget(model_config, config_.block_size, dtype, config_.kv_cache_bytes);
   }
   cache_ = std::make_unique<KvCache>(model_config, config_.num_blocks, config_.block_size, dtype,
                                      model->lm_head_weight().device());
@@ -43,24 +43,29 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
 }
 
 void RolloutEngine::add_request(GenerationRequest request) {
-  const std::string source = "request " + (request.id.empty() ? std::to_string(next_request_index_) : request.id);
+  const std::string source =
+      "request " + (request.id.empty() ? std::to_string(next_request_index_) : request.id);
   request.params.validate(source);
   check_input(request.n >= 1, "n must be >= 1", source);
   check_input(!request.prompt.empty(), "the prompt has no tokens", source);
   const int64_t vocab = runner_->model()->config.vocab_size;
   for (TokenId id : request.prompt) {
-    check_input(id >= 0 && id < vocab, "prompt token id " + std::to_string(id) + " is outside the vocabulary", source);
+    check_input(id >= 0 && id < vocab,
+                "prompt token id " + std::to_string(id) + " is outside the vocabulary", source);
   }
   const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
   check_input(prompt_len < config_.max_model_len,
               "prompt of " + std::to_string(prompt_len) + " tokens does not fit max_model_len " +
-                  std::to_string(config_.max_model_len), source);
+                  std::to_string(config_.max_model_len),
+              source);
   const int64_t longest = std::min(prompt_len + request.params.max_tokens, config_.max_model_len);
   check_input((longest + config_.block_size - 1) / config_.block_size <= config_.num_blocks,
-              "one sample of " + std::to_string(longest) + " tokens needs more KV blocks than the cache has (" +
-                  std::to_string(config_.num_blocks) + ")", source, "raise kv_cache_bytes or lower max_tokens");
-  check_input(request.params.stop.empty() || tokenizer_ != nullptr,
-              "stop strings need a tokenizer", source);
+              "one sample of " + std::to_string(longest) +
+                  " tokens needs more KV blocks than the cache has (" +
+                  std::to_string(config_.num_blocks) + ")",
+              source, "raise kv_cache_bytes or lower max_tokens");
+  check_input(request.params.stop.empty() || tokenizer_ != nullptr, "stop strings need a tokenizer",
+              source);
 
   auto record = std::make_unique<RequestRecord>();
   record->index = next_request_index_++;
@@ -105,8 +110,9 @@ void RolloutEngine::fork_group(Sequence& parent, std::vector<Sequence*>& samples
       pool_->retain(parent.block_table[b]);
       child->block_table.push_back(parent.block_table[b]);
     }
-    child->block_hashes.assign(parent.block_hashes.begin(),
-                               parent.block_hashes.begin() + std::min<size_t>(full_blocks, parent.block_hashes.size()));
+    child->block_hashes.assign(
+        parent.block_hashes.begin(),
+        parent.block_hashes.begin() + std::min<size_t>(full_blocks, parent.block_hashes.size()));
     child->num_computed_tokens = full_blocks * block_size;
     if (has_partial) {
       // Copy-on-write of the shared tail block; without a free block the child
@@ -143,9 +149,9 @@ void RolloutEngine::append_token(Sequence& sequence, TokenId token, float policy
   ++stats_.generated_tokens;
 
   const bool past_min = sequence.num_output_tokens() > params.min_tokens;
-  const bool is_eos = !params.ignore_eos && std::find(config_.eos_token_ids.begin(),
-                                                      config_.eos_token_ids.end(), token) !=
-                                                config_.eos_token_ids.end();
+  const bool is_eos =
+      !params.ignore_eos && std::find(config_.eos_token_ids.begin(), config_.eos_token_ids.end(),
+                                      token) != config_.eos_token_ids.end();
   const bool is_stop_id = std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(),
                                     token) != params.stop_token_ids.end();
   if (past_min && (is_eos || is_stop_id)) {
@@ -153,12 +159,14 @@ void RolloutEngine::append_token(Sequence& sequence, TokenId token, float policy
     return;
   }
   if (!params.stop.empty() && past_min) {
-    const std::vector<TokenId> output(sequence.tokens.begin() + sequence.prompt_len, sequence.tokens.end());
+    const std::vector<TokenId> output(sequence.tokens.begin() + sequence.prompt_len,
+                                      sequence.tokens.end());
     std::string text = tokenizer_->decode(output);
     size_t longest_stop = 0;
     for (const auto& stop : params.stop) longest_stop = std::max(longest_stop, stop.size());
     // Only the tail can hold a new match: the previous text had none.
-    const size_t search_from = sequence.text.size() > longest_stop + 4 ? sequence.text.size() - longest_stop - 4 : 0;
+    const size_t search_from =
+        sequence.text.size() > longest_stop + 4 ? sequence.text.size() - longest_stop - 4 : 0;
     size_t cut = std::string::npos;
     for (const auto& stop : params.stop) cut = std::min(cut, text.find(stop, search_from));
     if (cut != std::string::npos) {
@@ -180,7 +188,8 @@ Completion RolloutEngine::to_completion(Sequence& sequence) {
   completion.request_id = sequence.request_id;
   completion.request_index = sequence.request_index;
   completion.sample_index = sequence.sample_index;
-  completion.prompt_token_ids.assign(sequence.tokens.begin(), sequence.tokens.begin() + sequence.prompt_len);
+  completion.prompt_token_ids.assign(sequence.tokens.begin(),
+                                     sequence.tokens.begin() + sequence.prompt_len);
   completion.token_ids.assign(sequence.tokens.begin() + sequence.prompt_len, sequence.tokens.end());
   completion.logprobs = std::move(sequence.policy_logprobs);
   completion.sampling_logprobs = std::move(sequence.sampling_logprobs);
@@ -222,19 +231,23 @@ std::vector<Completion> RolloutEngine::step() {
     std::vector<SamplingRow> rows;
     rows.reserve(samples.size());
     for (Sequence* sample : samples) {
-      rows.push_back({sample->params, sample->seed, sample->num_output_tokens(), suppressed_tokens(*sample)});
+      rows.push_back(
+          {sample->params, sample->seed, sample->num_output_tokens(), suppressed_tokens(*sample)});
     }
-    const torch::Tensor row_logits = logits.logits.index_select(0, torch::tensor(logits_rows, torch::kInt64));
+    const torch::Tensor row_logits =
+        logits.logits.index_select(0, torch::tensor(logits_rows, torch::kInt64));
     const std::vector<SampledToken> sampled = sample_tokens(row_logits, rows);
     for (size_t i = 0; i < samples.size(); ++i) {
-      append_token(*samples[i], sampled[i].token, sampled[i].policy_logprob, sampled[i].sampling_logprob);
+      append_token(*samples[i], sampled[i].token, sampled[i].policy_logprob,
+                   sampled[i].sampling_logprob);
     }
   }
 
   for (auto& sequence : scheduler_->take_finished()) {
     finished.push_back(to_completion(*sequence));
     auto record = requests_.find(sequence->request_index);
-    if (record != requests_.end() && --record->second->remaining_samples == 0) requests_.erase(record);
+    if (record != requests_.end() && --record->second->remaining_samples == 0)
+      requests_.erase(record);
   }
   return finished;
 }
@@ -251,7 +264,8 @@ std::vector<Completion> RolloutEngine::generate(std::vector<GenerationRequest> r
   return completions;
 }
 
-void RolloutEngine::load_weights(int64_t version, const std::map<std::string, torch::Tensor>& weights) {
+void RolloutEngine::load_weights(int64_t version,
+                                 const std::map<std::string, torch::Tensor>& weights) {
   runner_->model()->load_state(weights, "weights version " + std::to_string(version));
   version_ = version;
   pool_->reset_prefix_cache();

@@ -38,15 +38,15 @@ namespace aspen {
 
 struct EngineConfig {
   int64_t block_size = 16;
-  int64_t num_blocks = 0;                   // 0: derive from kv_cache_bytes
+  int64_t num_blocks = 0;  // 0: derive from kv_cache_bytes
   int64_t kv_cache_bytes = 256LL << 20;
   int64_t max_num_seqs = 64;
   int64_t max_num_batched_tokens = 1024;
-  int64_t max_model_len = 0;                // 0: the model's max_position_embeddings
+  int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   bool enable_prefix_caching = true;
   bool interrupt_on_weight_update = false;
-  uint64_t seed = 0;                        // seeds unseeded requests
-  std::vector<TokenId> eos_token_ids;       // finish a sample (unless ignore_eos)
+  uint64_t seed = 0;                   // seeds unseeded requests
+  std::vector<TokenId> eos_token_ids;  // finish a sample (unless ignore_eos)
 };
 
 struct GenerationRequest {
@@ -73,9 +73,10 @@ struct Completion {
 
 // What a dispatcher needs to pick an instance.
 struct QueueState {
-  int64_t running = 0;             // sequences holding KV
-  int64_t waiting = 0;             // samples not yet admitted (a group counts n)
-  int64_t outstanding_tokens = 0;  // prompt tokens to prefill + tokens still to generate (upper bound)
+  int64_t running = 0;  // sequences holding KV
+  int64_t waiting = 0;  // samples not yet admitted (a group counts n)
+  int64_t outstanding_tokens =
+      0;  // prompt tokens to prefill + tokens still to generate (upper bound)
   int64_t free_blocks = 0;
   int64_t total_blocks = 0;
 };
@@ -119,7 +120,8 @@ class RolloutEngine {
 
   void fork_group(Sequence& parent, std::vector<Sequence*>& samples);
   std::vector<TokenId> suppressed_tokens(const Sequence& sequence) const;
-  void append_token(Sequence& sequence, TokenId token, float policy_logprob, float sampling_logprob);
+  void append_token(Sequence& sequence, TokenId token, float policy_logprob,
+                    float sampling_logprob);
   Completion to_completion(Sequence& sequence);
 
   EngineConfig config_;

@@ -12,13 +12,15 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   const int64_t block_size = cache_.block_size();
   const int64_t num_sequences = static_cast<int64_t>(step.chunks.size());
   size_t max_blocks = 1;
-  for (const auto& chunk : step.chunks) max_blocks = std::max(max_blocks, chunk.sequence->block_table.size());
+  for (const auto& chunk : step.chunks)
+    max_blocks = std::max(max_blocks, chunk.sequence->block_table.size());
 
   std::vector<int64_t> ids, positions, slots, query_start{0}, context_lens, last_rows;
   ids.reserve(step.num_tokens);
   positions.reserve(step.num_tokens);
   slots.reserve(step.num_tokens);
-  torch::Tensor block_tables = torch::zeros({num_sequences, static_cast<int64_t>(max_blocks)}, torch::kInt32);
+  torch::Tensor block_tables =
+      torch::zeros({num_sequences, static_cast<int64_t>(max_blocks)}, torch::kInt32);
   auto tables = block_tables.accessor<int32_t, 2>();
   StepLogits result;
   for (int64_t b = 0; b < num_sequences; ++b) {

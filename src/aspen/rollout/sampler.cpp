@@ -21,8 +21,7 @@ struct Candidate {
 
 // Descending by logit; ties by id so the order (and thus the draw) is deterministic.
 bool higher(const Candidate& a, const Candidate& b) {
-  return a.scaled_logit > b.scaled_logit ||
-         (a.scaled_logit == b.scaled_logit && a.token < b.token);
+  return a.scaled_logit > b.scaled_logit || (a.scaled_logit == b.scaled_logit && a.token < b.token);
 }
 
 double log_sum_exp(const float* logits, int64_t vocab) {
@@ -85,12 +84,14 @@ SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& r
     std::sort(candidates.begin(), candidates.end(), higher);
     sorted = true;
     double total = 0.0;
-    for (const auto& c : candidates) total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
+    for (const auto& c : candidates)
+      total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
     // Keep the shortest prefix whose mass reaches top_p (the token crossing it stays).
     double cumulative = 0.0;
     size_t keep = 0;
     while (keep < candidates.size()) {
-      cumulative += std::exp(static_cast<double>(candidates[keep].scaled_logit - max_scaled)) / total;
+      cumulative +=
+          std::exp(static_cast<double>(candidates[keep].scaled_logit - max_scaled)) / total;
       ++keep;
       if (cumulative >= params.top_p) break;
     }
@@ -99,7 +100,8 @@ SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& r
   if (!sorted) std::sort(candidates.begin(), candidates.end(), higher);
 
   double kept_total = 0.0;
-  for (const auto& c : candidates) kept_total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
+  for (const auto& c : candidates)
+    kept_total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
   const double target = sampling_uniform(row.seed, row.step) * kept_total;
   double cumulative = 0.0;
   const Candidate* chosen = &candidates.back();  // rounding can leave target == total
@@ -120,7 +122,8 @@ SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& r
 }  // namespace
 
 double sampling_uniform(uint64_t seed, int64_t step) {
-  const uint64_t bits = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(step) + 0x5851F42D4C957F2DULL));
+  const uint64_t bits =
+      splitmix64(seed ^ splitmix64(static_cast<uint64_t>(step) + 0x5851F42D4C957F2DULL));
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
 }
 
@@ -133,7 +136,8 @@ std::vector<SampledToken> sample_tokens(const torch::Tensor& logits,
   const int64_t vocab = host.size(1);
   const float* data = host.data_ptr<float>();
   std::vector<SampledToken> sampled(rows.size());
-  for (size_t b = 0; b < rows.size(); ++b) sampled[b] = sample_row(data + b * vocab, vocab, rows[b]);
+  for (size_t b = 0; b < rows.size(); ++b)
+    sampled[b] = sample_row(data + b * vocab, vocab, rows[b]);
   return sampled;
 }
 

@@ -11,8 +11,8 @@ void SamplingParams::validate(const std::string& source) const {
               "temperature must be >= 0, got " + std::to_string(temperature), source);
   check_input(top_p > 0.0 && top_p <= 1.0, "top_p must be in (0, 1], got " + std::to_string(top_p),
               source);
-  check_input(min_p >= 0.0 && min_p <= 1.0,
-              "min_p must be in [0, 1], got " + std::to_string(min_p), source);
+  check_input(min_p >= 0.0 && min_p <= 1.0, "min_p must be in [0, 1], got " + std::to_string(min_p),
+              source);
   check_input(max_tokens >= 1, "max_tokens must be >= 1, got " + std::to_string(max_tokens),
               source);
   check_input(min_tokens >= 0 && min_tokens <= max_tokens,

@@ -20,8 +20,8 @@ struct SamplingParams {
   // Reproducibility: the same seed gives the same tokens whatever else shares the
   // batch. Unseeded requests get a seed from the engine's own seeded stream.
   std::optional<uint64_t> seed;
-  int64_t max_tokens = 16;  // generated tokens at most
-  int64_t min_tokens = 0;   // stop ids (and EOS) are suppressed until this many
+  int64_t max_tokens = 16;              // generated tokens at most
+  int64_t min_tokens = 0;               // stop ids (and EOS) are suppressed until this many
   std::vector<TokenId> stop_token_ids;  // in addition to the model's EOS ids
   std::vector<std::string> stop;        // stop strings; the match is cut from the text
   bool ignore_eos = false;

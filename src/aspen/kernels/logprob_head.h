@@ -1,0 +1,47 @@
+// Per-token log-probabilities (and entropy) of a language-model head, computed in
+// vocabulary chunks so that no [T x V] tensor is ever materialised.
+//
+// Shapes: T = tokens, C = hidden size, V = vocab, N = chunk_size.
+//   hidden [T, C], weight [V, C] (lm_head), targets [T] int64 in [0, V)
+//   -> logprobs [T] fp32: log softmax(hidden @ weight^T / temperature)[t, targets[t]]
+//   -> entropy  [T] fp32: -sum_v p log p of the same distribution (optional).
+//
+// Forward streams over vocab chunks of N rows of `weight` and keeps per token an
+// online softmax state - running max m, sum s of exp(logit - m), the target logit
+// and, for entropy, a = sum exp(logit - m) * logit - so memory is O(T*N).
+// logsumexp = m + log s; entropy = logsumexp - a / s.
+// Backward recomputes each chunk's logits and accumulates grad_hidden [T, C] and
+// grad_weight [V, C] chunk by chunk, with
+//   d logprob_t / d z_v = (v == target_t) - p_v
+//   d entropy_t / d z_v = p_v * (E_p[z] - z_v)
+// (z = logits / temperature; the chain rule then divides by temperature).
+// Matmuls run in fp32 (fp64 for fp64 inputs) whatever the input dtype; gradients
+// are returned in the input dtypes. Works on any device (composed ops per chunk).
+//
+// Thread safety: pure function. Errors: TORCH_CHECK on shape/dtype misuse; a
+// target outside [0, V) is a TORCH_CHECK failure (callers validate token ids).
+#pragma once
+
+#include <torch/types.h>
+
+namespace aspen {
+
+struct LogprobHeadOptions {
+  double temperature = 1.0;
+  int64_t chunk_size = 4096;  // vocabulary rows per chunk; need not divide V
+  bool with_entropy = false;
+};
+
+struct TokenLogprobs {
+  torch::Tensor logprobs;  // [T] fp32
+  torch::Tensor entropy;   // [T] fp32; undefined unless options.with_entropy
+};
+
+TokenLogprobs chunked_logprobs(const torch::Tensor& hidden, const torch::Tensor& weight,
+                               const torch::Tensor& targets, const LogprobHeadOptions& options);
+
+// Composed reference: full [T, V] log_softmax. For tests and tiny vocabularies only.
+TokenLogprobs logprobs_reference(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                 const torch::Tensor& targets, const LogprobHeadOptions& options);
+
+}  // namespace aspen

@@ -1,0 +1,83 @@
+#include "aspen/kernels/rope.h"
+
+#include <torch/autograd.h>
+
+namespace aspen {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+torch::ScalarType compute_dtype(const torch::Tensor& x) {
+  return x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+
+// Rotates each (x1, x2) pair of halves by the angle whose cos/sin are given:
+//   (x1, x2) -> (x1*cos - x2*sin, x2*cos + x1*sin).
+// sin_sign = -1 rotates backwards, which is the transpose used by backward.
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                     double sin_sign) {
+  const auto dtype = compute_dtype(x);
+  const int64_t half = x.size(-1) / 2;
+  torch::Tensor xf = x.to(dtype);
+  torch::Tensor c = cos.to(dtype).unsqueeze(1);  // [T, 1, D/2] broadcasts over heads
+  torch::Tensor s = sin.to(dtype).unsqueeze(1) * sin_sign;
+  torch::Tensor x1 = xf.narrow(-1, 0, half);
+  torch::Tensor x2 = xf.narrow(-1, half, half);
+  torch::Tensor out = torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+  return out.to(x.scalar_type());
+}
+
+class RopeFunction : public torch::autograd::Function<RopeFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& cos, const torch::Tensor& sin) {
+    ctx->save_for_backward({cos, sin});
+    return rotate(x, cos, sin, 1.0);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    return {rotate(grad_outputs[0], saved[0], saved[1], -1.0), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+void check_shapes(const torch::Tensor& x, const RopeTable& table) {
+  TORCH_CHECK(x.dim() == 3 && x.size(-1) % 2 == 0,
+              "apply_rope: x [T, H, D] with even D expected, got ", x.sizes());
+  TORCH_CHECK(table.cos.dim() == 2 && table.cos.size(0) == x.size(0) &&
+                  table.cos.size(1) * 2 == x.size(2) && table.sin.sizes() == table.cos.sizes(),
+              "apply_rope: table [T, D/2] does not match x ", x.sizes());
+}
+
+}  // namespace
+
+RopeTable make_rope_table(const torch::Tensor& positions, int64_t head_dim, double theta) {
+  TORCH_CHECK(positions.dim() == 1 && head_dim > 0 && head_dim % 2 == 0,
+              "make_rope_table: positions [T] and an even head_dim expected");
+  auto float_opts = torch::TensorOptions().dtype(torch::kFloat).device(positions.device());
+  // HF: 1 / theta ** (arange(0, D, 2).float() / D), all in fp32.
+  torch::Tensor exponent =
+      torch::arange(0, head_dim, 2, float_opts) / static_cast<double>(head_dim);
+  torch::Tensor inv_freq = 1.0 / torch::pow(torch::scalar_tensor(theta, float_opts), exponent);
+  torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(1) * inv_freq.unsqueeze(0);
+  return RopeTable{angles.cos(), angles.sin()};
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTable& table) {
+  check_shapes(x, table);
+  return RopeFunction::apply(x, table.cos, table.sin);
+}
+
+torch::Tensor apply_rope_reference(const torch::Tensor& x, const RopeTable& table) {
+  check_shapes(x, table);
+  const auto dtype = compute_dtype(x);
+  const int64_t half = x.size(-1) / 2;
+  torch::Tensor cos = torch::cat({table.cos, table.cos}, -1).to(dtype).unsqueeze(1);
+  torch::Tensor sin = torch::cat({table.sin, table.sin}, -1).to(dtype).unsqueeze(1);
+  torch::Tensor xf = x.to(dtype);
+  torch::Tensor rotated = torch::cat({-xf.narrow(-1, half, half), xf.narrow(-1, 0, half)}, -1);
+  return (xf * cos + rotated * sin).to(x.scalar_type());
+}
+
+}  // namespace aspen

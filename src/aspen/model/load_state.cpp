@@ -1,0 +1,63 @@
+// QwenForCausalLMImpl::load_state: checks every key and shape first, then copies,
+// so a bad checkpoint never leaves the model half-overwritten.
+#include <set>
+#include <sstream>
+
+#include "aspen/model/qwen_model.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+std::string shape_string(c10::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << sizes;
+  return out.str();
+}
+
+bool tolerated_extra(const std::string& key, bool tied) {
+  const std::string inv_freq = "rotary_emb.inv_freq";
+  if (key.size() >= inv_freq.size() &&
+      key.compare(key.size() - inv_freq.size(), inv_freq.size(), inv_freq) == 0) {
+    return true;
+  }
+  return tied && key == "lm_head.weight";
+}
+
+}  // namespace
+
+void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>& weights,
+                                     const std::string& source) {
+  const auto params = named_parameters(/*recurse=*/true);
+  std::set<std::string> expected;
+  for (const auto& item : params) {
+    const std::string& key = item.key();
+    expected.insert(key);
+    auto it = weights.find(key);
+    if (it == weights.end()) {
+      throw Error("missing weight \"" + key + "\"", source,
+                  "the checkpoint does not match config.json (" + config.model_type() + ", " +
+                      std::to_string(config.num_hidden_layers) + " layers)");
+    }
+    if (it->second.sizes() != item.value().sizes()) {
+      throw Error("weight \"" + key + "\" has shape " + shape_string(it->second.sizes()) +
+                      ", the model expects " + shape_string(item.value().sizes()),
+                  source, "the checkpoint does not match config.json");
+    }
+    if (!it->second.is_floating_point()) {
+      throw Error("weight \"" + key + "\" is not a floating-point tensor", source);
+    }
+  }
+  for (const auto& entry : weights) {
+    if (expected.count(entry.first) == 0 &&
+        !tolerated_extra(entry.first, config.tie_word_embeddings)) {
+      throw Error("unexpected weight \"" + entry.first + "\"", source,
+                  "the checkpoint does not match config.json (tie_word_embeddings, "
+                  "attention_bias, model_type, num_hidden_layers)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& item : params) item.value().copy_(weights.at(item.key()));
+}
+
+}  // namespace aspen

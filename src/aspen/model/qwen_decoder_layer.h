@@ -1,0 +1,36 @@
+// One pre-norm Qwen decoder layer:
+//   h = x + self_attn(input_layernorm(x));  out = h + mlp(post_attention_layernorm(h)).
+//
+// Shapes: T = packed tokens, C = hidden_size. forward: x [T, C] -> [T, C].
+// Parameters (HF names under "model.layers.{i}."): input_layernorm.weight [C],
+// self_attn.* (qwen_attention.h), post_attention_layernorm.weight [C], mlp.* (qwen_mlp.h).
+// Thread safety: forward mutates nothing.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "aspen/io/hf_config.h"
+#include "aspen/kernels/rope.h"
+#include "aspen/model/qwen_attention.h"
+#include "aspen/model/qwen_mlp.h"
+#include "aspen/model/rms_norm_layer.h"
+
+namespace aspen {
+
+struct QwenDecoderLayerImpl : torch::nn::Module {
+  explicit QwenDecoderLayerImpl(const ModelConfig& config);
+
+  torch::Tensor forward(const torch::Tensor& x, const RopeTable& rope,
+                        const torch::Tensor& cu_seqlens);
+  // Same layer over the paged KV cache (rollout); `layer` indexes the cache.
+  torch::Tensor forward_paged(const torch::Tensor& x, const RopeTable& rope,
+                              const PagedBatch& batch, int64_t layer);
+
+  RMSNorm input_layernorm{nullptr};
+  QwenAttention self_attn{nullptr};
+  RMSNorm post_attention_layernorm{nullptr};
+  QwenMLP mlp{nullptr};
+};
+TORCH_MODULE(QwenDecoderLayer);
+
+}  // namespace aspen

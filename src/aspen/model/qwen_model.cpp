@@ -1,0 +1,86 @@
+#include "aspen/model/qwen_model.h"
+
+#include "aspen/model/packing.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+QwenModelImpl::QwenModelImpl(const ModelConfig& config) : config(config) {
+  embed_tokens =
+      register_module("embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i)
+    layers->push_back(QwenDecoderLayer(config));
+  norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps));
+}
+
+torch::Tensor QwenModelImpl::forward(const torch::Tensor& input_ids,
+                                     const torch::Tensor& cu_seqlens,
+                                     const torch::Tensor& positions) {
+  // One cos/sin table per forward, shared by every layer's q and k.
+  const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
+  torch::Tensor h = embed_tokens(input_ids);
+  for (const auto& layer : *layers) h = layer->as<QwenDecoderLayer>()->forward(h, rope, cu_seqlens);
+  return norm(h);
+}
+
+torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
+                                           const torch::Tensor& positions,
+                                           const PagedBatch& batch) {
+  const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
+  torch::Tensor h = embed_tokens(input_ids);
+  int64_t index = 0;
+  for (const auto& layer : *layers) {
+    h = layer->as<QwenDecoderLayer>()->forward_paged(h, rope, batch, index++);
+  }
+  return norm(h);
+}
+
+QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config) : config(config) {
+  config.validate("model config");
+  model = register_module("model", QwenModel(config));
+  if (!config.tie_word_embeddings) {
+    lm_head = register_module(
+        "lm_head",
+        torch::nn::Linear(
+            torch::nn::LinearOptions(config.hidden_size, config.vocab_size).bias(false)));
+  }
+}
+
+torch::Tensor QwenForCausalLMImpl::forward(const torch::Tensor& input_ids,
+                                           const torch::Tensor& cu_seqlens,
+                                           const torch::Tensor& positions) {
+  const std::vector<int64_t> offsets = check_packed_batch(input_ids, cu_seqlens, config.vocab_size);
+  if (!positions.defined()) {
+    return model(input_ids, cu_seqlens, packed_positions(offsets, input_ids.device()));
+  }
+  check_input(positions.dim() == 1 && positions.scalar_type() == torch::kLong &&
+                  positions.size(0) == input_ids.size(0),
+              "expected [T] int64 positions, one per token", "positions");
+  return model(input_ids, cu_seqlens, positions);
+}
+
+torch::Tensor QwenForCausalLMImpl::lm_head_weight() const {
+  return lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+TokenLogprobs QwenForCausalLMImpl::token_logprobs(const torch::Tensor& input_ids,
+                                                  const torch::Tensor& cu_seqlens,
+                                                  const LogprobHeadOptions& options) {
+  const std::vector<int64_t> offsets = check_packed_batch(input_ids, cu_seqlens, config.vocab_size);
+  torch::Tensor hidden =
+      model(input_ids, cu_seqlens, packed_positions(offsets, input_ids.device()));
+  torch::Tensor rows = next_token_rows(offsets, input_ids.device());
+  torch::Tensor targets = input_ids.index_select(0, rows + 1);
+  return chunked_logprobs(hidden.index_select(0, rows), lm_head_weight(), targets, options);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::hf_state() const {
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    state.emplace_back(item.key(), item.value());
+  }
+  return state;
+}
+
+}  // namespace aspen

@@ -1,0 +1,103 @@
+// Qwen2 / Qwen2.5 / Qwen3 dense decoder-only language model over packed batches.
+//
+// Shapes: T = packed tokens, B = sequences, C = hidden_size, V = vocab_size,
+// L = num_hidden_layers.
+//
+// named_parameters() are exactly the HF checkpoint keys, in HF order:
+//   model.embed_tokens.weight [V, C]
+//   model.layers.{i}.input_layernorm.weight [C]
+//   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight (+ q/k/v .bias with attention_bias)
+//   model.layers.{i}.self_attn.{q,k}_norm.weight [D]              (Qwen3)
+//   model.layers.{i}.post_attention_layernorm.weight [C]
+//   model.layers.{i}.mlp.{gate,up,down}_proj.weight
+//   model.norm.weight [C]
+//   lm_head.weight [V, C]        absent with tie_word_embeddings (the embedding is the head)
+//
+// Compute dtype = parameter dtype: build (fp32), then ->to(torch::kBFloat16) or
+// ->to(device) as for any torch module. RMSNorm statistics, RoPE, attention
+// softmax and the log-prob head run in fp32 regardless.
+//
+// Thread safety: forward/token_logprobs mutate nothing and may run concurrently
+// (e.g. under torch::NoGradGuard in several rollout threads); load_state and
+// ->to() must not overlap with them.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aspen/io/hf_config.h"
+#include "aspen/kernels/logprob_head.h"
+#include "aspen/model/qwen_decoder_layer.h"
+#include "aspen/model/rms_norm_layer.h"
+
+namespace aspen {
+
+// HF Qwen{2,3}Model: embeddings, layers and the final norm.
+struct QwenModelImpl : torch::nn::Module {
+  explicit QwenModelImpl(const ModelConfig& config);
+
+  // input_ids [T] int64, cu_seqlens [B+1] int64, positions [T] int64 (RoPE only;
+  // masking always follows cu_seqlens) -> hidden [T, C] after the final norm.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
+                        const torch::Tensor& positions);
+  // Rollout step over the paged KV cache: input_ids/positions [T] of the new
+  // tokens -> hidden [T, C]; k/v of the new tokens are written into the cache.
+  torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                              const PagedBatch& batch);
+
+  ModelConfig config;
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(QwenModel);
+
+// HF Qwen{2,3}ForCausalLM.
+struct QwenForCausalLMImpl : torch::nn::Module {
+  explicit QwenForCausalLMImpl(const ModelConfig& config);
+
+  // input_ids [T] int64, cu_seqlens [B+1] int64 -> hidden [T, C] after the final
+  // norm. positions [T] int64 drive RoPE; undefined (the default) means 0, 1, ...
+  // restarting at every sequence. Attention never crosses cu_seqlens boundaries
+  // either way. Bad ids/offsets/positions: aspen::Error. (One forward with a
+  // default argument, not overloads: ModuleHolder::operator() needs a unique forward.)
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
+                        const torch::Tensor& positions = {});
+  // Rollout step over the paged KV cache (see QwenModelImpl::forward_paged).
+  // Inference only; ids are trusted (the engine validated them on admission).
+  torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                              const PagedBatch& batch) {
+    return model->forward_paged(input_ids, positions, batch);
+  }
+
+  // The [V, C] head matrix: lm_head.weight, or the embedding when tied.
+  torch::Tensor lm_head_weight() const;
+
+  // log p(next token) for every token but the last of each sequence, in packed
+  // order: [T - B'] fp32 (B' = non-empty sequences), entropy likewise when
+  // options.with_entropy. Never materialises [T, V] (kernels/logprob_head.h).
+  TokenLogprobs token_logprobs(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
+                               const LogprobHeadOptions& options = {});
+
+  // Copies (casting dtype, moving device) every parameter from `weights`, keyed by
+  // HF name. aspen::Error naming `source` and the key for a missing key, an
+  // unexpected key or a wrong shape; nothing is copied unless all keys check out.
+  // Tolerated extras: lm_head.weight of a tied model (some exports keep it) and
+  // rotary_emb.inv_freq buffers (older exports).
+  void load_state(const std::map<std::string, torch::Tensor>& weights,
+                  const std::string& source = "weights");
+
+  // (HF name, parameter) in HF order, for saving a checkpoint.
+  std::vector<std::pair<std::string, torch::Tensor>> hf_state() const;
+
+  ModelConfig config;
+  QwenModel model{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when config.tie_word_embeddings
+};
+TORCH_MODULE(QwenForCausalLM);
+
+}  // namespace aspen

@@ -1,0 +1,41 @@
+#include "aspen/model/weights_init.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace aspen {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_range) {
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  torch::NoGradGuard no_grad;
+  for (const auto& item : model->named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    torch::Tensor param = item.value();
+    if (ends_with(name, "norm.weight")) {  // input/post_attention_layernorm, q/k_norm, norm
+      param.fill_(1.0);
+    } else if (ends_with(name, ".bias")) {
+      param.zero_();
+    } else {
+      torch::Tensor values = torch::empty(param.sizes(), torch::kFloat);
+      values.normal_(0.0, initializer_range, generator);
+      param.copy_(values);
+    }
+  }
+}
+
+QwenForCausalLM make_random_model(const ModelConfig& config, uint64_t seed, torch::ScalarType dtype,
+                                  torch::Device device) {
+  QwenForCausalLM model(config);
+  init_weights(model, seed);
+  model->to(device, dtype);
+  return model;
+}
+
+}  // namespace aspen

@@ -1,0 +1,127 @@
+#include "aspen/kernels/logprob_head.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "grad_compare.h"
+
+namespace aspen {
+namespace {
+
+using testing::expect_same_value_and_grads;
+using testing::max_abs_diff;
+
+// Values and gradients of [logprobs; entropy] (or logprobs alone) as one tensor,
+// so one random upstream gradient exercises both backward terms at once.
+testing::TensorFn head(bool chunked, const torch::Tensor& targets, LogprobHeadOptions options) {
+  return [=](const std::vector<torch::Tensor>& in) {
+    TokenLogprobs out = chunked ? chunked_logprobs(in[0], in[1], targets, options)
+                                : logprobs_reference(in[0], in[1], targets, options);
+    return options.with_entropy ? torch::cat({out.logprobs, out.entropy}) : out.logprobs;
+  };
+}
+
+class LogprobHeadChunks : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(LogprobHeadChunks, MatchesFullLogSoftmaxWithGradsInDouble) {
+  torch::manual_seed(0);
+  const int64_t tokens = 9, hidden = 12, vocab = 37;  // 37 is prime: no chunk size divides it
+  auto h = torch::randn({tokens, hidden}, torch::kDouble);
+  auto w = torch::randn({vocab, hidden}, torch::kDouble);
+  auto targets = torch::randint(0, vocab, {tokens}, torch::kLong);
+  targets[0] = 0;
+  targets[1] = vocab - 1;  // first and last vocabulary rows
+  for (bool entropy : {false, true}) {
+    for (double temperature : {1.0, 0.7}) {
+      LogprobHeadOptions options;
+      options.chunk_size = GetParam();
+      options.with_entropy = entropy;
+      options.temperature = temperature;
+      SCOPED_TRACE(::testing::Message() << "entropy=" << entropy << " T=" << temperature);
+      expect_same_value_and_grads(head(true, targets, options), head(false, targets, options),
+                                  {h, w}, 1e-10);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ChunkSizes, LogprobHeadChunks, ::testing::Values(1, 5, 8, 36, 37, 100));
+
+TEST(LogprobHead, EntropyGradientAloneMatchesReference) {
+  torch::manual_seed(1);
+  auto h = torch::randn({4, 6}, torch::kDouble);
+  auto w = torch::randn({11, 6}, torch::kDouble);
+  auto targets = torch::randint(0, 11, {4}, torch::kLong);
+  LogprobHeadOptions options;
+  options.chunk_size = 3;
+  options.with_entropy = true;
+  auto entropy_of = [&](bool chunked) {
+    return [=](const std::vector<torch::Tensor>& in) {
+      return chunked ? chunked_logprobs(in[0], in[1], targets, options).entropy
+                     : logprobs_reference(in[0], in[1], targets, options).entropy;
+    };
+  };
+  expect_same_value_and_grads(entropy_of(true), entropy_of(false), {h, w}, 1e-10);
+}
+
+TEST(LogprobHead, Fp32StableForLargeLogits) {
+  torch::manual_seed(2);
+  auto h = torch::randn({16, 32});
+  auto w = torch::randn({1000, 32}) * 20;  // logits in the hundreds: naive exp overflows
+  auto targets = torch::randint(0, 1000, {16}, torch::kLong);
+  LogprobHeadOptions options;
+  options.chunk_size = 128;
+  options.with_entropy = true;
+  TokenLogprobs got = chunked_logprobs(h, w, targets, options);
+  TokenLogprobs want =
+      logprobs_reference(h.to(torch::kDouble), w.to(torch::kDouble), targets, options);
+  EXPECT_EQ(got.logprobs.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::isfinite(got.logprobs).all().item<bool>());
+  EXPECT_LE(max_abs_diff(got.logprobs, want.logprobs), 1e-3);
+  EXPECT_LE(max_abs_diff(got.entropy, want.entropy), 1e-3);
+}
+
+TEST(LogprobHead, GradientOnlyForInputsThatNeedIt) {
+  torch::manual_seed(3);
+  auto h = torch::randn({5, 8}, torch::kDouble).requires_grad_(true);
+  auto w = torch::randn({20, 8}, torch::kDouble);  // frozen head
+  auto targets = torch::randint(0, 20, {5}, torch::kLong);
+  LogprobHeadOptions options;
+  options.chunk_size = 6;
+  chunked_logprobs(h, w, targets, options).logprobs.sum().backward();
+  auto h_ref = h.detach().clone().requires_grad_(true);
+  logprobs_reference(h_ref, w, targets, options).logprobs.sum().backward();
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_LE(max_abs_diff(h.grad(), h_ref.grad()), 1e-12);
+}
+
+TEST(LogprobHead, Bf16InputsGiveFp32OutputsAndBf16Grads) {
+  torch::manual_seed(4);
+  auto h = torch::randn({6, 16}).to(torch::kBFloat16).requires_grad_(true);
+  auto w = (torch::randn({50, 16}) * 0.3).to(torch::kBFloat16).requires_grad_(true);
+  auto targets = torch::randint(0, 50, {6}, torch::kLong);
+  LogprobHeadOptions options;
+  options.chunk_size = 16;
+  TokenLogprobs got = chunked_logprobs(h, w, targets, options);
+  EXPECT_EQ(got.logprobs.scalar_type(), torch::kFloat);
+  // Same bf16 inputs, upcast: the head itself adds no bf16 rounding.
+  TokenLogprobs want = logprobs_reference(h.detach().to(torch::kFloat),
+                                          w.detach().to(torch::kFloat), targets, options);
+  EXPECT_LE(max_abs_diff(got.logprobs, want.logprobs), 1e-5);
+  got.logprobs.sum().backward();
+  EXPECT_EQ(h.grad().scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(w.grad().scalar_type(), torch::kBFloat16);
+}
+
+TEST(LogprobHead, ProbabilitiesOfAllTargetsSumToOne) {
+  torch::manual_seed(5);
+  const int64_t vocab = 23;
+  auto h = torch::randn({1, 4}).repeat({vocab, 1});
+  auto w = torch::randn({vocab, 4});
+  LogprobHeadOptions options;
+  options.chunk_size = 7;
+  auto lp = chunked_logprobs(h, w, torch::arange(vocab, torch::kLong), options).logprobs;
+  EXPECT_NEAR(lp.exp().sum().item<float>(), 1.0f, 1e-5);
+}
+
+}  // namespace
+}  // namespace aspen
