@@ -1,0 +1,80 @@
+#include "aspen/algo/aggregate.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+AggMode parse_agg_mode(const std::string& name) {
+  if (name == "token-mean") return AggMode::kTokenMean;
+  if (name == "seq-mean-token-mean") return AggMode::kSeqMeanTokenMean;
+  if (name == "seq-mean-token-sum") return AggMode::kSeqMeanTokenSum;
+  if (name == "seq-mean-token-sum-norm") return AggMode::kSeqMeanTokenSumNorm;
+  throw Error("unknown loss aggregation mode '" + name + "'", "loss_agg_mode",
+              "use token-mean, seq-mean-token-mean, seq-mean-token-sum or "
+              "seq-mean-token-sum-norm");
+}
+
+std::string agg_mode_name(AggMode mode) {
+  switch (mode) {
+    case AggMode::kTokenMean:
+      return "token-mean";
+    case AggMode::kSeqMeanTokenMean:
+      return "seq-mean-token-mean";
+    case AggMode::kSeqMeanTokenSum:
+      return "seq-mean-token-sum";
+    case AggMode::kSeqMeanTokenSumNorm:
+      return "seq-mean-token-sum-norm";
+  }
+  TORCH_CHECK(false, "unhandled AggMode");
+}
+
+namespace {
+
+double denominator(const std::optional<double>& global, int64_t local, const char* key) {
+  if (global) {
+    check_input(*global > 0, std::string("global denominator must be > 0"), key);
+    return *global;
+  }
+  // An empty batch has a zero sum; dividing by 1 keeps the result 0 instead of NaN.
+  return static_cast<double>(std::max<int64_t>(local, 1));
+}
+
+}  // namespace
+
+torch::Tensor aggregate(const torch::Tensor& per_token, const PackedSeqs& packed,
+                        const AggOptions& options) {
+  packed.check_tokens(per_token, "aggregate: per_token");
+  if (options.mode == AggMode::kTokenMean) {
+    return per_token.sum() /
+           denominator(options.global_tokens, packed.num_tokens(), "aggregate: global_tokens");
+  }
+  const double seqs = denominator(options.global_seqs, packed.num_seqs(), "aggregate: global_seqs");
+  torch::Tensor seq_sums = segment_sum(per_token, packed);  // [B]
+  switch (options.mode) {
+    case AggMode::kSeqMeanTokenMean: {
+      torch::Tensor len = packed.lengths().clamp_min(1).to(per_token.scalar_type());
+      return (seq_sums / len).sum() / seqs;
+    }
+    case AggMode::kSeqMeanTokenSum:
+      return seq_sums.sum() / seqs;
+    case AggMode::kSeqMeanTokenSumNorm:
+      check_input(options.norm_length > 0, "seq-mean-token-sum-norm needs a positive norm_length",
+                  "aggregate: norm_length", "set it to the maximum response length");
+      return seq_sums.sum() / (seqs * options.norm_length);
+    case AggMode::kTokenMean:
+      break;
+  }
+  TORCH_CHECK(false, "unhandled AggMode");
+}
+
+torch::Tensor token_mean_metric(const torch::Tensor& per_token) {
+  torch::Tensor x = per_token.detach();
+  if (x.numel() == 0) return torch::zeros({}, x.options());
+  return x.mean();
+}
+
+}  // namespace aspen

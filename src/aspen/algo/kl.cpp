@@ -1,0 +1,52 @@
+#include "aspen/algo/kl.h"
+
+#include <torch/torch.h>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+KlEstimator parse_kl_estimator(const std::string& name) {
+  if (name == "kl" || name == "k1") return KlEstimator::kK1;
+  if (name == "abs") return KlEstimator::kAbs;
+  if (name == "mse" || name == "k2") return KlEstimator::kK2;
+  if (name == "low_var_kl" || name == "k3") return KlEstimator::kK3;
+  throw Error("unknown KL estimator '" + name + "'", "kl_penalty",
+              "use kl/k1, abs, mse/k2 or low_var_kl/k3");
+}
+
+torch::Tensor kl_penalty(const torch::Tensor& logprobs, const torch::Tensor& ref_logprobs,
+                         KlEstimator estimator) {
+  check_input(
+      logprobs.defined() && ref_logprobs.defined() && logprobs.sizes() == ref_logprobs.sizes(),
+      "logprobs and ref_logprobs must have the same shape", "kl_penalty");
+  torch::Tensor d = logprobs - ref_logprobs;
+  switch (estimator) {
+    case KlEstimator::kK1:
+      return d;
+    case KlEstimator::kAbs:
+      return d.abs();
+    case KlEstimator::kK2:
+      return 0.5 * d * d;
+    case KlEstimator::kK3: {
+      // With x = ref - logp = log(ref/pi): k3 = exp(x) - x - 1. The clamps keep
+      // exp finite and bound the rare huge values, as verl does.
+      torch::Tensor x = (-d).clamp(-20.0, 20.0);
+      return (x.exp() - x - 1.0).clamp(-10.0, 10.0);
+    }
+  }
+  TORCH_CHECK(false, "unhandled KlEstimator");
+}
+
+torch::Tensor kl_loss(const torch::Tensor& logprobs, const torch::Tensor& ref_logprobs,
+                      const PackedSeqs& packed, KlEstimator estimator, const AggOptions& agg) {
+  packed.check_tokens(logprobs, "kl_loss: logprobs");
+  return aggregate(kl_penalty(logprobs, ref_logprobs, estimator), packed, agg);
+}
+
+torch::Tensor entropy_loss(const torch::Tensor& entropy, const PackedSeqs& packed,
+                           const AggOptions& agg) {
+  return aggregate(entropy, packed, agg);
+}
+
+}  // namespace aspen

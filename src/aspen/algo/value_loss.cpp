@@ -1,0 +1,29 @@
+#include "aspen/algo/value_loss.h"
+
+#include <torch/torch.h>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+ValueLossResult value_loss(const torch::Tensor& values, const torch::Tensor& old_values,
+                           const torch::Tensor& returns, const PackedSeqs& packed,
+                           double clip_range, const AggOptions& agg) {
+  packed.check_tokens(values, "value_loss: values");
+  packed.check_tokens(old_values, "value_loss: old_values");
+  packed.check_tokens(returns, "value_loss: returns");
+  check_input(clip_range >= 0, "value clip range must be >= 0", "value_loss: clip_range");
+  const auto dtype = values.scalar_type();
+  torch::Tensor v_old = old_values.detach().to(dtype);
+  torch::Tensor ret = returns.detach().to(dtype);
+  // clamp(v, lo, hi) with tensor bounds, written as min/max so it builds on libtorch 1.13.
+  torch::Tensor v_clip = torch::min(torch::max(values, v_old - clip_range), v_old + clip_range);
+  torch::Tensor l1 = (values - ret).pow(2);
+  torch::Tensor l2 = (v_clip - ret).pow(2);
+  ValueLossResult out;
+  out.loss = 0.5 * aggregate(torch::max(l1, l2), packed, agg);
+  out.clip_frac = token_mean_metric((l2 > l1).to(dtype));
+  return out;
+}
+
+}  // namespace aspen

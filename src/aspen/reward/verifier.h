@@ -1,0 +1,32 @@
+// Verifier: the reward interface. A verifier turns one (prompt, response, ground truth)
+// triple into a scalar score; verifiers are rule-based (no model), so a reward worker can
+// score rows on any thread without a device.
+//
+// Contract: score() never throws for any response text (model output is untrusted and a
+// malformed answer is a low score, not an error); it may throw aspen::Error when the
+// ground truth itself is malformed (that is a dataset bug). Construction validates options
+// and throws aspen::Error naming the bad key.
+// Thread safety: implementations are immutable after construction; score() is const and
+// may be called concurrently from any number of threads.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace aspen {
+
+struct RewardInput {
+  std::string prompt;           // the prompt text as the policy saw it (after any template)
+  std::string response;         // the generated text, special tokens already stripped
+  nlohmann::json ground_truth;  // verifier-specific: an answer string/number, {target, numbers}...
+};
+
+class Verifier {
+ public:
+  virtual ~Verifier() = default;
+  // A short kind name: "math", "format", "countdown", "weighted".
+  virtual std::string name() const = 0;
+  virtual double score(const RewardInput& input) const = 0;
+};
+
+}  // namespace aspen

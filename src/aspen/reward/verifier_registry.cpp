@@ -1,0 +1,24 @@
+#include "aspen/reward/verifier_registry.h"
+
+#include "aspen/reward/countdown_verifier.h"
+#include "aspen/reward/format_verifier.h"
+#include "aspen/reward/math_verifier.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+std::vector<std::string> verifier_kinds() {
+  return {"countdown", "format", "math"};
+}
+
+std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann::json& options) {
+  if (kind == "math")
+    return std::make_unique<MathVerifier>(MathVerifierOptions::from_json(options));
+  if (kind == "format") return std::make_unique<FormatVerifier>(options);
+  if (kind == "countdown") return std::make_unique<CountdownVerifier>(options);
+  std::string known;
+  for (const std::string& name : verifier_kinds()) known += (known.empty() ? "" : ", ") + name;
+  throw Error("unknown verifier \"" + kind + "\"", "verifier", "known verifiers: " + known);
+}
+
+}  // namespace aspen

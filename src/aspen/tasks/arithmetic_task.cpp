@@ -1,0 +1,69 @@
+#include "aspen/tasks/arithmetic_task.h"
+
+#include "aspen/reward/json_options.h"
+#include "aspen/tasks/split_assignment.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+// A uniform operand with `digits` digits; one-digit operands include 0.
+int64_t draw_operand(SplitMix64& rng, int64_t digits) {
+  int64_t hi = 1;
+  for (int64_t i = 0; i < digits; ++i) hi *= 10;
+  return rng.uniform(digits == 1 ? 0 : hi / 10, hi - 1);
+}
+
+}  // namespace
+
+ArithmeticTask::ArithmeticTask(const nlohmann::json& json) {
+  JsonOptions reader(json, "task options (arithmetic)");
+  int64_t digits = reader.integer("digits", 2);
+  min_digits_ = reader.integer("min_digits", digits);
+  max_digits_ = reader.integer("max_digits", digits);
+  std::vector<std::string> ops = reader.strings("ops", {"+", "-", "*"});
+  allow_negative_ = reader.boolean("allow_negative", allow_negative_);
+  eval_fraction_ = reader.number("eval_fraction", eval_fraction_);
+  reader.check_no_unknown_keys();
+
+  // 9 digits keeps every product below 10^18, inside int64.
+  check_input(1 <= min_digits_ && min_digits_ <= max_digits_ && max_digits_ <= 9,
+              "need 1 <= min_digits <= max_digits <= 9, got " + std::to_string(min_digits_) + ".." +
+                  std::to_string(max_digits_),
+              reader.path("digits"));
+  check_input(!ops.empty(), "ops must not be empty", reader.path("ops"));
+  for (const std::string& op : ops) {
+    check_input(op == "+" || op == "-" || op == "*", "unsupported op \"" + op + "\"",
+                reader.path("ops"), "use a subset of [\"+\", \"-\", \"*\"]");
+    ops_.push_back(op[0]);
+  }
+  check_input(eval_fraction_ > 0 && eval_fraction_ < 1, "eval_fraction must be in (0, 1)",
+              reader.path("eval_fraction"));
+}
+
+std::vector<TaskExample> ArithmeticTask::make_split(Split split, int64_t count,
+                                                    uint64_t seed) const {
+  auto draw = [this](SplitMix64& rng) -> std::optional<TaskExample> {
+    int64_t a = draw_operand(rng, rng.uniform(min_digits_, max_digits_));
+    int64_t b = draw_operand(rng, rng.uniform(min_digits_, max_digits_));
+    char op = ops_[rng.uniform(0, static_cast<int64_t>(ops_.size()) - 1)];
+    if (op == '-' && !allow_negative_ && a < b) std::swap(a, b);
+    int64_t result = op == '+' ? a + b : op == '-' ? a - b : a * b;
+    TaskExample example;
+    example.prompt_text = std::to_string(a) + op + std::to_string(b) + "=";
+    example.id = "arithmetic:" + example.prompt_text.substr(0, example.prompt_text.size() - 1);
+    example.ground_truth = result;
+    example.verifier = verifier_name();
+    return example;
+  };
+  return collect_split(name(), split, count, seed, eval_fraction_, draw);
+}
+
+std::string ArithmeticTask::sft_target(const TaskExample& example) const {
+  check_input(example.ground_truth.is_number_integer(),
+              "arithmetic ground truth must be an integer, got " + example.ground_truth.dump(),
+              example.id);
+  return example.ground_truth.dump();
+}
+
+}  // namespace aspen

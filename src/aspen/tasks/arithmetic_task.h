@@ -1,0 +1,45 @@
+// ArithmeticTask: "a op b" drills for a tiny model. Format, chosen to be minimal and
+// unambiguous for a model with a byte-level vocabulary:
+//   prompt       "37+48="
+//   sft_target   "85"          (the model then emits end-of-text)
+//   ground truth 85            (JSON integer), graded by the math verifier with
+//                              {"extract": "plain"}: the whole response, trimmed, must equal
+//                              the number ("85", "85.0" and " 85\n" pass; "85 apples" fails).
+// Options (JSON, all optional):
+//   digits            digits per operand, sets min_digits = max_digits      (default 2)
+//   min_digits, max_digits  each operand draws its digit count in this range (1..9)
+//   ops               subset of ["+", "-", "*"]                  (default all three)
+//   allow_negative    when false, "a-b" is drawn with a >= b     (default false)
+//   eval_fraction     share of the problem space held out for eval  (default 0.1)
+// One-digit operands include 0. Canonical problem (the id) = the prompt.
+// Thread safety: immutable; methods may run concurrently.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "aspen/tasks/task.h"
+
+namespace aspen {
+
+class ArithmeticTask : public Task {
+ public:
+  // Throws aspen::Error naming "task options (arithmetic).<key>" for bad options.
+  explicit ArithmeticTask(const nlohmann::json& options = nlohmann::json::object());
+
+  std::string name() const override { return "arithmetic"; }
+  std::vector<TaskExample> make_split(Split split, int64_t count, uint64_t seed) const override;
+  std::string verifier_name() const override { return "math"; }
+  nlohmann::json verifier_options() const override { return {{"extract", "plain"}}; }
+  std::string sft_target(const TaskExample& example) const override;
+
+ private:
+  int64_t min_digits_ = 2;
+  int64_t max_digits_ = 2;
+  std::vector<char> ops_;
+  bool allow_negative_ = false;
+  double eval_fraction_ = 0.1;
+};
+
+}  // namespace aspen
