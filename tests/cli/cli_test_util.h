@@ -3,14 +3,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace aspen::testing {
 
@@ -34,7 +34,8 @@ inline void write_text(const std::string& path, const std::string& text) {
 // A scratch directory unique to the running test.
 inline std::string scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string dir = ::testing::TempDir() + "/aspen_" + info->test_suite_name() + "_" + info->name();
+  const std::string dir =
+      ::testing::TempDir() + "/aspen_" + info->test_suite_name() + "_" + info->name();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -47,7 +48,8 @@ inline CommandResult run_command(const std::string& command, const std::string& 
                           std::to_string(calls++);
   std::filesystem::create_directories(dir);
   write_text(dir + "/stdin", stdin_text);
-  const std::string full = command + " < " + dir + "/stdin > " + dir + "/stdout 2> " + dir + "/stderr";
+  const std::string full =
+      command + " < " + dir + "/stdin > " + dir + "/stdout 2> " + dir + "/stderr";
   const int status = std::system(full.c_str());
   CommandResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(dir + "/stdout"),
                        read_text(dir + "/stderr")};
@@ -55,7 +57,9 @@ inline CommandResult run_command(const std::string& command, const std::string& 
   return result;
 }
 
-inline std::string aspen_cli() { return ASPEN_CLI_PATH; }
+inline std::string aspen_cli() {
+  return ASPEN_CLI_PATH;
+}
 
 // Debian's python3 (with numpy); a pyenv python on PATH may lack it.
 inline std::string system_python() {

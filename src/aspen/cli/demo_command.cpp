@@ -53,8 +53,9 @@ int run_demo() {
   QwenForCausalLM model = make_random_model(config, /*seed=*/7);
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
-  std::cout << "demo: tokenizer with " << tokenizer->vocab_size() << " ids, Qwen3-architecture model with "
-            << parameters << " parameters (random weights)\n";
+  std::cout << "demo: tokenizer with " << tokenizer->vocab_size()
+            << " ids, Qwen3-architecture model with " << parameters
+            << " parameters (random weights)\n";
 
   EngineConfig engine_config;
   engine_config.eos_token_ids = {*tokenizer->token_to_id("<|endoftext|>")};

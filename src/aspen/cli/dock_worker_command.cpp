@@ -11,10 +11,12 @@ void setup(CLI::App& root) {
   auto options = std::make_shared<DockBenchWorkerOptions>();
   CLI::App* command = root.add_subcommand("dock-worker", "dock benchmark worker (internal)");
   command->group("");  // hidden from --help
-  command->add_option("--role", options->role)->required()->check(
-      CLI::IsMember({"producer", "consumer"}));
-  command->add_option("--mode", options->mode)->required()->check(
-      CLI::IsMember({"dock", "central"}));
+  command->add_option("--role", options->role)
+      ->required()
+      ->check(CLI::IsMember({"producer", "consumer"}));
+  command->add_option("--mode", options->mode)
+      ->required()
+      ->check(CLI::IsMember({"dock", "central"}));
   command->add_option("--controller", options->controller)->required();
   command->add_option("--rows", options->rows)->required();
   command->add_option("--row-bytes", options->row_bytes)->required();

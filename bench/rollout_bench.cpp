@@ -1,0 +1,147 @@
+#include "bench/rollout_bench.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <random>
+
+#include "aspen/model/pretrained.h"
+#include "aspen/model/weights_init.h"
+#include "aspen/rollout/engine.h"
+
+namespace aspen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<GenerationRequest> fixed_requests(int64_t count, int64_t prompt_len, int64_t gen_len,
+                                              int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<GenerationRequest> requests;
+  for (int64_t r = 0; r < count; ++r) {
+    GenerationRequest request;
+    for (int64_t t = 0; t < prompt_len; ++t)
+      request.prompt.push_back(static_cast<TokenId>(rng() % vocab));
+    request.params.max_tokens = gen_len;
+    request.params.ignore_eos = true;
+    request.params.seed = rng();
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+EngineConfig bench_engine_config(int64_t parallel, int64_t batched_tokens) {
+  EngineConfig config;
+  config.max_num_seqs = parallel;
+  config.max_num_batched_tokens = batched_tokens;
+  config.enable_prefix_caching = false;  // random prompts: measure compute, not cache hits
+  return config;
+}
+
+double time_generate(QwenForCausalLM& model, const EngineConfig& config,
+                     std::vector<GenerationRequest> requests) {
+  RolloutEngine engine(model, config);
+  const auto start = Clock::now();
+  engine.generate(std::move(requests));
+  return seconds_since(start);
+}
+
+nlohmann::json grid_point(QwenForCausalLM& model, int64_t prompt_len, int64_t gen_len,
+                          int64_t parallel) {
+  const int64_t vocab = model->config.vocab_size;
+  // All prompts are prefilled in one step, as batched-bench does.
+  const EngineConfig config = bench_engine_config(parallel, parallel * prompt_len);
+  // Prefill time: generating one token is the prefill plus one sampling.
+  const double prefill_seconds =
+      time_generate(model, config, fixed_requests(parallel, prompt_len, 1, vocab, 1));
+  const double total_seconds =
+      time_generate(model, config, fixed_requests(parallel, prompt_len, gen_len, vocab, 1));
+  const double decode_seconds = std::max(total_seconds - prefill_seconds, 1e-9);
+  return {{"prompt_len", prompt_len},
+          {"gen_len", gen_len},
+          {"parallel", parallel},
+          {"prefill_tps", static_cast<double>(parallel * prompt_len) / prefill_seconds},
+          {"decode_tps", static_cast<double>(parallel * (gen_len - 1)) / decode_seconds},
+          {"seconds", total_seconds}};
+}
+
+// Long-tail lengths: most responses short, a few at the cap (as RL rollouts are).
+std::vector<GenerationRequest> long_tail_requests(int64_t count, int64_t vocab) {
+  std::mt19937_64 rng(7);
+  auto requests = fixed_requests(count, 32, 1, vocab, 3);
+  for (auto& request : requests) {
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    request.params.max_tokens = u < 0.85 ? 8 + static_cast<int64_t>(rng() % 24) : 160;
+  }
+  return requests;
+}
+
+nlohmann::json long_tail(QwenForCausalLM& model, int64_t count, int64_t parallel) {
+  const auto requests = long_tail_requests(count, model->config.vocab_size);
+  int64_t tokens = 0;
+  for (const auto& r : requests) tokens += r.params.max_tokens;
+  const EngineConfig config = bench_engine_config(parallel, 1024);
+  const double continuous = time_generate(model, config, requests);
+  // Static batching: the next batch starts only when every sequence of this one is done.
+  double static_seconds = 0.0;
+  for (size_t begin = 0; begin < requests.size(); begin += parallel) {
+    const size_t end = std::min(requests.size(), begin + static_cast<size_t>(parallel));
+    static_seconds += time_generate(
+        model, config,
+        std::vector<GenerationRequest>(requests.begin() + begin, requests.begin() + end));
+  }
+  const double continuous_tps = tokens / continuous;
+  const double static_tps = tokens / static_seconds;
+  return {{"requests", count},          {"parallel", parallel},
+          {"generated_tokens", tokens}, {"continuous_tps", continuous_tps},
+          {"static_tps", static_tps},   {"ratio", continuous_tps / static_tps}};
+}
+
+}  // namespace
+
+QwenForCausalLM make_bench_model(uint64_t seed) {
+  ModelConfig config;
+  config.family = ModelFamily::kQwen3;
+  config.vocab_size = 8192;
+  config.hidden_size = 256;
+  config.intermediate_size = 768;
+  config.num_hidden_layers = 8;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  config.head_dim = 64;
+  config.max_position_embeddings = 4096;
+  config.tie_word_embeddings = true;
+  return make_random_model(config, seed);
+}
+
+nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
+  if (options.threads > 0) at::set_num_threads(options.threads);
+  torch::NoGradGuard no_grad;
+  QwenForCausalLM model =
+      options.model_dir.empty() ? make_bench_model() : load_pretrained_model(options.model_dir);
+  int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  nlohmann::json result;
+  result["model"] = {{"source", options.model_dir.empty() ? "random qwen3" : options.model_dir},
+                     {"parameters", parameters},
+                     {"threads", at::get_num_threads()}};
+  // Warm-up: first calls pay for allocator and thread-pool start-up.
+  time_generate(model, bench_engine_config(2, 256),
+                fixed_requests(2, 16, 4, model->config.vocab_size, 0));
+  result["grid"] = nlohmann::json::array();
+  for (int64_t prompt_len : options.prompt_lens) {
+    for (int64_t gen_len : options.gen_lens) {
+      for (int64_t parallel : options.parallel) {
+        result["grid"].push_back(grid_point(model, prompt_len, gen_len, parallel));
+      }
+    }
+  }
+  result["long_tail"] = long_tail(model, options.long_tail_requests, options.long_tail_parallel);
+  return result;
+}
+
+}  // namespace aspen

@@ -1,0 +1,35 @@
+// Rollout benchmark, in the shape of llama.cpp's batched-bench: a sweep of prompt
+// length x generation length x parallel sequences, reporting prefill and decode
+// tokens/s, plus a long-tail workload comparing continuous batching against
+// static batching (a batch admits new prompts only when all of it is done).
+//
+// Without a model directory it builds a random Qwen3-architecture model of about
+// 10M parameters (make_bench_model), so it needs no download.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "aspen/model/qwen_model.h"
+
+namespace aspen {
+
+struct RolloutBenchOptions {
+  std::string model_dir;  // empty: random ~10M-parameter Qwen3
+  std::vector<int64_t> prompt_lens = {32, 128};
+  std::vector<int64_t> gen_lens = {32, 128};
+  std::vector<int64_t> parallel = {1, 4, 16};
+  int64_t long_tail_requests = 48;
+  int64_t long_tail_parallel = 8;
+  int threads = 0;  // torch intra-op threads; 0: leave as is
+};
+
+// A random Qwen3-architecture model of about 10M parameters (vocab 8192).
+QwenForCausalLM make_bench_model(uint64_t seed = 0);
+
+// {"model":{...},"grid":[{prompt_len,gen_len,parallel,prefill_tps,decode_tps}],
+//  "long_tail":{continuous_tps,static_tps,ratio,...}}
+nlohmann::json run_rollout_bench(const RolloutBenchOptions& options);
+
+}  // namespace aspen

@@ -1,0 +1,35 @@
+// `aspen bench rollout [--model DIR] [--threads N] --json`: prefill/decode tokens/s
+// over prompt length x generation length x parallel sequences, and continuous vs
+// static batching on a long-tail workload (bench/rollout_bench.h).
+#include <iostream>
+
+#include "aspen/cli/command.h"
+#include "bench/rollout_bench.h"
+
+namespace aspen::cli {
+namespace {
+
+void setup(CLI::App& root) {
+  auto options = std::make_shared<RolloutBenchOptions>();
+  auto json = std::make_shared<bool>(true);
+  CLI::App* command = bench_group(root).add_subcommand("rollout", "Rollout engine throughput");
+  command->add_option("--model", options->model_dir,
+                      "HF model directory (default: random ~10M Qwen3)");
+  command->add_option("--threads", options->threads, "torch intra-op threads (0: default)");
+  command->add_option("--prompt-lens", options->prompt_lens, "grid prompt lengths")
+      ->capture_default_str();
+  command->add_option("--gen-lens", options->gen_lens, "grid generation lengths")
+      ->capture_default_str();
+  command->add_option("--parallel", options->parallel, "grid parallel sequences")
+      ->capture_default_str();
+  command->add_flag("--json", *json, "print JSON (the only format)");
+  on_run(command, [options] {
+    std::cout << run_rollout_bench(*options).dump(2) << '\n';
+    return 0;
+  });
+}
+
+ASPEN_REGISTER_COMMAND(101, setup);
+
+}  // namespace
+}  // namespace aspen::cli
