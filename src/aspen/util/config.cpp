@@ -1,0 +1,102 @@
+#include "aspen/util/config.h"
+
+#include <sstream>
+
+#include "aspen/util/file.h"
+
+namespace aspen {
+
+ConfigSection::ConfigSection(YAML::Node node, std::string path, std::string source)
+    : node_(std::move(node)),
+      path_(std::move(path)),
+      source_(std::move(source)),
+      seen_(std::make_shared<std::set<std::string>>()) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    throw Error("expected a mapping of keys", source_ + (path_.empty() ? "" : ": " + path_));
+  }
+}
+
+std::string ConfigSection::where(const std::string& key) const {
+  return source_ + ": " + (path_.empty() ? key : path_ + "." + key);
+}
+
+YAML::Node ConfigSection::child(const std::string& key) {
+  seen_->insert(key);
+  if (!node_ || node_.IsNull()) return YAML::Node();
+  return node_[key];
+}
+
+bool ConfigSection::has(const std::string& key) const {
+  return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull();
+}
+
+ConfigSection ConfigSection::section(const std::string& key) {
+  YAML::Node value = child(key);
+  const std::string path = path_.empty() ? key : path_ + "." + key;
+  if (!value || value.IsNull()) return ConfigSection(YAML::Node(), path, source_);
+  if (!value.IsMap()) throw Error("expected a mapping of keys", where(key));
+  return ConfigSection(value, path, source_);
+}
+
+void ConfigSection::finish() const {
+  if (!node_ || !node_.IsMap()) return;
+  for (const auto& item : node_) {
+    const std::string key = item.first.as<std::string>();
+    if (seen_->count(key) == 0) {
+      std::string known;
+      for (const auto& k : *seen_) known += (known.empty() ? "" : ", ") + k;
+      throw Error("unknown key", where(key), "known keys here: " + known);
+    }
+  }
+}
+
+Config Config::load_file(const std::string& path) { return parse(read_file(path), path); }
+
+Config Config::parse(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw Error("malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg, source);
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw Error("the top level must be a mapping of sections", source);
+  return Config(root, source);
+}
+
+Config Config::empty(const std::string& source) {
+  return Config(YAML::Node(YAML::NodeType::Map), source);
+}
+
+void Config::apply_override(const std::string& assignment) {
+  const std::string where = "override \"" + assignment + "\"";
+  const size_t equals = assignment.find('=');
+  check_input(equals != std::string::npos && equals > 0, "expected key.sub=value", where);
+  const std::string path = assignment.substr(0, equals);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(equals + 1));
+  } catch (const YAML::ParserException& e) {
+    throw Error("the value is not valid YAML: " + e.msg, where);
+  }
+  std::vector<std::string> keys;
+  std::stringstream stream(path);
+  for (std::string key; std::getline(stream, key, '.');) {
+    check_input(!key.empty(), "empty key in the path", where);
+    keys.push_back(key);
+  }
+  // yaml-cpp nodes are handles: walk down, creating mappings as needed.
+  std::vector<YAML::Node> chain{root_};
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node next = chain.back()[keys[i]];
+    if (!next || next.IsNull()) {
+      chain.back()[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[keys[i]];
+    }
+    check_input(next.IsMap(), "\"" + keys[i] + "\" is not a section", where);
+    chain.push_back(next);
+  }
+  chain.back()[keys.back()] = value;
+}
+
+}  // namespace aspen

@@ -1,0 +1,96 @@
+// Strict YAML configuration: typed reads that name the key path in every error,
+// unknown keys rejected, and `key.sub=value` command-line overrides.
+//
+// Usage: a reader asks a ConfigSection for each key it understands (get/section),
+// then calls finish(), which throws for any key it never asked about — so a typo
+// in a config is an error naming "config.yaml: train.lrr", never a silent default.
+//
+//   Config config = Config::load_file("run.yaml");
+//   config.apply_override("train.lr=1e-5");
+//   ConfigSection train = config.root().section("train");
+//   double lr = train.get<double>("lr", 1e-6);
+//   train.finish();
+//
+// Thread safety: none; configs are read once at start-up.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+class ConfigSection {
+ public:
+  ConfigSection(YAML::Node node, std::string path, std::string source);
+
+  bool has(const std::string& key) const;
+  // The value at `key`, or `fallback` when absent. Wrong type: aspen::Error naming the path.
+  template <typename T>
+  T get(const std::string& key, const T& fallback);
+  // A required value: aspen::Error when absent.
+  template <typename T>
+  T require(const std::string& key);
+  // A nested mapping (empty when absent).
+  ConfigSection section(const std::string& key);
+  // Throws aspen::Error naming the first key of this mapping nobody asked for.
+  void finish() const;
+
+  // "source: path.key" for messages about `key`.
+  std::string where(const std::string& key) const;
+
+ private:
+  YAML::Node child(const std::string& key);
+
+  YAML::Node node_;
+  std::string path_;
+  std::string source_;
+  std::shared_ptr<std::set<std::string>> seen_;
+};
+
+class Config {
+ public:
+  static Config load_file(const std::string& path);
+  static Config parse(const std::string& yaml_text, const std::string& source);
+  // An empty config (every key takes its default).
+  static Config empty(const std::string& source = "defaults");
+
+  // "a.b.c=value": the value is parsed as YAML (numbers, booleans, lists work) and
+  // replaces or creates the key. Malformed overrides are aspen::Error.
+  void apply_override(const std::string& assignment);
+
+  ConfigSection root() { return ConfigSection(root_, "", source_); }
+  const std::string& source() const { return source_; }
+
+ private:
+  Config(YAML::Node root, std::string source) : root_(std::move(root)), source_(std::move(source)) {}
+  YAML::Node root_;
+  std::string source_;
+};
+
+// ---- template implementation ----
+
+template <typename T>
+T ConfigSection::get(const std::string& key, const T& fallback) {
+  YAML::Node value = child(key);
+  if (!value || value.IsNull()) return fallback;
+  try {
+    return value.as<T>();
+  } catch (const YAML::Exception&) {
+    throw Error("wrong type for this key (value: " + YAML::Dump(value) + ")", where(key));
+  }
+}
+
+template <typename T>
+T ConfigSection::require(const std::string& key) {
+  YAML::Node value = child(key);
+  if (!value || value.IsNull()) throw Error("required key is missing", where(key));
+  return get<T>(key, T{});
+}
+
+}  // namespace aspen
