@@ -74,7 +74,6 @@ SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& r
                                     [&](const Candidate& c) { return c.scaled_logit < floor; }),
                      candidates.end());
   }
-  bool sorted = false;
   if (params.top_k > 0 && params.top_k < static_cast<int64_t>(candidates.size())) {
     std::nth_element(candidates.begin(), candidates.begin() + (params.top_k - 1), candidates.end(),
                      higher);
@@ -82,7 +81,6 @@ SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& r
   }
   if (params.top_p < 1.0) {
     std::sort(candidates.begin(), candidates.end(), higher);
-    sorted = true;
     double total = 0.0;
     for (const auto& c : candidates)
       total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));
@@ -97,8 +95,9 @@ SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& r
     }
     candidates.resize(keep);
   }
-  if (!sorted) std::sort(candidates.begin(), candidates.end(), higher);
 
+  // Inverse-CDF draw over the kept candidates in their current (deterministic)
+  // order: vocabulary order, or descending probability after top-p.
   double kept_total = 0.0;
   for (const auto& c : candidates)
     kept_total += std::exp(static_cast<double>(c.scaled_logit - max_scaled));

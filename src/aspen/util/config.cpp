@@ -30,6 +30,43 @@ bool ConfigSection::has(const std::string& key) const {
   return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull();
 }
 
+namespace {
+
+nlohmann::json to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json object = nlohmann::json::object();
+      for (const auto& item : node) object[item.first.as<std::string>()] = to_json(item.second);
+      return object;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json array = nlohmann::json::array();
+      for (const auto& item : node) array.push_back(to_json(item));
+      return array;
+    }
+    case YAML::NodeType::Scalar: {
+      if (node.Tag() == "!") return node.as<std::string>();  // quoted: always a string
+      int64_t integer;
+      double real;
+      bool boolean;
+      if (YAML::convert<int64_t>::decode(node, integer)) return integer;
+      if (YAML::convert<double>::decode(node, real)) return real;
+      if (YAML::convert<bool>::decode(node, boolean)) return boolean;
+      return node.as<std::string>();
+    }
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+nlohmann::json ConfigSection::json(const std::string& key, const nlohmann::json& fallback) {
+  YAML::Node value = child(key);
+  if (!value || value.IsNull()) return fallback;
+  return to_json(value);
+}
+
 ConfigSection ConfigSection::section(const std::string& key) {
   YAML::Node value = child(key);
   const std::string path = path_.empty() ? key : path_ + "." + key;

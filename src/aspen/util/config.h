@@ -14,6 +14,7 @@
 // Thread safety: none; configs are read once at start-up.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
@@ -36,6 +37,9 @@ class ConfigSection {
   // A required value: aspen::Error when absent.
   template <typename T>
   T require(const std::string& key);
+  // The value at `key` as JSON (mappings, lists and scalars; numbers and booleans
+  // typed), or `fallback` when absent. For free-form option blocks.
+  nlohmann::json json(const std::string& key, const nlohmann::json& fallback);
   // A nested mapping (empty when absent).
   ConfigSection section(const std::string& key);
   // Throws aspen::Error naming the first key of this mapping nobody asked for.

@@ -1,0 +1,78 @@
+#include "aspen/pipeline/rl_rows.h"
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+DockSchema make_rl_schema(bool with_reference) {
+  using namespace rl_columns;
+  std::vector<ColumnSpec> columns = {{kPrompt, torch::kInt64, ColumnKind::kPerRow},
+                                     {kResponse, torch::kInt64, ColumnKind::kPerToken},
+                                     {kRolloutLogprobs, torch::kFloat32, ColumnKind::kPerToken},
+                                     {kScores, torch::kFloat32, ColumnKind::kPerRow},
+                                     {kOldLogprobs, torch::kFloat32, ColumnKind::kPerToken},
+                                     {kAdvantages, torch::kFloat32, ColumnKind::kPerToken}};
+  std::vector<ConsumerSpec> consumers = {
+      {rl_consumers::kReward, {kPrompt, kResponse}},
+      {rl_consumers::kOldLogprobs, {kPrompt, kResponse, kRolloutLogprobs}},
+      {rl_consumers::kAdvantage, {kResponse, kScores}},
+      {rl_consumers::kActorUpdate, {kPrompt, kResponse, kOldLogprobs, kAdvantages, kRolloutLogprobs}}};
+  if (with_reference) {
+    columns.push_back({kRefLogprobs, torch::kFloat32, ColumnKind::kPerToken});
+    consumers.push_back({rl_consumers::kReference, {kPrompt, kResponse}});
+    consumers[3].columns.push_back(kRefLogprobs);
+  }
+  return DockSchema(columns, consumers);
+}
+
+std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions) {
+  ColumnData prompt{rl_columns::kPrompt, {}};
+  ColumnData response{rl_columns::kResponse, {}};
+  ColumnData logprobs{rl_columns::kRolloutLogprobs, {}};
+  for (const Completion& c : completions) {
+    std::vector<int64_t> p(c.prompt_token_ids.begin(), c.prompt_token_ids.end());
+    std::vector<int64_t> r(c.token_ids.begin(), c.token_ids.end());
+    prompt.values.push_back(torch::tensor(p, torch::kInt64));
+    response.values.push_back(torch::tensor(r, torch::kInt64));
+    logprobs.values.push_back(torch::tensor(c.logprobs, torch::kFloat32));
+  }
+  return {prompt, response, logprobs};
+}
+
+const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name) {
+  for (const auto& column : columns) {
+    if (column.name == name) return column;
+  }
+  throw Error("column \"" + name + "\" missing from a dock fetch", "dock");
+}
+
+TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& columns,
+                          const std::vector<std::string>& token_columns) {
+  TrainBatch batch;
+  const ColumnData& prompts = find_column(columns, rl_columns::kPrompt);
+  const ColumnData& responses = find_column(columns, rl_columns::kResponse);
+  for (size_t i = 0; i < claim.rows.size(); ++i) {
+    const torch::Tensor p = prompts.values[i].to(torch::kInt64).contiguous();
+    const torch::Tensor r = responses.values[i].to(torch::kInt64).contiguous();
+    batch.prompts.emplace_back(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
+    batch.responses.emplace_back(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
+  }
+  for (const auto& name : token_columns) {
+    const ColumnData& column = find_column(columns, name);
+    batch.token_columns[name] =
+        column.values.empty() ? torch::zeros({0}) : torch::cat(column.values).to(torch::kFloat32);
+  }
+  batch.validate();
+  return batch;
+}
+
+std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch) {
+  const std::vector<int64_t> offsets = batch.response_offsets();
+  std::vector<torch::Tensor> rows;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    rows.push_back(packed.narrow(0, offsets[b], offsets[b + 1] - offsets[b]).clone());
+  }
+  return rows;
+}
+
+}  // namespace aspen

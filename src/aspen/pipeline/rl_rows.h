@@ -1,0 +1,59 @@
+// The RL sample as dock rows: the schema every role of one iteration shares, and
+// conversions between rollout completions, dock claims and trainer batches.
+//
+// Columns (R = response tokens of a row, P = prompt tokens):
+//   prompt            [P] int64, per row
+//   response          [R] int64, per token
+//   rollout_logprobs  [R] fp32,  per token (behaviour policy, temperature 1)
+//   scores            [1] fp32,  per row   (verifier reward, shaped)
+//   ref_logprobs      [R] fp32,  per token (only when the loss has a KL term)
+//   old_logprobs      [R] fp32,  per token
+//   advantages        [R] fp32,  per token
+// Consumers: reward, reference (optional), old_logprobs, advantage, actor_update.
+// Thread safety: pure functions.
+#pragma once
+
+#include <vector>
+
+#include "aspen/dock/schema.h"
+#include "aspen/dock/dock_api.h"
+#include "aspen/rollout/engine.h"
+#include "aspen/train/train_batch.h"
+
+namespace aspen {
+
+namespace rl_columns {
+inline constexpr const char* kPrompt = "prompt";
+inline constexpr const char* kResponse = "response";
+inline constexpr const char* kRolloutLogprobs = "rollout_logprobs";
+inline constexpr const char* kScores = "scores";
+inline constexpr const char* kRefLogprobs = "ref_logprobs";
+inline constexpr const char* kOldLogprobs = "old_logprobs";
+inline constexpr const char* kAdvantages = "advantages";
+}  // namespace rl_columns
+
+namespace rl_consumers {
+inline constexpr const char* kReward = "reward";
+inline constexpr const char* kReference = "reference";
+inline constexpr const char* kOldLogprobs = "old_logprobs";
+inline constexpr const char* kAdvantage = "advantage";
+inline constexpr const char* kActorUpdate = "actor_update";
+}  // namespace rl_consumers
+
+DockSchema make_rl_schema(bool with_reference);
+
+// Column values of completions (one row each), in the order of the returned vector.
+std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions);
+
+// Builds the trainer's view of claimed rows from `columns` (as TransferDock::get
+// returns them), copying the named per-token columns into packed [R] tensors.
+TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& columns,
+                          const std::vector<std::string>& token_columns);
+
+// The column `name` among `columns`; aspen::Error if absent.
+const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name);
+
+// Splits a packed [R] tensor into per-row tensors of the claim's response lengths.
+std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch);
+
+}  // namespace aspen

@@ -1,0 +1,114 @@
+#include "aspen/pipeline/rl_setup.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "aspen/io/model_dir.h"
+#include "aspen/model/pretrained.h"
+#include "aspen/model/weights_init.h"
+#include "aspen/reward/verifier_registry.h"
+#include "aspen/tasks/jsonl_dataset.h"
+#include "aspen/tasks/task_registry.h"
+#include "aspen/tokenizer/bpe_trainer.h"
+#include "aspen/tokenizer/chat_template.h"
+#include "aspen/util/file.h"
+
+namespace aspen {
+namespace {
+
+constexpr const char* kEndOfText = "<|endoftext|>";
+
+void load_data(const TrainConfig& config, RlSetup& setup) {
+  const DataSection& data = config.data;
+  if (data.task == "jsonl") {
+    JsonlDatasetOptions options;
+    options.prompt_field = data.prompt_field;
+    options.answer_field = data.answer_field;
+    options.verifier = data.verifier;
+    std::optional<ChatTemplate> chat_template;
+    if (data.chat_template) chat_template = ChatTemplate::from_config(config.model.path);
+    auto examples = load_jsonl_dataset(data.path, options, chat_template ? &*chat_template : nullptr);
+    check_input(static_cast<int64_t>(examples.size()) > data.eval_size,
+                "the dataset has " + std::to_string(examples.size()) +
+                    " examples; need more than eval_size", data.path);
+    // A seeded, deterministic split: the last eval_size examples after a shuffle.
+    std::mt19937_64 rng(data.seed);
+    std::shuffle(examples.begin(), examples.end(), rng);
+    setup.eval_examples.assign(examples.end() - data.eval_size, examples.end());
+    examples.resize(examples.size() - data.eval_size);
+    if (static_cast<int64_t>(examples.size()) > data.train_size) examples.resize(data.train_size);
+    setup.train_examples = std::move(examples);
+    setup.verifier = make_verifier(data.verifier, data.verifier_options);
+    return;
+  }
+  setup.task = make_task(data.task, data.task_options);
+  setup.train_examples = setup.task->make_split(Split::kTrain, data.train_size, data.seed);
+  setup.eval_examples = setup.task->make_split(Split::kEval, data.eval_size, data.seed);
+  setup.verifier = setup.task->make_verifier();
+}
+
+void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
+  std::vector<std::string> corpus;
+  for (const auto& example : setup.train_examples) {
+    corpus.push_back(example.prompt_text + sft_answer(setup, example));
+  }
+  BpeTrainerOptions options;
+  options.vocab_size = config.model.tokenizer_vocab;
+  options.special_tokens = {kEndOfText, "<|im_start|>", "<|im_end|>"};
+  setup.tokenizer_json = train_bpe_tokenizer(corpus, options);
+  setup.tokenizer = std::make_shared<const Tokenizer>(
+      Tokenizer::from_json(setup.tokenizer_json, "built-in tokenizer"));
+  ModelConfig model_config;
+  model_config.family = ModelFamily::kQwen3;
+  model_config.vocab_size = setup.tokenizer->vocab_size();
+  model_config.hidden_size = config.model.hidden_size;
+  model_config.intermediate_size = config.model.intermediate_size;
+  model_config.num_hidden_layers = config.model.num_layers;
+  model_config.num_attention_heads = config.model.num_heads;
+  model_config.num_key_value_heads = config.model.num_kv_heads;
+  model_config.head_dim = config.model.head_dim;
+  model_config.max_position_embeddings = 1024;
+  model_config.tie_word_embeddings = true;
+  model_config.torch_dtype = "float32";
+  const TokenId eos = *setup.tokenizer->token_to_id(kEndOfText);
+  model_config.eos_token_id = eos;
+  model_config.bos_token_id = eos;
+  setup.model = make_random_model(model_config, config.train.seed + 17);
+  setup.eos_token_ids = {eos};
+}
+
+void load_pretrained(const TrainConfig& config, RlSetup& setup) {
+  const std::string& dir = config.model.path;
+  setup.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(dir));
+  setup.tokenizer_json = read_file((std::filesystem::path(dir) / "tokenizer.json").string());
+  setup.model = load_pretrained_model(dir);
+  if (auto generation = read_generation_config(dir)) {
+    for (int64_t id : generation->eos_token_ids) setup.eos_token_ids.push_back(static_cast<TokenId>(id));
+  }
+  if (setup.eos_token_ids.empty() && setup.model->config.eos_token_id >= 0) {
+    setup.eos_token_ids.push_back(static_cast<TokenId>(setup.model->config.eos_token_id));
+  }
+  check_input(!setup.eos_token_ids.empty(), "the model declares no EOS token", dir + "/config.json");
+}
+
+}  // namespace
+
+std::string sft_answer(const RlSetup& setup, const TaskExample& example) {
+  if (setup.task) return setup.task->sft_target(example);
+  return example.ground_truth.is_string() ? example.ground_truth.get<std::string>()
+                                          : example.ground_truth.dump();
+}
+
+RlSetup build_rl_setup(const TrainConfig& config) {
+  RlSetup setup;
+  load_data(config, setup);
+  if (config.model.path.empty()) {
+    build_builtin_model(config, setup);
+  } else {
+    load_pretrained(config, setup);
+  }
+  return setup;
+}
+
+}  // namespace aspen

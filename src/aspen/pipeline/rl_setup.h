@@ -1,0 +1,37 @@
+// RlSetup: the ingredients of a run, built from a TrainConfig — the tokenizer and
+// policy model (loaded from an HF directory, or made from nothing for the built-in
+// demo: a BPE tokenizer trained on the task's text and a random tiny Qwen3), the
+// train/eval examples and the verifier that scores responses.
+// Thread safety: build once; the members are then read-only (the model is trained
+// in place by its owner).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "aspen/model/qwen_model.h"
+#include "aspen/pipeline/train_config.h"
+#include "aspen/reward/verifier.h"
+#include "aspen/tasks/task.h"
+#include "aspen/tokenizer/tokenizer.h"
+
+namespace aspen {
+
+struct RlSetup {
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::string tokenizer_json;  // the tokenizer.json text, to export with the model
+  QwenForCausalLM model{nullptr};
+  std::vector<TokenId> eos_token_ids;
+  std::unique_ptr<Task> task;  // null for jsonl data
+  std::vector<TaskExample> train_examples;
+  std::vector<TaskExample> eval_examples;
+  std::unique_ptr<Verifier> verifier;
+};
+
+RlSetup build_rl_setup(const TrainConfig& config);
+
+// The supervised answer for an example: the task's reference solution, or the
+// dataset's answer field for jsonl data.
+std::string sft_answer(const RlSetup& setup, const TaskExample& example);
+
+}  // namespace aspen
