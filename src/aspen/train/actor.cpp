@@ -1,0 +1,132 @@
+#include "aspen/train/actor.h"
+
+#include "aspen/algo/packed.h"
+#include "aspen/train/micro_batches.h"
+#include "aspen/train/mini_batches.h"
+#include "aspen/train/model_copy.h"
+#include "aspen/train/policy_logprobs.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+// Sums of per-mini-batch metric terms, each already weighted so that the sum over
+// the micro-batches is the mini-batch value.
+struct MiniBatchSums {
+  torch::Tensor policy_loss, kl_loss, entropy, clip_frac, approx_kl;
+
+  void add(torch::Tensor& slot, const torch::Tensor& value) {
+    slot = slot.defined() ? slot + value.detach() : value.detach();
+  }
+};
+
+double value_or_zero(const torch::Tensor& t) {
+  return t.defined() ? t.item<double>() : 0.0;
+}
+
+}  // namespace
+
+ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
+    : options_(options),
+      model_(model),
+      compute_(compute_copy(model, options.trainer)),
+      master_(trainable_params(*model_), trainable_params(*compute_)),
+      optimizer_(master_.master(), options.trainer.optimizer) {}
+
+TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_entropy) {
+  LogprobHeadOptions head = options_.head;
+  head.with_entropy = with_entropy;
+  return batch_logprobs(compute_, batch, options_.trainer.max_tokens_per_micro_batch, head);
+}
+
+ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOptions& options) {
+  batch.validate();
+  check_input(options.epochs >= 1, "must be >= 1", "actor update: epochs");
+  batch.token_column(columns::kAdvantages, "actor update");
+  batch.token_column(columns::kOldLogprobs, "actor update");
+  const bool use_kl = options.kl_coef != 0.0;
+  const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
+  if (use_kl) batch.token_column(columns::kRefLogprobs, "actor update (kl_coef != 0)");
+  if (use_behaviour) {
+    batch.token_column(columns::kBehaviourLogprobs, "actor update (off-policy correction)");
+  }
+  const torch::Device device = compute_->lm_head_weight().device();
+  LogprobHeadOptions head = options_.head;
+  head.with_entropy = true;  // reported always; in the loss only with entropy_coef
+
+  ActorMetrics metrics;
+  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    for (const auto& rows : mini_batch_rows(batch.num_rows(), options.mini_batch_size,
+                                            options.shuffle, options.seed, epoch)) {
+      const auto micro_batches =
+          make_micro_batches(batch, rows, options_.trainer.max_tokens_per_micro_batch, device);
+      int64_t mini_tokens = 0;
+      for (const auto& mb : micro_batches) mini_tokens += mb.num_response_tokens;
+      if (mini_tokens == 0) continue;
+      PolicyLossOptions policy = options.policy;
+      policy.agg.global_tokens = static_cast<double>(mini_tokens);
+      policy.agg.global_seqs = static_cast<double>(rows.size());
+      // Token-weighted means over the mini-batch, from each micro-batch's own mean.
+      MiniBatchSums sums;
+      for (const auto& mb : micro_batches) {
+        metrics.tokens += mb.num_tokens;
+        ++metrics.micro_batches;
+        if (mb.num_response_tokens == 0) continue;
+        TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute);
+        const auto dtype = current.logprobs.scalar_type();
+        const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
+        PolicyLossInputs inputs;
+        inputs.logprobs = current.logprobs;
+        inputs.old_logprobs = mb.token_columns.at(columns::kOldLogprobs).to(dtype);
+        inputs.advantages = mb.token_columns.at(columns::kAdvantages).to(dtype);
+        if (use_behaviour) {
+          inputs.behaviour_logprobs = mb.token_columns.at(columns::kBehaviourLogprobs).to(dtype);
+        }
+        PolicyLossResult pg = policy_loss(inputs, packed, policy);
+        torch::Tensor loss = pg.loss;
+        if (use_kl) {
+          torch::Tensor kl = kl_loss(current.logprobs,
+                                     mb.token_columns.at(columns::kRefLogprobs).to(dtype), packed,
+                                     options.kl_estimator, policy.agg);
+          loss = loss + options.kl_coef * kl;
+          sums.add(sums.kl_loss, kl);
+        }
+        if (options.entropy_coef != 0.0) {
+          loss = loss - options.entropy_coef * entropy_loss(current.entropy, packed, policy.agg);
+        }
+        loss.backward();
+        master_.accumulate_grads();
+        const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
+        sums.add(sums.policy_loss, pg.loss);
+        sums.add(sums.entropy, current.entropy.detach().mean() * weight);
+        sums.add(sums.clip_frac, pg.clip_frac * weight);
+        sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
+      }
+      const StepResult step = master_.step(optimizer_);
+      if (step.skipped) {
+        ++metrics.skipped_steps;
+      } else {
+        ++metrics.steps;
+        metrics.grad_norm += step.grad_norm;
+        metrics.lr = step.lr;
+      }
+      metrics.policy_loss += value_or_zero(sums.policy_loss);
+      metrics.kl_loss += value_or_zero(sums.kl_loss);
+      metrics.entropy += value_or_zero(sums.entropy);
+      metrics.clip_frac += value_or_zero(sums.clip_frac);
+      metrics.approx_kl += value_or_zero(sums.approx_kl);
+    }
+  }
+  const int64_t attempts = metrics.steps + metrics.skipped_steps;
+  if (attempts > 0) {
+    metrics.policy_loss /= attempts;
+    metrics.kl_loss /= attempts;
+    metrics.entropy /= attempts;
+    metrics.clip_frac /= attempts;
+    metrics.approx_kl /= attempts;
+  }
+  if (metrics.steps > 0) metrics.grad_norm /= metrics.steps;
+  return metrics;
+}
+
+}  // namespace aspen

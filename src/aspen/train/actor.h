@@ -1,0 +1,98 @@
+// ActorTrainer: the policy worker's training side - old/proximal log-probs and the
+// clipped policy-gradient update (PPO/GRPO/DAPO/GSPO via algo::policy_loss), with
+// optional KL-in-loss against reference log-probs and an entropy bonus.
+//
+// update(batch): for each epoch, rows are cut into mini-batches (mini_batches.h);
+// each mini-batch is packed into token-budgeted micro-batches (micro_batches.h) and
+// every micro-batch's loss
+//     pg_loss + kl_coef * kl_loss(logp, ref) - entropy_coef * entropy_loss
+// is aggregated with the MINI-BATCH's token count / row count as the global
+// denominators, so summing the micro-batch gradients (gradient accumulation)
+// reproduces the whole mini-batch's gradient exactly, whatever the packing. One
+// optimizer step per mini-batch (optimizer.h: clipping, schedule, skip on non-finite).
+//
+// Batch columns read (train_batch.h): advantages and old_logprobs always,
+// ref_logprobs when kl_coef != 0, behaviour_logprobs when an off-policy correction is
+// set. They are cast to the log-prob dtype.
+//
+// Precision: the model passed in holds the master weights and is what a resharder
+// publishes; with compute_dtype bf16 a bf16 copy does forward/backward
+// (precision.h), and compute_logprobs() uses that copy too, so old log-probs come
+// from the same numerics as the update's ratio.
+//
+// Metrics: means over the update's optimizer steps of the mini-batch values (losses
+// as optimised; clip_frac / approx_kl / entropy token-weighted over the mini-batch).
+// Data-parallel training would all-reduce grads before step() and pass the global
+// denominators over ranks; this trainer is single-rank.
+// Thread safety: not thread-safe; one trainer thread. Errors: aspen::Error for missing
+// columns or malformed batches.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "aspen/algo/kl.h"
+#include "aspen/algo/policy_loss.h"
+#include "aspen/kernels/logprob_head.h"
+#include "aspen/model/qwen_model.h"
+#include "aspen/train/optimizer.h"
+#include "aspen/train/precision.h"
+#include "aspen/train/train_batch.h"
+#include "aspen/train/trainer_options.h"
+
+namespace aspen {
+
+struct ActorOptions {
+  TrainerOptions trainer;
+  LogprobHeadOptions head;  // temperature (must match rollout's) and vocab chunk size
+};
+
+struct ActorUpdateOptions {
+  int64_t mini_batch_size = 0;  // rows per optimizer step; <= 0: the whole batch
+  int64_t epochs = 1;           // passes over the batch (PPO epochs)
+  bool shuffle = false;         // reshuffle rows each epoch (seed + epoch)
+  uint64_t seed = 0;
+  PolicyLossOptions policy;     // agg.global_tokens/global_seqs are set per mini-batch
+  double kl_coef = 0.0;         // KL-in-loss coefficient (GRPO); 0 disables
+  KlEstimator kl_estimator = KlEstimator::kK3;
+  double entropy_coef = 0.0;    // entropy bonus; 0 disables its gradient (still reported)
+};
+
+struct ActorMetrics {
+  double policy_loss = 0.0;
+  double kl_loss = 0.0;
+  double entropy = 0.0;
+  double clip_frac = 0.0;
+  double approx_kl = 0.0;  // k3 estimate of KL(old || new), token mean
+  double grad_norm = 0.0;  // pre-clip, mean over steps that were taken
+  double lr = 0.0;         // of the last step taken
+  int64_t steps = 0;
+  int64_t skipped_steps = 0;
+  int64_t tokens = 0;      // packed tokens processed (prompt + response) over all epochs
+  int64_t micro_batches = 0;
+};
+
+class ActorTrainer {
+ public:
+  // Trains `model` (fp32 master weights) in place.
+  ActorTrainer(QwenForCausalLM model, const ActorOptions& options);
+
+  // Log-probs (+ entropy) of every response token, [R] in batch order, no grad.
+  TokenLogprobs compute_logprobs(const TrainBatch& batch, bool with_entropy = false);
+
+  ActorMetrics update(const TrainBatch& batch, const ActorUpdateOptions& options);
+
+  QwenForCausalLM& model() { return model_; }
+  QwenForCausalLM& compute_model() { return compute_; }
+  Optimizer& optimizer() { return optimizer_; }
+
+ private:
+  ActorOptions options_;
+  QwenForCausalLM model_;
+  QwenForCausalLM compute_;
+  MasterWeights master_;
+  Optimizer optimizer_;
+};
+
+}  // namespace aspen

@@ -1,0 +1,91 @@
+// Critic (PPO value function): the policy's decoder plus a scalar value head, laid
+// out as HF AutoModelForTokenClassification(num_labels=1) - the verl critic - so its
+// state dict is "model.*" (as the policy) + "score.weight" [1, C] + "score.bias" [1].
+//
+// Values per response token: the value of the state before response token j is the
+// head applied to the hidden state at position P + j - 1 (P = prompt length), the
+// same position whose logits sample token j (MicroBatch::hidden_index).
+//
+// CriticTrainer::update: epochs x mini-batches x micro-batches like the actor, with
+// algo::value_loss (clipped, 0.5 * aggregate) using the mini-batch's global
+// denominators for exact gradient accumulation; one optimizer step per mini-batch.
+// Batch columns read: values (rollout-time values, the clip anchor) and returns.
+//
+// Shapes: T = packed tokens, C = hidden size, R = response tokens.
+// Thread safety: not thread-safe; one trainer thread. Errors: aspen::Error for
+// missing columns or malformed batches.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aspen/algo/aggregate.h"
+#include "aspen/model/qwen_model.h"
+#include "aspen/train/micro_batches.h"
+#include "aspen/train/optimizer.h"
+#include "aspen/train/precision.h"
+#include "aspen/train/train_batch.h"
+#include "aspen/train/trainer_options.h"
+
+namespace aspen {
+
+struct CriticModelImpl : torch::nn::Module {
+  explicit CriticModelImpl(const ModelConfig& config);
+
+  // Values [R] fp32 (fp64 for an fp64 model) at micro_batch.hidden_index.
+  torch::Tensor response_values(const MicroBatch& micro_batch, bool recompute);
+
+  ModelConfig config;
+  QwenModel model{nullptr};
+  torch::nn::Linear score{nullptr};  // C -> 1, with bias
+};
+TORCH_MODULE(CriticModel);
+
+// A critic whose decoder starts from `policy`'s decoder weights and whose value head
+// starts at zero (initial values 0: a neutral baseline, and no random projection of
+// an untrained head to unlearn).
+CriticModel critic_from_policy(const QwenForCausalLM& policy);
+
+struct CriticUpdateOptions {
+  int64_t mini_batch_size = 0;  // rows per optimizer step; <= 0: the whole batch
+  int64_t epochs = 1;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  double clip_range = 0.5;      // verl's cliprange_value default
+  AggOptions agg;               // global denominators are set per mini-batch
+};
+
+struct CriticMetrics {
+  double value_loss = 0.0;  // mean over steps of the mini-batch loss
+  double clip_frac = 0.0;
+  double grad_norm = 0.0;
+  double lr = 0.0;
+  int64_t steps = 0;
+  int64_t skipped_steps = 0;
+};
+
+class CriticTrainer {
+ public:
+  // Trains `critic` (master weights) in place.
+  CriticTrainer(CriticModel critic, const TrainerOptions& options);
+
+  // Values [R] of every response token in batch order, no grad.
+  torch::Tensor compute_values(const TrainBatch& batch);
+  CriticMetrics update(const TrainBatch& batch, const CriticUpdateOptions& options);
+
+  CriticModel& model() { return model_; }
+  Optimizer& optimizer() { return optimizer_; }
+
+ private:
+  TrainerOptions options_;
+  CriticModel model_;
+  CriticModel compute_;
+  MasterWeights master_;
+  Optimizer optimizer_;
+};
+
+}  // namespace aspen

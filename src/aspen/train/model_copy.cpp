@@ -1,0 +1,39 @@
+#include "aspen/train/model_copy.h"
+
+#include <map>
+#include <string>
+
+namespace aspen {
+
+QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
+                           torch::Device device, bool trainable) {
+  QwenForCausalLM copy(source->config);
+  copy->to(device, dtype);
+  std::map<std::string, torch::Tensor> weights;
+  for (const auto& [name, tensor] : source->hf_state()) weights[name] = tensor;
+  {
+    torch::NoGradGuard no_grad;
+    copy->load_state(weights, "model copy");
+  }
+  for (auto& p : copy->parameters()) p.set_requires_grad(trainable);
+  return copy;
+}
+
+QwenForCausalLM compute_copy(const QwenForCausalLM& master, const TrainerOptions& options) {
+  options.validate();
+  if (param_dtype(*master) == options.compute_dtype) return master;
+  return copy_model(master, options.compute_dtype, master->lm_head_weight().device(),
+                    /*trainable=*/true);
+}
+
+torch::ScalarType param_dtype(const torch::nn::Module& module) {
+  const auto params = module.parameters();
+  TORCH_CHECK(!params.empty(), "module has no parameters");
+  const torch::ScalarType dtype = params.front().scalar_type();
+  for (const auto& p : params) {
+    TORCH_CHECK(p.scalar_type() == dtype, "module parameters mix dtypes");
+  }
+  return dtype;
+}
+
+}  // namespace aspen

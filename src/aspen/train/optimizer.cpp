@@ -1,0 +1,135 @@
+#include "aspen/train/optimizer.h"
+
+#include <cmath>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+bool decays(const std::string& name, const torch::Tensor& param) {
+  const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  return param.dim() >= 2 && !is_bias;
+}
+
+}  // namespace
+
+void OptimizerOptions::validate() const {
+  check_input(lr >= 0.0, "must be >= 0", "optimizer.lr");
+  check_input(beta1 >= 0.0 && beta1 < 1.0, "must be in [0, 1)", "optimizer.beta1");
+  check_input(beta2 >= 0.0 && beta2 < 1.0, "must be in [0, 1)", "optimizer.beta2");
+  check_input(eps > 0.0, "must be > 0", "optimizer.eps");
+  check_input(weight_decay >= 0.0, "must be >= 0", "optimizer.weight_decay");
+  schedule.validate();
+}
+
+double global_grad_norm(const std::vector<torch::Tensor>& params) {
+  torch::Tensor total;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    torch::Tensor sq = p.grad().detach().to(torch::kDouble).pow(2).sum();
+    total = total.defined() ? total + sq : sq;
+  }
+  // One host sync per step: the skip decision needs the value.
+  return total.defined() ? std::sqrt(total.item<double>()) : 0.0;
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  const double norm = global_grad_norm(params);
+  if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) {
+    const double scale = max_norm / (norm + 1e-6);
+    torch::NoGradGuard no_grad;
+    for (const auto& p : params) {
+      if (p.grad().defined()) p.grad().mul_(scale);
+    }
+  }
+  return norm;
+}
+
+Optimizer::Optimizer(const NamedParams& params, const OptimizerOptions& options)
+    : options_(options) {
+  options_.validate();
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& [name, param] : params) {
+    TORCH_CHECK(param.is_leaf(), "optimizer parameter ", name, " is not a leaf tensor");
+    (decays(name, param) ? decay : no_decay).push_back(param);
+  }
+  // params_ in group order, so save/load and the norm see one fixed order.
+  params_ = decay;
+  params_.insert(params_.end(), no_decay.begin(), no_decay.end());
+  auto group_options = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(options_.lr)
+            .betas(std::make_tuple(options_.beta1, options_.beta2))
+            .eps(options_.eps)
+            .weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!decay.empty()) groups.emplace_back(decay, group_options(options_.weight_decay));
+  if (!no_decay.empty()) groups.emplace_back(no_decay, group_options(0.0));
+  check_input(!groups.empty(), "no parameters to optimize", "optimizer");
+  adamw_ = std::make_unique<torch::optim::AdamW>(
+      groups, torch::optim::AdamWOptions(options_.lr)
+                  .betas(std::make_tuple(options_.beta1, options_.beta2))
+                  .eps(options_.eps)
+                  .weight_decay(options_.weight_decay));
+}
+
+double Optimizer::next_lr() const {
+  return options_.lr * lr_factor(options_.schedule, step_count_);
+}
+
+void Optimizer::zero_grad() {
+  // Set to none rather than zeroed: no memset, and grads that are views (set by a caller
+  // or a collective's bucket) cannot be detached in place anyway.
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+}
+
+StepResult Optimizer::step() {
+  StepResult result;
+  result.grad_norm = clip_grad_norm(params_, options_.max_grad_norm);
+  if (!std::isfinite(result.grad_norm)) {
+    result.skipped = true;
+    zero_grad();
+    return result;
+  }
+  result.lr = next_lr();
+  for (auto& group : adamw_->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(result.lr);
+  }
+  adamw_->step();
+  ++step_count_;
+  zero_grad();
+  return result;
+}
+
+void Optimizer::save(const std::string& path) const {
+  torch::serialize::OutputArchive archive;
+  torch::serialize::OutputArchive adamw_archive;
+  adamw_->save(adamw_archive);
+  archive.write("adamw", adamw_archive);
+  archive.write("step_count", torch::tensor(step_count_, torch::kLong));
+  try {
+    archive.save_to(path);
+  } catch (const c10::Error& e) {
+    throw Error(std::string("cannot write optimizer state: ") + e.what_without_backtrace(), path);
+  }
+}
+
+void Optimizer::load(const std::string& path) {
+  torch::serialize::InputArchive archive;
+  torch::serialize::InputArchive adamw_archive;
+  torch::Tensor step_count;
+  try {
+    archive.load_from(path);
+    archive.read("adamw", adamw_archive);
+    archive.read("step_count", step_count);
+    adamw_->load(adamw_archive);
+  } catch (const c10::Error& e) {
+    throw Error(std::string("cannot read optimizer state: ") + e.what_without_backtrace(), path,
+                "was it written by Optimizer::save over the same parameters?");
+  }
+  step_count_ = step_count.item<int64_t>();
+}
+
+}  // namespace aspen

@@ -1,0 +1,84 @@
+// Optimizer: AdamW (decoupled weight decay) over named parameters, with a
+// learning-rate schedule, gradient clipping by global norm, skip-on-non-finite and
+// exact save/resume.
+//
+// Parameter groups: weight decay applies to matrices only; 1-D parameters (RMSNorm
+// weights, biases) and anything named "*.bias" are not decayed (as HF/Megatron do:
+// decaying a norm's gain towards 0 fights the normalisation).
+//
+// step():
+//   1. norm = sqrt(sum over parameters of ||grad||^2), computed in fp64 (the pre-clip
+//      norm, returned). Parameters without a grad count as zero.
+//   2. non-finite norm: gradients are cleared, nothing is updated, the step counter
+//      does not advance (the schedule does not move), skipped = true.
+//   3. max_grad_norm > 0 and norm > max_grad_norm: grads *= max_grad_norm / (norm + 1e-6).
+//   4. lr = options.lr * lr_factor(schedule, step_count) set on every group, AdamW step,
+//      step_count += 1, gradients cleared
+//      (set to none).
+//
+// save()/load(): one torch archive holding the AdamW state (moments, per-parameter step,
+// group options) and the step counter; load() into an Optimizer built over the same
+// parameters in the same order makes the following steps bit-identical to an
+// uninterrupted run. Errors: aspen::Error naming the file for a missing/corrupt archive.
+// Thread safety: not thread-safe; one trainer thread owns it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aspen/train/lr_schedule.h"
+
+namespace aspen {
+
+struct OptimizerOptions {
+  double lr = 1e-6;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+  double max_grad_norm = 1.0;  // <= 0 disables clipping (the norm is still reported)
+  LrScheduleOptions schedule;
+
+  void validate() const;  // aspen::Error naming the option
+};
+
+struct StepResult {
+  double grad_norm = 0.0;  // pre-clip global norm (may be inf/nan when skipped)
+  double lr = 0.0;         // learning rate used (0 when skipped)
+  bool skipped = false;
+};
+
+using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// Pre-clip global L2 norm of the grads of `params` (fp64 accumulation), as a double.
+double global_grad_norm(const std::vector<torch::Tensor>& params);
+// Scales the grads by max_norm / (norm + 1e-6) when the global norm exceeds max_norm
+// (> 0) and is finite; returns the pre-clip norm.
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
+class Optimizer {
+ public:
+  Optimizer(const NamedParams& params, const OptimizerOptions& options);
+
+  StepResult step();
+  void zero_grad();
+  int64_t step_count() const { return step_count_; }
+  // Learning rate the next step will use.
+  double next_lr() const;
+  const std::vector<torch::Tensor>& params() const { return params_; }
+
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+
+ private:
+  OptimizerOptions options_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+  int64_t step_count_ = 0;
+};
+
+}  // namespace aspen

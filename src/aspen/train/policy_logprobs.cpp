@@ -1,0 +1,39 @@
+#include "aspen/train/policy_logprobs.h"
+
+#include <numeric>
+
+#include "aspen/train/recompute.h"
+
+namespace aspen {
+
+TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_batch,
+                                const LogprobHeadOptions& head, bool recompute) {
+  torch::Tensor hidden =
+      decoder_hidden(*model->model, micro_batch.input_ids, micro_batch.cu_seqlens, recompute);
+  return chunked_logprobs(hidden.index_select(0, micro_batch.hidden_index),
+                          model->lm_head_weight(), micro_batch.target_ids, head);
+}
+
+TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,
+                             int64_t max_tokens, const LogprobHeadOptions& head) {
+  batch.validate();
+  torch::NoGradGuard no_grad;
+  const torch::Device device = model->lm_head_weight().device();
+  const auto dtype =
+      model->lm_head_weight().scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  TokenLogprobs out;
+  out.logprobs = torch::zeros({batch.num_response_tokens()}, options);
+  if (head.with_entropy) out.entropy = torch::zeros({batch.num_response_tokens()}, options);
+  std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
+  std::iota(rows.begin(), rows.end(), 0);
+  for (const MicroBatch& mb : make_micro_batches(batch, rows, max_tokens, device)) {
+    if (mb.num_response_tokens == 0) continue;
+    TokenLogprobs part = response_logprobs(model, mb, head, /*recompute=*/false);
+    out.logprobs.index_copy_(0, mb.batch_token_index, part.logprobs.to(dtype));
+    if (head.with_entropy) out.entropy.index_copy_(0, mb.batch_token_index, part.entropy.to(dtype));
+  }
+  return out;
+}
+
+}  // namespace aspen

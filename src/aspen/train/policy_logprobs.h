@@ -1,0 +1,31 @@
+// Log-probabilities (and entropy) of response tokens under a causal LM, for packed
+// micro-batches: the one forward every policy-side trainer uses (actor update,
+// old/ref log-probs, SFT).
+//
+// Only response positions go through the head: hidden [T, C] is gathered at
+// MicroBatch::hidden_index and scored against target_ids with chunked_logprobs, so
+// neither [T, V] nor the prompt positions' logits are ever computed.
+//
+// Shapes: R = response tokens of the micro-batch (resp. of the whole batch).
+//   response_logprobs -> logprobs [R] fp32 (fp64 for an fp64 model), entropy [R] when asked.
+//   batch_logprobs    -> [R_total] in the batch's token-column order.
+// Thread safety: as the model's forward. Errors: aspen::Error for bad token ids.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "aspen/kernels/logprob_head.h"
+#include "aspen/model/qwen_model.h"
+#include "aspen/train/micro_batches.h"
+
+namespace aspen {
+
+// With the autograd graph when grad mode is on (recompute: see recompute.h).
+TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_batch,
+                                const LogprobHeadOptions& head, bool recompute);
+
+// Every response token of `batch`, under torch::NoGradGuard, packed max_tokens at a time.
+TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,
+                             int64_t max_tokens, const LogprobHeadOptions& head);
+
+}  // namespace aspen

@@ -1,0 +1,23 @@
+#include "aspen/train/reference.h"
+
+#include "aspen/train/model_copy.h"
+#include "aspen/train/policy_logprobs.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+ReferencePolicy::ReferencePolicy(const QwenForCausalLM& policy, const ReferenceOptions& options)
+    : options_(options),
+      model_(copy_model(policy, options.dtype, policy->lm_head_weight().device(),
+                        /*trainable=*/false)) {
+  check_input(options.max_tokens_per_micro_batch >= 1, "must be >= 1",
+              "reference.max_tokens_per_micro_batch");
+}
+
+torch::Tensor ReferencePolicy::compute_logprobs(const TrainBatch& batch) {
+  LogprobHeadOptions head = options_.head;
+  head.with_entropy = false;
+  return batch_logprobs(model_, batch, options_.max_tokens_per_micro_batch, head).logprobs;
+}
+
+}  // namespace aspen

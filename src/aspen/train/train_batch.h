@@ -1,0 +1,50 @@
+// TrainBatch: the rows a trainer consumes - (prompt, response) token ids plus the RL
+// columns the dock delivered for them - in the packed, pad-free layout of algo.
+//
+// Shapes: B = rows, R = total response tokens = sum_b |response_b|.
+//   prompts[b], responses[b]: host token ids (a prompt must be non-empty: its last
+//     token predicts the first response token; a response may be empty).
+//   token_columns[name]: [R] packed in row order, row b owning response_offsets()[b] ..
+//     response_offsets()[b+1]-1 (e.g. "advantages", "old_logprobs", "ref_logprobs").
+//   row_columns[name]: [B] (e.g. "scores").
+// The column names below are the ones the trainers in this folder read.
+//
+// Errors: validate() throws aspen::Error naming the column or row that is malformed.
+// Thread safety: a plain value; concurrent readers are fine.
+#pragma once
+
+#include <torch/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace aspen {
+
+namespace columns {
+inline constexpr const char* kAdvantages = "advantages";
+inline constexpr const char* kOldLogprobs = "old_logprobs";
+inline constexpr const char* kRefLogprobs = "ref_logprobs";
+inline constexpr const char* kBehaviourLogprobs = "behaviour_logprobs";  // rollout policy
+inline constexpr const char* kValues = "values";    // critic values at rollout time
+inline constexpr const char* kReturns = "returns";  // value targets
+}  // namespace columns
+
+struct TrainBatch {
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<std::vector<int64_t>> responses;
+  std::map<std::string, torch::Tensor> token_columns;  // each [R]
+  std::map<std::string, torch::Tensor> row_columns;    // each [B]
+
+  int64_t num_rows() const { return static_cast<int64_t>(prompts.size()); }
+  // B+1 offsets of each row's response tokens in the token columns.
+  std::vector<int64_t> response_offsets() const;
+  int64_t num_response_tokens() const;
+  // Throws aspen::Error unless prompts/responses pair up, prompts are non-empty and
+  // every column has R (resp. B) entries on its first dimension.
+  void validate() const;
+  // The token column `name`; aspen::Error naming `who` if absent.
+  const torch::Tensor& token_column(const std::string& name, const std::string& who) const;
+};
+
+}  // namespace aspen

@@ -1,0 +1,119 @@
+// ActorTrainer: gradient accumulation is exact, a PPO step moves log-probs the way
+// the advantages say, and the reference policy stays frozen.
+#include "aspen/train/actor.h"
+
+#include <gtest/gtest.h>
+
+#include "aspen/train/reference.h"
+#include "aspen/util/error.h"
+#include "train/train_fixtures.h"
+
+namespace aspen {
+namespace {
+
+TrainBatch rl_batch(ActorTrainer& actor) {
+  TrainBatch batch = testing::tiny_batch({{3, 6}, {2, 4}, {4, 5}, {1, 7}, {5, 3}, {2, 2}});
+  const int64_t r = batch.num_response_tokens();
+  const torch::Tensor old = actor.compute_logprobs(batch).logprobs;
+  // Old log-probs a little off the current ones so that some tokens clip.
+  batch.token_columns[columns::kOldLogprobs] =
+      old + 0.3 * torch::sin(torch::arange(r, old.options()) * 1.7);
+  batch.token_columns[columns::kRefLogprobs] =
+      old + 0.2 * torch::cos(torch::arange(r, old.options()));
+  batch.token_columns[columns::kAdvantages] =
+      torch::cos(torch::arange(r, old.options()) * 0.9);
+  return batch;
+}
+
+class GradientAccumulation : public ::testing::TestWithParam<AggMode> {};
+
+TEST_P(GradientAccumulation, ManyMicroBatchesEqualOneBigMicroBatch) {
+  ActorOptions one_options;
+  one_options.trainer.optimizer.lr = 1e-2;
+  one_options.trainer.max_tokens_per_micro_batch = 1 << 20;
+  one_options.trainer.compute_dtype = torch::kDouble;
+  ActorOptions many_options = one_options;
+  many_options.trainer.max_tokens_per_micro_batch = 12;
+  ActorTrainer one(testing::tiny_model(7, torch::kDouble), one_options);
+  ActorTrainer many(testing::tiny_model(7, torch::kDouble), many_options);
+  const TrainBatch batch = rl_batch(one);
+
+  ActorUpdateOptions update;
+  update.policy.agg.mode = GetParam();
+  update.kl_coef = 0.1;
+  update.entropy_coef = 0.01;
+  const ActorMetrics m_one = one.update(batch, update);
+  const ActorMetrics m_many = many.update(batch, update);
+  EXPECT_EQ(m_one.micro_batches, 1);
+  EXPECT_GE(m_many.micro_batches, 4);
+  EXPECT_EQ(m_one.steps, 1);
+  EXPECT_GT(m_one.clip_frac, 0.0);
+  EXPECT_NEAR(m_one.policy_loss, m_many.policy_loss, 1e-9);
+  EXPECT_NEAR(m_one.grad_norm, m_many.grad_norm, 1e-9);
+  EXPECT_NEAR(m_one.clip_frac, m_many.clip_frac, 1e-9);
+  EXPECT_NEAR(m_one.entropy, m_many.entropy, 1e-9);
+  EXPECT_LT(testing::max_param_diff(*one.model(), *many.model()), 1e-6);
+  EXPECT_GT(testing::max_param_diff(*one.model(), *testing::tiny_model(7, torch::kDouble)),
+            1e-4);  // the update did move the weights
+}
+
+INSTANTIATE_TEST_SUITE_P(AggModes, GradientAccumulation,
+                         ::testing::Values(AggMode::kTokenMean, AggMode::kSeqMeanTokenMean));
+
+TEST(ActorTrainer, PpoUpdateFollowsTheSignOfTheAdvantages) {
+  ActorOptions options;
+  options.trainer.optimizer.lr = 5e-3;
+  ActorTrainer actor(testing::tiny_model(11), options);
+  TrainBatch batch = testing::tiny_batch({{2, 5}, {3, 4}, {2, 6}, {3, 5}});
+  const torch::Tensor before = actor.compute_logprobs(batch).logprobs;
+  const std::vector<int64_t> offsets = batch.response_offsets();
+  // Rows 0-1 good (A = +1), rows 2-3 bad (A = -1).
+  torch::Tensor advantages = torch::ones_like(before);
+  advantages.slice(0, offsets[2]).fill_(-1.0);
+  batch.token_columns[columns::kOldLogprobs] = before;
+  batch.token_columns[columns::kAdvantages] = advantages;
+  ActorUpdateOptions update;
+  update.mini_batch_size = 2;
+  update.epochs = 2;
+  update.shuffle = true;
+  const ActorMetrics metrics = actor.update(batch, update);
+  EXPECT_EQ(metrics.steps, 4);
+  const torch::Tensor after = actor.compute_logprobs(batch).logprobs;
+  const torch::Tensor delta = after - before;
+  EXPECT_GT(delta.slice(0, 0, offsets[2]).mean().item<double>(), 0.0);
+  EXPECT_LT(delta.slice(0, offsets[2]).mean().item<double>(), 0.0);
+  EXPECT_GT((delta * advantages).gt(0).to(torch::kFloat).mean().item<double>(), 0.7);
+}
+
+TEST(ActorTrainer, MissingColumnsAreErrors) {
+  ActorTrainer actor(testing::tiny_model(1), {});
+  TrainBatch batch = testing::tiny_batch({{2, 3}});
+  EXPECT_THROW(actor.update(batch, {}), Error);
+  batch.token_columns[columns::kAdvantages] = torch::zeros({3});
+  batch.token_columns[columns::kOldLogprobs] = torch::zeros({3});
+  ActorUpdateOptions with_kl;
+  with_kl.kl_coef = 0.1;
+  EXPECT_THROW(actor.update(batch, with_kl), Error);
+  batch.token_columns[columns::kAdvantages] = torch::zeros({4});  // wrong length
+  EXPECT_THROW(actor.update(batch, {}), Error);
+}
+
+TEST(ReferencePolicy, IsAFrozenCopy) {
+  QwenForCausalLM policy = testing::tiny_model(13);
+  ReferencePolicy reference(policy, {});
+  TrainBatch batch = testing::tiny_batch({{2, 5}, {3, 4}});
+  const torch::Tensor ref_before = reference.compute_logprobs(batch);
+  ActorOptions options;
+  options.trainer.optimizer.lr = 1e-2;
+  ActorTrainer actor(policy, options);
+  EXPECT_TRUE(torch::allclose(actor.compute_logprobs(batch).logprobs, ref_before, 1e-6, 1e-6));
+  batch.token_columns[columns::kOldLogprobs] = ref_before;
+  batch.token_columns[columns::kAdvantages] = torch::ones_like(ref_before);
+  actor.update(batch, {});
+  EXPECT_TRUE(torch::equal(reference.compute_logprobs(batch), ref_before));
+  EXPECT_FALSE(torch::allclose(actor.compute_logprobs(batch).logprobs, ref_before, 1e-4, 1e-4));
+  for (const auto& p : reference.model()->parameters()) EXPECT_FALSE(p.requires_grad());
+}
+
+}  // namespace
+}  // namespace aspen

@@ -1,0 +1,154 @@
+// AdamW against hand computation, parameter groups, clipping, non-finite skip and
+// exact save/resume.
+#include "aspen/train/optimizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+torch::Tensor leaf(std::vector<double> values, std::vector<int64_t> shape) {
+  return torch::tensor(values, torch::kDouble).reshape(shape).requires_grad_(true);
+}
+
+void set_grad(torch::Tensor& p, std::vector<double> values) {
+  p.mutable_grad() = torch::tensor(values, torch::kDouble).reshape(p.sizes());
+}
+
+TEST(Optimizer, AdamWTwoStepsMatchHandComputation) {
+  torch::Tensor w = leaf({1.0, -2.0}, {1, 2});  // a matrix: decayed
+  torch::Tensor b = leaf({0.5, 0.25}, {2});     // a bias: not decayed
+  OptimizerOptions o;
+  o.lr = 0.1;
+  o.weight_decay = 0.1;
+  o.max_grad_norm = 0.0;
+  Optimizer opt({{"layer.weight", w}, {"layer.bias", b}}, o);
+
+  const double lr = 0.1, wd = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const std::vector<double> g1 = {0.5, -1.0}, g2 = {0.1, 0.3};
+  const std::vector<double> gb1 = {2.0, -0.5}, gb2 = {-1.0, 1.0};
+  auto expected = [&](double p, double ga, double gb, bool decay, int steps) {
+    double m = 0, v = 0;
+    const double grads[2] = {ga, gb};
+    for (int t = 1; t <= steps; ++t) {
+      const double g = grads[t - 1];
+      if (decay) p *= 1 - lr * wd;
+      m = b1 * m + (1 - b1) * g;
+      v = b2 * v + (1 - b2) * g * g;
+      const double bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
+      p -= lr / bc1 * m / (std::sqrt(v) / std::sqrt(bc2) + eps);
+    }
+    return p;
+  };
+
+  set_grad(w, g1);
+  set_grad(b, gb1);
+  StepResult r1 = opt.step();
+  EXPECT_FALSE(r1.skipped);
+  EXPECT_DOUBLE_EQ(r1.lr, 0.1);
+  EXPECT_NEAR(w[0][0].item<double>(), expected(1.0, g1[0], 0, true, 1), 1e-12);
+  EXPECT_NEAR(w[0][1].item<double>(), expected(-2.0, g1[1], 0, true, 1), 1e-12);
+  EXPECT_NEAR(b[0].item<double>(), expected(0.5, gb1[0], 0, false, 1), 1e-12);
+  // First AdamW step is lr * sign(g) plus the decay: 1 * 0.99 - 0.1.
+  EXPECT_NEAR(w[0][0].item<double>(), 0.89, 1e-7);
+
+  set_grad(w, g2);
+  set_grad(b, gb2);
+  opt.step();
+  EXPECT_NEAR(w[0][0].item<double>(), expected(1.0, g1[0], g2[0], true, 2), 1e-12);
+  EXPECT_NEAR(w[0][1].item<double>(), expected(-2.0, g1[1], g2[1], true, 2), 1e-12);
+  EXPECT_NEAR(b[0].item<double>(), expected(0.5, gb1[0], gb2[0], false, 2), 1e-12);
+  EXPECT_NEAR(b[1].item<double>(), expected(0.25, gb1[1], gb2[1], false, 2), 1e-12);
+  EXPECT_EQ(opt.step_count(), 2);
+}
+
+TEST(Optimizer, ClipGradNormReturnsPreClipNormAndScalesToMax) {
+  torch::Tensor a = leaf({0.0, 0.0}, {2});
+  torch::Tensor c = leaf({0.0}, {1});
+  set_grad(a, {3.0, 4.0});
+  set_grad(c, {12.0});
+  EXPECT_NEAR(clip_grad_norm({a, c}, 1.0), 13.0, 1e-12);
+  EXPECT_NEAR(global_grad_norm({a, c}), 13.0 / (13.0 + 1e-6), 1e-12);
+  EXPECT_NEAR(a.grad()[0].item<double>(), 3.0 / (13.0 + 1e-6), 1e-12);
+  // Under the threshold nothing changes.
+  EXPECT_NEAR(clip_grad_norm({a, c}, 5.0), 13.0 / (13.0 + 1e-6), 1e-12);
+  EXPECT_NEAR(c.grad()[0].item<double>(), 12.0 / (13.0 + 1e-6), 1e-12);
+}
+
+TEST(Optimizer, NonFiniteGradientSkipsTheStep) {
+  torch::Tensor w = leaf({1.0, 2.0}, {1, 2});
+  OptimizerOptions o;
+  o.lr = 0.1;
+  Optimizer opt({{"w", w}}, o);
+  set_grad(w, {std::nan(""), 1.0});
+  StepResult r = opt.step();
+  EXPECT_TRUE(r.skipped);
+  EXPECT_FALSE(std::isfinite(r.grad_norm));
+  EXPECT_EQ(opt.step_count(), 0);
+  EXPECT_DOUBLE_EQ(w[0][0].item<double>(), 1.0);
+  EXPECT_FALSE(w.grad().defined());  // cleared for the next step
+}
+
+// Runs steps [from, to) of a fixed gradient sequence.
+void run_steps(Optimizer& opt, std::vector<torch::Tensor>& params, int from, int to) {
+  for (int s = from; s < to; ++s) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      torch::Tensor g = torch::sin(torch::arange(params[i].numel(), torch::kDouble) * (s + 1) +
+                                   static_cast<double>(i))
+                            .reshape(params[i].sizes());
+      params[i].mutable_grad() = g;
+    }
+    opt.step();
+  }
+}
+
+TEST(Optimizer, SaveLoadResumeEqualsUninterrupted) {
+  OptimizerOptions o;
+  o.lr = 0.05;
+  o.max_grad_norm = 1.0;
+  o.schedule.kind = LrScheduleKind::kCosine;
+  o.schedule.warmup_steps = 2;
+  o.schedule.total_steps = 6;
+  auto make = [] {
+    return std::vector<torch::Tensor>{leaf({0.1, 0.2, 0.3, 0.4}, {2, 2}),
+                                      leaf({-0.5, 0.5}, {2})};
+  };
+  auto named = [](std::vector<torch::Tensor>& p) {
+    return NamedParams{{"w", p[0]}, {"norm.weight", p[1]}};
+  };
+  std::vector<torch::Tensor> ref = make();
+  Optimizer ref_opt(named(ref), o);
+  run_steps(ref_opt, ref, 0, 5);
+
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "aspen_optimizer_resume_test.pt").string();
+  std::vector<torch::Tensor> first = make();
+  {
+    Optimizer opt(named(first), o);
+    run_steps(opt, first, 0, 3);
+    opt.save(path);
+  }
+  std::vector<torch::Tensor> resumed;
+  for (auto& p : first) resumed.push_back(p.detach().clone().requires_grad_(true));
+  Optimizer opt(named(resumed), o);
+  opt.load(path);
+  EXPECT_EQ(opt.step_count(), 3);
+  EXPECT_DOUBLE_EQ(opt.next_lr(), o.lr * lr_factor(o.schedule, 3));
+  run_steps(opt, resumed, 3, 5);
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(torch::equal(resumed[i], ref[i])) << i;
+  std::filesystem::remove(path);
+}
+
+TEST(Optimizer, LoadOfMissingFileIsAnError) {
+  torch::Tensor w = leaf({1.0}, {1, 1});
+  Optimizer opt({{"w", w}}, {});
+  EXPECT_THROW(opt.load("/nonexistent/aspen/optimizer.pt"), Error);
+}
+
+}  // namespace
+}  // namespace aspen
