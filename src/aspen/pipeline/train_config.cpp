@@ -136,10 +136,7 @@ PipelineSection read_pipeline(ConfigSection s) {
   PipelineSection p;
   p.mode = s.get("mode", p.mode);
   check_one_of(p.mode, {"sync"}, s.where("mode"));
-  p.max_staleness = s.get("max_staleness", p.max_staleness);
-  p.sync_every = s.get("sync_every", p.sync_every);
   p.threads = s.get("threads", p.threads);
-  check_positive(p.sync_every, s.where("sync_every"));
   s.finish();
   return p;
 }
@@ -150,13 +147,6 @@ LoggingSection read_logging(ConfigSection s) {
   l.console = s.get("console", l.console);
   s.finish();
   return l;
-}
-
-CheckpointSection read_checkpoint(ConfigSection s) {
-  CheckpointSection c;
-  c.every = s.get("every", c.every);
-  s.finish();
-  return c;
 }
 
 }  // namespace
@@ -171,7 +161,6 @@ TrainConfig parse_train_config(Config& config) {
   result.train = read_train(root.section("train"));
   result.pipeline = read_pipeline(root.section("pipeline"));
   result.logging = read_logging(root.section("logging"));
-  result.checkpoint = read_checkpoint(root.section("checkpoint"));
   root.finish();
   return result;
 }
@@ -200,9 +189,8 @@ nlohmann::json TrainConfig::as_json() const {
                      {"epochs", train.epochs}, {"compute_dtype", train.compute_dtype},
                      {"seed", train.seed}, {"sft_steps", train.sft_steps},
                      {"sft_lr", train.sft_lr}}},
-          {"pipeline", {{"mode", pipeline.mode}, {"max_staleness", pipeline.max_staleness}}},
-          {"logging", {{"eval_every", logging.eval_every}}},
-          {"checkpoint", {{"every", checkpoint.every}}}};
+          {"pipeline", {{"mode", pipeline.mode}, {"threads", pipeline.threads}}},
+          {"logging", {{"eval_every", logging.eval_every}}}};
 }
 
 }  // namespace aspen

@@ -1,5 +1,5 @@
 // TrainConfig: everything `aspen train` reads, one struct per YAML section
-// (model, data, algorithm, rollout, train, pipeline, logging, checkpoint).
+// (model, data, algorithm, rollout, train, pipeline, logging).
 // Every key, its default and meaning is documented in docs/config.md; parsing is
 // strict (util/config.h): unknown keys and wrong types are errors naming the path.
 // The defaults ARE the built-in demo: a tokenizer and tiny Qwen3 trained from
@@ -89,18 +89,12 @@ struct TrainSection {
 
 struct PipelineSection {
   std::string mode = "sync";  // sync (the baseline schedule)
-  int64_t max_staleness = 0;
-  int64_t sync_every = 1;
-  int threads = 0;  // torch intra-op threads; 0: leave the default
+  int threads = 0;            // torch intra-op threads; 0: leave the default
 };
 
 struct LoggingSection {
   int64_t eval_every = 10;  // iterations between greedy evaluations; 0: start and end only
   bool console = true;
-};
-
-struct CheckpointSection {
-  int64_t every = 0;  // iterations between checkpoints; 0: only the final export
 };
 
 struct TrainConfig {
@@ -111,7 +105,6 @@ struct TrainConfig {
   TrainSection train;
   PipelineSection pipeline;
   LoggingSection logging;
-  CheckpointSection checkpoint;
   nlohmann::json as_json() const;  // what was run, written next to the metrics
 };
 
