@@ -1,0 +1,391 @@
+#include "aspen/dock/controller.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "aspen/dock/token_balance.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  // Clamp so "wait forever" style values do not overflow time_point arithmetic.
+  const double clamped = std::min(std::max(seconds, 0.0), 1e7);
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(clamped));
+}
+
+}  // namespace
+
+DockController::DockController(DockSchema schema, DockControllerOptions options)
+    : schema_(std::move(schema)),
+      options_(options),
+      all_consumers_mask_(schema_.consumers().size() == 64
+                              ? ~uint64_t{0}
+                              : (uint64_t{1} << schema_.consumers().size()) - 1),
+      claimable_(schema_.consumers().size()),
+      stats_(schema_.consumers().size()) {
+  check_input(options_.capacity_rows >= 1,
+              "capacity of " + std::to_string(options_.capacity_rows) + " rows",
+              "dock capacity_rows", "use at least 1");
+}
+
+DockController::~DockController() {
+  close();
+}
+
+void DockController::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  ready_cv_.notify_all();
+  space_cv_.notify_all();
+}
+
+WarehouseId DockController::register_warehouse(const std::string& endpoint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  warehouses_.push_back(endpoint);
+  return static_cast<WarehouseId>(warehouses_.size() - 1);
+}
+
+std::vector<std::string> DockController::warehouse_endpoints() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return warehouses_;
+}
+
+std::vector<RowId> DockController::reserve_locked(const std::vector<RowInfo>& rows) {
+  std::vector<RowId> ids;
+  ids.reserve(rows.size());
+  for (const RowInfo& info : rows) {
+    RowState state;
+    state.info = info;
+    state.where.assign(schema_.columns().size(), kNoWarehouse);
+    ids.push_back(next_row_);
+    rows_.emplace(next_row_++, std::move(state));
+  }
+  rows_allocated_ += static_cast<int64_t>(rows.size());
+  return ids;
+}
+
+std::optional<std::vector<RowId>> DockController::try_allocate(const std::vector<RowInfo>& rows) {
+  check_input(static_cast<int64_t>(rows.size()) <= options_.capacity_rows,
+              "allocating " + std::to_string(rows.size()) + " rows at once exceeds capacity " +
+                  std::to_string(options_.capacity_rows),
+              "dock put", "put fewer rows per call or raise capacity_rows");
+  for (const RowInfo& info : rows) {
+    check_input(info.group_size >= 1 && info.tokens >= 0,
+                "row with group_size " + std::to_string(info.group_size) + " and tokens " +
+                    std::to_string(info.tokens),
+                "dock put", "group_size >= 1 and tokens >= 0");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (static_cast<int64_t>(rows_.size() + rows.size()) > options_.capacity_rows) {
+    return std::nullopt;
+  }
+  return reserve_locked(rows);
+}
+
+std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, double timeout_s) {
+  if (auto ids = try_allocate(rows)) return *ids;  // validates, fast path
+  const auto start = Clock::now();
+  const auto deadline = start + to_duration(timeout_s);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool fits = space_cv_.wait_until(lock, deadline, [&] {
+    return closed_ || static_cast<int64_t>(rows_.size() + rows.size()) <= options_.capacity_rows;
+  });
+  producer_wait_s_ += seconds_between(start, Clock::now());
+  if (!fits || closed_) return {};
+  return reserve_locked(rows);
+}
+
+bool DockController::ready_for_locked(const RowState& row, int consumer) const {
+  const uint64_t bit = uint64_t{1} << consumer;
+  if ((row.consumed | row.leased) & bit) return false;
+  for (int column : schema_.needed_columns(consumer)) {
+    if (row.where[column] == kNoWarehouse) return false;
+  }
+  return true;
+}
+
+void DockController::publish(const std::vector<RowId>& rows,
+                             const std::vector<std::string>& columns, WarehouseId where) {
+  std::vector<int> column_ids;
+  for (const std::string& name : columns) column_ids.push_back(schema_.column_index(name));
+  bool any_claimable = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check_input(where >= 0 && where < static_cast<WarehouseId>(warehouses_.size()),
+                "unregistered warehouse " + std::to_string(where), "dock publish");
+    for (RowId id : rows) {
+      auto it = rows_.find(id);
+      check_input(it != rows_.end(), "row " + std::to_string(id) + " is not live", "dock publish",
+                  "allocate rows before publishing; retired rows are gone");
+      for (int column : column_ids) it->second.where[column] = where;
+      for (size_t c = 0; c < claimable_.size(); ++c) {
+        if (ready_for_locked(it->second, static_cast<int>(c))) {
+          any_claimable |= claimable_[c].insert(id).second;
+        }
+      }
+    }
+  }
+  if (any_claimable) ready_cv_.notify_all();
+}
+
+void DockController::validate_claim(const ClaimOptions& options) const {
+  check_input(options.max_rows >= 1, "max_rows " + std::to_string(options.max_rows),
+              "claim options", "ask for at least one row");
+  check_input(options.min_rows >= 0 && options.min_rows <= options.max_rows,
+              "min_rows " + std::to_string(options.min_rows) + " with max_rows " +
+                  std::to_string(options.max_rows),
+              "claim options", "0 <= min_rows <= max_rows");
+  check_input(options.balance_ranks >= 1, "balance_ranks " + std::to_string(options.balance_ranks),
+              "claim options");
+  check_input(options.lease_s > 0, "lease_s " + std::to_string(options.lease_s), "claim options",
+              "a lease must last a positive time");
+  check_input(options.min_version <= options.max_version, "empty policy-version window",
+              "claim options");
+}
+
+std::vector<RowId> DockController::select_locked(int consumer, const ClaimOptions& options) const {
+  const std::set<RowId>& pool = claimable_[consumer];
+  std::vector<RowId> picked;
+  const auto max_rows = static_cast<size_t>(options.max_rows);
+  auto in_window = [&](const RowInfo& info) {
+    return info.version >= options.min_version && info.version <= options.max_version;
+  };
+  // Groups: members in visiting order, groups in order of their first member.
+  std::unordered_map<int64_t, std::vector<RowId>> members;
+  std::vector<int64_t> group_order;
+  auto visit = [&](RowId id) {
+    const RowInfo& info = rows_.at(id).info;
+    if (!in_window(info)) return true;
+    if (!options.whole_groups) {
+      picked.push_back(id);
+      return picked.size() < max_rows;
+    }
+    auto [it, inserted] = members.try_emplace(info.group_id);
+    if (inserted) group_order.push_back(info.group_id);
+    it->second.push_back(id);
+    return true;
+  };
+  if (options.oldest_first) {
+    for (auto it = pool.begin(); it != pool.end() && visit(*it); ++it) {
+    }
+  } else {
+    for (auto it = pool.rbegin(); it != pool.rend() && visit(*it); ++it) {
+    }
+  }
+  if (options.whole_groups) {
+    for (int64_t group : group_order) {
+      const std::vector<RowId>& rows = members[group];
+      const auto size = static_cast<size_t>(rows_.at(rows.front()).info.group_size);
+      if (rows.size() == size && picked.size() + size <= max_rows) {
+        picked.insert(picked.end(), rows.begin(), rows.end());
+      }
+    }
+  }
+  return picked;
+}
+
+std::optional<Claim> DockController::claim_locked(int consumer, const ClaimOptions& options) {
+  std::vector<RowId> picked = select_locked(consumer, options);
+  if (static_cast<int64_t>(picked.size()) < options.min_rows) return std::nullopt;
+  Claim claim;
+  claim.consumer = schema_.consumers()[consumer].name;
+  claim.columns = schema_.consumers()[consumer].columns;
+  if (picked.empty()) return claim;
+  const uint64_t bit = uint64_t{1} << consumer;
+  const std::vector<int>& needed = schema_.needed_columns(consumer);
+  std::vector<int64_t> tokens;
+  for (RowId id : picked) {
+    RowState& row = rows_.at(id);
+    row.leased |= bit;
+    claimable_[consumer].erase(id);
+    ClaimedRow claimed{id, row.info, {}};
+    for (int column : needed) claimed.locations.push_back(row.where[column]);
+    claim.rows.push_back(std::move(claimed));
+    tokens.push_back(row.info.tokens);
+  }
+  if (options.balance_ranks > 1) {
+    TokenPartition partition = balance_by_tokens(tokens, options.balance_ranks);
+    for (const std::vector<int>& rank : partition.ranks) {
+      std::vector<RowId> ids;
+      for (int i : rank) ids.push_back(picked[i]);
+      claim.ranks.push_back(std::move(ids));
+    }
+    claim.imbalance = partition.imbalance;
+  }
+  claim.lease = next_lease_++;
+  const auto deadline = Clock::now() + to_duration(options.lease_s);
+  leases_[claim.lease] = Lease{consumer, std::move(picked), deadline};
+  lease_deadlines_.emplace(deadline, claim.lease);
+  return claim;
+}
+
+std::optional<Claim> DockController::try_claim(const std::string& consumer,
+                                               const ClaimOptions& options) {
+  validate_claim(options);
+  const int index = schema_.consumer_index(consumer);
+  const auto start = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  expire_leases_locked(start);
+  std::optional<Claim> claim = claim_locked(index, options);
+  if (claim) record_claim_locked(index, *claim, seconds_between(start, Clock::now()), 0.0);
+  return claim;
+}
+
+Claim DockController::claim(const std::string& consumer, const ClaimOptions& options) {
+  validate_claim(options);
+  const int index = schema_.consumer_index(consumer);
+  const auto start = Clock::now();
+  const auto deadline = start + to_duration(options.timeout_s);
+  double wait_s = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    const auto now = Clock::now();
+    expire_leases_locked(now);
+    if (std::optional<Claim> claim = claim_locked(index, options)) {
+      record_claim_locked(index, *claim, seconds_between(start, Clock::now()), wait_s);
+      return *claim;
+    }
+    if (closed_ || now >= deadline) break;
+    // Wake for new rows, or when the next lease expires and returns rows.
+    auto wake = deadline;
+    if (!lease_deadlines_.empty()) wake = std::min(wake, lease_deadlines_.begin()->first);
+    ready_cv_.wait_until(lock, wake);
+    wait_s += seconds_between(now, Clock::now());
+  }
+  Claim timed_out;
+  timed_out.consumer = consumer;
+  timed_out.columns = schema_.consumers()[index].columns;
+  timed_out.timed_out = true;
+  record_claim_locked(index, timed_out, seconds_between(start, Clock::now()), wait_s);
+  return timed_out;
+}
+
+void DockController::record_claim_locked(int consumer, const Claim& claim, double latency_s,
+                                         double wait_s) {
+  ConsumerStats& stats = stats_[consumer];
+  stats.claims += 1;
+  stats.rows_claimed += static_cast<int64_t>(claim.rows.size());
+  stats.timed_out += claim.timed_out ? 1 : 0;
+  stats.latency_s_total += latency_s;
+  stats.latency_s_max = std::max(stats.latency_s_max, latency_s);
+  stats.wait_s += wait_s;
+  if (!claim.ranks.empty()) {
+    stats.balanced_claims += 1;
+    stats.imbalance_total += claim.imbalance;
+    stats.imbalance_max = std::max(stats.imbalance_max, claim.imbalance);
+  }
+}
+
+void DockController::return_rows_locked(const Lease& lease) {
+  const uint64_t bit = uint64_t{1} << lease.consumer;
+  for (RowId id : lease.rows) {
+    auto it = rows_.find(id);
+    if (it == rows_.end()) continue;
+    it->second.leased &= ~bit;
+    if (ready_for_locked(it->second, lease.consumer)) claimable_[lease.consumer].insert(id);
+  }
+}
+
+void DockController::expire_leases_locked(Clock::time_point now) {
+  bool returned = false;
+  while (!lease_deadlines_.empty() && lease_deadlines_.begin()->first <= now) {
+    const int64_t id = lease_deadlines_.begin()->second;
+    lease_deadlines_.erase(lease_deadlines_.begin());
+    auto it = leases_.find(id);
+    if (it == leases_.end()) continue;
+    return_rows_locked(it->second);
+    leases_.erase(it);
+    leases_expired_ += 1;
+    returned = true;
+  }
+  // Other claimants may be waiting for exactly these rows.
+  if (returned) ready_cv_.notify_all();
+}
+
+AckResult DockController::ack(int64_t lease) {
+  AckResult result;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    expire_leases_locked(Clock::now());
+    auto it = leases_.find(lease);
+    if (it == leases_.end()) return result;
+    const uint64_t bit = uint64_t{1} << it->second.consumer;
+    for (RowId id : it->second.rows) {
+      auto row = rows_.find(id);
+      if (row == rows_.end()) continue;
+      row->second.leased &= ~bit;
+      row->second.consumed |= bit;
+      if (row->second.consumed != all_consumers_mask_) continue;
+      RetiredRow retired{id, {}};
+      for (WarehouseId where : row->second.where) {
+        if (where != kNoWarehouse && std::find(retired.warehouses.begin(), retired.warehouses.end(),
+                                               where) == retired.warehouses.end()) {
+          retired.warehouses.push_back(where);
+        }
+      }
+      result.retired.push_back(std::move(retired));
+      rows_.erase(row);
+      rows_retired_ += 1;
+    }
+    lease_deadlines_.erase({it->second.deadline, lease});
+    leases_.erase(it);
+    result.acknowledged = true;
+  }
+  if (!result.retired.empty()) space_cv_.notify_all();
+  return result;
+}
+
+bool DockController::release(int64_t lease) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = leases_.find(lease);
+    if (it == leases_.end()) return false;
+    return_rows_locked(it->second);
+    lease_deadlines_.erase({it->second.deadline, lease});
+    leases_.erase(it);
+  }
+  ready_cv_.notify_all();
+  return true;
+}
+
+nlohmann::json DockController::metrics() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expire_leases_locked(Clock::now());
+  nlohmann::json consumers = nlohmann::json::object();
+  for (size_t c = 0; c < stats_.size(); ++c) {
+    const ConsumerStats& s = stats_[c];
+    consumers[schema_.consumers()[c].name] = {
+        {"queue_depth", claimable_[c].size()},
+        {"claims", s.claims},
+        {"rows_claimed", s.rows_claimed},
+        {"timed_out_claims", s.timed_out},
+        {"claim_latency_s_mean", s.claims > 0 ? s.latency_s_total / s.claims : 0.0},
+        {"claim_latency_s_max", s.latency_s_max},
+        {"wait_s", s.wait_s},
+        {"balanced_claims", s.balanced_claims},
+        {"imbalance_mean", s.balanced_claims > 0 ? s.imbalance_total / s.balanced_claims : 0.0},
+        {"imbalance_max", s.imbalance_max},
+    };
+  }
+  return {{"live_rows", rows_.size()},
+          {"capacity_rows", options_.capacity_rows},
+          {"rows_allocated", rows_allocated_},
+          {"rows_retired", rows_retired_},
+          {"open_leases", leases_.size()},
+          {"leases_expired", leases_expired_},
+          {"producer_wait_s", producer_wait_s_},
+          {"warehouses", warehouses_.size()},
+          {"consumers", consumers}};
+}
+
+}  // namespace aspen

@@ -1,0 +1,318 @@
+#include "aspen/dock/controller_protocol.h"
+
+namespace aspen {
+namespace {
+
+enum ControllerOp : uint16_t {
+  kSchema = 1,
+  kRegisterWarehouse = 2,
+  kWarehouseEndpoints = 3,
+  kAllocate = 4,
+  kPublish = 5,
+  kClaim = 6,
+  kAck = 7,
+  kRelease = 8,
+  kMetrics = 9,
+};
+
+WireMessage reply(uint16_t op, std::string body) {
+  WireMessage message;
+  message.op = op;
+  message.body = std::move(body);
+  return message;
+}
+
+void put_info(ByteWriter& w, const RowInfo& info) {
+  w.put<int64_t>(info.group_id).put<int32_t>(info.group_size);
+  w.put<int64_t>(info.tokens).put<int64_t>(info.version);
+}
+
+RowInfo get_info(ByteReader& r) {
+  RowInfo info;
+  info.group_id = r.get<int64_t>();
+  info.group_size = r.get<int32_t>();
+  info.tokens = r.get<int64_t>();
+  info.version = r.get<int64_t>();
+  return info;
+}
+
+std::string encode_claim_options(const std::string& consumer, const ClaimOptions& o) {
+  ByteWriter w;
+  w.put_string(consumer).put<int64_t>(o.max_rows).put<int64_t>(o.min_rows);
+  w.put<double>(o.timeout_s).put<uint8_t>(o.whole_groups).put<uint8_t>(o.oldest_first);
+  w.put<int64_t>(o.min_version).put<int64_t>(o.max_version);
+  w.put<int32_t>(o.balance_ranks).put<double>(o.lease_s);
+  return w.take();
+}
+
+ClaimOptions decode_claim_options(ByteReader& r, std::string& consumer) {
+  ClaimOptions o;
+  consumer = r.get_string();
+  o.max_rows = r.get<int64_t>();
+  o.min_rows = r.get<int64_t>();
+  o.timeout_s = r.get<double>();
+  o.whole_groups = r.get<uint8_t>() != 0;
+  o.oldest_first = r.get<uint8_t>() != 0;
+  o.min_version = r.get<int64_t>();
+  o.max_version = r.get<int64_t>();
+  o.balance_ranks = r.get<int32_t>();
+  o.lease_s = r.get<double>();
+  r.expect_end();
+  return o;
+}
+
+std::string encode_claim(const Claim& claim) {
+  ByteWriter w;
+  w.put<int64_t>(claim.lease).put_string(claim.consumer).put_strings(claim.columns);
+  w.put<uint32_t>(static_cast<uint32_t>(claim.rows.size()));
+  for (const ClaimedRow& row : claim.rows) {
+    w.put<int64_t>(row.id);
+    put_info(w, row.info);
+    w.put_vector<int32_t>(row.locations);
+  }
+  w.put<uint32_t>(static_cast<uint32_t>(claim.ranks.size()));
+  for (const std::vector<RowId>& rank : claim.ranks) w.put_vector<int64_t>(rank);
+  w.put<double>(claim.imbalance).put<uint8_t>(claim.timed_out);
+  return w.take();
+}
+
+Claim decode_claim(const std::string& body) {
+  ByteReader r(body);
+  Claim claim;
+  claim.lease = r.get<int64_t>();
+  claim.consumer = r.get_string();
+  claim.columns = r.get_strings();
+  const uint32_t rows = r.get<uint32_t>();
+  for (uint32_t i = 0; i < rows; ++i) {
+    ClaimedRow row;
+    row.id = r.get<int64_t>();
+    row.info = get_info(r);
+    row.locations = r.get_vector<int32_t>();
+    claim.rows.push_back(std::move(row));
+  }
+  const uint32_t ranks = r.get<uint32_t>();
+  for (uint32_t i = 0; i < ranks; ++i) claim.ranks.push_back(r.get_vector<int64_t>());
+  claim.imbalance = r.get<double>();
+  claim.timed_out = r.get<uint8_t>() != 0;
+  r.expect_end();
+  return claim;
+}
+
+std::vector<RowInfo> decode_infos(ByteReader& r) {
+  const uint32_t count = r.get<uint32_t>();
+  std::vector<RowInfo> infos;
+  for (uint32_t i = 0; i < count; ++i) infos.push_back(get_info(r));
+  return infos;
+}
+
+class ControllerHandler : public ServiceHandler {
+ public:
+  ControllerHandler(std::shared_ptr<DockController> controller,
+                    std::function<nlohmann::json()> wire_metrics)
+      : controller_(std::move(controller)), wire_metrics_(std::move(wire_metrics)) {}
+
+  std::optional<WireMessage> try_handle(const WireMessage& request) override {
+    ByteReader r(request.body);
+    check_input(request.tensors.empty(), "controller request with tensors", "dock controller",
+                "column data goes to warehouses");
+    switch (request.op) {
+      case kSchema: {
+        r.expect_end();
+        const DockSchema& schema = controller_->schema();
+        ByteWriter w;
+        w.put<uint32_t>(static_cast<uint32_t>(schema.columns().size()));
+        for (const ColumnSpec& column : schema.columns()) {
+          w.put_string(column.name).put<uint8_t>(wire_dtype_code(column.dtype));
+          w.put<uint8_t>(column.kind == ColumnKind::kPerToken ? 1 : 0);
+        }
+        w.put<uint32_t>(static_cast<uint32_t>(schema.consumers().size()));
+        for (const ConsumerSpec& consumer : schema.consumers()) {
+          w.put_string(consumer.name).put_strings(consumer.columns);
+        }
+        return reply(kSchema, w.take());
+      }
+      case kRegisterWarehouse: {
+        const std::string endpoint = r.get_string();
+        r.expect_end();
+        return reply(kRegisterWarehouse,
+                     ByteWriter().put<int32_t>(controller_->register_warehouse(endpoint)).take());
+      }
+      case kWarehouseEndpoints:
+        r.expect_end();
+        return reply(kWarehouseEndpoints,
+                     ByteWriter().put_strings(controller_->warehouse_endpoints()).take());
+      case kAllocate: {
+        const double timeout_s = r.get<double>();
+        std::vector<RowInfo> infos = decode_infos(r);
+        r.expect_end();
+        std::optional<std::vector<RowId>> ids = controller_->try_allocate(infos);
+        if (!ids && timeout_s > 0) return std::nullopt;
+        return reply(kAllocate,
+                     ByteWriter().put_vector<int64_t>(ids.value_or(std::vector<RowId>{})).take());
+      }
+      case kPublish: {
+        std::vector<RowId> rows = r.get_vector<int64_t>();
+        std::vector<std::string> columns = r.get_strings();
+        const WarehouseId where = r.get<int32_t>();
+        r.expect_end();
+        controller_->publish(rows, columns, where);
+        return reply(kPublish, {});
+      }
+      case kClaim: {
+        std::string consumer;
+        ClaimOptions options = decode_claim_options(r, consumer);
+        std::optional<Claim> claim = controller_->try_claim(consumer, options);
+        if (!claim && options.timeout_s > 0) return std::nullopt;
+        if (!claim) claim = controller_->claim(consumer, options);  // records the miss
+        return reply(kClaim, encode_claim(*claim));
+      }
+      case kAck: {
+        const int64_t lease = r.get<int64_t>();
+        r.expect_end();
+        AckResult result = controller_->ack(lease);
+        ByteWriter w;
+        w.put<uint8_t>(result.acknowledged)
+            .put<uint32_t>(static_cast<uint32_t>(result.retired.size()));
+        for (const RetiredRow& row : result.retired) {
+          w.put<int64_t>(row.id).put_vector<int32_t>(row.warehouses);
+        }
+        return reply(kAck, w.take());
+      }
+      case kRelease: {
+        const int64_t lease = r.get<int64_t>();
+        r.expect_end();
+        return reply(kRelease, ByteWriter().put<uint8_t>(controller_->release(lease)).take());
+      }
+      case kMetrics: {
+        r.expect_end();
+        nlohmann::json metrics = controller_->metrics();
+        metrics["wire"] = wire_metrics_();
+        return reply(kMetrics, ByteWriter().put_string(metrics.dump()).take());
+      }
+      default:
+        throw Error("unknown controller op " + std::to_string(request.op), "dock controller");
+    }
+  }
+
+  WireMessage handle_blocking(const WireMessage& request) override {
+    ByteReader r(request.body);
+    if (request.op == kAllocate) {
+      const double timeout_s = r.get<double>();
+      std::vector<RowInfo> infos = decode_infos(r);
+      return reply(
+          kAllocate,
+          ByteWriter().put_vector<int64_t>(controller_->allocate(infos, timeout_s)).take());
+    }
+    std::string consumer;
+    ClaimOptions options = decode_claim_options(r, consumer);
+    return reply(kClaim, encode_claim(controller_->claim(consumer, options)));
+  }
+
+  void close() override { controller_->close(); }
+
+ private:
+  std::shared_ptr<DockController> controller_;
+  std::function<nlohmann::json()> wire_metrics_;
+};
+
+}  // namespace
+
+ControllerService::ControllerService(std::shared_ptr<DockController> controller,
+                                     ZmqServiceOptions options)
+    : controller_(std::move(controller)) {
+  auto handler = std::make_shared<ControllerHandler>(controller_, [this] {
+    const ZmqService* service = published_service_.load();
+    return service != nullptr ? service->metrics() : nlohmann::json::object();
+  });
+  service_ = std::make_unique<ZmqService>(std::move(options), handler);
+  published_service_ = service_.get();
+}
+
+ControllerService::~ControllerService() {
+  published_service_ = nullptr;
+  service_.reset();
+}
+
+RemoteController::RemoteController(RpcClientOptions options) : client_(std::move(options)) {
+  WireMessage request;
+  request.op = kSchema;
+  WireMessage answer = client_.call(request);
+  ByteReader r(answer.body);
+  std::vector<ColumnSpec> columns(r.get<uint32_t>());
+  for (ColumnSpec& column : columns) {
+    column.name = r.get_string();
+    column.dtype = wire_dtype(r.get<uint8_t>());
+    column.kind = r.get<uint8_t>() ? ColumnKind::kPerToken : ColumnKind::kPerRow;
+  }
+  std::vector<ConsumerSpec> consumers(r.get<uint32_t>());
+  for (ConsumerSpec& consumer : consumers) {
+    consumer.name = r.get_string();
+    consumer.columns = r.get_strings();
+  }
+  r.expect_end();
+  schema_ = DockSchema(std::move(columns), std::move(consumers));
+}
+
+WarehouseId RemoteController::register_warehouse(const std::string& endpoint) {
+  WireMessage request = reply(kRegisterWarehouse, ByteWriter().put_string(endpoint).take());
+  WireMessage answer = client_.call(request);
+  ByteReader r(answer.body);
+  return r.get<int32_t>();
+}
+
+std::vector<std::string> RemoteController::warehouse_endpoints() {
+  WireMessage answer = client_.call(reply(kWarehouseEndpoints, {}));
+  ByteReader r(answer.body);
+  return r.get_strings();
+}
+
+std::vector<RowId> RemoteController::allocate(const std::vector<RowInfo>& rows, double timeout_s) {
+  ByteWriter w;
+  w.put<double>(timeout_s).put<uint32_t>(static_cast<uint32_t>(rows.size()));
+  for (const RowInfo& info : rows) put_info(w, info);
+  WireMessage answer = client_.call(reply(kAllocate, w.take()), timeout_s);
+  ByteReader r(answer.body);
+  return r.get_vector<int64_t>();
+}
+
+void RemoteController::publish(const std::vector<RowId>& rows,
+                               const std::vector<std::string>& columns, WarehouseId where) {
+  ByteWriter w;
+  w.put_vector<int64_t>(rows).put_strings(columns).put<int32_t>(where);
+  client_.call(reply(kPublish, w.take()));
+}
+
+Claim RemoteController::claim(const std::string& consumer, const ClaimOptions& options) {
+  WireMessage answer =
+      client_.call(reply(kClaim, encode_claim_options(consumer, options)), options.timeout_s);
+  return decode_claim(answer.body);
+}
+
+AckResult RemoteController::ack(int64_t lease) {
+  WireMessage answer = client_.call(reply(kAck, ByteWriter().put<int64_t>(lease).take()));
+  ByteReader r(answer.body);
+  AckResult result;
+  result.acknowledged = r.get<uint8_t>() != 0;
+  const uint32_t retired = r.get<uint32_t>();
+  for (uint32_t i = 0; i < retired; ++i) {
+    RetiredRow row;
+    row.id = r.get<int64_t>();
+    row.warehouses = r.get_vector<int32_t>();
+    result.retired.push_back(std::move(row));
+  }
+  return result;
+}
+
+bool RemoteController::release(int64_t lease) {
+  WireMessage answer = client_.call(reply(kRelease, ByteWriter().put<int64_t>(lease).take()));
+  ByteReader r(answer.body);
+  return r.get<uint8_t>() != 0;
+}
+
+nlohmann::json RemoteController::metrics() {
+  WireMessage answer = client_.call(reply(kMetrics, {}));
+  ByteReader r(answer.body);
+  return nlohmann::json::parse(r.get_string());
+}
+
+}  // namespace aspen

@@ -1,0 +1,59 @@
+// The controller over ZeroMQ: ControllerService serves a DockController on a
+// ZmqService; RemoteController implements ControllerApi by calling it. Both sides
+// of every op's encoding live in controller_protocol.cpp, so they cannot drift.
+// Ops (u16): 1 schema, 2 register_warehouse, 3 warehouse_endpoints, 4 allocate,
+// 5 publish, 6 claim, 7 ack, 8 release, 9 metrics. Only metadata crosses this link:
+// no request or reply of the controller carries a tensor.
+// Blocking ops (allocate at capacity, claim waiting for min_rows) run on service
+// threads (zmq_service.h), so one waiting consumer never stalls the others.
+// Destroying a ControllerService closes its DockController (pending waits return)
+// so that service threads blocked in a claim or allocation can be joined.
+// Thread safety: both classes are thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "aspen/dock/controller.h"
+#include "aspen/dock/rpc_client.h"
+#include "aspen/dock/zmq_service.h"
+
+namespace aspen {
+
+class ControllerService {
+ public:
+  ControllerService(std::shared_ptr<DockController> controller, ZmqServiceOptions options);
+  ~ControllerService();
+  const std::string& endpoint() const { return service_->endpoint(); }
+  DockController& controller() { return *controller_; }
+  nlohmann::json wire_metrics() const { return service_->metrics(); }
+
+ private:
+  std::shared_ptr<DockController> controller_;
+  std::unique_ptr<ZmqService> service_;
+  // service_ as the I/O thread may read it while the constructor is still assigning.
+  std::atomic<const ZmqService*> published_service_{nullptr};
+};
+
+class RemoteController : public ControllerApi {
+ public:
+  // Connects and fetches the schema; throws aspen::Error if the service does not answer.
+  explicit RemoteController(RpcClientOptions options);
+
+  const DockSchema& schema() const override { return schema_; }
+  WarehouseId register_warehouse(const std::string& endpoint) override;
+  std::vector<std::string> warehouse_endpoints() override;
+  std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s) override;
+  void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
+               WarehouseId where) override;
+  Claim claim(const std::string& consumer, const ClaimOptions& options) override;
+  AckResult ack(int64_t lease) override;
+  bool release(int64_t lease) override;
+  // The controller's metrics plus "wire": the service's request and byte counters.
+  nlohmann::json metrics() override;
+
+ private:
+  RpcClient client_;
+  DockSchema schema_;
+};
+
+}  // namespace aspen

@@ -1,0 +1,153 @@
+#include "aspen/dock/transfer_dock.h"
+
+#include <map>
+
+#include "aspen/util/error.h"
+#include "aspen/util/log.h"
+
+namespace aspen {
+namespace {
+
+int64_t bytes_of(const std::vector<ColumnData>& columns) {
+  int64_t total = 0;
+  for (const ColumnData& column : columns) {
+    for (const torch::Tensor& t : column.values) {
+      total += static_cast<int64_t>(t.numel() * t.element_size());
+    }
+  }
+  return total;
+}
+
+std::vector<std::string> names_of(const std::vector<ColumnData>& columns) {
+  std::vector<std::string> names;
+  for (const ColumnData& column : columns) names.push_back(column.name);
+  return names;
+}
+
+}  // namespace
+
+TransferDock::TransferDock(std::shared_ptr<DockTransport> transport)
+    : transport_(std::move(transport)) {}
+
+void TransferDock::check_columns(const std::vector<ColumnData>& columns, size_t rows,
+                                 const std::vector<RowInfo>* infos) const {
+  check_input(!columns.empty(), "put without columns", "dock put");
+  for (const ColumnData& column : columns) {
+    const ColumnSpec& spec = schema().columns()[schema().column_index(column.name)];
+    check_input(column.values.size() == rows,
+                "column '" + column.name + "' has " + std::to_string(column.values.size()) +
+                    " values for " + std::to_string(rows) + " rows",
+                "dock put");
+    for (size_t i = 0; i < rows; ++i) {
+      const torch::Tensor& t = column.values[i];
+      check_input(t.defined(), "undefined tensor for row " + std::to_string(i),
+                  "dock put: column '" + column.name + "'");
+      check_input(t.scalar_type() == spec.dtype,
+                  std::string("dtype ") + c10::toString(t.scalar_type()) + ", schema says " +
+                      c10::toString(spec.dtype),
+                  "dock put: column '" + column.name + "'");
+      if (spec.kind == ColumnKind::kPerToken && infos != nullptr) {
+        check_input(t.dim() >= 1 && t.size(0) == (*infos)[i].tokens,
+                    "per-token value with " + std::to_string(t.dim() >= 1 ? t.size(0) : 0) +
+                        " entries for a row of " + std::to_string((*infos)[i].tokens) + " tokens",
+                    "dock put: column '" + column.name + "'");
+      }
+    }
+  }
+}
+
+std::vector<RowId> TransferDock::put(const std::vector<RowInfo>& rows,
+                                     const std::vector<ColumnData>& columns, double timeout_s) {
+  check_columns(columns, rows.size(), &rows);
+  std::vector<RowId> ids = transport_->controller().allocate(rows, timeout_s);
+  if (ids.size() != rows.size()) {
+    throw Error("dock stayed full for " + std::to_string(timeout_s) + " s", "dock put",
+                "consumers are not keeping up; raise capacity or the timeout");
+  }
+  transport_->local_warehouse().put(ids, columns);
+  transport_->controller().publish(ids, names_of(columns), transport_->local_warehouse_id());
+  bytes_put_ += bytes_of(columns);
+  return ids;
+}
+
+void TransferDock::put_columns(const std::vector<RowId>& rows,
+                               const std::vector<ColumnData>& columns) {
+  check_columns(columns, rows.size(), nullptr);
+  transport_->local_warehouse().put(rows, columns);
+  transport_->controller().publish(rows, names_of(columns), transport_->local_warehouse_id());
+  bytes_put_ += bytes_of(columns);
+}
+
+Claim TransferDock::claim(const std::string& consumer, const ClaimOptions& options) {
+  return transport_->controller().claim(consumer, options);
+}
+
+std::vector<ColumnData> TransferDock::get(const Claim& claim) {
+  std::vector<ColumnData> out;
+  for (const std::string& name : claim.columns) {
+    out.push_back(ColumnData{name, std::vector<torch::Tensor>(claim.rows.size())});
+  }
+  // (warehouse, column) -> row positions; one fetch per warehouse and column set.
+  std::map<WarehouseId, std::map<size_t, std::vector<size_t>>> plan;
+  for (size_t i = 0; i < claim.rows.size(); ++i) {
+    for (size_t c = 0; c < claim.columns.size(); ++c) {
+      plan[claim.rows[i].locations[c]][c].push_back(i);
+    }
+  }
+  for (const auto& [where, by_column] : plan) {
+    // Columns sharing the same row list (the usual case) are fetched in one call.
+    std::map<std::vector<size_t>, std::vector<size_t>> by_rows;
+    for (const auto& [column, positions] : by_column) by_rows[positions].push_back(column);
+    for (const auto& [positions, column_ids] : by_rows) {
+      std::vector<RowId> ids;
+      for (size_t i : positions) ids.push_back(claim.rows[i].id);
+      std::vector<std::string> names;
+      for (size_t c : column_ids) names.push_back(claim.columns[c]);
+      std::vector<ColumnData> fetched = transport_->warehouse(where).get(ids, names);
+      (where == transport_->local_warehouse_id() ? bytes_fetched_local_ : bytes_fetched_remote_) +=
+          bytes_of(fetched);
+      for (size_t k = 0; k < column_ids.size(); ++k) {
+        for (size_t j = 0; j < positions.size(); ++j) {
+          out[column_ids[k]].values[positions[j]] = std::move(fetched[k].values[j]);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+bool TransferDock::ack(const Claim& claim) {
+  if (claim.lease == 0) return true;  // an empty claim holds nothing
+  AckResult result = transport_->controller().ack(claim.lease);
+  std::map<WarehouseId, std::vector<RowId>> to_erase;
+  for (const RetiredRow& row : result.retired) {
+    for (WarehouseId where : row.warehouses) to_erase[where].push_back(row.id);
+  }
+  for (const auto& [where, ids] : to_erase) {
+    try {
+      transport_->warehouse(where).erase(ids);
+      rows_erased_ += static_cast<int64_t>(ids.size());
+    } catch (const Error& error) {
+      // The rows are retired either way; a warehouse that is gone has nothing to free.
+      log_warn("dock: could not erase ", ids.size(), " retired rows in warehouse ", where, ": ",
+               error.what());
+    }
+  }
+  return result.acknowledged;
+}
+
+bool TransferDock::release(const Claim& claim) {
+  return claim.lease != 0 && transport_->controller().release(claim.lease);
+}
+
+nlohmann::json TransferDock::metrics() {
+  return {{"controller", transport_->controller().metrics()},
+          {"local_warehouse", transport_->local_warehouse().metrics()},
+          {"client",
+           {{"bytes_put", bytes_put_.load()},
+            {"bytes_fetched_local", bytes_fetched_local_.load()},
+            {"bytes_fetched_remote", bytes_fetched_remote_.load()},
+            {"rows_erased", rows_erased_.load()}}}};
+}
+
+}  // namespace aspen

@@ -1,0 +1,67 @@
+#include "aspen/dock/warehouse.h"
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+int64_t tensor_bytes(const torch::Tensor& t) {
+  return t.defined() ? static_cast<int64_t>(t.numel() * t.element_size()) : 0;
+}
+
+}  // namespace
+
+void Warehouse::put(const std::vector<RowId>& rows, const std::vector<ColumnData>& columns) {
+  for (const ColumnData& column : columns) {
+    check_input(column.values.size() == rows.size(),
+                "column '" + column.name + "' has " + std::to_string(column.values.size()) +
+                    " values for " + std::to_string(rows.size()) + " rows",
+                "warehouse put");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto& cells = cells_[rows[i]];
+    for (const ColumnData& column : columns) {
+      cells[column.name] = column.values[i];
+      bytes_in_ += tensor_bytes(column.values[i]);
+    }
+  }
+}
+
+std::vector<ColumnData> Warehouse::get(const std::vector<RowId>& rows,
+                                       const std::vector<std::string>& columns) {
+  std::vector<ColumnData> out;
+  for (const std::string& name : columns) out.push_back(ColumnData{name, {}});
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (RowId id : rows) {
+    auto row = cells_.find(id);
+    check_input(row != cells_.end(), "row " + std::to_string(id) + " is not in this warehouse",
+                "warehouse get", "ask the controller where the row lives");
+    for (ColumnData& column : out) {
+      auto cell = row->second.find(column.name);
+      check_input(cell != row->second.end(),
+                  "row " + std::to_string(id) + " has no column '" + column.name + "' here",
+                  "warehouse get");
+      column.values.push_back(cell->second);
+      bytes_out_ += tensor_bytes(cell->second);
+    }
+  }
+  return out;
+}
+
+void Warehouse::erase(const std::vector<RowId>& rows) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (RowId id : rows) cells_.erase(id);
+}
+
+int64_t Warehouse::rows_held() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(cells_.size());
+}
+
+nlohmann::json Warehouse::metrics() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {{"rows_held", cells_.size()}, {"bytes_in", bytes_in_}, {"bytes_out", bytes_out_}};
+}
+
+}  // namespace aspen

@@ -1,0 +1,33 @@
+// Warehouse: the data half of a TransferDock on one process/node. It stores the
+// column tensors of rows written locally and serves them to readers the controller
+// pointed here. Tensors are stored and returned by reference (no copy in-process);
+// writers must not modify a tensor in place after putting it.
+// Metrics: bytes stored (put), bytes served (get), rows held.
+// Thread safety: all methods are thread-safe. Locking: mutex_ guards cells_ and the
+// byte counters.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "aspen/dock/dock_api.h"
+
+namespace aspen {
+
+class Warehouse : public WarehouseApi {
+ public:
+  void put(const std::vector<RowId>& rows, const std::vector<ColumnData>& columns) override;
+  std::vector<ColumnData> get(const std::vector<RowId>& rows,
+                              const std::vector<std::string>& columns) override;
+  void erase(const std::vector<RowId>& rows) override;
+  nlohmann::json metrics() override;
+  int64_t rows_held();
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<RowId, std::map<std::string, torch::Tensor>> cells_;  // guarded by mutex_
+  int64_t bytes_in_ = 0, bytes_out_ = 0;                                   // guarded by mutex_
+};
+
+}  // namespace aspen

@@ -1,0 +1,41 @@
+// A warehouse over ZeroMQ: WarehouseService serves a Warehouse on a ZmqService;
+// RemoteWarehouse implements WarehouseApi by calling it. Encodings of both sides
+// live in warehouse_protocol.cpp.
+// Ops (u16): 32 put, 33 get, 34 erase, 35 metrics. put/get bodies carry the row ids
+// and column names; the tensors follow as tensor frames, column-major (all rows of
+// the first column, then the next column), see wire_format.h.
+// Thread safety: both classes are thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "aspen/dock/rpc_client.h"
+#include "aspen/dock/warehouse.h"
+#include "aspen/dock/zmq_service.h"
+
+namespace aspen {
+
+class WarehouseService {
+ public:
+  WarehouseService(std::shared_ptr<Warehouse> warehouse, ZmqServiceOptions options);
+  const std::string& endpoint() const { return service_->endpoint(); }
+  nlohmann::json wire_metrics() const { return service_->metrics(); }
+
+ private:
+  std::unique_ptr<ZmqService> service_;
+};
+
+class RemoteWarehouse : public WarehouseApi {
+ public:
+  explicit RemoteWarehouse(RpcClientOptions options) : client_(std::move(options)) {}
+  void put(const std::vector<RowId>& rows, const std::vector<ColumnData>& columns) override;
+  std::vector<ColumnData> get(const std::vector<RowId>& rows,
+                              const std::vector<std::string>& columns) override;
+  void erase(const std::vector<RowId>& rows) override;
+  nlohmann::json metrics() override;
+
+ private:
+  RpcClient client_;
+};
+
+}  // namespace aspen
