@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "aspen/model/weights_init.h"
+#include "aspen/tokenizer/bpe_trainer.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -233,6 +234,39 @@ TEST(RolloutEngine, RejectsBadRequestsWithClearErrors) {
   GenerationRequest stop_strings = greedy_request({1, 2}, 4);
   stop_strings.params.stop = {"x"};
   EXPECT_THROW(engine.add_request(stop_strings), Error);  // no tokenizer
+}
+
+}  // namespace
+}  // namespace aspen
+
+namespace aspen {
+namespace {
+
+TEST(RolloutEngine, StopStringCutsTheTextAndFinishes) {
+  BpeTrainerOptions options;
+  options.vocab_size = 280;
+  options.special_tokens = {"<|endoftext|>"};
+  std::vector<std::string> corpus;
+  for (int i = 0; i < 200; ++i) corpus.push_back("the answer is " + std::to_string(i * 37 % 1000));
+  auto tokenizer = std::make_shared<const Tokenizer>(
+      Tokenizer::from_json(train_bpe_tokenizer(corpus, options), "test tokenizer"));
+  ModelConfig config = tiny_config();
+  config.vocab_size = tokenizer->vocab_size();
+  QwenForCausalLM model = make_random_model(config, 4);
+  init_weights(model, 4, /*initializer_range=*/0.5);
+
+  GenerationRequest request = greedy_request(tokenizer->encode("the answer is"), 24);
+  RolloutEngine probe(model, EngineConfig{}, tokenizer);
+  const Completion free_run = probe.generate({request})[0];
+  ASSERT_GE(free_run.text.size(), 6u) << "greedy text too short to pick a stop string";
+  const std::string stop = free_run.text.substr(3, 2);
+
+  request.params.stop = {stop};
+  RolloutEngine engine(model, EngineConfig{}, tokenizer);
+  const Completion stopped = engine.generate({request})[0];
+  EXPECT_EQ(stopped.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(stopped.text, free_run.text.substr(0, free_run.text.find(stop)));
+  EXPECT_LT(stopped.token_ids.size(), free_run.token_ids.size());
 }
 
 }  // namespace
