@@ -31,12 +31,16 @@ inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-// A scratch directory unique to the running test.
+// A scratch directory unique to the running test, emptied on its first call.
 inline std::string scratch_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string dir =
       ::testing::TempDir() + "/aspen_" + info->test_suite_name() + "_" + info->name();
-  std::filesystem::remove_all(dir);
+  static std::string emptied_for;  // emptied on the test's first call only
+  if (emptied_for != dir) {
+    std::filesystem::remove_all(dir);
+    emptied_for = dir;
+  }
   std::filesystem::create_directories(dir);
   return dir;
 }

@@ -35,7 +35,8 @@ DataSection read_data(ConfigSection s) {
   DataSection d;
   d.task = s.get("task", d.task);
   check_one_of(d.task, {"arithmetic", "countdown", "jsonl"}, s.where("task"));
-  d.task_options = s.json("task_options", d.task_options);
+  const nlohmann::json demo_options = {{"digits", 2}, {"ops", {"+"}}};
+  d.task_options = s.json("task_options", d.task == "arithmetic" ? demo_options : d.task_options);
   d.path = s.get("path", d.path);
   d.prompt_field = s.get("prompt_field", d.prompt_field);
   d.answer_field = s.get("answer_field", d.answer_field);

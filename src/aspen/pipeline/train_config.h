@@ -17,17 +17,18 @@ namespace aspen {
 
 struct ModelSection {
   std::string path;         // HF model directory; empty: build the built-in tiny model
-  int64_t hidden_size = 96; // built-in model shape (Qwen3 architecture)
-  int64_t num_layers = 3;
+  int64_t hidden_size = 128; // built-in model shape (Qwen3 architecture)
+  int64_t num_layers = 4;
   int64_t num_heads = 4;
   int64_t num_kv_heads = 2;
-  int64_t head_dim = 24;
-  int64_t intermediate_size = 256;
+  int64_t head_dim = 32;
+  int64_t intermediate_size = 384;
   int64_t tokenizer_vocab = 300;  // built-in tokenizer: BPE trained on the task corpus
 };
 
 struct DataSection {
   std::string task = "arithmetic";  // built-in task, or "jsonl"
+  // Absent for arithmetic: 2-digit addition, the demo's task. Otherwise the task's defaults.
   nlohmann::json task_options = nlohmann::json::object();
   std::string path;                   // jsonl: dataset file
   std::string prompt_field = "prompt";
@@ -68,8 +69,8 @@ struct RolloutSection {
 };
 
 struct TrainSection {
-  int64_t iterations = 40;
-  double lr = 2e-4;
+  int64_t iterations = 60;
+  double lr = 1e-5;
   std::string schedule = "constant";  // constant | cosine
   int64_t warmup_steps = 0;
   double min_lr_ratio = 0.1;
@@ -82,7 +83,7 @@ struct TrainSection {
   bool recompute = false;
   uint64_t seed = 0;
   // Supervised warm-up before RL (the demo's "learn the format first" phase).
-  int64_t sft_steps = 300;
+  int64_t sft_steps = 900;
   int64_t sft_batch_size = 32;
   double sft_lr = 2e-3;
 };
