@@ -26,11 +26,11 @@ TEST(SyncSchedule, ShortRunWritesFiniteMetricsAndAnHfCheckpoint) {
   for (const std::string algorithm : {"grpo", "dapo", "reinforce_pp"}) {
     Config config = Config::empty("test");
     for (const std::string o :
-         {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8", "model.intermediate_size=64",
-          "train.sft_steps=20", "train.sft_batch_size=8", "train.iterations=3", "rollout.n=4",
-          "rollout.prompts_per_iteration=4", "data.train_size=200", "data.eval_size=16",
-          "logging.console=false", "algorithm.kl_coef=0.01", "train.epochs=2",
-          "train.mini_batch_size=8"}) {
+         {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8",
+          "model.intermediate_size=64", "train.sft_steps=20", "train.sft_batch_size=8",
+          "train.iterations=3", "rollout.n=4", "rollout.prompts_per_iteration=4",
+          "data.train_size=200", "data.eval_size=16", "logging.console=false",
+          "algorithm.kl_coef=0.01", "train.epochs=2", "train.mini_batch_size=8"}) {
       config.apply_override(o);
     }
     config.apply_override("algorithm.name=" + algorithm);

@@ -40,17 +40,18 @@ int run_train(const TrainOptions& options) {
             << "greedy eval accuracy: " << 100.0 * before << "% before RL -> " << 100.0 * after
             << "% after RL (" << (after >= before ? "+" : "") << 100.0 * (after - before)
             << " points)\n"
-            << "iterations " << summary["iterations"] << ", samples " << summary["samples"]
-            << ", " << summary["wall_seconds"].get<double>() << " s\n"
-            << "report: " << options.out_dir << "/summary.json, metrics: " << summary["metrics"].get<std::string>()
+            << "iterations " << summary["iterations"] << ", samples " << summary["samples"] << ", "
+            << summary["wall_seconds"].get<double>() << " s\n"
+            << "report: " << options.out_dir
+            << "/summary.json, metrics: " << summary["metrics"].get<std::string>()
             << "\nfinal model (HF layout): " << summary["final_model"].get<std::string>() << "\n";
   return 0;
 }
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<TrainOptions>();
-  CLI::App* command = root.add_subcommand(
-      "train", "RL post-training (no config: the built-in arithmetic demo)");
+  CLI::App* command =
+      root.add_subcommand("train", "RL post-training (no config: the built-in arithmetic demo)");
   command->add_option("config", options->arguments, "CONFIG.yaml and key.sub=value overrides");
   command->add_option("--out", options->out_dir, "run directory")->capture_default_str();
   on_run(command, [options] { return run_train(*options); });

@@ -16,7 +16,8 @@ DockSchema make_rl_schema(bool with_reference) {
       {rl_consumers::kReward, {kPrompt, kResponse}},
       {rl_consumers::kOldLogprobs, {kPrompt, kResponse, kRolloutLogprobs}},
       {rl_consumers::kAdvantage, {kResponse, kScores}},
-      {rl_consumers::kActorUpdate, {kPrompt, kResponse, kOldLogprobs, kAdvantages, kRolloutLogprobs}}};
+      {rl_consumers::kActorUpdate,
+       {kPrompt, kResponse, kOldLogprobs, kAdvantages, kRolloutLogprobs}}};
   if (with_reference) {
     columns.push_back({kRefLogprobs, torch::kFloat32, ColumnKind::kPerToken});
     consumers.push_back({rl_consumers::kReference, {kPrompt, kResponse}});

@@ -15,8 +15,8 @@
 
 #include <vector>
 
-#include "aspen/dock/schema.h"
 #include "aspen/dock/dock_api.h"
+#include "aspen/dock/schema.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/train/train_batch.h"
 

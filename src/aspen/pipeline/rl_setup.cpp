@@ -28,10 +28,12 @@ void load_data(const TrainConfig& config, RlSetup& setup) {
     options.verifier = data.verifier;
     std::optional<ChatTemplate> chat_template;
     if (data.chat_template) chat_template = ChatTemplate::from_config(config.model.path);
-    auto examples = load_jsonl_dataset(data.path, options, chat_template ? &*chat_template : nullptr);
+    auto examples =
+        load_jsonl_dataset(data.path, options, chat_template ? &*chat_template : nullptr);
     check_input(static_cast<int64_t>(examples.size()) > data.eval_size,
                 "the dataset has " + std::to_string(examples.size()) +
-                    " examples; need more than eval_size", data.path);
+                    " examples; need more than eval_size",
+                data.path);
     // A seeded, deterministic split: the last eval_size examples after a shuffle.
     std::mt19937_64 rng(data.seed);
     std::shuffle(examples.begin(), examples.end(), rng);
@@ -84,15 +86,22 @@ void load_pretrained(const TrainConfig& config, RlSetup& setup) {
   setup.tokenizer_json = read_file((std::filesystem::path(dir) / "tokenizer.json").string());
   setup.model = load_pretrained_model(dir);
   if (auto generation = read_generation_config(dir)) {
-    for (int64_t id : generation->eos_token_ids) setup.eos_token_ids.push_back(static_cast<TokenId>(id));
+    for (int64_t id : generation->eos_token_ids)
+      setup.eos_token_ids.push_back(static_cast<TokenId>(id));
   }
   if (setup.eos_token_ids.empty() && setup.model->config.eos_token_id >= 0) {
     setup.eos_token_ids.push_back(static_cast<TokenId>(setup.model->config.eos_token_id));
   }
-  check_input(!setup.eos_token_ids.empty(), "the model declares no EOS token", dir + "/config.json");
+  check_input(!setup.eos_token_ids.empty(), "the model declares no EOS token",
+              dir + "/config.json");
 }
 
 }  // namespace
+
+void export_policy(const RlSetup& setup, const std::string& dir) {
+  save_pretrained_model(dir, setup.model);
+  write_file_atomic((std::filesystem::path(dir) / "tokenizer.json").string(), setup.tokenizer_json);
+}
 
 std::string sft_answer(const RlSetup& setup, const TaskExample& example) {
   if (setup.task) return setup.task->sft_target(example);

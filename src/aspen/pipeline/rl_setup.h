@@ -30,6 +30,10 @@ struct RlSetup {
 
 RlSetup build_rl_setup(const TrainConfig& config);
 
+// Writes the policy as an HF model directory: config.json, model.safetensors and
+// the tokenizer.json it was trained with.
+void export_policy(const RlSetup& setup, const std::string& dir);
+
 // The supervised answer for an example: the task's reference solution, or the
 // dataset's answer field for jsonl data.
 std::string sft_answer(const RlSetup& setup, const TaskExample& example);

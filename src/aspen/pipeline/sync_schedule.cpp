@@ -21,11 +21,11 @@
 #include "aspen/io/jsonl.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/pipeline/rl_rows.h"
+#include "aspen/pipeline/sft_phase.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/reference.h"
-#include "aspen/train/sft.h"
 #include "aspen/util/file.h"
 
 namespace aspen {
@@ -66,25 +66,10 @@ GenerationRequest make_request(const RlSetup& setup, const TaskExample& example,
 
 double score_response(const RlSetup& setup, const TaskExample& example,
                       const std::vector<TokenId>& response) {
-  RewardInput input{example.prompt_text, setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
+  RewardInput input{example.prompt_text,
+                    setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
                     example.ground_truth};
   return setup.verifier->score(input);
-}
-
-TrainerOptions trainer_options(const TrainSection& train, double lr, int64_t total_steps) {
-  TrainerOptions options;
-  options.optimizer.lr = lr;
-  options.optimizer.weight_decay = train.weight_decay;
-  options.optimizer.max_grad_norm = train.grad_clip;
-  options.optimizer.schedule.kind =
-      train.schedule == "cosine" ? LrScheduleKind::kCosine : LrScheduleKind::kConstant;
-  options.optimizer.schedule.warmup_steps = train.warmup_steps;
-  options.optimizer.schedule.total_steps = std::max(total_steps, train.warmup_steps);
-  options.optimizer.schedule.min_lr_ratio = train.min_lr_ratio;
-  options.compute_dtype = train.compute_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
-  options.recompute = train.recompute;
-  options.max_tokens_per_micro_batch = train.micro_batch_tokens;
-  return options;
 }
 
 // Per-token advantages of the claimed rows, by the configured estimator.
@@ -113,11 +98,9 @@ class SyncRun {
   nlohmann::json run();
 
  private:
-  void warm_up_with_sft(std::ofstream& metrics);
   nlohmann::json iteration(int64_t index, RolloutEngine& engine, ActorTrainer& actor,
                            ReferencePolicy* reference, TransferDock& dock);
   std::vector<int64_t> next_prompts(int64_t count);
-  void export_model(const std::string& dir);
 
   const TrainConfig& config_;
   RlSetup& setup_;
@@ -144,40 +127,6 @@ std::vector<int64_t> SyncRun::next_prompts(int64_t count) {
     picked.push_back(order_[cursor_++]);
   }
   return picked;
-}
-
-void SyncRun::warm_up_with_sft(std::ofstream& metrics) {
-  const TrainSection& train = config_.train;
-  if (train.sft_steps <= 0) return;
-  std::vector<SftExample> examples;
-  const TokenId eos = setup_.eos_token_ids.front();
-  for (const auto& example : setup_.train_examples) {
-    SftExample sft;
-    for (TokenId t : setup_.tokenizer->encode(example.prompt_text)) sft.prompt.push_back(t);
-    for (TokenId t : setup_.tokenizer->encode(sft_answer(setup_, example))) sft.answer.push_back(t);
-    sft.answer.push_back(eos);
-    examples.push_back(std::move(sft));
-  }
-  TrainSection sft_train = train;
-  sft_train.schedule = "cosine";
-  SftTrainer trainer(setup_.model, trainer_options(sft_train, train.sft_lr, train.sft_steps));
-  std::mt19937_64 rng(train.seed + 1);
-  const auto start = Clock::now();
-  for (int64_t step = 0; step < train.sft_steps; ++step) {
-    std::vector<SftExample> batch;
-    for (int64_t i = 0; i < train.sft_batch_size; ++i) batch.push_back(examples[rng() % examples.size()]);
-    const SftStepMetrics m = trainer.step(batch);
-    if ((step + 1) % 50 == 0 || step + 1 == train.sft_steps) {
-      write_jsonl(metrics, {{"phase", "sft"}, {"step", step + 1}, {"nll", m.nll},
-                            {"lr", m.lr}, {"grad_norm", m.grad_norm},
-                            {"seconds", seconds_since(start)}});
-      if (config_.logging.console) {
-        std::cout << "sft step " << std::setw(4) << step + 1 << "  nll " << std::fixed
-                  << std::setprecision(3) << m.nll << "  lr " << std::scientific
-                  << std::setprecision(2) << m.lr << std::defaultfloat << "\n" << std::flush;
-      }
-    }
-  }
 }
 
 nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTrainer& actor,
@@ -219,7 +168,8 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
       RowInfo info;
       info.group_id = std::stoll(c.request_id);  // requests are named by their group
       info.group_size = static_cast<int32_t>(rollout.n);
-      info.tokens = static_cast<int64_t>(c.token_ids.size());  // per-token columns are response tokens
+      info.tokens =
+          static_cast<int64_t>(c.token_ids.size());  // per-token columns are response tokens
       info.version = c.policy_versions.empty() ? version_ : c.policy_versions.front();
       infos.push_back(info);
     }
@@ -240,12 +190,14 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
     for (size_t i = 0; i < claim.rows.size(); ++i) {
       const torch::Tensor r = responses.values[i].contiguous();
       const std::vector<TokenId> response(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
-      const TaskExample& example = setup_.train_examples[example_of_group_.at(claim.rows[i].info.group_id)];
+      const TaskExample& example =
+          setup_.train_examples[example_of_group_.at(claim.rows[i].info.group_id)];
       double score = score_response(setup_, example, response);
       all_scores.push_back(score);
       lengths.push_back(r.numel());
       if (algorithm.overlong_buffer > 0) {
-        OverlongBuffer buffer{rollout.max_tokens, algorithm.overlong_buffer, algorithm.overlong_penalty};
+        OverlongBuffer buffer{rollout.max_tokens, algorithm.overlong_buffer,
+                              algorithm.overlong_penalty};
         score += overlong_penalty(torch::tensor({r.numel()}, torch::kInt64), buffer).item<double>();
       }
       group_scores[claim.rows[i].info.group_id].push_back(score);
@@ -255,8 +207,8 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
     dock.put_columns(ids, {scores});
     dock.ack(claim);
     for (const auto& [group, values] : group_scores) {
-      const bool informative =
-          *std::max_element(values.begin(), values.end()) != *std::min_element(values.begin(), values.end());
+      const bool informative = *std::max_element(values.begin(), values.end()) !=
+                               *std::min_element(values.begin(), values.end());
       if (informative || !algorithm.dynamic_sampling) kept_groups.insert(group);
     }
     reward_seconds += seconds_since(start);
@@ -275,7 +227,8 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
     const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
     std::vector<RowId> ids;
     for (const auto& row : claim.rows) ids.push_back(row.id);
-    dock.put_columns(ids, {{rl_columns::kRefLogprobs, split_per_row(reference->compute_logprobs(batch), batch)}});
+    dock.put_columns(ids, {{rl_columns::kRefLogprobs,
+                            split_per_row(reference->compute_logprobs(batch), batch)}});
     dock.ack(claim);
     stages["reference"] = seconds_since(start);
   }
@@ -287,11 +240,12 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
     const auto columns = dock.get(claim);
     std::vector<RowId> ids;
     for (const auto& row : claim.rows) ids.push_back(row.id);
-    const bool on_policy = config_.train.epochs == 1 &&
-                           (config_.train.mini_batch_size <= 0 ||
-                            config_.train.mini_batch_size >= rows_in_dock);
+    const bool on_policy =
+        config_.train.epochs == 1 &&
+        (config_.train.mini_batch_size <= 0 || config_.train.mini_batch_size >= rows_in_dock);
     if (on_policy) {
-      ColumnData old{rl_columns::kOldLogprobs, find_column(columns, rl_columns::kRolloutLogprobs).values};
+      ColumnData old{rl_columns::kOldLogprobs,
+                     find_column(columns, rl_columns::kRolloutLogprobs).values};
       dock.put_columns(ids, {old});
     } else {
       const TrainBatch batch = to_train_batch(claim, columns, {});
@@ -320,9 +274,9 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
       row_lengths.push_back(responses.values[i].numel());
       ids.push_back(claim.rows[i].id);
     }
-    const torch::Tensor advantages = compute_advantages(
-        algorithm.name, algorithm.gamma, torch::tensor(score_values), torch::tensor(group_ids, torch::kInt64),
-        row_lengths);
+    const torch::Tensor advantages =
+        compute_advantages(algorithm.name, algorithm.gamma, torch::tensor(score_values),
+                           torch::tensor(group_ids, torch::kInt64), row_lengths);
     std::vector<torch::Tensor> per_row;
     int64_t offset = 0;
     for (int64_t length : row_lengths) {
@@ -348,7 +302,8 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
     for (size_t i = 0; i < claim.rows.size(); ++i) {
       if (!kept_groups.count(claim.rows[i].info.group_id)) continue;
       kept.rows.push_back(claim.rows[i]);
-      for (size_t c = 0; c < columns.size(); ++c) kept_columns[c].values.push_back(columns[c].values[i]);
+      for (size_t c = 0; c < columns.size(); ++c)
+        kept_columns[c].values.push_back(columns[c].values[i]);
     }
     std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
     if (reference != nullptr) token_columns.push_back(rl_columns::kRefLogprobs);
@@ -408,11 +363,6 @@ nlohmann::json SyncRun::iteration(int64_t index, RolloutEngine& engine, ActorTra
           {"tokens_per_second", update.tokens / std::max(seconds, 1e-9)}};
 }
 
-void SyncRun::export_model(const std::string& dir) {
-  save_pretrained_model(dir, setup_.model);
-  write_file_atomic((fs::path(dir) / "tokenizer.json").string(), setup_.tokenizer_json);
-}
-
 nlohmann::json SyncRun::run() {
   fs::create_directories(out_dir_);
   write_file_atomic((fs::path(out_dir_) / "config.json").string(), config_.as_json().dump(2));
@@ -421,11 +371,12 @@ nlohmann::json SyncRun::run() {
   const int64_t max_tokens = config_.rollout.max_tokens;
 
   const double accuracy_initial = greedy_accuracy(setup_, setup_.eval_examples, max_tokens);
-  warm_up_with_sft(metrics);
+  run_sft_phase(config_, setup_, metrics);
   const double accuracy_before = greedy_accuracy(setup_, setup_.eval_examples, max_tokens);
   if (config_.logging.console) {
-    std::cout << "eval greedy accuracy before RL: " << accuracy_before << " (untrained: "
-              << accuracy_initial << ")\n" << std::flush;
+    std::cout << "eval greedy accuracy before RL: " << accuracy_before
+              << " (untrained: " << accuracy_initial << ")\n"
+              << std::flush;
   }
   write_jsonl(metrics, {{"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", accuracy_before}});
 
@@ -439,8 +390,8 @@ nlohmann::json SyncRun::run() {
     ReferenceOptions options;
     reference = std::make_unique<ReferencePolicy>(setup_.model, options);
   }
-  RolloutEngine engine(copy_model(setup_.model, torch::kFloat, torch::kCPU, /*trainable=*/false), engine_config(config_, setup_),
-                       setup_.tokenizer);
+  RolloutEngine engine(copy_model(setup_.model, torch::kFloat, torch::kCPU, /*trainable=*/false),
+                       engine_config(config_, setup_), setup_.tokenizer);
   auto dock_state = std::make_shared<InProcessDock>(make_rl_schema(reference != nullptr),
                                                     DockControllerOptions{}, 1);
   TransferDock dock(std::make_shared<InProcessTransport>(dock_state, 0));
@@ -463,13 +414,14 @@ nlohmann::json SyncRun::run() {
           << std::setprecision(3) << "  kl " << line["approx_kl"].get<double>() << "  clip "
           << line["clip_frac"].get<double>() << "  " << std::setprecision(1)
           << line["seconds"].get<double>() << "s";
-      if (line.contains("eval_accuracy")) out << "  eval_acc " << std::setprecision(3) << accuracy_after;
+      if (line.contains("eval_accuracy"))
+        out << "  eval_acc " << std::setprecision(3) << accuracy_after;
       std::cout << out.str() << "\n" << std::flush;
     }
   }
 
   const std::string final_dir = (fs::path(out_dir_) / "final").string();
-  export_model(final_dir);
+  export_policy(setup_, final_dir);
   const double wall = seconds_since(start);
   nlohmann::json summary = {{"eval_accuracy_before_rl", accuracy_before},
                             {"eval_accuracy_after_rl", accuracy_after},
@@ -487,7 +439,8 @@ nlohmann::json SyncRun::run() {
 
 }  // namespace
 
-double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples, int64_t max_tokens) {
+double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
+                       int64_t max_tokens) {
   torch::NoGradGuard no_grad;
   EngineConfig config;
   config.eos_token_ids = setup.eos_token_ids;
@@ -506,10 +459,12 @@ double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
   for (const Completion& c : completions) {
     correct += score_response(setup, examples[c.request_index], c.token_ids) >= 1.0 ? 1 : 0;
   }
-  return examples.empty() ? 0.0 : static_cast<double>(correct) / static_cast<double>(examples.size());
+  return examples.empty() ? 0.0
+                          : static_cast<double>(correct) / static_cast<double>(examples.size());
 }
 
-nlohmann::json run_sync_schedule(const TrainConfig& config, RlSetup& setup, const std::string& out_dir) {
+nlohmann::json run_sync_schedule(const TrainConfig& config, RlSetup& setup,
+                                 const std::string& out_dir) {
   if (config.pipeline.threads > 0) at::set_num_threads(config.pipeline.threads);
   return SyncRun(config, setup, out_dir).run();
 }

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 #include "aspen/pipeline/rl_setup.h"

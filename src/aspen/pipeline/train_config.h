@@ -6,9 +6,8 @@
 // nothing, SFT on arithmetic, then GRPO.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "aspen/util/config.h"
@@ -16,8 +15,8 @@
 namespace aspen {
 
 struct ModelSection {
-  std::string path;         // HF model directory; empty: build the built-in tiny model
-  int64_t hidden_size = 128; // built-in model shape (Qwen3 architecture)
+  std::string path;           // HF model directory; empty: build the built-in tiny model
+  int64_t hidden_size = 128;  // built-in model shape (Qwen3 architecture)
   int64_t num_layers = 4;
   int64_t num_heads = 4;
   int64_t num_kv_heads = 2;
@@ -30,12 +29,12 @@ struct DataSection {
   std::string task = "arithmetic";  // built-in task, or "jsonl"
   // Absent for arithmetic: 2-digit addition, the demo's task. Otherwise the task's defaults.
   nlohmann::json task_options = nlohmann::json::object();
-  std::string path;                   // jsonl: dataset file
+  std::string path;  // jsonl: dataset file
   std::string prompt_field = "prompt";
   std::string answer_field = "answer";
-  std::string verifier = "math";      // jsonl: verifier kind
+  std::string verifier = "math";  // jsonl: verifier kind
   nlohmann::json verifier_options = nlohmann::json::object();
-  bool chat_template = false;         // jsonl: render prompts with the model's template
+  bool chat_template = false;  // jsonl: render prompts with the model's template
   int64_t train_size = 4000;
   int64_t eval_size = 200;
   uint64_t seed = 1;
@@ -47,17 +46,17 @@ struct AlgorithmSection {
   double clip_ratio_high = 0.2;  // DAPO clip-higher: e.g. 0.28
   double clip_ratio_c = 0.0;     // dual-clip constant (> 1); 0: off
   std::string loss_agg = "token-mean";
-  double kl_coef = 0.0;               // KL-in-loss coefficient (0: no reference model)
+  double kl_coef = 0.0;  // KL-in-loss coefficient (0: no reference model)
   std::string kl_estimator = "low_var_kl";
   double entropy_coef = 0.0;
-  bool dynamic_sampling = false;      // DAPO: drop groups whose rewards are all equal
-  int64_t overlong_buffer = 0;        // DAPO overlong shaping buffer (tokens); 0: off
+  bool dynamic_sampling = false;  // DAPO: drop groups whose rewards are all equal
+  int64_t overlong_buffer = 0;    // DAPO overlong shaping buffer (tokens); 0: off
   double overlong_penalty = 1.0;
-  double gamma = 1.0;                 // REINFORCE++ discount
+  double gamma = 1.0;  // REINFORCE++ discount
 };
 
 struct RolloutSection {
-  int64_t n = 8;                       // samples per prompt (group size)
+  int64_t n = 8;  // samples per prompt (group size)
   int64_t prompts_per_iteration = 16;
   int64_t max_tokens = 8;
   double temperature = 1.0;
@@ -76,7 +75,7 @@ struct TrainSection {
   double min_lr_ratio = 0.1;
   double weight_decay = 0.0;
   double grad_clip = 1.0;
-  int64_t mini_batch_size = 0;        // rows per optimizer step; 0: the whole batch
+  int64_t mini_batch_size = 0;  // rows per optimizer step; 0: the whole batch
   int64_t epochs = 1;
   int64_t micro_batch_tokens = 4096;
   std::string compute_dtype = "fp32";

@@ -1,0 +1,70 @@
+#include "aspen/pipeline/sft_phase.h"
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <random>
+
+#include "aspen/io/jsonl.h"
+#include "aspen/train/sft.h"
+
+namespace aspen {
+
+TrainerOptions trainer_options(const TrainSection& train, double lr, int64_t total_steps) {
+  TrainerOptions options;
+  options.optimizer.lr = lr;
+  options.optimizer.weight_decay = train.weight_decay;
+  options.optimizer.max_grad_norm = train.grad_clip;
+  options.optimizer.schedule.kind =
+      train.schedule == "cosine" ? LrScheduleKind::kCosine : LrScheduleKind::kConstant;
+  options.optimizer.schedule.warmup_steps = train.warmup_steps;
+  options.optimizer.schedule.total_steps = std::max(total_steps, train.warmup_steps);
+  options.optimizer.schedule.min_lr_ratio = train.min_lr_ratio;
+  options.compute_dtype = train.compute_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  options.recompute = train.recompute;
+  options.max_tokens_per_micro_batch = train.micro_batch_tokens;
+  return options;
+}
+
+void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metrics) {
+  const TrainSection& train = config.train;
+  if (train.sft_steps <= 0) return;
+  check_input(!setup.eos_token_ids.empty(), "the model declares no EOS token", "sft");
+  std::vector<SftExample> examples;
+  const TokenId eos = setup.eos_token_ids.front();
+  for (const auto& example : setup.train_examples) {
+    SftExample sft;
+    for (TokenId t : setup.tokenizer->encode(example.prompt_text)) sft.prompt.push_back(t);
+    for (TokenId t : setup.tokenizer->encode(sft_answer(setup, example))) sft.answer.push_back(t);
+    sft.answer.push_back(eos);
+    examples.push_back(std::move(sft));
+  }
+  TrainSection sft_train = train;
+  sft_train.schedule = "cosine";
+  SftTrainer trainer(setup.model, trainer_options(sft_train, train.sft_lr, train.sft_steps));
+  std::mt19937_64 rng(train.seed + 1);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < train.sft_steps; ++step) {
+    std::vector<SftExample> batch;
+    for (int64_t i = 0; i < train.sft_batch_size; ++i)
+      batch.push_back(examples[rng() % examples.size()]);
+    const SftStepMetrics m = trainer.step(batch);
+    if ((step + 1) % 50 != 0 && step + 1 != train.sft_steps) continue;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    write_jsonl(metrics, {{"phase", "sft"},
+                          {"step", step + 1},
+                          {"nll", m.nll},
+                          {"lr", m.lr},
+                          {"grad_norm", m.grad_norm},
+                          {"seconds", seconds}});
+    if (config.logging.console) {
+      std::cout << "sft step " << std::setw(4) << step + 1 << "  nll " << std::fixed
+                << std::setprecision(3) << m.nll << "  lr " << std::scientific
+                << std::setprecision(2) << m.lr << std::defaultfloat << "\n"
+                << std::flush;
+    }
+  }
+}
+
+}  // namespace aspen
