@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/config_arguments.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
@@ -25,24 +26,8 @@ struct SftCommandOptions {
   std::string out_dir = "runs/sft";
 };
 
-Config read_config(const std::vector<std::string>& arguments) {
-  std::optional<Config> config;
-  std::vector<std::string> overrides;
-  for (const auto& argument : arguments) {
-    if (argument.find('=') != std::string::npos) {
-      overrides.push_back(argument);
-    } else {
-      check_input(!config, "more than one config file given", argument);
-      config = Config::load_file(argument);
-    }
-  }
-  if (!config) config = Config::empty("built-in config");
-  for (const auto& assignment : overrides) config->apply_override(assignment);
-  return *config;
-}
-
 int run_sft_command(const SftCommandOptions& options) {
-  Config config = read_config(options.arguments);
+  Config config = config_from_arguments(options.arguments);
   const TrainConfig train_config = parse_train_config(config);
   check_input(train_config.train.sft_steps > 0, "must be > 0 for aspen sft", "train.sft_steps");
   namespace fs = std::filesystem;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/config_arguments.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/train_config.h"
@@ -18,19 +19,8 @@ struct TrainOptions {
 };
 
 int run_train(const TrainOptions& options) {
-  std::optional<Config> config;
-  std::vector<std::string> overrides;
-  for (const auto& argument : options.arguments) {
-    if (argument.find('=') != std::string::npos) {
-      overrides.push_back(argument);
-    } else {
-      check_input(!config, "more than one config file given", argument);
-      config = Config::load_file(argument);
-    }
-  }
-  if (!config) config = Config::empty("built-in demo config");
-  for (const auto& assignment : overrides) config->apply_override(assignment);
-  const TrainConfig train_config = parse_train_config(*config);
+  Config config = config_from_arguments(options.arguments);
+  const TrainConfig train_config = parse_train_config(config);
 
   RlSetup setup = build_rl_setup(train_config);
   const nlohmann::json summary = run_sync_schedule(train_config, setup, options.out_dir);
