@@ -1,7 +1,7 @@
 // A short end-to-end run of the synchronous schedule on a tiny built-in model:
 // every stage runs through the dock, metrics are written and finite, the final
 // policy is exported in HF layout and loads back.
-#include "aspen/pipeline/sync_schedule.h"
+#include "aspen/pipeline/rl_run.h"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ void expect_finite_numbers(const nlohmann::json& value, const std::string& where
 }
 
 TEST(SyncSchedule, ShortRunWritesFiniteMetricsAndAnHfCheckpoint) {
-  for (const std::string algorithm : {"grpo", "dapo", "reinforce_pp"}) {
+  for (const std::string algorithm : {"grpo", "dapo", "reinforce_pp", "ppo"}) {
     Config config = Config::empty("test");
     for (const std::string o :
          {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8",
@@ -38,7 +38,7 @@ TEST(SyncSchedule, ShortRunWritesFiniteMetricsAndAnHfCheckpoint) {
     RlSetup setup = build_rl_setup(parsed);
     const std::string dir = ::testing::TempDir() + "/aspen_sync_" + algorithm;
     std::filesystem::remove_all(dir);
-    const nlohmann::json summary = run_sync_schedule(parsed, setup, dir);
+    const nlohmann::json summary = run_rl(parsed, setup, RunOptions{dir});
     EXPECT_EQ(summary["iterations"], 3);
     EXPECT_GE(summary["samples"].get<int64_t>(), 3 * 16);
 

@@ -38,6 +38,25 @@ TEST(TrainConfig, ErrorsNameTheKeyPath) {
   expect_error_at("rollout:\n  temperature: 0\n", "run.yaml: rollout.temperature");
   expect_error_at("unknown_section: {}\n", "run.yaml: unknown_section");
   expect_error_at("data:\n  task: jsonl\n", "run.yaml: data.path");
+  expect_error_at("checkpoint:\n  every: -1\n", "run.yaml: checkpoint.every");
+  expect_error_at("pipeline:\n  rollout_cores: [0, x]\n", "run.yaml: pipeline.rollout_cores");
+  expect_error_at("algorithm:\n  off_policy: tis\n", "run.yaml: algorithm.off_policy_cap");
+  expect_error_at("algorithm:\n  kl_ctrl: pid\n", "run.yaml: algorithm.kl_ctrl");
+}
+
+// config.json (as_json) is what --resume reads back: every key must round-trip.
+TEST(TrainConfig, AsJsonRoundTripsEveryKey) {
+  Config config = Config::parse(
+      "algorithm: {name: ppo, kl_in_reward: true, kl_ctrl: adaptive, lambda: 0.95}\n"
+      "train: {lr: 3.0e-5, critic_lr: 2.0e-4, schedule: cosine, warmup_steps: 3}\n"
+      "pipeline: {trainer_cores: [1], rollout_cores: [0], max_staleness: 2}\n"
+      "checkpoint: {every: 5, keep_last: 1}\n"
+      "logging: {trace: t.json}\n"
+      "data: {task: countdown, task_options: {}}\n",
+      "run.yaml");
+  const nlohmann::json first = parse_train_config(config).as_json();
+  Config reread = Config::parse(first.dump(), "config.json");
+  EXPECT_EQ(parse_train_config(reread).as_json(), first);
 }
 
 TEST(TrainConfig, OverridesApplyBeforeParsing) {

@@ -24,4 +24,9 @@ void KlController::update(double current_kl, int64_t n_steps) {
   value_ *= 1.0 + error * static_cast<double>(n_steps) / horizon_;
 }
 
+void KlController::restore(double value) {
+  check_input(value >= 0, "KL coefficient must be >= 0", "KL controller state");
+  value_ = value;
+}
+
 }  // namespace aspen

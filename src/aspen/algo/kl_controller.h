@@ -26,6 +26,8 @@ class KlController {
   bool is_adaptive() const { return adaptive_; }
   // No-op for a fixed controller. current_kl: mean KL of the last batch.
   void update(double current_kl, int64_t n_steps);
+  // Sets beta, as saved by a checkpoint (resume). aspen::Error when negative.
+  void restore(double value);
 
  private:
   KlController(double value, bool adaptive, double target, double horizon)

@@ -1,13 +1,17 @@
-// `aspen train [CONFIG.yaml] [key.sub=value ...] [--out DIR]`: the main job.
+// `aspen train [CONFIG.yaml] [key.sub=value ...] [--out DIR] [--resume DIR]`: the main job.
 // With no config it runs the built-in demo (every default of docs/config.md):
 // a tokenizer and a tiny Qwen3 made from nothing, SFT on arithmetic, then GRPO,
 // ending with greedy eval accuracy before and after RL.
+// --resume DIR continues the run in DIR from its newest checkpoint, with the config
+// that run wrote (DIR/config.json); key=value overrides still apply on top (e.g.
+// train.iterations=200 to extend it), a second config file is an error.
+#include <filesystem>
 #include <iostream>
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/config_arguments.h"
+#include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/train_config.h"
 
 namespace aspen::cli {
@@ -16,14 +20,31 @@ namespace {
 struct TrainOptions {
   std::vector<std::string> arguments;  // CONFIG.yaml and/or key.sub=value overrides
   std::string out_dir = "runs/latest";
+  std::string resume_dir;
 };
 
 int run_train(const TrainOptions& options) {
-  Config config = config_from_arguments(options.arguments);
+  RunOptions run;
+  run.out_dir = options.out_dir;
+  std::vector<std::string> arguments = options.arguments;
+  if (!options.resume_dir.empty()) {
+    for (const auto& argument : arguments) {
+      check_input(argument.find('=') != std::string::npos,
+                  "--resume takes the run's own config.json; give only key=value overrides",
+                  argument);
+    }
+    const std::string config_path = options.resume_dir + "/config.json";
+    check_input(std::filesystem::exists(config_path), "not a run directory (no config.json)",
+                options.resume_dir);
+    arguments.insert(arguments.begin(), config_path);
+    run.out_dir = options.resume_dir;
+    run.resume = true;
+  }
+  Config config = config_from_arguments(arguments);
   const TrainConfig train_config = parse_train_config(config);
 
   RlSetup setup = build_rl_setup(train_config);
-  const nlohmann::json summary = run_sync_schedule(train_config, setup, options.out_dir);
+  const nlohmann::json summary = run_rl(train_config, setup, run);
   const double before = summary["eval_accuracy_before_rl"].get<double>();
   const double after = summary["eval_accuracy_after_rl"].get<double>();
   std::cout << "\n== summary ==\n"
@@ -32,7 +53,7 @@ int run_train(const TrainOptions& options) {
             << " points)\n"
             << "iterations " << summary["iterations"] << ", samples " << summary["samples"] << ", "
             << summary["wall_seconds"].get<double>() << " s\n"
-            << "report: " << options.out_dir
+            << "report: " << run.out_dir
             << "/summary.json, metrics: " << summary["metrics"].get<std::string>()
             << "\nfinal model (HF layout): " << summary["final_model"].get<std::string>() << "\n";
   return 0;
@@ -44,6 +65,8 @@ void setup(CLI::App& root) {
       root.add_subcommand("train", "RL post-training (no config: the built-in arithmetic demo)");
   command->add_option("config", options->arguments, "CONFIG.yaml and key.sub=value overrides");
   command->add_option("--out", options->out_dir, "run directory")->capture_default_str();
+  command->add_option("--resume", options->resume_dir,
+                      "continue the run in this directory from its newest checkpoint");
   on_run(command, [options] { return run_train(*options); });
 }
 

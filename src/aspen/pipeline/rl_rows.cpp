@@ -4,7 +4,7 @@
 
 namespace aspen {
 
-DockSchema make_rl_schema(bool with_reference) {
+DockSchema make_rl_schema(const RlSchemaOptions& options) {
   using namespace rl_columns;
   std::vector<ColumnSpec> columns = {{kPrompt, torch::kInt64, ColumnKind::kPerRow},
                                      {kResponse, torch::kInt64, ColumnKind::kPerToken},
@@ -12,17 +12,30 @@ DockSchema make_rl_schema(bool with_reference) {
                                      {kScores, torch::kFloat32, ColumnKind::kPerRow},
                                      {kOldLogprobs, torch::kFloat32, ColumnKind::kPerToken},
                                      {kAdvantages, torch::kFloat32, ColumnKind::kPerToken}};
+  ConsumerSpec advantage{rl_consumers::kAdvantage, {kResponse, kScores}};
+  ConsumerSpec actor{rl_consumers::kActorUpdate,
+                     {kPrompt, kResponse, kOldLogprobs, kAdvantages, kRolloutLogprobs}};
   std::vector<ConsumerSpec> consumers = {
       {rl_consumers::kReward, {kPrompt, kResponse}},
-      {rl_consumers::kOldLogprobs, {kPrompt, kResponse, kRolloutLogprobs}},
-      {rl_consumers::kAdvantage, {kResponse, kScores}},
-      {rl_consumers::kActorUpdate,
-       {kPrompt, kResponse, kOldLogprobs, kAdvantages, kRolloutLogprobs}}};
-  if (with_reference) {
+      {rl_consumers::kOldLogprobs, {kPrompt, kResponse, kRolloutLogprobs}}};
+  if (options.with_reference) {
     columns.push_back({kRefLogprobs, torch::kFloat32, ColumnKind::kPerToken});
     consumers.push_back({rl_consumers::kReference, {kPrompt, kResponse}});
-    consumers[3].columns.push_back(kRefLogprobs);
+    actor.columns.push_back(kRefLogprobs);
+    if (options.kl_in_reward) {
+      advantage.columns.push_back(kRefLogprobs);
+      advantage.columns.push_back(kOldLogprobs);
+    }
   }
+  if (options.with_critic) {
+    columns.push_back({kValues, torch::kFloat32, ColumnKind::kPerToken});
+    columns.push_back({kReturns, torch::kFloat32, ColumnKind::kPerToken});
+    consumers.push_back({rl_consumers::kValues, {kPrompt, kResponse}});
+    advantage.columns.push_back(kValues);
+    consumers.push_back({rl_consumers::kCriticUpdate, {kPrompt, kResponse, kValues, kReturns}});
+  }
+  consumers.push_back(advantage);
+  consumers.push_back(actor);
   return DockSchema(columns, consumers);
 }
 

@@ -9,7 +9,10 @@
 //   ref_logprobs      [R] fp32,  per token (only when the loss has a KL term)
 //   old_logprobs      [R] fp32,  per token
 //   advantages        [R] fp32,  per token
-// Consumers: reward, reference (optional), old_logprobs, advantage, actor_update.
+//   values            [R] fp32,  per token (ppo: critic values at rollout time)
+//   returns           [R] fp32,  per token (ppo: value targets)
+// Consumers, in the order a sample visits them: reward, reference (when a KL term
+// needs it), old_logprobs, values (ppo), advantage, actor_update, critic_update (ppo).
 // Thread safety: pure functions.
 #pragma once
 
@@ -30,6 +33,8 @@ inline constexpr const char* kScores = "scores";
 inline constexpr const char* kRefLogprobs = "ref_logprobs";
 inline constexpr const char* kOldLogprobs = "old_logprobs";
 inline constexpr const char* kAdvantages = "advantages";
+inline constexpr const char* kValues = "values";
+inline constexpr const char* kReturns = "returns";
 }  // namespace rl_columns
 
 namespace rl_consumers {
@@ -37,10 +42,18 @@ inline constexpr const char* kReward = "reward";
 inline constexpr const char* kReference = "reference";
 inline constexpr const char* kOldLogprobs = "old_logprobs";
 inline constexpr const char* kAdvantage = "advantage";
+inline constexpr const char* kValues = "values";
 inline constexpr const char* kActorUpdate = "actor_update";
+inline constexpr const char* kCriticUpdate = "critic_update";
 }  // namespace rl_consumers
 
-DockSchema make_rl_schema(bool with_reference);
+struct RlSchemaOptions {
+  bool with_reference = false;   // ref_logprobs (KL in the loss or in the reward)
+  bool kl_in_reward = false;     // the advantage stage reads ref and old log-probs
+  bool with_critic = false;      // ppo: values, returns, critic_update
+};
+
+DockSchema make_rl_schema(const RlSchemaOptions& options);
 
 // Column values of completions (one row each), in the order of the returned vector.
 std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions);

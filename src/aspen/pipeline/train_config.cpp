@@ -17,6 +17,19 @@ void check_positive(int64_t value, const std::string& where) {
   check_input(value > 0, "must be > 0, got " + std::to_string(value), where);
 }
 
+// A list of CPU core indices, e.g. [0] or [0, 1].
+std::vector<int> read_cores(ConfigSection& s, const std::string& key) {
+  const nlohmann::json value = s.json(key, nlohmann::json::array());
+  check_input(value.is_array(), "must be a list of core indices", s.where(key));
+  std::vector<int> cores;
+  for (const auto& core : value) {
+    check_input(core.is_number_integer() && core.get<int>() >= 0,
+                "must be a list of core indices >= 0", s.where(key));
+    cores.push_back(core.get<int>());
+  }
+  return cores;
+}
+
 ModelSection read_model(ConfigSection s) {
   ModelSection m;
   m.path = s.get("path", m.path);
@@ -57,7 +70,8 @@ DataSection read_data(ConfigSection s) {
 AlgorithmSection read_algorithm(ConfigSection s) {
   AlgorithmSection a;
   a.name = s.get("name", a.name);
-  check_one_of(a.name, {"grpo", "dr_grpo", "dapo", "rloo", "reinforce_pp", "reinforce_pp_baseline"},
+  check_one_of(a.name,
+               {"grpo", "dr_grpo", "dapo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "ppo"},
                s.where("name"));
   if (a.name == "dapo") {  // DAPO's published defaults, overridable below
     a.clip_ratio_high = 0.28;
@@ -79,6 +93,24 @@ AlgorithmSection read_algorithm(ConfigSection s) {
   a.overlong_buffer = s.get("overlong_buffer", a.overlong_buffer);
   a.overlong_penalty = s.get("overlong_penalty", a.overlong_penalty);
   a.gamma = s.get("gamma", a.gamma);
+  a.lambda = s.get("lambda", a.lambda);
+  a.value_clip = s.get("value_clip", a.value_clip);
+  a.kl_in_reward = s.get("kl_in_reward", a.kl_in_reward);
+  a.kl_ctrl = s.get("kl_ctrl", a.kl_ctrl);
+  check_one_of(a.kl_ctrl, {"fixed", "adaptive"}, s.where("kl_ctrl"));
+  a.kl_reward_coef = s.get("kl_reward_coef", a.kl_reward_coef);
+  a.kl_target = s.get("kl_target", a.kl_target);
+  a.kl_horizon = s.get("kl_horizon", a.kl_horizon);
+  a.off_policy = s.get("off_policy", a.off_policy);
+  check_one_of(a.off_policy, {"none", "decoupled", "tis"}, s.where("off_policy"));
+  a.off_policy_cap = s.get("off_policy_cap", a.off_policy_cap);
+  check_input(a.off_policy != "tis" || a.off_policy_cap > 0,
+              "truncated importance sampling needs a cap > 0", s.where("off_policy_cap"));
+  check_input(a.gamma > 0 && a.gamma <= 1, "must be in (0, 1]", s.where("gamma"));
+  check_input(a.lambda >= 0 && a.lambda <= 1, "must be in [0, 1]", s.where("lambda"));
+  check_input(a.kl_reward_coef >= 0, "must be >= 0", s.where("kl_reward_coef"));
+  check_input(a.kl_target > 0, "must be > 0", s.where("kl_target"));
+  check_input(a.kl_horizon > 0, "must be > 0", s.where("kl_horizon"));
   check_input(a.clip_ratio_low > 0 && a.clip_ratio_high > 0, "clip ratios must be > 0",
               s.where("clip_ratio_low"));
   check_input(a.clip_ratio_c == 0.0 || a.clip_ratio_c > 1.0, "dual-clip constant must be > 1",
@@ -127,6 +159,8 @@ TrainSection read_train(ConfigSection s) {
   t.sft_steps = s.get("sft_steps", t.sft_steps);
   t.sft_batch_size = s.get("sft_batch_size", t.sft_batch_size);
   t.sft_lr = s.get("sft_lr", t.sft_lr);
+  t.critic_lr = s.get("critic_lr", t.critic_lr);
+  check_input(t.critic_lr > 0, "must be > 0", s.where("critic_lr"));
   check_input(t.iterations >= 0, "must be >= 0", s.where("iterations"));
   check_input(t.lr > 0, "must be > 0", s.where("lr"));
   check_positive(t.epochs, s.where("epochs"));
@@ -139,6 +173,20 @@ PipelineSection read_pipeline(ConfigSection s) {
   p.mode = s.get("mode", p.mode);
   check_one_of(p.mode, {"sync"}, s.where("mode"));
   p.threads = s.get("threads", p.threads);
+  p.max_staleness = s.get("max_staleness", p.max_staleness);
+  p.sync_every = s.get("sync_every", p.sync_every);
+  p.instances = s.get("instances", p.instances);
+  p.dispatch = s.get("dispatch", p.dispatch);
+  check_one_of(p.dispatch, {"round_robin", "least_requests", "queue_aware"}, s.where("dispatch"));
+  p.interrupt = s.get("interrupt", p.interrupt);
+  p.rollout_threads = s.get("rollout_threads", p.rollout_threads);
+  p.rollout_cores = read_cores(s, "rollout_cores");
+  p.trainer_cores = read_cores(s, "trainer_cores");
+  check_input(p.threads >= 0, "must be >= 0", s.where("threads"));
+  check_input(p.max_staleness >= 0, "must be >= 0", s.where("max_staleness"));
+  check_positive(p.sync_every, s.where("sync_every"));
+  check_positive(p.instances, s.where("instances"));
+  check_positive(p.rollout_threads, s.where("rollout_threads"));
   s.finish();
   return p;
 }
@@ -147,8 +195,19 @@ LoggingSection read_logging(ConfigSection s) {
   LoggingSection l;
   l.eval_every = s.get("eval_every", l.eval_every);
   l.console = s.get("console", l.console);
+  l.trace = s.get("trace", l.trace);
   s.finish();
   return l;
+}
+
+CheckpointSection read_checkpoint(ConfigSection s) {
+  CheckpointSection c;
+  c.every = s.get("every", c.every);
+  c.keep_last = s.get("keep_last", c.keep_last);
+  check_input(c.every >= 0, "must be >= 0", s.where("every"));
+  check_input(c.keep_last >= 0, "must be >= 0", s.where("keep_last"));
+  s.finish();
+  return c;
 }
 
 }  // namespace
@@ -163,6 +222,7 @@ TrainConfig parse_train_config(Config& config) {
   result.train = read_train(root.section("train"));
   result.pipeline = read_pipeline(root.section("pipeline"));
   result.logging = read_logging(root.section("logging"));
+  result.checkpoint = read_checkpoint(root.section("checkpoint"));
   root.finish();
   return result;
 }
@@ -181,6 +241,11 @@ nlohmann::json TrainConfig::as_json() const {
            {{"task", data.task},
             {"task_options", data.task_options},
             {"path", data.path},
+            {"prompt_field", data.prompt_field},
+            {"answer_field", data.answer_field},
+            {"verifier", data.verifier},
+            {"verifier_options", data.verifier_options},
+            {"chat_template", data.chat_template},
             {"train_size", data.train_size},
             {"eval_size", data.eval_size},
             {"seed", data.seed}}},
@@ -194,26 +259,62 @@ nlohmann::json TrainConfig::as_json() const {
             {"kl_estimator", algorithm.kl_estimator},
             {"entropy_coef", algorithm.entropy_coef},
             {"dynamic_sampling", algorithm.dynamic_sampling},
-            {"overlong_buffer", algorithm.overlong_buffer}}},
+            {"overlong_buffer", algorithm.overlong_buffer},
+            {"overlong_penalty", algorithm.overlong_penalty},
+            {"gamma", algorithm.gamma},
+            {"lambda", algorithm.lambda},
+            {"value_clip", algorithm.value_clip},
+            {"kl_in_reward", algorithm.kl_in_reward},
+            {"kl_ctrl", algorithm.kl_ctrl},
+            {"kl_reward_coef", algorithm.kl_reward_coef},
+            {"kl_target", algorithm.kl_target},
+            {"kl_horizon", algorithm.kl_horizon},
+            {"off_policy", algorithm.off_policy},
+            {"off_policy_cap", algorithm.off_policy_cap}}},
           {"rollout",
            {{"n", rollout.n},
             {"prompts_per_iteration", rollout.prompts_per_iteration},
             {"max_tokens", rollout.max_tokens},
             {"temperature", rollout.temperature},
             {"top_p", rollout.top_p},
-            {"top_k", rollout.top_k}}},
+            {"top_k", rollout.top_k},
+            {"kv_cache_mb", rollout.kv_cache_mb},
+            {"max_num_seqs", rollout.max_num_seqs},
+            {"max_num_batched_tokens", rollout.max_num_batched_tokens}}},
           {"train",
            {{"iterations", train.iterations},
             {"lr", train.lr},
             {"schedule", train.schedule},
+            {"warmup_steps", train.warmup_steps},
+            {"min_lr_ratio", train.min_lr_ratio},
+            {"weight_decay", train.weight_decay},
+            {"grad_clip", train.grad_clip},
             {"mini_batch_size", train.mini_batch_size},
             {"epochs", train.epochs},
+            {"micro_batch_tokens", train.micro_batch_tokens},
             {"compute_dtype", train.compute_dtype},
+            {"recompute", train.recompute},
             {"seed", train.seed},
             {"sft_steps", train.sft_steps},
-            {"sft_lr", train.sft_lr}}},
-          {"pipeline", {{"mode", pipeline.mode}, {"threads", pipeline.threads}}},
-          {"logging", {{"eval_every", logging.eval_every}}}};
+            {"sft_batch_size", train.sft_batch_size},
+            {"sft_lr", train.sft_lr},
+            {"critic_lr", train.critic_lr}}},
+          {"pipeline",
+           {{"mode", pipeline.mode},
+            {"threads", pipeline.threads},
+            {"max_staleness", pipeline.max_staleness},
+            {"sync_every", pipeline.sync_every},
+            {"instances", pipeline.instances},
+            {"dispatch", pipeline.dispatch},
+            {"interrupt", pipeline.interrupt},
+            {"rollout_threads", pipeline.rollout_threads},
+            {"rollout_cores", pipeline.rollout_cores},
+            {"trainer_cores", pipeline.trainer_cores}}},
+          {"logging",
+           {{"eval_every", logging.eval_every},
+            {"console", logging.console},
+            {"trace", logging.trace}}},
+          {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}}};
 }
 
 }  // namespace aspen

@@ -1,0 +1,129 @@
+#include "aspen/pipeline/checkpoint.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "aspen/io/model_dir.h"
+#include "aspen/io/safetensors.h"
+#include "aspen/util/error.h"
+#include "aspen/util/file.h"
+
+namespace aspen {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPrefix = "iter_";
+
+fs::path checkpoints_root(const std::string& run_dir) { return fs::path(run_dir) / "checkpoints"; }
+
+std::string iteration_name(int64_t iteration) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%s%06lld", kPrefix, static_cast<long long>(iteration));
+  return name;
+}
+
+// Complete checkpoints (no .tmp suffix), oldest first.
+std::vector<fs::path> list_checkpoints(const std::string& run_dir) {
+  std::vector<fs::path> found;
+  const fs::path root = checkpoints_root(run_dir);
+  if (!fs::is_directory(root)) return found;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.rfind(kPrefix, 0) != 0 ||
+        name.find('.') != std::string::npos) {
+      continue;
+    }
+    if (fs::exists(entry.path() / "state.json")) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());  // zero-padded names sort by iteration
+  return found;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> module_tensors(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    tensors.emplace_back(item.key(), item.value().detach());
+  }
+  return tensors;
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
+                            RlWorkers& workers, const nlohmann::json& schedule_state,
+                            int64_t keep_last) {
+  const fs::path final_dir = checkpoints_root(run_dir) / iteration_name(iteration);
+  const fs::path tmp = final_dir.string() + ".tmp";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  export_policy(setup, (tmp / "policy").string());
+  workers.actor->optimizer().save((tmp / "actor_optimizer.pt").string());
+  if (workers.reference) {
+    write_safetensors((tmp / "reference.safetensors").string(),
+                      workers.reference->model()->hf_state());
+  }
+  if (workers.critic) {
+    write_safetensors((tmp / "critic.safetensors").string(), module_tensors(*workers.critic->model()));
+    workers.critic->optimizer().save((tmp / "critic_optimizer.pt").string());
+  }
+  const nlohmann::json state = {{"iteration", iteration}, {"schedule", schedule_state}};
+  write_file_atomic((tmp / "state.json").string(), state.dump(1));
+  fs::remove_all(final_dir);
+  fs::rename(tmp, final_dir);
+
+  if (keep_last > 0) {
+    std::vector<fs::path> all = list_checkpoints(run_dir);
+    const int64_t excess = static_cast<int64_t>(all.size()) - keep_last;
+    for (int64_t i = 0; i < excess; ++i) fs::remove_all(all[static_cast<size_t>(i)]);
+  }
+  return final_dir.string();
+}
+
+std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
+  const std::vector<fs::path> all = list_checkpoints(run_dir);
+  if (all.empty()) return std::nullopt;
+  return all.back().string();
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup) {
+  LoadedCheckpoint loaded;
+  loaded.dir = dir;
+  const fs::path root(dir);
+  const std::string state_path = (root / "state.json").string();
+  check_input(fs::exists(state_path), "not a checkpoint (no state.json)", dir);
+  try {
+    const nlohmann::json state = nlohmann::json::parse(read_file(state_path));
+    loaded.iteration = state.at("iteration").get<int64_t>();
+    loaded.schedule_state = state.at("schedule");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("malformed checkpoint state: ") + e.what(), state_path);
+  }
+  setup.model->load_state(load_model_weights((root / "policy").string()),
+                          (root / "policy").string());
+  if (fs::exists(root / "reference.safetensors")) {
+    loaded.workers.reference = load_safetensors((root / "reference.safetensors").string());
+  }
+  if (fs::exists(root / "critic.safetensors")) {
+    loaded.workers.critic = load_safetensors((root / "critic.safetensors").string());
+  }
+  return loaded;
+}
+
+void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) {
+  const fs::path root(checkpoint.dir);
+  workers.actor->optimizer().load((root / "actor_optimizer.pt").string());
+  if (workers.reference) {
+    check_input(!checkpoint.workers.reference.empty(),
+                "the run needs a reference model but the checkpoint has none", checkpoint.dir);
+  }
+  if (workers.critic) {
+    check_input(fs::exists(root / "critic_optimizer.pt"),
+                "the run trains a critic but the checkpoint has none", checkpoint.dir);
+    workers.critic->optimizer().load((root / "critic_optimizer.pt").string());
+  }
+}
+
+}  // namespace aspen

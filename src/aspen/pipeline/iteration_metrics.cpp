@@ -1,0 +1,68 @@
+#include "aspen/pipeline/iteration_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace aspen {
+namespace {
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double sample_std(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean(v);
+  double sum = 0.0;
+  for (double x : v) sum += (x - m) * (x - m);
+  return std::sqrt(sum / static_cast<double>(v.size() - 1));
+}
+
+}  // namespace
+
+nlohmann::json iteration_metrics(const IterationRecord& record) {
+  const RewardStats& rewards = record.rewards;
+  const ActorMetrics& actor = record.update.actor;
+  std::vector<double> lengths(rewards.lengths.begin(), rewards.lengths.end());
+  int64_t correct = 0;
+  for (double s : rewards.scores) correct += s >= 1.0 ? 1 : 0;
+  const double seconds = std::max(record.seconds, 1e-9);
+  nlohmann::json line = {
+      {"iteration", record.index + 1},
+      {"policy_version", record.policy_version},
+      {"reward_mean", mean(rewards.scores)},
+      {"reward_std", sample_std(rewards.scores)},
+      {"accuracy", rewards.scores.empty() ? 0.0
+                                          : static_cast<double>(correct) /
+                                                static_cast<double>(rewards.scores.size())},
+      {"response_length_mean", mean(lengths)},
+      {"response_length_max", lengths.empty() ? 0.0 : *std::max_element(lengths.begin(), lengths.end())},
+      {"kl", actor.kl_loss},
+      {"approx_kl", actor.approx_kl},
+      {"entropy", actor.entropy},
+      {"clip_frac", actor.clip_frac},
+      {"grad_norm", actor.grad_norm},
+      {"lr", actor.lr},
+      {"policy_loss", actor.policy_loss},
+      {"rows", static_cast<int64_t>(rewards.scores.size())},
+      {"trained_rows", record.update.rows},
+      {"trained_tokens", record.update.response_tokens},
+      {"sampling_rounds", record.sampling_rounds},
+      {"stage_seconds", record.stage_seconds},
+      {"seconds", record.seconds},
+      {"tokens_per_second", static_cast<double>(actor.tokens) / seconds},
+      {"effective_tps", static_cast<double>(record.update.response_tokens) / seconds}};
+  if (record.advantages.kl_coef > 0.0) {
+    line["kl_in_reward"] = record.advantages.kl_in_reward;
+    line["kl_reward_coef"] = record.advantages.kl_coef;
+  }
+  if (record.update.critic.steps > 0) {
+    line["value_loss"] = record.update.critic.value_loss;
+    line["value_clip_frac"] = record.update.critic.clip_frac;
+    line["critic_grad_norm"] = record.update.critic.grad_norm;
+  }
+  return line;
+}
+
+}  // namespace aspen

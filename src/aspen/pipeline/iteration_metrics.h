@@ -1,0 +1,27 @@
+// The metrics line of one RL iteration (metrics.jsonl), shared by both schedules so
+// their curves compare key for key: reward mean/std, accuracy, response length
+// mean/max, KL, entropy, clip fraction, grad norm, LR, per-stage seconds, tokens/s.
+// Thread safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "aspen/pipeline/rl_stages.h"
+
+namespace aspen {
+
+struct IterationRecord {
+  int64_t index = 0;           // 0-based iteration
+  int64_t policy_version = 0;  // after this iteration's update
+  RewardStats rewards;         // every row generated for the iteration
+  AdvantageStats advantages;
+  UpdateStats update;
+  int64_t sampling_rounds = 1;
+  nlohmann::json stage_seconds = nlohmann::json::object();
+  double seconds = 0.0;  // wall time of the iteration
+};
+
+nlohmann::json iteration_metrics(const IterationRecord& record);
+
+}  // namespace aspen

@@ -1,0 +1,332 @@
+#include "aspen/pipeline/rl_stages.h"
+
+#include <algorithm>
+#include <map>
+
+#include "aspen/algo/algo.h"
+#include "aspen/pipeline/sft_phase.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+std::vector<RowId> row_ids(const Claim& claim) {
+  std::vector<RowId> ids;
+  for (const auto& row : claim.rows) ids.push_back(row.id);
+  return ids;
+}
+
+std::vector<int64_t> response_lengths(const ColumnData& responses) {
+  std::vector<int64_t> lengths;
+  for (const auto& r : responses.values) lengths.push_back(r.numel());
+  return lengths;
+}
+
+torch::Tensor packed_column(const ColumnData& column) {
+  if (column.values.empty()) return torch::zeros({0});
+  return torch::cat(column.values).to(torch::kFloat32);
+}
+
+std::vector<torch::Tensor> split_lengths(const torch::Tensor& packed,
+                                         const std::vector<int64_t>& lengths) {
+  std::vector<torch::Tensor> rows;
+  int64_t offset = 0;
+  for (int64_t length : lengths) {
+    rows.push_back(packed.narrow(0, offset, length).to(torch::kFloat32).clone());
+    offset += length;
+  }
+  return rows;
+}
+
+// Outcome estimators: per-token advantages from per-row scores.
+torch::Tensor outcome_advantages(const std::string& algorithm, double gamma,
+                                 const torch::Tensor& scores, const torch::Tensor& group_ids,
+                                 const PackedSeqs& packed, const torch::Tensor& token_rewards) {
+  if (algorithm == "grpo" || algorithm == "dapo") return grpo_advantages(scores, group_ids, packed);
+  if (algorithm == "dr_grpo") {
+    GrpoOptions options;
+    options.norm_by_std = false;
+    return grpo_advantages(scores, group_ids, packed, options);
+  }
+  if (algorithm == "rloo") return rloo_advantages(scores, group_ids, packed);
+  if (algorithm == "reinforce_pp_baseline") {
+    return reinforce_pp_baseline_advantages(scores, group_ids, packed);
+  }
+  return reinforce_pp_advantages(token_rewards, packed, gamma).advantages;
+}
+
+KlController make_kl_controller(const AlgorithmSection& a) {
+  if (!a.kl_in_reward) return KlController::fixed(0.0);
+  if (a.kl_ctrl == "adaptive") {
+    return KlController::adaptive(a.kl_reward_coef, a.kl_target, a.kl_horizon);
+  }
+  return KlController::fixed(a.kl_reward_coef);
+}
+
+}  // namespace
+
+void load_named_parameters(torch::nn::Module& module,
+                           const std::map<std::string, torch::Tensor>& weights,
+                           const std::string& source) {
+  torch::NoGradGuard no_grad;
+  const auto params = module.named_parameters(/*recurse=*/true);
+  check_input(params.size() == weights.size(),
+              "holds " + std::to_string(weights.size()) + " tensors, the model has " +
+                  std::to_string(params.size()) + " parameters",
+              source);
+  for (const auto& item : params) {
+    const auto it = weights.find(item.key());
+    check_input(it != weights.end(), "missing parameter " + item.key(), source);
+    check_input(it->second.sizes() == item.value().sizes(), "wrong shape for " + item.key(),
+                source);
+  }
+  for (const auto& item : params) item.value().copy_(weights.at(item.key()));
+}
+
+RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved)
+    : kl_ctrl(make_kl_controller(config.algorithm)) {
+  const TrainSection& train = config.train;
+  ActorOptions actor_options;
+  actor_options.trainer = trainer_options(train, train.lr, train.iterations);
+  actor_options.head.temperature = 1.0;
+  actor = std::make_unique<ActorTrainer>(setup.model, actor_options);
+  schema.kl_in_reward = config.algorithm.kl_in_reward;
+  schema.with_reference = config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward;
+  schema.with_critic = config.algorithm.name == "ppo";
+  if (schema.with_reference) {
+    reference = std::make_unique<ReferencePolicy>(setup.model, ReferenceOptions{});
+    if (saved != nullptr) reference->model()->load_state(saved->reference, "checkpoint reference");
+  }
+  if (schema.with_critic) {
+    CriticModel critic_model = critic_from_policy(setup.model);
+    if (saved != nullptr) load_named_parameters(*critic_model, saved->critic, "checkpoint critic");
+    critic = std::make_unique<CriticTrainer>(
+        critic_model, trainer_options(train, train.critic_lr, train.iterations));
+  }
+}
+
+ClaimOptions claim_rows(int64_t rows, bool whole_groups) {
+  ClaimOptions options;
+  options.max_rows = rows;
+  options.min_rows = rows;
+  options.whole_groups = whole_groups;
+  options.lease_s = 24.0 * 3600.0;
+  return options;
+}
+
+RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
+                         const PromptSource& prompts, TransferDock& dock,
+                         const ClaimOptions& claim_options) {
+  const AlgorithmSection& algorithm = config.algorithm;
+  const Claim claim = dock.claim(rl_consumers::kReward, claim_options);
+  const auto columns = dock.get(claim);
+  const ColumnData& responses = find_column(columns, rl_columns::kResponse);
+  ColumnData scores{rl_columns::kScores, {}};
+  RewardStats stats;
+  std::map<int64_t, std::vector<double>> shaped_by_group;
+  for (size_t i = 0; i < claim.rows.size(); ++i) {
+    const RowInfo& info = claim.rows[i].info;
+    const torch::Tensor r = responses.values[i].to(torch::kInt64).contiguous();
+    const std::vector<TokenId> response(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
+    const TaskExample& example = setup.train_examples[prompts.example_of(info.group_id)];
+    const RewardInput input{example.prompt_text,
+                            setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
+                            example.ground_truth};
+    const double score = setup.verifier->score(input);
+    double shaped = score;
+    if (algorithm.overlong_buffer > 0) {
+      const OverlongBuffer buffer{config.rollout.max_tokens, algorithm.overlong_buffer,
+                                  algorithm.overlong_penalty};
+      shaped += overlong_penalty(torch::tensor({r.numel()}, torch::kInt64), buffer).item<double>();
+    }
+    stats.scores.push_back(score);
+    stats.lengths.push_back(r.numel());
+    stats.versions.push_back(info.version);
+    stats.groups.insert(info.group_id);
+    shaped_by_group[info.group_id].push_back(shaped);
+    scores.values.push_back(torch::tensor({static_cast<float>(shaped)}));
+  }
+  dock.put_columns(row_ids(claim), {scores});
+  dock.ack(claim);
+  for (const auto& [group, values] : shaped_by_group) {
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    if (*low != *high) stats.informative.insert(group);
+  }
+  return stats;
+}
+
+void reference_stage(ReferencePolicy& reference, TransferDock& dock, const ClaimOptions& options) {
+  const Claim claim = dock.claim(rl_consumers::kReference, options);
+  const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
+  dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs,
+                                     split_per_row(reference.compute_logprobs(batch), batch)}});
+  dock.ack(claim);
+}
+
+void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptions& options,
+                       bool reuse_rollout) {
+  const Claim claim = dock.claim(rl_consumers::kOldLogprobs, options);
+  const auto columns = dock.get(claim);
+  if (reuse_rollout) {
+    dock.put_columns(row_ids(claim),
+                     {{rl_columns::kOldLogprobs,
+                       find_column(columns, rl_columns::kRolloutLogprobs).values}});
+  } else {
+    const TrainBatch batch = to_train_batch(claim, columns, {});
+    dock.put_columns(row_ids(claim),
+                     {{rl_columns::kOldLogprobs,
+                       split_per_row(actor.compute_logprobs(batch).logprobs, batch)}});
+  }
+  dock.ack(claim);
+}
+
+void value_stage(CriticTrainer& critic, TransferDock& dock, const ClaimOptions& options) {
+  const Claim claim = dock.claim(rl_consumers::kValues, options);
+  const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
+  dock.put_columns(row_ids(claim),
+                   {{rl_columns::kValues, split_per_row(critic.compute_values(batch), batch)}});
+  dock.ack(claim);
+}
+
+AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& kl_ctrl,
+                               TransferDock& dock, const ClaimOptions& options) {
+  ClaimOptions groups = options;
+  groups.whole_groups = true;  // group estimators need every member's score
+  const Claim claim = dock.claim(rl_consumers::kAdvantage, groups);
+  const auto columns = dock.get(claim);
+  const ColumnData& responses = find_column(columns, rl_columns::kResponse);
+  const std::vector<int64_t> lengths = response_lengths(responses);
+  const PackedSeqs packed = PackedSeqs::from_lengths(lengths);
+  std::vector<int64_t> group_ids;
+  for (const auto& row : claim.rows) group_ids.push_back(row.info.group_id);
+  torch::Tensor scores = packed_column(find_column(columns, rl_columns::kScores));
+
+  AdvantageStats stats;
+  stats.rows = static_cast<int64_t>(claim.rows.size());
+  if (stats.rows == 0) {
+    dock.ack(claim);
+    return stats;
+  }
+  torch::Tensor kl;
+  if (algorithm.kl_in_reward) {
+    // verl's apply_kl_penalty: the old policy's KL from the reference, per token.
+    kl = kl_penalty(packed_column(find_column(columns, rl_columns::kOldLogprobs)),
+                    packed_column(find_column(columns, rl_columns::kRefLogprobs)),
+                    parse_kl_estimator(algorithm.kl_estimator));
+    stats.kl_in_reward = kl.mean().item<double>();
+    stats.kl_coef = kl_ctrl.value();
+  }
+  const torch::Tensor token_rewards = outcome_token_rewards(scores, packed, kl, stats.kl_coef);
+  // Outcome estimators see the KL-shaped score: the sum of the row's token rewards.
+  if (algorithm.kl_in_reward) scores = segment_sum(token_rewards, packed);
+
+  std::vector<ColumnData> out;
+  if (algorithm.name == "ppo") {
+    const torch::Tensor values = packed_column(find_column(columns, rl_columns::kValues));
+    const AdvantagesAndReturns gae =
+        gae_advantages(token_rewards, values, packed, algorithm.gamma, algorithm.lambda);
+    out.push_back({rl_columns::kAdvantages, split_lengths(gae.advantages, lengths)});
+    out.push_back({rl_columns::kReturns, split_lengths(gae.returns, lengths)});
+  } else {
+    const torch::Tensor advantages =
+        outcome_advantages(algorithm.name, algorithm.gamma, scores,
+                           torch::tensor(group_ids, torch::kInt64), packed, token_rewards);
+    out.push_back({rl_columns::kAdvantages, split_lengths(advantages, lengths)});
+  }
+  dock.put_columns(row_ids(claim), out);
+  dock.ack(claim);
+  if (algorithm.kl_in_reward) kl_ctrl.update(stats.kl_in_reward, stats.rows);
+  return stats;
+}
+
+namespace {
+
+// The claimed rows restricted to `kept_groups` (all rows when null).
+std::pair<Claim, std::vector<ColumnData>> keep_groups(const Claim& claim,
+                                                      const std::vector<ColumnData>& columns,
+                                                      const std::set<int64_t>* kept_groups) {
+  Claim kept = claim;
+  kept.rows.clear();
+  std::vector<ColumnData> kept_columns;
+  for (const auto& column : columns) kept_columns.push_back({column.name, {}});
+  for (size_t i = 0; i < claim.rows.size(); ++i) {
+    if (kept_groups != nullptr && !kept_groups->count(claim.rows[i].info.group_id)) continue;
+    kept.rows.push_back(claim.rows[i]);
+    for (size_t c = 0; c < columns.size(); ++c) {
+      kept_columns[c].values.push_back(columns[c].values[i]);
+    }
+  }
+  return {kept, kept_columns};
+}
+
+ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed) {
+  const AlgorithmSection& algorithm = config.algorithm;
+  ActorUpdateOptions options;
+  options.mini_batch_size = config.train.mini_batch_size;
+  options.epochs = config.train.epochs;
+  options.seed = seed;
+  options.policy.clip_ratio_low = algorithm.clip_ratio_low;
+  options.policy.clip_ratio_high = algorithm.clip_ratio_high;
+  if (algorithm.clip_ratio_c > 0) options.policy.clip_ratio_c = algorithm.clip_ratio_c;
+  options.policy.agg.mode = parse_agg_mode(algorithm.loss_agg);
+  if (algorithm.off_policy == "decoupled") {
+    options.policy.correction = OffPolicyCorrection::kDecoupled;
+    if (algorithm.off_policy_cap > 0) options.policy.correction_cap = algorithm.off_policy_cap;
+  } else if (algorithm.off_policy == "tis") {
+    options.policy.correction = OffPolicyCorrection::kTruncatedIS;
+    options.policy.correction_cap = algorithm.off_policy_cap;
+  }
+  options.kl_coef = algorithm.kl_coef;
+  options.kl_estimator = parse_kl_estimator(algorithm.kl_estimator);
+  options.entropy_coef = algorithm.entropy_coef;
+  return options;
+}
+
+}  // namespace
+
+UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
+                         const ClaimOptions& options, const std::set<int64_t>* kept_groups,
+                         uint64_t seed) {
+  UpdateStats stats;
+  const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);
+  const auto [kept, columns] = keep_groups(claim, dock.get(claim), kept_groups);
+  for (const auto& row : kept.rows) stats.row_versions.push_back(row.info.version);
+  stats.rows = static_cast<int64_t>(kept.rows.size());
+  if (stats.rows > 0) {
+    std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
+    if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
+    TrainBatch batch = to_train_batch(kept, columns, token_columns);
+    const ActorUpdateOptions update = actor_update_options(config, seed);
+    if (update.policy.correction != OffPolicyCorrection::kNone) {
+      batch.token_columns[columns::kBehaviourLogprobs] =
+          packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
+    }
+    stats.actor = workers.actor->update(batch, update);
+    stats.response_tokens = batch.num_response_tokens();
+  }
+  dock.ack(claim);
+
+  if (workers.critic) {
+    // Every row the actor claimed has returns by now (the advantage stage wrote them).
+    ClaimOptions critic_claim = options;
+    critic_claim.max_rows = static_cast<int64_t>(claim.rows.size());
+    critic_claim.min_rows = critic_claim.max_rows;
+    const Claim c = dock.claim(rl_consumers::kCriticUpdate, critic_claim);
+    const auto [critic_rows, critic_columns] = keep_groups(c, dock.get(c), kept_groups);
+    if (!critic_rows.rows.empty()) {
+      const TrainBatch batch = to_train_batch(critic_rows, critic_columns,
+                                              {rl_columns::kValues, rl_columns::kReturns});
+      CriticUpdateOptions update;
+      update.mini_batch_size = config.train.mini_batch_size;
+      update.epochs = config.train.epochs;
+      update.seed = seed;
+      update.clip_range = config.algorithm.value_clip;
+      update.agg.mode = parse_agg_mode(config.algorithm.loss_agg);
+      stats.critic = workers.critic->update(batch, update);
+    }
+    dock.ack(c);
+  }
+  return stats;
+}
+
+}  // namespace aspen

@@ -1,0 +1,46 @@
+// Schedule: when the RL stages (rl_stages.h) run, and on which rows. The run driver
+// (rl_run.h) owns everything around it — SFT warm-up, evaluation, metrics file,
+// checkpoints, export — so the sync baseline and the async ASP pipeline are compared
+// on exactly the same model, data, algorithm and sample count.
+//
+// One iteration = one training batch of prompts_per_iteration prompt groups (n rows
+// each) consumed by the trainer; the returned JSON is that iteration's metrics line.
+// state()/restore() hold what a checkpoint needs; they are called between iterations.
+// Thread safety: iteration/state/restore are called from the driver's thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "aspen/pipeline/rl_setup.h"
+#include "aspen/pipeline/rl_stages.h"
+#include "aspen/pipeline/train_config.h"
+
+namespace aspen {
+
+class TraceWriter;
+
+class Schedule {
+ public:
+  virtual ~Schedule() = default;
+  virtual nlohmann::json iteration(int64_t index) = 0;
+  virtual nlohmann::json state() const = 0;
+  virtual void restore(const nlohmann::json& state) = 0;
+  // Ends background work (async rollout threads); called once after the last iteration.
+  virtual void stop() {}
+  virtual int64_t samples() const = 0;         // rows generated so far
+  virtual int64_t trained_tokens() const = 0;  // response tokens trained on so far
+};
+
+struct ScheduleContext {
+  const TrainConfig& config;
+  RlSetup& setup;
+  RlWorkers& workers;
+  TraceWriter* trace = nullptr;  // null: no timeline
+};
+
+std::unique_ptr<Schedule> make_sync_schedule(const ScheduleContext& context);
+std::unique_ptr<Schedule> make_async_schedule(const ScheduleContext& context);
+
+}  // namespace aspen

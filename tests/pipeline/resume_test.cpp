@@ -1,0 +1,121 @@
+// --resume continues a run exactly: a run interrupted after its checkpoint at
+// iteration 2 and resumed from it writes the same metrics and ends with the same
+// weights as the uninterrupted run. PPO with an adaptive KL-in-reward controller,
+// two epochs of shuffled mini-batches: every piece of saved state matters (policy,
+// reference, critic, both optimizers, prompt order and RNG, KL coefficient).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "aspen/io/model_dir.h"
+#include "aspen/pipeline/checkpoint.h"
+#include "aspen/pipeline/rl_run.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainConfig resume_config() {
+  Config config = Config::empty("test");
+  for (const std::string o :
+       {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8",
+        "model.intermediate_size=64", "train.sft_steps=20", "train.sft_batch_size=8",
+        "train.iterations=4", "rollout.n=4", "rollout.prompts_per_iteration=4",
+        "data.train_size=200", "data.eval_size=16", "logging.console=false",
+        "logging.eval_every=1", "algorithm.name=ppo", "algorithm.kl_in_reward=true",
+        "algorithm.kl_ctrl=adaptive", "algorithm.kl_coef=0.01", "train.epochs=2",
+        "train.mini_batch_size=8", "train.lr=1e-3", "checkpoint.every=2",
+        "checkpoint.keep_last=0"}) {
+    config.apply_override(o);
+  }
+  return parse_train_config(config);
+}
+
+// The metrics lines of the RL phase without the wall-clock fields.
+std::vector<nlohmann::json> rl_metrics(const std::string& dir) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json json = nlohmann::json::parse(line);
+    for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps"}) {
+      json.erase(timing);
+    }
+    lines.push_back(json);
+  }
+  return lines;
+}
+
+TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
+  const TrainConfig config = resume_config();
+  const std::string full = ::testing::TempDir() + "/aspen_resume_full";
+  const std::string resumed = ::testing::TempDir() + "/aspen_resume_resumed";
+  fs::remove_all(full);
+  fs::remove_all(resumed);
+  {
+    RlSetup setup = build_rl_setup(config);
+    run_rl(config, setup, RunOptions{full});
+  }
+  ASSERT_TRUE(fs::exists(full + "/checkpoints/iter_000002/state.json"));
+  ASSERT_TRUE(fs::exists(full + "/checkpoints/iter_000004/critic_optimizer.pt"));
+
+  // The interrupted run: what the full run had on disk right after iteration 2
+  // (its metrics file then held the SFT/eval lines and two RL lines; the resume
+  // must also cut the two later lines away).
+  fs::copy(full, resumed, fs::copy_options::recursive);
+  fs::remove_all(resumed + "/checkpoints/iter_000004");
+  fs::remove_all(resumed + "/final");
+  fs::remove(resumed + "/summary.json");
+  {
+    RlSetup setup = build_rl_setup(config);
+    const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
+    EXPECT_EQ(summary["resumed_from_iteration"], 2);
+  }
+
+  const auto expected = rl_metrics(full);
+  const auto actual = rl_metrics(resumed);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(actual[i], expected[i]) << "line " << i;
+
+  const auto a = load_model_weights(full + "/final");
+  const auto b = load_model_weights(resumed + "/final");
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, tensor] : a) EXPECT_TRUE(torch::equal(tensor, b.at(name))) << name;
+}
+
+TEST(Resume, WithoutACheckpointIsAClearError) {
+  const TrainConfig config = resume_config();
+  const std::string dir = ::testing::TempDir() + "/aspen_resume_none";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  RlSetup setup = build_rl_setup(config);
+  try {
+    run_rl(config, setup, RunOptions{dir, /*resume=*/true});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no checkpoint"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Checkpoint, KeepsOnlyTheNewestAndIgnoresPartialWrites) {
+  TrainConfig config = resume_config();
+  const std::string dir = ::testing::TempDir() + "/aspen_checkpoint_keep";
+  fs::remove_all(dir);
+  RlSetup setup = build_rl_setup(config);
+  RlWorkers workers(config, setup);
+  for (int64_t i = 1; i <= 3; ++i) save_checkpoint(dir, i, setup, workers, {{"i", i}}, 2);
+  EXPECT_FALSE(fs::exists(dir + "/checkpoints/iter_000001"));
+  EXPECT_TRUE(fs::exists(dir + "/checkpoints/iter_000002"));
+  fs::create_directories(dir + "/checkpoints/iter_000009.tmp");  // a save cut short
+  EXPECT_EQ(latest_checkpoint(dir), dir + "/checkpoints/iter_000003");
+  const LoadedCheckpoint loaded = load_checkpoint(*latest_checkpoint(dir), setup);
+  EXPECT_EQ(loaded.iteration, 3);
+  EXPECT_EQ(loaded.schedule_state["i"], 3);
+  EXPECT_FALSE(loaded.workers.critic.empty());
+  EXPECT_FALSE(loaded.workers.reference.empty());
+}
+
+}  // namespace
+}  // namespace aspen
