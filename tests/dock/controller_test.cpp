@@ -103,6 +103,19 @@ TEST_F(ControllerTest, OrderAndVersionWindow) {
   EXPECT_TRUE(dock.claim("actor", options).empty());
 }
 
+TEST_F(ControllerTest, GroupFilterClaimsOnlyTheNamedGroups) {
+  add_rows(dock, {row_info(3, 1, 1), row_info(4, 1, 1), row_info(5, 1, 1), row_info(6, 1, 1)});
+  ClaimOptions options;
+  options.max_rows = 8;
+  options.groups = {6, 4};
+  Claim claim = dock.claim("actor", options);
+  ASSERT_EQ(claim.rows.size(), 2u);
+  EXPECT_EQ(claim.rows[0].info.group_id, 4);
+  EXPECT_EQ(claim.rows[1].info.group_id, 6);
+  options.groups.clear();
+  EXPECT_EQ(dock.claim("actor", options).rows.size(), 2u);  // 3 and 5 remain
+}
+
 TEST_F(ControllerTest, ExpiredLeaseReturnsRowsAndLateAckFails) {
   add_rows(dock, {row_info(0, 1, 1)});
   ClaimOptions options;

@@ -33,7 +33,8 @@ nlohmann::json load(const fs::path& path) {
 std::map<int, std::string> track_names(const nlohmann::json& trace) {
   std::map<int, std::string> names;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"]] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      names[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
   }
   return names;
 }
@@ -42,7 +43,7 @@ std::map<int, std::string> track_names(const nlohmann::json& trace) {
 std::map<int, int> span_counts(const nlohmann::json& trace) {
   std::map<int, int> counts;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "X") counts[e["tid"]] += 1;
+    if (e["ph"] == "X") counts[e["tid"].get<int>()] += 1;
   }
   return counts;
 }
@@ -139,20 +140,22 @@ TEST(TraceWriter, ConcurrentSpansFromSeveralThreadsAllAppear) {
   const fs::path path = dir / "trace.json";
   constexpr int kThreads = 4;
   constexpr int kSpans = 250;
-  TraceWriter writer(path.string());
   std::vector<int> tracks(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      tracks[t] = writer.track("worker/" + std::to_string(t));
-      for (int i = 0; i < kSpans; ++i) {
-        TraceSpan span(writer, tracks[t], "work", {{"i", i}});
-      }
-    });
+  {
+    TraceWriter writer(path.string());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        tracks[t] = writer.track("worker/" + std::to_string(t));
+        for (int i = 0; i < kSpans; ++i) {
+          TraceSpan span(writer, tracks[t], "work", {{"i", i}});
+        }
+      });
+    }
+    for (int i = 0; i < 5; ++i) writer.flush();  // periodic flushes race with recording
+    for (auto& thread : threads) thread.join();
+    writer.flush();
   }
-  for (int i = 0; i < 5; ++i) writer.flush();  // periodic flushes race with recording
-  for (auto& thread : threads) thread.join();
-  writer.flush();
 
   const nlohmann::json trace = load(path);
   const auto names = track_names(trace);
@@ -167,26 +170,40 @@ TEST(TraceWriter, ConcurrentSpansFromSeveralThreadsAllAppear) {
 
 TEST(TraceWriter, RejectsUnknownTracksAndBackwardSpans) {
   const fs::path dir = fresh_dir("errors");
-  TraceWriter writer((dir / "trace.json").string());
-  const int track = writer.track("a");
-  EXPECT_THROW(writer.span(track + 1, "x", writer.origin(), writer.origin()), Error);
-  EXPECT_THROW(writer.instant(0, "x"), Error);
-  EXPECT_THROW(writer.span(track, "x", writer.origin() + std::chrono::seconds(1), writer.origin()),
-               Error);
-  // A bad track inside TraceSpan is logged and dropped, never thrown from the destructor.
-  EXPECT_NO_THROW({ TraceSpan span(writer, 99, "dropped"); });
+  {
+    TraceWriter writer((dir / "trace.json").string());
+    const int track = writer.track("a");
+    EXPECT_THROW(writer.span(track + 1, "x", writer.origin(), writer.origin()), Error);
+    EXPECT_THROW(writer.instant(0, "x"), Error);
+    EXPECT_THROW(
+        writer.span(track, "x", writer.origin() + std::chrono::seconds(1), writer.origin()), Error);
+    // A bad track inside TraceSpan is logged and dropped, never thrown from the destructor.
+    EXPECT_NO_THROW({ TraceSpan span(writer, 99, "dropped"); });
+  }
   fs::remove_all(dir);
 }
 
 TEST(TraceWriter, FlushNamesThePathItCannotWrite) {
   TraceWriter writer("/nonexistent_dir_for_aspen_test/trace.json");
-  writer.track("a");
   try {
     writer.flush();
     FAIL() << "expected aspen::Error";
   } catch (const Error& e) {
     EXPECT_NE(e.input().find("/nonexistent_dir_for_aspen_test/trace.json"), std::string::npos);
   }
+}
+
+TEST(TraceWriter, DestructorSkipsTheRewriteWhenNothingChanged) {
+  const fs::path dir = fresh_dir("unchanged");
+  const fs::path path = dir / "trace.json";
+  {
+    TraceWriter writer(path.string());
+    writer.track("a");
+    writer.flush();
+    fs::remove(path);  // a rewrite would bring it back
+  }
+  EXPECT_FALSE(fs::exists(path));
+  fs::remove_all(dir);
 }
 
 }  // namespace

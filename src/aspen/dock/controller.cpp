@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "aspen/dock/token_balance.h"
 #include "aspen/util/error.h"
@@ -157,8 +158,10 @@ std::vector<RowId> DockController::select_locked(int consumer, const ClaimOption
   const std::set<RowId>& pool = claimable_[consumer];
   std::vector<RowId> picked;
   const auto max_rows = static_cast<size_t>(options.max_rows);
+  const std::unordered_set<int64_t> groups(options.groups.begin(), options.groups.end());
   auto in_window = [&](const RowInfo& info) {
-    return info.version >= options.min_version && info.version <= options.max_version;
+    return info.version >= options.min_version && info.version <= options.max_version &&
+           (groups.empty() || groups.count(info.group_id) > 0);
   };
   // Groups: members in visiting order, groups in order of their first member.
   std::unordered_map<int64_t, std::vector<RowId>> members;

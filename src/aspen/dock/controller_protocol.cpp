@@ -42,6 +42,7 @@ std::string encode_claim_options(const std::string& consumer, const ClaimOptions
   w.put<double>(o.timeout_s).put<uint8_t>(o.whole_groups).put<uint8_t>(o.oldest_first);
   w.put<int64_t>(o.min_version).put<int64_t>(o.max_version);
   w.put<int32_t>(o.balance_ranks).put<double>(o.lease_s);
+  w.put_vector(o.groups);
   return w.take();
 }
 
@@ -57,6 +58,7 @@ ClaimOptions decode_claim_options(ByteReader& r, std::string& consumer) {
   o.max_version = r.get<int64_t>();
   o.balance_ranks = r.get<int32_t>();
   o.lease_s = r.get<double>();
+  o.groups = r.get_vector<int64_t>();
   r.expect_end();
   return o;
 }

@@ -28,6 +28,9 @@ struct ClaimOptions {
   bool oldest_first = true;   // false: newest rows first (least stale)
   int64_t min_version = std::numeric_limits<int64_t>::min();  // policy-version window
   int64_t max_version = std::numeric_limits<int64_t>::max();
+  // Only rows of these groups (sorted or not); empty: any group. A trainer that has
+  // chosen its batch (e.g. by staleness) claims exactly those groups.
+  std::vector<int64_t> groups;
   int balance_ranks = 1;  // d > 1: partition the rows by tokens across d ranks
   double lease_s = 60.0;  // rows not acked by then go back to the pool
 };

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rl_stages.h"
@@ -38,6 +40,9 @@ struct ScheduleContext {
   RlSetup& setup;
   RlWorkers& workers;
   TraceWriter* trace = nullptr;  // null: no timeline
+  // Test hook: called by a role ("collector" per finished group, "trainer" before
+  // each update) so tests can inject random delays; empty in real runs.
+  std::function<void(const std::string& role)> inject_delay;
 };
 
 std::unique_ptr<Schedule> make_sync_schedule(const ScheduleContext& context);

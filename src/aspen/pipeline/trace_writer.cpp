@@ -21,6 +21,10 @@ TraceWriter::TraceWriter(std::string path) : path_(std::move(path)), origin_(Clo
 
 TraceWriter::~TraceWriter() {
   if (!enabled()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (flushed_events_ == events_.size()) return;  // the file is already complete
+  }
   try {
     flush();
   } catch (const std::exception& e) {
@@ -101,6 +105,7 @@ void TraceWriter::flush() {
   if (!enabled()) return;
   std::lock_guard<std::mutex> flush_lock(flush_mutex_);
   std::string text;
+  size_t count = 0;
   {
     // Serialize under the lock, event by event (no copy of the event list); the disk
     // write happens outside it so recording threads wait only for the dump.
@@ -111,8 +116,11 @@ void TraceWriter::flush() {
       text += events_[i].dump();
     }
     text += "],\n\"displayTimeUnit\":\"ms\"}\n";
+    count = events_.size();
   }
   write_file_atomic(path_, text);
+  std::lock_guard<std::mutex> lock(mutex_);
+  flushed_events_ = count;  // flushes are serialized, so this only grows
 }
 
 size_t TraceWriter::event_count() const {

@@ -10,7 +10,8 @@
 // is written, so call sites need no `if (tracing)`.
 // Events stay in memory until flush(), which rewrites the whole file atomically
 // (temp file + rename): call it periodically to watch a long run, and at the end.
-// The destructor flushes once more (logging, not throwing, on failure).
+// The destructor flushes once more if events arrived since the last flush (logging,
+// not throwing, on failure).
 //
 // Thread safety: every method may be called from any thread.
 // Errors: flush() throws aspen::Error naming the path when the file cannot be
@@ -65,8 +66,9 @@ class TraceWriter {
   const std::string path_;
   const Clock::time_point origin_;
   mutable std::mutex mutex_;
-  std::mutex flush_mutex_;                          // one flush at a time: they share the temp file
-  std::vector<nlohmann::json> events_;              // GUARDED_BY(mutex_)
+  std::mutex flush_mutex_;              // one flush at a time: they share the temp file
+  std::vector<nlohmann::json> events_;  // GUARDED_BY(mutex_)
+  size_t flushed_events_ = 0;  // GUARDED_BY(mutex_) events in the file after the last flush
   std::unordered_map<std::string, int> track_ids_;  // GUARDED_BY(mutex_)
 };
 

@@ -102,7 +102,7 @@ AlgorithmSection read_algorithm(ConfigSection s) {
   a.kl_target = s.get("kl_target", a.kl_target);
   a.kl_horizon = s.get("kl_horizon", a.kl_horizon);
   a.off_policy = s.get("off_policy", a.off_policy);
-  check_one_of(a.off_policy, {"none", "decoupled", "tis"}, s.where("off_policy"));
+  check_one_of(a.off_policy, {"auto", "none", "decoupled", "tis"}, s.where("off_policy"));
   a.off_policy_cap = s.get("off_policy_cap", a.off_policy_cap);
   check_input(a.off_policy != "tis" || a.off_policy_cap > 0,
               "truncated importance sampling needs a cap > 0", s.where("off_policy_cap"));
@@ -171,7 +171,7 @@ TrainSection read_train(ConfigSection s) {
 PipelineSection read_pipeline(ConfigSection s) {
   PipelineSection p;
   p.mode = s.get("mode", p.mode);
-  check_one_of(p.mode, {"sync"}, s.where("mode"));
+  check_one_of(p.mode, {"sync", "async"}, s.where("mode"));
   p.threads = s.get("threads", p.threads);
   p.max_staleness = s.get("max_staleness", p.max_staleness);
   p.sync_every = s.get("sync_every", p.sync_every);
@@ -187,6 +187,10 @@ PipelineSection read_pipeline(ConfigSection s) {
   check_positive(p.sync_every, s.where("sync_every"));
   check_positive(p.instances, s.where("instances"));
   check_positive(p.rollout_threads, s.where("rollout_threads"));
+  check_input(p.sync_every <= p.max_staleness + 1,
+              "must be <= max_staleness + 1: rows from weights older than that could not be "
+              "trained within the staleness bound",
+              s.where("sync_every"));
   s.finish();
   return p;
 }
@@ -224,6 +228,15 @@ TrainConfig parse_train_config(Config& config) {
   result.logging = read_logging(root.section("logging"));
   result.checkpoint = read_checkpoint(root.section("checkpoint"));
   root.finish();
+  const bool async = result.pipeline.mode == "async";
+  if (result.algorithm.off_policy == "auto") {
+    result.algorithm.off_policy = async ? "decoupled" : "none";
+  }
+  check_input(!(async && result.algorithm.dynamic_sampling),
+              "DAPO dynamic sampling refills a synchronous batch; the async pipeline trains "
+              "groups as they finish",
+              config.source() + ": algorithm.dynamic_sampling",
+              "set algorithm.dynamic_sampling=false or pipeline.mode=sync");
   return result;
 }
 

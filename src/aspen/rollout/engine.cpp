@@ -1,6 +1,7 @@
 #include "aspen/rollout/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/error.h"
@@ -207,6 +208,14 @@ Completion RolloutEngine::to_completion(Sequence& sequence) {
 std::vector<Completion> RolloutEngine::step() {
   std::vector<Completion> finished;
   if (!has_unfinished()) return finished;
+  // Busy time, for the pipeline's idle and skewness accounting.
+  struct BusyTimer {
+    double& total;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~BusyTimer() {
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  } busy{stats_.busy_seconds};
   const SchedulerStep step = scheduler_->schedule();
   stats_.preemptions += step.num_preempted;
   stats_.prefix_hit_tokens += step.num_prefix_hit_tokens;

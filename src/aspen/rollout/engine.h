@@ -88,6 +88,7 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t forks = 0;
+  double busy_seconds = 0.0;  // wall time spent inside steps that had work
 };
 
 class RolloutEngine {

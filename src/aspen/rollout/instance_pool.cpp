@@ -1,11 +1,10 @@
 #include "aspen/rollout/instance_pool.h"
 
 #include <ATen/Parallel.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
+#include "aspen/util/thread_affinity.h"
 
 namespace aspen {
 
@@ -26,19 +25,6 @@ struct InstancePool::Instance {
   std::thread thread;
 };
 
-namespace {
-
-void pin_current_thread(const std::vector<int>& cores) {
-  if (cores.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int core : cores) CPU_SET(core, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-    log_warn("instance pool: could not pin a rollout thread to its cores; running unpinned");
-  }
-}
-
-}  // namespace
 
 InstancePool::InstancePool(std::vector<QwenForCausalLM> models,
                            std::vector<InstanceOptions> options,
@@ -139,7 +125,7 @@ void InstancePool::publish_weights(
 void InstancePool::run_instance(Instance& instance) {
   // OpenMP's thread count is per calling thread, so this budget is this instance's own.
   at::set_num_threads(instance.options.intra_op_threads);
-  pin_current_thread(instance.options.cores);
+  pin_current_thread(instance.options.cores, "rollout instance " + std::to_string(instance.index));
   RolloutEngine& engine = *instance.engine;
   while (true) {
     std::deque<GenerationRequest> arrivals;
@@ -175,7 +161,13 @@ void InstancePool::run_instance(Instance& instance) {
         }
       }
     }
+    const int64_t tokens_before = engine.stats().scheduled_tokens;
+    const auto step_start = std::chrono::steady_clock::now();
     for (auto& completion : engine.step()) finished.push_back(std::move(completion));
+    const int64_t step_tokens = engine.stats().scheduled_tokens - tokens_before;
+    if (instance.options.on_step && step_tokens > 0) {
+      instance.options.on_step(step_start, std::chrono::steady_clock::now(), step_tokens);
+    }
     {
       std::lock_guard<std::mutex> lock(instance.mutex);
       instance.state = engine.queue_state();

@@ -12,9 +12,11 @@
 // guarded by that instance's mutex; the completion queue by completions_mutex_.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +32,11 @@ struct InstanceOptions {
   EngineConfig engine;
   int intra_op_threads = 1;  // torch threads this instance's steps may use
   std::vector<int> cores;    // pin the instance thread here; empty: no pinning
+  // Called on the instance thread after every engine step that did work (timeline
+  // tracing); must be cheap and thread-safe. Empty: nothing is called.
+  std::function<void(std::chrono::steady_clock::time_point start,
+                     std::chrono::steady_clock::time_point end, int64_t scheduled_tokens)>
+      on_step;
 };
 
 // A completion tagged with the instance that produced it.

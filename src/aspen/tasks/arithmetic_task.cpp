@@ -1,6 +1,7 @@
 #include "aspen/tasks/arithmetic_task.h"
 
 #include "aspen/reward/json_options.h"
+#include "aspen/tasks/seeded_rng.h"
 #include "aspen/tasks/split_assignment.h"
 #include "aspen/util/error.h"
 
@@ -24,7 +25,10 @@ ArithmeticTask::ArithmeticTask(const nlohmann::json& json) {
   std::vector<std::string> ops = reader.strings("ops", {"+", "-", "*"});
   allow_negative_ = reader.boolean("allow_negative", allow_negative_);
   eval_fraction_ = reader.number("eval_fraction", eval_fraction_);
+  teacher_carry_slip_ = reader.number("teacher_carry_slip", teacher_carry_slip_);
   reader.check_no_unknown_keys();
+  check_input(teacher_carry_slip_ >= 0 && teacher_carry_slip_ <= 1,
+              "teacher_carry_slip must be in [0, 1]", reader.path("teacher_carry_slip"));
 
   // 9 digits keeps every product below 10^18, inside int64.
   check_input(1 <= min_digits_ && min_digits_ <= max_digits_ && max_digits_ <= 9,
@@ -63,7 +67,22 @@ std::string ArithmeticTask::sft_target(const TaskExample& example) const {
   check_input(example.ground_truth.is_number_integer(),
               "arithmetic ground truth must be an integer, got " + example.ground_truth.dump(),
               example.id);
-  return example.ground_truth.dump();
+  const int64_t result = example.ground_truth.get<int64_t>();
+  if (teacher_carry_slip_ <= 0.0) return std::to_string(result);
+  // "a+b=": the sloppy teacher drops the carry out of the units column.
+  const std::string& prompt = example.prompt_text;
+  const size_t plus = prompt.find('+');
+  if (plus == std::string::npos || prompt.empty() || prompt.back() != '=') {
+    return std::to_string(result);
+  }
+  const int64_t a = std::stoll(prompt.substr(0, plus));
+  const int64_t b = std::stoll(prompt.substr(plus + 1, prompt.size() - plus - 2));
+  if (a % 10 + b % 10 < 10) return std::to_string(result);
+  // Deterministic per problem (FNV-1a of its id), so every epoch sees the same target.
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : example.id) hash = (hash ^ c) * 1099511628211ull;
+  const double u = static_cast<double>(SplitMix64(hash).next() >> 11) * 0x1.0p-53;
+  return std::to_string(u < teacher_carry_slip_ ? result - 10 : result);
 }
 
 }  // namespace aspen

@@ -11,6 +11,10 @@
 //   ops               subset of ["+", "-", "*"]                  (default all three)
 //   allow_negative    when false, "a-b" is drawn with a >= b     (default false)
 //   eval_fraction     share of the problem space held out for eval  (default 0.1)
+//   teacher_carry_slip  probability that sft_target of an addition with a carry out of
+//                     the units column drops that carry ("38+45=" -> "73"), fixed per
+//                     problem: a sloppy demonstrator whose systematic mistake a
+//                     verifier-driven RL phase can correct              (default 0)
 // One-digit operands include 0. Canonical problem (the id) = the prompt.
 // Thread safety: immutable; methods may run concurrently.
 #pragma once
@@ -40,6 +44,7 @@ class ArithmeticTask : public Task {
   std::vector<char> ops_;
   bool allow_negative_ = false;
   double eval_fraction_ = 0.1;
+  double teacher_carry_slip_ = 0.0;
 };
 
 }  // namespace aspen
