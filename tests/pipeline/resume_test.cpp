@@ -43,6 +43,11 @@ std::vector<nlohmann::json> rl_metrics(const std::string& dir) {
     for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps"}) {
       json.erase(timing);
     }
+    if (json.contains("bubbles")) {
+      for (const char* timing : {"trainer_idle", "rollout_idle", "sorting", "skewness"}) {
+        json["bubbles"].erase(timing);
+      }
+    }
     lines.push_back(json);
   }
   return lines;

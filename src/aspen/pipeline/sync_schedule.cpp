@@ -5,6 +5,7 @@
 #include <set>
 
 #include "aspen/dock/in_process_transport.h"
+#include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/rollout/engine.h"
@@ -171,7 +172,22 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
   trained_tokens_ += record.update.response_tokens;
   record.policy_version = version_;
   record.seconds = seconds_since(iteration_start);
-  return iteration_metrics(record);
+  nlohmann::json line = iteration_metrics(record);
+  // Bubbles of the baseline: one instance, one trainer, strictly alternating. Packed
+  // rollout and training compute no pad slots; padding_static_equivalent is what a
+  // static batch padded to the longest response would have wasted.
+  const double rollout_s = stages.value("rollout", 0.0);
+  line["bubbles"] = {
+      {"padding", 0.0},
+      {"padding_rollout", 0.0},
+      {"padding_train", 0.0},
+      {"padding_static_equivalent", padding_fraction({record.rewards.lengths})},
+      {"skewness", 0.0},
+      {"sorting", 0.0},
+      {"trainer_idle", rollout_s / std::max(record.seconds, 1e-9)},
+      {"rollout_idle", 1.0 - rollout_s / std::max(record.seconds, 1e-9)},
+      {"staleness_histogram", {{"0", record.update.rows}}}};
+  return line;
 }
 
 }  // namespace
@@ -193,6 +209,15 @@ SamplingParams rollout_sampling(const TrainConfig& config, int64_t group_id) {
   params.top_k = config.rollout.top_k;
   params.max_tokens = config.rollout.max_tokens;
   params.seed = config.train.seed * 1000003ULL + static_cast<uint64_t>(group_id);
+  if (config.rollout.long_tail_fraction > 0.0) {
+    // A fixed pseudo-random draw per group (SplitMix64 finaliser of the group id).
+    uint64_t z = static_cast<uint64_t>(group_id) + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    if (u < config.rollout.long_tail_fraction) params.min_tokens = params.max_tokens;
+  }
   return params;
 }
 

@@ -48,7 +48,9 @@ DataSection read_data(ConfigSection s) {
   DataSection d;
   d.task = s.get("task", d.task);
   check_one_of(d.task, {"arithmetic", "countdown", "jsonl"}, s.where("task"));
-  const nlohmann::json demo_options = {{"digits", 2}, {"ops", {"+"}}};
+  // The demo: 2-digit addition taught by a sloppy teacher that drops the units carry
+  // 60% of the time; the verifier-driven RL phase must beat the demonstrations.
+  const nlohmann::json demo_options = {{"digits", 2}, {"ops", {"+"}}, {"teacher_carry_slip", 0.6}};
   d.task_options = s.json("task_options", d.task == "arithmetic" ? demo_options : d.task_options);
   d.path = s.get("path", d.path);
   d.prompt_field = s.get("prompt_field", d.prompt_field);
@@ -130,6 +132,9 @@ RolloutSection read_rollout(ConfigSection s) {
   r.kv_cache_mb = s.get("kv_cache_mb", r.kv_cache_mb);
   r.max_num_seqs = s.get("max_num_seqs", r.max_num_seqs);
   r.max_num_batched_tokens = s.get("max_num_batched_tokens", r.max_num_batched_tokens);
+  r.long_tail_fraction = s.get("long_tail_fraction", r.long_tail_fraction);
+  check_input(r.long_tail_fraction >= 0 && r.long_tail_fraction <= 1, "must be in [0, 1]",
+              s.where("long_tail_fraction"));
   check_positive(r.n, s.where("n"));
   check_positive(r.prompts_per_iteration, s.where("prompts_per_iteration"));
   check_positive(r.max_tokens, s.where("max_tokens"));
@@ -293,7 +298,8 @@ nlohmann::json TrainConfig::as_json() const {
             {"top_k", rollout.top_k},
             {"kv_cache_mb", rollout.kv_cache_mb},
             {"max_num_seqs", rollout.max_num_seqs},
-            {"max_num_batched_tokens", rollout.max_num_batched_tokens}}},
+            {"max_num_batched_tokens", rollout.max_num_batched_tokens},
+            {"long_tail_fraction", rollout.long_tail_fraction}}},
           {"train",
            {{"iterations", train.iterations},
             {"lr", train.lr},

@@ -28,7 +28,8 @@ struct ModelSection {
 
 struct DataSection {
   std::string task = "arithmetic";  // built-in task, or "jsonl"
-  // Absent for arithmetic: 2-digit addition, the demo's task. Otherwise the task's defaults.
+  // Absent for arithmetic: 2-digit addition with teacher_carry_slip 0.6, the demo's task.
+  // Otherwise the task's defaults.
   nlohmann::json task_options = nlohmann::json::object();
   std::string path;  // jsonl: dataset file
   std::string prompt_field = "prompt";
@@ -80,11 +81,14 @@ struct RolloutSection {
   int64_t kv_cache_mb = 128;
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
+  // Synthetic long-tail workload (benchmarks): this fraction of prompt groups, picked
+  // by group id, must generate max_tokens (min_tokens = max_tokens). 0: off.
+  double long_tail_fraction = 0.0;
 };
 
 struct TrainSection {
-  int64_t iterations = 60;
-  double lr = 1e-5;
+  int64_t iterations = 80;
+  double lr = 1e-4;
   std::string schedule = "constant";  // constant | cosine
   int64_t warmup_steps = 0;
   double min_lr_ratio = 0.1;
@@ -97,7 +101,7 @@ struct TrainSection {
   bool recompute = false;
   uint64_t seed = 0;
   // Supervised warm-up before RL (the demo's "learn the format first" phase).
-  int64_t sft_steps = 900;
+  int64_t sft_steps = 1800;
   int64_t sft_batch_size = 32;
   double sft_lr = 2e-3;
   double critic_lr = 1e-4;  // ppo: the critic's learning rate

@@ -1,0 +1,132 @@
+#include "bench/pipeline_bench.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "aspen/cli/config_arguments.h"
+#include "aspen/pipeline/rl_run.h"
+#include "aspen/pipeline/rl_setup.h"
+#include "aspen/pipeline/sft_phase.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The default workload; any of it can be overridden from the command line.
+const std::vector<std::string> kDefaultWorkload = {
+    "train.sft_steps=400",
+    "train.iterations=12",
+    "train.lr=1e-5",
+    "rollout.prompts_per_iteration=16",
+    "rollout.n=8",
+    "rollout.max_tokens=96",
+    "rollout.long_tail_fraction=0.1",
+    "data.eval_size=50",
+    "logging.console=false",
+    "logging.eval_every=0",
+    "pipeline.instances=1",
+    "pipeline.max_staleness=2",
+    "pipeline.rollout_cores=[0]",
+    "pipeline.trainer_cores=[1]"};
+
+std::vector<nlohmann::json> rl_lines(const std::string& dir) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json json = nlohmann::json::parse(line);
+    if (json.value("phase", "") == "rl") lines.push_back(std::move(json));
+  }
+  return lines;
+}
+
+nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
+  double wall = 0.0, tokens = 0.0, rows = 0.0;
+  std::vector<double> rewards;
+  std::map<std::string, double> bubbles;
+  nlohmann::json staleness = nlohmann::json::object();
+  for (const auto& line : lines) {
+    const double seconds = line["seconds"].get<double>();
+    wall += seconds;
+    tokens += line["trained_tokens"].get<double>();
+    rows += line["trained_rows"].get<double>();
+    rewards.push_back(line["reward_mean"].get<double>());
+    for (const auto& [key, value] : line["bubbles"].items()) {
+      if (value.is_number()) bubbles[key] += value.get<double>() * seconds;
+    }
+    for (const auto& [behind, count] : line["bubbles"]["staleness_histogram"].items()) {
+      staleness[behind] = staleness.value(behind, int64_t{0}) + count.get<int64_t>();
+    }
+  }
+  nlohmann::json bubble_json = nlohmann::json::object();
+  for (const auto& [key, weighted] : bubbles) bubble_json[key] = weighted / std::max(wall, 1e-9);
+  bubble_json["staleness_histogram"] = staleness;
+  const size_t quarter = std::max<size_t>(1, rewards.size() / 4);
+  double final_reward = 0.0;
+  for (size_t i = rewards.size() - quarter; i < rewards.size(); ++i) final_reward += rewards[i];
+  return {{"effective_tps", tokens / std::max(wall, 1e-9)},
+          {"samples_per_s", rows / std::max(wall, 1e-9)},
+          {"final_reward", final_reward / static_cast<double>(quarter)},
+          {"reward_curve", rewards},
+          {"bubbles", bubble_json},
+          {"trained_tokens", tokens},
+          {"wall_seconds", wall}};
+}
+
+}  // namespace
+
+nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
+  std::vector<std::string> arguments = options.arguments;
+  bool has_file = false;
+  for (const auto& a : arguments) has_file |= a.find('=') == std::string::npos;
+  if (!has_file) arguments.insert(arguments.begin(), kDefaultWorkload.begin(), kDefaultWorkload.end());
+  auto parse = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> all = arguments;
+    all.insert(all.end(), extra.begin(), extra.end());
+    Config config = cli::config_from_arguments(all);
+    return parse_train_config(config);
+  };
+
+  // One SFT warm-up shared by every side, so all start from the same weights.
+  const TrainConfig base = parse({});
+  RlSetup setup = build_rl_setup(base);
+  {
+    std::ofstream discard;
+    run_sft_phase(base, setup, discard);
+  }
+  std::map<std::string, torch::Tensor> warm;
+  for (const auto& [name, tensor] : setup.model->hf_state()) warm[name] = tensor.detach().clone();
+
+  const fs::path root = fs::temp_directory_path() / "aspen_bench_pipeline";
+  fs::remove_all(root);
+  auto run_side = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> all = extra;
+    all.push_back("train.sft_steps=0");
+    const TrainConfig config = parse(all);
+    setup.model->load_state(warm, "bench warm-up weights");
+    run_rl(config, setup, RunOptions{(root / name).string()});
+    return side_summary(rl_lines((root / name).string()));
+  };
+
+  nlohmann::json result;
+  // The baseline runs every stage on one thread (measured fastest for it: see
+  // pipeline.threads in docs/config.md); async gives rollout and trainer a core each.
+  result["sync"] = run_side("sync", {"pipeline.mode=sync"});
+  result["async"] = run_side("async", {"pipeline.mode=async"});
+  result["ratio"] = result["async"]["effective_tps"].get<double>() /
+                    std::max(result["sync"]["effective_tps"].get<double>(), 1e-9);
+  if (options.compare_dispatch) {
+    for (const std::string policy : {"round_robin", "least_requests", "queue_aware"}) {
+      result["dispatch"][policy] =
+          run_side("async_" + policy, {"pipeline.mode=async", "pipeline.instances=2",
+                                       "pipeline.rollout_cores=[0]", "pipeline.dispatch=" + policy});
+    }
+  }
+  result["workload"] = parse({}).as_json();
+  fs::remove_all(root);
+  return result;
+}
+
+}  // namespace aspen

@@ -1,0 +1,28 @@
+// `aspen bench pipeline`: the synchronous baseline against the asynchronous ASP
+// pipeline on the same work — same model (one SFT warm-up, copied to every side),
+// same data, algorithm, iterations and samples — then the async side once per
+// dispatch policy. Default workload (no config): the demo's tiny Qwen3 after a short
+// SFT, responses mostly a few tokens long with rollout.long_tail_fraction of the
+// prompt groups forced to the max_tokens cap: a long-tail length distribution.
+//
+// Per side: effective_tps (trained response tokens / wall seconds of the RL loop,
+// AReaL's "consumed tokens"), samples_per_s, final_reward (mean of the last quarter
+// of iterations), reward_curve, bubbles (iteration-time-weighted means) and
+// wall_seconds. ratio = async effective_tps / sync effective_tps.
+// Thread safety: runs on the calling thread (plus the pipeline's own threads).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace aspen {
+
+struct PipelineBenchOptions {
+  std::vector<std::string> arguments;  // optional CONFIG.yaml and key=value overrides
+  bool compare_dispatch = true;        // also run every dispatch policy on the async side
+};
+
+nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options);
+
+}  // namespace aspen
