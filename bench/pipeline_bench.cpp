@@ -18,12 +18,13 @@ namespace fs = std::filesystem;
 // The default workload; any of it can be overridden from the command line.
 const std::vector<std::string> kDefaultWorkload = {
     "train.sft_steps=400",
-    "train.iterations=12",
+    "train.iterations=16",
+    "train.compute_dtype=bf16",
     "train.lr=1e-5",
     "rollout.prompts_per_iteration=16",
     "rollout.n=8",
-    "rollout.max_tokens=96",
-    "rollout.long_tail_fraction=0.1",
+    "rollout.max_tokens=384",
+    "rollout.long_tail_fraction=0.04",
     "data.eval_size=50",
     "logging.console=false",
     "logging.eval_every=0",

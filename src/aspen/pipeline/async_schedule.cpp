@@ -17,6 +17,7 @@
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/rollout/instance_pool.h"
 #include "aspen/train/model_copy.h"
+#include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 #include "aspen/util/thread_affinity.h"
@@ -102,6 +103,7 @@ class AsyncSchedule : public Schedule {
   int64_t version_ = 0;  // trainer's policy version
   int64_t trained_tokens_ = 0;
   std::vector<double> busy_at_start_;  // instances' busy seconds at the last iteration start
+  int blas_threads_before_ = 0;  // restored by stop()
   std::atomic<bool> stopping_{false};
   std::thread collector_;
 };
@@ -160,6 +162,10 @@ AsyncSchedule::AsyncSchedule(const ScheduleContext& context)
     collector_track_ = trace_->track("collector (reward)");
   }
   pin_current_thread(config_.pipeline.trainer_cores, "trainer");
+  // Each role keeps to its own cores: OpenBLAS' pool would otherwise fan every GEMM
+  // out over all cores, onto the rollout's (measured: updates 1.65x slower).
+  blas_threads_before_ = blas_threads();
+  set_blas_threads(std::max(1, config_.pipeline.threads));
 }
 
 void AsyncSchedule::admit() {
@@ -369,8 +375,11 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
   if (workers_.reference) {
     timed("reference", [&] { reference_stage(*workers_.reference, dock_, claim); });
   }
-  timed("old_logprobs",
-        [&] { old_logprob_stage(*workers_.actor, dock_, claim, fresh && one_step); });
+  // Without a decoupled correction the rollout log-probs ARE the right PPO anchor for
+  // stale rows (the ratio is then the importance weight to the behaviour policy), so
+  // nothing is recomputed; decoupled PPO needs the proximal policy recomputed.
+  const bool reuse = one_step && (fresh || config_.algorithm.off_policy == "none");
+  timed("old_logprobs", [&] { old_logprob_stage(*workers_.actor, dock_, claim, reuse); });
   if (workers_.critic) timed("values", [&] { value_stage(*workers_.critic, dock_, claim); });
   timed("advantage", [&] {
     record.advantages = advantage_stage(config_.algorithm, workers_.kl_ctrl, dock_, claim);
@@ -455,6 +464,7 @@ void AsyncSchedule::restore(const nlohmann::json& state) {
 void AsyncSchedule::stop() {
   stopping_ = true;
   if (collector_.joinable()) collector_.join();
+  if (blas_threads_before_ > 0) set_blas_threads(blas_threads_before_);
 }
 
 }  // namespace

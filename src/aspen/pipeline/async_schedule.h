@@ -26,7 +26,10 @@
 //              version, all trained by the next update. sync_every <= eta + 1 is
 //              required (checked by the config), else old weights would outlive eta.
 // Off-policy rows use the configured correction (algorithm.off_policy; async default
-// "decoupled": behaviour = rollout log-probs, proximal = recomputed by the trainer).
+// "decoupled": behaviour = rollout log-probs, proximal = recomputed by the trainer;
+// "none": the rollout log-probs are the PPO anchor, nothing is recomputed).
+// Core budgets: rollout instances and the trainer are pinned as configured, and the
+// BLAS pool is set to pipeline.threads (blas_threads.h) so GEMMs stay on their role's cores.
 // Dispatch (dispatch_policy.h): each admitted group goes whole to the instance the
 // policy picks, from the instances' published queue states.
 // Bubbles per iteration (bubble_accounting.h): trainer idle split into sorting
