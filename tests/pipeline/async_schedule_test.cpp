@@ -12,34 +12,17 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/schedule.h"
+#include "tiny_run.h"
 
 namespace aspen {
 namespace {
 
 namespace fs = std::filesystem;
 
-TrainConfig tiny_config(const std::vector<std::string>& extra) {
-  Config config = Config::empty("test");
-  for (const std::string o :
-       {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8",
-        "model.intermediate_size=64", "train.sft_steps=20", "train.sft_batch_size=8",
-        "train.iterations=4", "rollout.n=4", "rollout.prompts_per_iteration=4",
-        "data.train_size=200", "data.eval_size=16", "logging.console=false",
-        "logging.eval_every=0", "train.lr=1e-3"}) {
-    config.apply_override(o);
-  }
-  for (const auto& o : extra) config.apply_override(o);
-  return parse_train_config(config);
-}
+using testing::rl_metrics_lines;
 
-std::vector<nlohmann::json> rl_lines(const std::string& dir) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    const auto json = nlohmann::json::parse(line);
-    if (json["phase"] == "rl") lines.push_back(json);
-  }
-  return lines;
+TrainConfig tiny_config(const std::vector<std::string>& overrides) {
+  return testing::tiny_run_config(overrides);
 }
 
 TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
@@ -58,8 +41,8 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{async_dir});
   }
-  const auto sync = rl_lines(sync_dir);
-  const auto async = rl_lines(async_dir);
+  const auto sync = rl_metrics_lines(sync_dir);
+  const auto async = rl_metrics_lines(async_dir);
   ASSERT_EQ(sync.size(), 4u);
   ASSERT_EQ(async.size(), 4u);
   for (size_t i = 0; i < sync.size(); ++i) {

@@ -12,6 +12,7 @@
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/util/error.h"
+#include "tiny_run.h"
 
 namespace aspen {
 namespace {
@@ -19,23 +20,15 @@ namespace {
 namespace fs = std::filesystem;
 
 TrainConfig resume_config() {
-  Config config = Config::empty("test");
-  for (const std::string o :
-       {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8",
-        "model.intermediate_size=64", "train.sft_steps=20", "train.sft_batch_size=8",
-        "train.iterations=4", "rollout.n=4", "rollout.prompts_per_iteration=4",
-        "data.train_size=200", "data.eval_size=16", "logging.console=false",
-        "logging.eval_every=1", "algorithm.name=ppo", "algorithm.kl_in_reward=true",
-        "algorithm.kl_ctrl=adaptive", "algorithm.kl_coef=0.01", "train.epochs=2",
-        "train.mini_batch_size=8", "train.lr=1e-3", "checkpoint.every=2",
-        "checkpoint.keep_last=0"}) {
-    config.apply_override(o);
-  }
-  return parse_train_config(config);
+  return testing::tiny_run_config(
+      {"logging.eval_every=1", "algorithm.name=ppo", "algorithm.kl_in_reward=true",
+       "algorithm.kl_ctrl=adaptive", "algorithm.kl_coef=0.01", "train.epochs=2",
+       "train.mini_batch_size=8", "checkpoint.every=2", "checkpoint.keep_last=0"});
 }
 
-// The metrics lines of the RL phase without the wall-clock fields.
-std::vector<nlohmann::json> rl_metrics(const std::string& dir) {
+// The metrics lines without the wall-clock fields.
+// (Every line, not only RL ones: the SFT and eval lines before RL must survive too.)
+std::vector<nlohmann::json> metrics_without_timing(const std::string& dir) {
   std::vector<nlohmann::json> lines;
   std::ifstream in(dir + "/metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
@@ -79,8 +72,8 @@ TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
     EXPECT_EQ(summary["resumed_from_iteration"], 2);
   }
 
-  const auto expected = rl_metrics(full);
-  const auto actual = rl_metrics(resumed);
+  const auto expected = metrics_without_timing(full);
+  const auto actual = metrics_without_timing(resumed);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(actual[i], expected[i]) << "line " << i;
 

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "aspen/model/pretrained.h"
+#include "tiny_run.h"
 
 namespace aspen {
 namespace {
@@ -24,17 +25,9 @@ void expect_finite_numbers(const nlohmann::json& value, const std::string& where
 
 TEST(SyncSchedule, ShortRunWritesFiniteMetricsAndAnHfCheckpoint) {
   for (const std::string algorithm : {"grpo", "dapo", "reinforce_pp", "ppo"}) {
-    Config config = Config::empty("test");
-    for (const std::string o :
-         {"model.hidden_size=32", "model.num_layers=1", "model.head_dim=8",
-          "model.intermediate_size=64", "train.sft_steps=20", "train.sft_batch_size=8",
-          "train.iterations=3", "rollout.n=4", "rollout.prompts_per_iteration=4",
-          "data.train_size=200", "data.eval_size=16", "logging.console=false",
-          "algorithm.kl_coef=0.01", "train.epochs=2", "train.mini_batch_size=8"}) {
-      config.apply_override(o);
-    }
-    config.apply_override("algorithm.name=" + algorithm);
-    const TrainConfig parsed = parse_train_config(config);
+    const TrainConfig parsed = testing::tiny_run_config(
+        {"train.iterations=3", "train.lr=1e-5", "logging.eval_every=10", "algorithm.kl_coef=0.01",
+         "train.epochs=2", "train.mini_batch_size=8", "algorithm.name=" + algorithm});
     RlSetup setup = build_rl_setup(parsed);
     const std::string dir = ::testing::TempDir() + "/aspen_sync_" + algorithm;
     std::filesystem::remove_all(dir);

@@ -34,9 +34,7 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 std::shared_ptr<const std::map<std::string, torch::Tensor>> weights_of(
     const QwenForCausalLM& model) {
-  auto weights = std::make_shared<std::map<std::string, torch::Tensor>>();
-  for (const auto& [name, tensor] : model->hf_state()) (*weights)[name] = tensor.detach().clone();
-  return weights;
+  return std::make_shared<const std::map<std::string, torch::Tensor>>(policy_weights(model));
 }
 
 // One admitted prompt group, until the trainer takes it.

@@ -105,6 +105,12 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   }
 }
 
+std::map<std::string, torch::Tensor> policy_weights(const QwenForCausalLM& model) {
+  std::map<std::string, torch::Tensor> weights;
+  for (const auto& [name, tensor] : model->hf_state()) weights[name] = tensor.detach().clone();
+  return weights;
+}
+
 ClaimOptions claim_rows(int64_t rows, bool whole_groups) {
   ClaimOptions options;
   options.max_rows = rows;

@@ -61,6 +61,10 @@ void load_named_parameters(torch::nn::Module& module,
                            const std::map<std::string, torch::Tensor>& weights,
                            const std::string& source);
 
+// The policy's weights by HF name, detached copies: what a weight publish sends to
+// rollout engines (copies, so later in-place updates of the trainer cannot leak in).
+std::map<std::string, torch::Tensor> policy_weights(const QwenForCausalLM& model);
+
 // Claims with no deadline surprises: a stage may take long on a slow CPU.
 ClaimOptions claim_rows(int64_t rows, bool whole_groups = false);
 

@@ -20,12 +20,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::map<std::string, torch::Tensor> weights_of(const QwenForCausalLM& model) {
-  std::map<std::string, torch::Tensor> weights;
-  for (const auto& [name, tensor] : model->hf_state()) weights[name] = tensor.detach();
-  return weights;
-}
-
 class SyncSchedule : public Schedule {
  public:
   explicit SyncSchedule(const ScheduleContext& context)
@@ -62,7 +56,7 @@ class SyncSchedule : public Schedule {
     samples_ = state.at("samples").get<int64_t>();
     trained_tokens_ = state.at("trained_tokens").get<int64_t>();
     workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
-    engine_.load_weights(version_, weights_of(setup_.model));
+    engine_.load_weights(version_, policy_weights(setup_.model));
   }
 
   int64_t samples() const override { return samples_; }
@@ -165,7 +159,7 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
                                  config_.train.seed + static_cast<uint64_t>(index));
   });
   timed(stages, "publish", trainer_track_,
-        [&] { engine_.load_weights(++version_, weights_of(setup_.model)); });
+        [&] { engine_.load_weights(++version_, policy_weights(setup_.model)); });
   for (int64_t group : drawn_groups) prompts_.close(group);
 
   samples_ += rows;
