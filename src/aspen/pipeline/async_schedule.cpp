@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -59,12 +60,16 @@ class AsyncSchedule : public Schedule {
   nlohmann::json state() const override;
   void restore(const nlohmann::json& state) override;
   void stop() override;
-  int64_t samples() const override { return samples_; }
+  int64_t samples() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return samples_;
+  }
   int64_t trained_tokens() const override { return trained_tokens_; }
 
  private:
   void admit();  // requires mutex_
   void collect();
+  void collect_loop();
   void finish_group(int64_t group_id, std::vector<Completion> samples);
   // Whether update `index` can form its batch now; requires mutex_.
   bool batch_ready(int64_t index, int64_t* ready_count) const;
@@ -97,6 +102,7 @@ class AsyncSchedule : public Schedule {
   int64_t samples_ = 0;                    // GUARDED_BY(mutex_)
   int64_t aborted_groups_ = 0;             // GUARDED_BY(mutex_)
   int64_t trained_groups_ = 0;             // GUARDED_BY(mutex_)
+  std::exception_ptr collector_error_;     // GUARDED_BY(mutex_) rethrown by the trainer
 
   int64_t version_ = 0;  // trainer's policy version
   int64_t trained_tokens_ = 0;
@@ -195,6 +201,17 @@ void AsyncSchedule::submit_group(const PromptGroup& group) {
 }
 
 void AsyncSchedule::collect() {
+  try {
+    collect_loop();
+  } catch (...) {
+    // E.g. a verifier error: the trainer rethrows it instead of waiting forever.
+    std::lock_guard<std::mutex> lock(mutex_);
+    collector_error_ = std::current_exception();
+    ready_cv_.notify_all();
+  }
+}
+
+void AsyncSchedule::collect_loop() {
   std::map<int64_t, std::vector<Completion>> partial;
   while (!stopping_) {
     std::optional<PooledCompletion> done = pool_.pop_completion(std::chrono::milliseconds(20));
@@ -336,6 +353,7 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
     admit();
     int64_t ready = 0;
     while (!batch_ready(index, &ready)) {
+      if (collector_error_) std::rethrow_exception(collector_error_);
       const auto wait_start = Clock::now();
       ready_cv_.wait_for(lock, std::chrono::milliseconds(20));
       const double waited = seconds_between(wait_start, Clock::now());
