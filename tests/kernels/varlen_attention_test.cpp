@@ -30,11 +30,9 @@ torch::Tensor dense_masked_attention(const torch::Tensor& q, const torch::Tensor
   return torch::matmul(torch::softmax(scores, -1), vr).transpose(0, 1);
 }
 
-TEST(VarlenAttention, MatchesDenseBlockDiagonalMaskWithGrads) {
+void expect_matches_dense(const std::vector<int64_t>& offsets) {
   torch::manual_seed(0);
-  const std::vector<int64_t> offsets = {0, 5, 5, 6,
-                                        13};  // includes an empty and a 1-token sequence
-  const int64_t tokens = 13, heads = 6, kv_heads = 2, dim = 8;
+  const int64_t tokens = offsets.back(), heads = 6, kv_heads = 2, dim = 8;
   auto q = torch::randn({tokens, heads, dim}, torch::kDouble);
   auto k = torch::randn({tokens, kv_heads, dim}, torch::kDouble);
   auto v = torch::randn({tokens, kv_heads, dim}, torch::kDouble);
@@ -44,6 +42,17 @@ TEST(VarlenAttention, MatchesDenseBlockDiagonalMaskWithGrads) {
       [&](const auto& in) { return varlen_causal_attention(in[0], in[1], in[2], cu, scale); },
       [&](const auto& in) { return dense_masked_attention(in[0], in[1], in[2], offsets, scale); },
       {q, k, v}, 1e-12);
+}
+
+TEST(VarlenAttention, MatchesDenseBlockDiagonalMaskWithGrads) {
+  // Distinct lengths with an empty and a 1-token sequence; repeated lengths
+  // interleaved (batched per length, then put back in packed order); one length only.
+  for (const std::vector<int64_t>& offsets :
+       {std::vector<int64_t>{0, 5, 5, 6, 13}, std::vector<int64_t>{0, 3, 7, 10, 14, 17, 17, 18},
+        std::vector<int64_t>{0, 4, 8, 12}}) {
+    SCOPED_TRACE(offsets.size());
+    expect_matches_dense(offsets);
+  }
 }
 
 TEST(VarlenAttention, Fp32AndBf16CloseToDouble) {
