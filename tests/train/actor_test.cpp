@@ -85,6 +85,31 @@ TEST(ActorTrainer, PpoUpdateFollowsTheSignOfTheAdvantages) {
   EXPECT_GT((delta * advantages).gt(0).to(torch::kFloat).mean().item<double>(), 0.7);
 }
 
+// Decoupled PPO's proximal policy, for a single optimizer step, is the current policy:
+// taking it from the update's own forward pass gives the same step as recomputing it.
+TEST(ActorTrainer, ProximalFromTheUpdatesForwardEqualsARecomputedOne) {
+  ActorOptions options;
+  options.trainer.optimizer.lr = 5e-3;
+  ActorTrainer recomputed(testing::tiny_model(13), options);
+  ActorTrainer in_pass(testing::tiny_model(13), options);
+  TrainBatch batch = testing::tiny_batch({{2, 5}, {3, 4}, {2, 6}});
+  const torch::Tensor current = recomputed.compute_logprobs(batch).logprobs;
+  batch.token_columns[columns::kAdvantages] = torch::linspace(-1.0, 1.0, current.size(0));
+  batch.token_columns[columns::kBehaviourLogprobs] = current - 0.1;  // an older policy
+  ActorUpdateOptions update;
+  update.policy.correction = OffPolicyCorrection::kDecoupled;
+  TrainBatch with_old = batch;
+  with_old.token_columns[columns::kOldLogprobs] = current;
+  const ActorMetrics a = recomputed.update(with_old, update);
+  update.proximal_is_current = true;
+  const ActorMetrics b = in_pass.update(batch, update);  // no old_logprobs column at all
+  EXPECT_NEAR(a.policy_loss, b.policy_loss, 1e-6);
+  EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-5);
+  EXPECT_LT(testing::max_param_diff(*recomputed.model(), *in_pass.model()), 1e-6);
+  update.epochs = 2;
+  EXPECT_THROW(in_pass.update(batch, update), Error);  // more than one step: refused
+}
+
 TEST(ActorTrainer, MissingColumnsAreErrors) {
   ActorTrainer actor(testing::tiny_model(1), {});
   TrainBatch batch = testing::tiny_batch({{2, 3}});

@@ -393,9 +393,16 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
   }
   // Without a decoupled correction the rollout log-probs ARE the right PPO anchor for
   // stale rows (the ratio is then the importance weight to the behaviour policy), so
-  // nothing is recomputed; decoupled PPO needs the proximal policy recomputed.
-  const bool reuse = one_step && (fresh || config_.algorithm.off_policy == "none");
-  timed("old_logprobs", [&] { old_logprob_stage(*workers_.actor, dock_, claim, reuse); });
+  // nothing is recomputed. Decoupled PPO needs the proximal policy: for a single-step
+  // update that is the current policy, which the update's own forward pass provides
+  // (the old_logprobs column then holds the rollout's and is not read); otherwise it
+  // is recomputed here.
+  const bool decoupled = config_.algorithm.off_policy == "decoupled";
+  const bool proximal_in_update = one_step && decoupled && !fresh;
+  const bool reuse = one_step && (fresh || !decoupled);
+  timed("old_logprobs", [&] {
+    old_logprob_stage(*workers_.actor, dock_, claim, reuse || proximal_in_update);
+  });
   if (workers_.critic) timed("values", [&] { value_stage(*workers_.critic, dock_, claim); });
   timed("advantage", [&] {
     record.advantages = advantage_stage(config_.algorithm, workers_.kl_ctrl, dock_, claim);
@@ -403,7 +410,8 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
   if (inject_delay_) inject_delay_("trainer");
   timed("update", [&] {
     record.update = update_stage(config_, workers_, dock_, claim, nullptr,
-                                 config_.train.seed + static_cast<uint64_t>(index));
+                                 config_.train.seed + static_cast<uint64_t>(index),
+                                 proximal_in_update);
   });
   ++version_;
   for (int64_t v : record.update.row_versions) bubbles_.add_staleness(index - v, 1);

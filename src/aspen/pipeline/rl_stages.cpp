@@ -292,7 +292,7 @@ ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed
 
 UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
                          const ClaimOptions& options, const std::set<int64_t>* kept_groups,
-                         uint64_t seed) {
+                         uint64_t seed, bool proximal_is_current) {
   UpdateStats stats;
   const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);
   const auto [kept, columns] = keep_groups(claim, dock.get(claim), kept_groups);
@@ -302,7 +302,8 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
     std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
     if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
     TrainBatch batch = to_train_batch(kept, columns, token_columns);
-    const ActorUpdateOptions update = actor_update_options(config, seed);
+    ActorUpdateOptions update = actor_update_options(config, seed);
+    update.proximal_is_current = proximal_is_current;
     if (update.policy.correction != OffPolicyCorrection::kNone) {
       batch.token_columns[columns::kBehaviourLogprobs] =
           packed_column(find_column(columns, rl_columns::kRolloutLogprobs));

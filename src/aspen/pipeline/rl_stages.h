@@ -103,8 +103,10 @@ struct UpdateStats {
 };
 // Claims the update's rows (claim.max_rows of them), trains on those in
 // `kept_groups` (all when null), acks all; ppo also updates the critic.
+// proximal_is_current: decoupled PPO takes the proximal log-probs from the update's
+// own forward pass (single-step updates; see ActorUpdateOptions).
 UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
                          const ClaimOptions& claim, const std::set<int64_t>* kept_groups,
-                         uint64_t seed);
+                         uint64_t seed, bool proximal_is_current = false);
 
 }  // namespace aspen

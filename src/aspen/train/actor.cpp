@@ -43,7 +43,14 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   batch.validate();
   check_input(options.epochs >= 1, "must be >= 1", "actor update: epochs");
   batch.token_column(columns::kAdvantages, "actor update");
-  batch.token_column(columns::kOldLogprobs, "actor update");
+  if (options.proximal_is_current) {
+    check_input(options.epochs == 1 && (options.mini_batch_size <= 0 ||
+                                        options.mini_batch_size >= batch.num_rows()),
+                "the proximal policy is the current one only for a single optimizer step",
+                "actor update: proximal_is_current");
+  } else {
+    batch.token_column(columns::kOldLogprobs, "actor update");
+  }
   const bool use_kl = options.kl_coef != 0.0;
   const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
   if (use_kl) batch.token_column(columns::kRefLogprobs, "actor update (kl_coef != 0)");
@@ -77,7 +84,9 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
         const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
         PolicyLossInputs inputs;
         inputs.logprobs = current.logprobs;
-        inputs.old_logprobs = mb.token_columns.at(columns::kOldLogprobs).to(dtype);
+        inputs.old_logprobs = options.proximal_is_current
+                                  ? current.logprobs.detach()
+                                  : mb.token_columns.at(columns::kOldLogprobs).to(dtype);
         inputs.advantages = mb.token_columns.at(columns::kAdvantages).to(dtype);
         if (use_behaviour) {
           inputs.behaviour_logprobs = mb.token_columns.at(columns::kBehaviourLogprobs).to(dtype);

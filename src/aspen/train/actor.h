@@ -57,6 +57,12 @@ struct ActorUpdateOptions {
   double kl_coef = 0.0;         // KL-in-loss coefficient (GRPO); 0 disables
   KlEstimator kl_estimator = KlEstimator::kK3;
   double entropy_coef = 0.0;    // entropy bonus; 0 disables its gradient (still reported)
+  // The old (proximal) log-probs are the current weights' own: taken, detached, from
+  // this update's forward pass instead of the old_logprobs column. Exact only for a
+  // single optimizer step (one epoch, one mini-batch), where the proximal policy of
+  // decoupled PPO is the current policy - it saves the recompute pass. aspen::Error
+  // when the update would take more than one step.
+  bool proximal_is_current = false;
 };
 
 struct ActorMetrics {
