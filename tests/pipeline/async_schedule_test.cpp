@@ -67,11 +67,15 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
 }
 
 TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandomDelays) {
-  for (int64_t eta : {1, 2}) {
+  // eta 1 and 2 with in-flight requests continuing; eta 1 with them interrupted and
+  // resumed on each new weight version.
+  for (const auto& [eta, interrupt] : std::vector<std::pair<int64_t, bool>>{
+           {1, false}, {2, false}, {1, true}}) {
+    SCOPED_TRACE("eta " + std::to_string(eta) + (interrupt ? " interrupt" : ""));
     const TrainConfig config = tiny_config(
         {"pipeline.mode=async", "pipeline.max_staleness=" + std::to_string(eta),
          "pipeline.instances=2", "pipeline.dispatch=round_robin", "train.iterations=12",
-         "rollout.max_tokens=12"});
+         "rollout.max_tokens=12", std::string("pipeline.interrupt=") + (interrupt ? "true" : "false")});
     RlSetup setup = build_rl_setup(config);
     RlWorkers workers(config, setup);
     std::mutex rng_mutex;
