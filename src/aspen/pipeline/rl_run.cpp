@@ -99,8 +99,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr);
   if (checkpoint) restore_optimizers(*checkpoint, workers);
   TraceWriter trace(config.logging.trace);
-  const ScheduleContext context{config, setup, workers,
-                                config.logging.trace.empty() ? nullptr : &trace};
+  ScheduleContext context{config, setup, workers};
+  if (!config.logging.trace.empty()) context.trace = &trace;
   std::unique_ptr<Schedule> schedule = config.pipeline.mode == "async"
                                            ? make_async_schedule(context)
                                            : make_sync_schedule(context);

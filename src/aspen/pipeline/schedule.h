@@ -42,7 +42,7 @@ struct ScheduleContext {
   TraceWriter* trace = nullptr;  // null: no timeline
   // Test hook: called by a role ("collector" per finished group, "trainer" before
   // each update) so tests can inject random delays; empty in real runs.
-  std::function<void(const std::string& role)> inject_delay;
+  std::function<void(const std::string& role)> inject_delay = {};
 };
 
 std::unique_ptr<Schedule> make_sync_schedule(const ScheduleContext& context);

@@ -1,0 +1,41 @@
+// `aspen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A
+//  --master-port P] [--rdzv-timeout S] [--grace-period S] -- CMD ARGS...`:
+// starts N ranks of CMD on this node with torchrun's environment and supervises them
+// (parallel/launcher.h). Run it once per node with the same --nnodes, --master-addr
+// and --master-port. Exit status: 0 only if every rank exits 0.
+#include <memory>
+
+#include "aspen/cli/command.h"
+#include "aspen/parallel/launcher.h"
+
+namespace aspen::cli {
+namespace {
+
+void setup(CLI::App& root) {
+  auto options = std::make_shared<LaunchOptions>();
+  CLI::App* command = root.add_subcommand(
+      "launch", "start N ranks of a command (torchrun conventions) and supervise them");
+  command->add_option("--nproc-per-node", options->nproc_per_node, "ranks on this node")
+      ->required();
+  command->add_option("--nnodes", options->nnodes, "number of nodes")->capture_default_str();
+  command->add_option("--node-rank", options->node_rank, "this node's index in [0, nnodes)")
+      ->capture_default_str();
+  command->add_option("--master-addr", options->master_addr, "host of rank 0")
+      ->capture_default_str();
+  command->add_option("--master-port", options->master_port,
+                      "rank 0's rendezvous port (0: a free one, single node only)")
+      ->capture_default_str();
+  command->add_option("--rdzv-timeout", options->rdzv_timeout_s,
+                      "seconds the ranks wait for each other at start-up (0: their default, 300)");
+  command->add_option("--grace-period", options->grace_period_s,
+                      "seconds between SIGTERM and SIGKILL when stopping the ranks")
+      ->capture_default_str();
+  command->add_option("cmd", options->command, "the command each rank runs (after --)")
+      ->required();
+  on_run(command, [options] { return launch(*options); });
+}
+
+ASPEN_REGISTER_COMMAND(90, setup);
+
+}  // namespace
+}  // namespace aspen::cli

@@ -1,0 +1,81 @@
+#include "aspen/parallel/dist_env.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+const char* process_getenv(const char* name) { return std::getenv(name); }
+
+std::string where(const char* name) { return std::string("environment variable ") + name; }
+
+const char* kHint = "aspen launch (or torchrun) sets RANK, WORLD_SIZE, LOCAL_RANK, "
+                    "MASTER_ADDR and MASTER_PORT for every rank";
+
+// Strict: the whole value must be a base-10 integer in [lo, hi].
+int parse_int(const char* name, const char* value, long lo, long hi) {
+  const std::string text = value;
+  char* end = nullptr;
+  errno = 0;
+  const long parsed = std::strtol(text.c_str(), &end, 10);
+  check_input(!text.empty() && end == text.c_str() + text.size() && errno == 0,
+              std::string(name) + "='" + text + "' is not an integer", where(name), kHint);
+  check_input(parsed >= lo && parsed <= hi,
+              std::string(name) + "=" + text + " is out of range [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]",
+              where(name), kHint);
+  return static_cast<int>(parsed);
+}
+
+std::chrono::milliseconds parse_seconds(const EnvLookup& lookup, const char* name,
+                                        std::chrono::milliseconds fallback) {
+  const char* value = lookup(name);
+  if (value == nullptr) return fallback;
+  const std::string text = value;
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(text.c_str(), &end);
+  check_input(!text.empty() && end == text.c_str() + text.size() && errno == 0 &&
+                  std::isfinite(seconds) && seconds > 0,
+              std::string(name) + "='" + text + "' is not a positive number of seconds",
+              where(name));
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
+}
+
+}  // namespace
+
+bool dist_env_present(const EnvLookup& lookup) { return lookup("WORLD_SIZE") != nullptr; }
+bool dist_env_present() { return dist_env_present(process_getenv); }
+
+DistEnv read_dist_env(const EnvLookup& lookup) {
+  DistEnv env;
+  const char* world = lookup("WORLD_SIZE");
+  const char* rank = lookup("RANK");
+  check_input(world != nullptr, "WORLD_SIZE is not set", where("WORLD_SIZE"), kHint);
+  check_input(rank != nullptr, "RANK is not set", where("RANK"), kHint);
+  env.world_size = parse_int("WORLD_SIZE", world, 1, 1 << 20);
+  env.rank = parse_int("RANK", rank, 0, env.world_size - 1);
+  env.local_rank = env.rank;
+  if (const char* local = lookup("LOCAL_RANK")) {
+    env.local_rank = parse_int("LOCAL_RANK", local, 0, env.rank);
+  }
+  if (const char* addr = lookup("MASTER_ADDR")) {
+    check_input(*addr != '\0', "MASTER_ADDR is empty", where("MASTER_ADDR"), kHint);
+    env.master_addr = addr;
+  }
+  if (const char* port = lookup("MASTER_PORT")) {
+    env.master_port = parse_int("MASTER_PORT", port, 1, 65535);
+  }
+  env.rendezvous_timeout = parse_seconds(lookup, "ASPEN_RDZV_TIMEOUT_S", env.rendezvous_timeout);
+  env.collective_timeout = parse_seconds(lookup, "ASPEN_DIST_TIMEOUT_S", env.collective_timeout);
+  return env;
+}
+
+DistEnv read_dist_env() { return read_dist_env(process_getenv); }
+
+}  // namespace aspen

@@ -1,0 +1,203 @@
+// The c10d boundary. torch 1.13 vs 2.x differences handled here:
+//  - Gloo support: Debian's libtorch 1.13 is built with Gloo, but its CMake config does
+//    not export USE_C10D_GLOO, which ProcessGroupGloo.hpp hides behind. We define it
+//    here (only this file includes the header). 2.x's TorchConfig does not export it
+//    either, so the same guard applies there.
+//  - Class hierarchy: in 1.13 ProcessGroupGloo derives from ProcessGroup; in 2.x from
+//    c10d::Backend, wrapped by a ProcessGroup. We hold and call the ProcessGroupGloo
+//    directly, whose allreduce/broadcast/barrier signatures are the same in both.
+//  - Options: ProcessGroupGloo::Options::create(timeout) with `devices` exists in both.
+//  - Work: c10d::Work (Work.hpp) in both; 1.13 also aliases it as ProcessGroup::Work,
+//    which 2.x removed, so only c10d::Work is named.
+//  - TCPStore: TCPStore(host, TCPStoreOptions) in both; 2.x adds fields (useLibUV,
+//    masterListenFd) we leave at their defaults, and removed nothing we set.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+
+#include "aspen/parallel/process_group.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "aspen/util/error.h"
+#include "aspen/util/log.h"
+
+namespace aspen {
+
+struct ProcessGroupHandle::Impl {
+  int rank = 0;
+  int world_size = 1;
+  std::chrono::milliseconds collective_timeout{};
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+};
+
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  std::ostringstream out;
+  out << static_cast<double>(ms.count()) / 1000.0 << " s";
+  return out.str();
+}
+
+[[noreturn]] void throw_collective_error(const char* op, int rank, const std::exception& e) {
+  throw Error(std::string(op) + " failed on rank " + std::to_string(rank) + ": " + e.what(),
+              "process group (gloo)",
+              "a peer rank probably died or stalled past ASPEN_DIST_TIMEOUT_S; see the "
+              "aspen launch output for the first rank that failed");
+}
+
+// Waits until every rank set its arrival key; throws naming the missing ranks.
+void wait_for_all_ranks(c10d::Store& store, const DistEnv& env) {
+  store.set("aspen/rdzv/arrived/" + std::to_string(env.rank), std::vector<uint8_t>{1});
+  const auto deadline = std::chrono::steady_clock::now() + env.rendezvous_timeout;
+  std::vector<int> missing;
+  while (true) {
+    missing.clear();
+    for (int r = 0; r < env.world_size; ++r) {
+      if (!store.check({"aspen/rdzv/arrived/" + std::to_string(r)})) missing.push_back(r);
+    }
+    if (missing.empty()) return;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::ostringstream ranks;
+  for (size_t i = 0; i < missing.size(); ++i) ranks << (i ? ", " : "") << missing[i];
+  throw Error((missing.size() == 1 ? "rank " : "ranks ") + ranks.str() + " never arrived within " +
+                  seconds_text(env.rendezvous_timeout) + " (rank " + std::to_string(env.rank) +
+                  " of " + std::to_string(env.world_size) + " waited at " + env.master_addr +
+                  ":" + std::to_string(env.master_port) + ")",
+              "rendezvous",
+              "start every rank (aspen launch --nproc-per-node/--nnodes), check that all "
+              "nodes use the same MASTER_ADDR/MASTER_PORT, or raise --rdzv-timeout");
+}
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+std::shared_ptr<::gloo::transport::Device> make_gloo_device(const DistEnv& env) {
+  // Same precedence as torch.distributed: an explicit interface wins; otherwise a
+  // loopback master means a single-machine job, so bind loopback (the machine's
+  // hostname may not resolve, or resolve to an unreachable address).
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  if (is_loopback(env.master_addr)) {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+}  // namespace
+
+void PendingWork::wait() {
+  if (!wait_) return;
+  auto wait = std::move(wait_);
+  wait_ = nullptr;
+  wait();
+}
+
+ProcessGroupHandle::ProcessGroupHandle(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+int ProcessGroupHandle::rank() const { return impl_->rank; }
+int ProcessGroupHandle::world_size() const { return impl_->world_size; }
+std::chrono::milliseconds ProcessGroupHandle::collective_timeout() const {
+  return impl_->collective_timeout;
+}
+
+PendingWork ProcessGroupHandle::all_reduce_sum_async(torch::Tensor tensor) {
+  TORCH_CHECK(tensor.is_contiguous(), "all_reduce_sum needs a contiguous tensor");
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = impl_->gloo->allreduce(tensors, options);
+  } catch (const std::exception& e) {
+    throw_collective_error("allreduce", impl_->rank, e);
+  }
+  const int rank = impl_->rank;
+  return PendingWork([work, rank, tensor] {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      throw_collective_error("allreduce", rank, e);
+    }
+  });
+}
+
+void ProcessGroupHandle::all_reduce_sum(torch::Tensor& tensor) {
+  all_reduce_sum_async(tensor).wait();
+}
+
+void ProcessGroupHandle::broadcast(torch::Tensor& tensor, int root) {
+  TORCH_CHECK(tensor.is_contiguous(), "broadcast needs a contiguous tensor");
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  try {
+    impl_->gloo->broadcast(tensors, options)->wait();
+  } catch (const std::exception& e) {
+    throw_collective_error("broadcast", impl_->rank, e);
+  }
+}
+
+void ProcessGroupHandle::barrier() {
+  try {
+    impl_->gloo->barrier()->wait();
+  } catch (const std::exception& e) {
+    throw_collective_error("barrier", impl_->rank, e);
+  }
+}
+
+ProcessGroupHandle init_process_group(const DistEnv& env) {
+  auto impl = std::make_shared<ProcessGroupHandle::Impl>();
+  impl->rank = env.rank;
+  impl->world_size = env.world_size;
+  impl->collective_timeout = env.collective_timeout;
+  const std::string endpoint = env.master_addr + ":" + std::to_string(env.master_port);
+
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(env.master_port);
+  store_options.isServer = env.rank == 0;
+  store_options.numWorkers = env.world_size;
+  // We wait for the ranks ourselves (wait_for_all_ranks) to name the missing ones.
+  store_options.waitWorkers = false;
+  store_options.timeout = env.rendezvous_timeout;
+  try {
+    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    if (env.rank == 0) {
+      throw Error("rank 0 could not serve the rendezvous store on " + endpoint + ": " + e.what(),
+                  "rendezvous", "is the port in use? pass --master-port 0 for a free one");
+    }
+    throw Error("rank " + std::to_string(env.rank) + " could not reach rank 0's store at " +
+                    endpoint + " within " + seconds_text(env.rendezvous_timeout) + ": " + e.what(),
+                "rendezvous",
+                "is rank 0 running, and MASTER_ADDR/MASTER_PORT the same on every node?");
+  }
+  wait_for_all_ranks(*impl->store, env);
+  log_debug("rank ", env.rank, "/", env.world_size, ": all ranks arrived at ", endpoint);
+
+  auto options = c10d::ProcessGroupGloo::Options::create(env.collective_timeout);
+  options->devices.push_back(make_gloo_device(env));
+  try {
+    // Gloo's own full-mesh connect goes through the store, under the store timeout.
+    impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank,
+                                                            env.world_size, options);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(env.rank) + " could not connect the gloo group: " +
+                    e.what(),
+                "rendezvous", "a peer rank probably died during start-up");
+  }
+  return ProcessGroupHandle(std::move(impl));
+}
+
+}  // namespace aspen

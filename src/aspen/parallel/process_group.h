@@ -1,0 +1,70 @@
+// ProcessGroupHandle: this rank's membership in a c10d process group (Gloo on CPU),
+// plus the few collectives Aspen uses. It is the one place that touches c10d: every
+// c10d API that differs between torch 1.13 and 2.x is wrapped in process_group.cpp,
+// so the rest of Aspen never includes c10d headers.
+//
+// init_process_group(env):
+//   1. Rank 0 serves a c10d TCPStore on MASTER_PORT; every rank (rank 0 included)
+//      connects to MASTER_ADDR:MASTER_PORT within env.rendezvous_timeout.
+//   2. Each rank announces itself in the store and waits for all WORLD_SIZE ranks;
+//      a missing rank gives aspen::Error "rank N never arrived within T s" (listing
+//      every missing rank) instead of a hang.
+//   3. A ProcessGroupGloo is formed over the store, with env.collective_timeout as
+//      the Gloo timeout: a collective whose peer died or stalls fails within it.
+// Errors: aspen::Error for rendezvous failures (unreachable store, port in use,
+// missing ranks) and for failed collectives (naming the op and the rank; the usual
+// cause is a peer that died).
+// Thread safety: like c10d process groups, collectives must be issued in the same
+// order on every rank; issue them from one thread per group. The handle is cheap
+// to copy (shared ownership).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "aspen/parallel/dist_env.h"
+
+namespace aspen {
+
+// An in-flight collective. wait() blocks until it completes and throws aspen::Error
+// if it failed; waiting twice is a no-op. Destroying it without wait() leaves the
+// collective running in the background (its tensors stay alive).
+class PendingWork {
+ public:
+  PendingWork() = default;
+  explicit PendingWork(std::function<void()> wait) : wait_(std::move(wait)) {}
+  void wait();
+  bool pending() const { return static_cast<bool>(wait_); }
+
+ private:
+  std::function<void()> wait_;
+};
+
+class ProcessGroupHandle {
+ public:
+  struct Impl;
+  explicit ProcessGroupHandle(std::shared_ptr<Impl> impl);
+
+  int rank() const;
+  int world_size() const;
+  std::chrono::milliseconds collective_timeout() const;
+
+  // In-place SUM over all ranks. `tensor` must be contiguous, same shape/dtype on every rank.
+  void all_reduce_sum(torch::Tensor& tensor);
+  PendingWork all_reduce_sum_async(torch::Tensor tensor);
+  // In-place: every rank receives `root`'s tensor.
+  void broadcast(torch::Tensor& tensor, int root);
+  void barrier();
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Rendezvous and group creation as described above. Blocks until every rank arrived.
+ProcessGroupHandle init_process_group(const DistEnv& env);
+
+}  // namespace aspen

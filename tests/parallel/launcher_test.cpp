@@ -1,0 +1,100 @@
+// `aspen launch` through the real binary: environment, exit status, teardown.
+#include "aspen/parallel/launcher.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "aspen/util/error.h"
+#include "run_command.h"
+
+namespace aspen {
+namespace {
+
+using testing::run_command;
+
+const std::string kAspen = ASPEN_CLI_PATH;
+
+TEST(Launcher, RankEnvironmentFollowsTorchrun) {
+  LaunchOptions options;
+  options.nproc_per_node = 2;
+  options.nnodes = 3;
+  options.node_rank = 2;
+  options.master_addr = "10.1.2.3";
+  options.master_port = 4242;
+  options.rdzv_timeout_s = 5;
+  options.command = {"true"};
+  const EnvVars env = rank_environment(options, 1);
+  auto value = [&](const std::string& key) {
+    for (const auto& [k, v] : env) {
+      if (k == key) return v;
+    }
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(value("RANK"), "5");
+  EXPECT_EQ(value("WORLD_SIZE"), "6");
+  EXPECT_EQ(value("LOCAL_RANK"), "1");
+  EXPECT_EQ(value("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(value("MASTER_ADDR"), "10.1.2.3");
+  EXPECT_EQ(value("MASTER_PORT"), "4242");
+  EXPECT_EQ(value("ASPEN_RDZV_TIMEOUT_S"), "5");
+}
+
+TEST(Launcher, ValidatesOptions) {
+  LaunchOptions options;
+  options.command = {"true"};
+  options.nnodes = 2;
+  options.node_rank = 2;
+  EXPECT_THROW(options.validate(), Error);
+  options.node_rank = 0;
+  options.master_port = 0;  // a free port cannot be shared with another node
+  EXPECT_THROW(options.validate(), Error);
+  options.nnodes = 1;
+  EXPECT_NO_THROW(options.validate());
+  options.command.clear();
+  EXPECT_THROW(options.validate(), Error);
+}
+
+TEST(Launcher, AllRanksSucceedAndSeeTheirEnvironment) {
+  const auto result = run_command(
+      kAspen + " launch --nproc-per-node 3 --master-port 0 -- sh -c "
+               "'echo \"r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK a=$MASTER_ADDR\"'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  for (int r = 0; r < 3; ++r) {
+    const std::string line = "r=" + std::to_string(r) + " w=3 l=" + std::to_string(r) +
+                             " a=127.0.0.1";
+    EXPECT_NE(result.output.find(line), std::string::npos) << result.output;
+  }
+}
+
+TEST(Launcher, FailingRankStopsTheOthersAndIsNamed) {
+  // Rank 1 fails at once; rank 0 would sleep 60 s unless the launcher stops it.
+  const auto result = run_command(
+      kAspen + " launch --nproc-per-node 2 --master-port 0 -- sh -c "
+               "'if [ \"$RANK\" = 1 ]; then exit 3; fi; sleep 60'");
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_NE(result.output.find("aspen launch: rank 1 exited with code 3"), std::string::npos)
+      << result.output;
+  EXPECT_LT(result.seconds, 10.0);
+}
+
+TEST(Launcher, SigtermIgnoringRankIsKilledAfterTheGracePeriod) {
+  const auto result = run_command(
+      kAspen + " launch --nproc-per-node 2 --master-port 0 --grace-period 1 -- sh -c "
+               "'if [ \"$RANK\" = 0 ]; then sleep 1; kill -9 $$; fi; trap \"\" TERM; sleep 60'");
+  EXPECT_EQ(result.exit_code, 128 + 9) << result.output;
+  EXPECT_GE(result.seconds, 1.9);  // 1 s + the 1 s grace period rank 1 sat out
+  EXPECT_NE(result.output.find("aspen launch: rank 0 killed by signal 9"), std::string::npos)
+      << result.output;
+  EXPECT_LT(result.seconds, 10.0);
+}
+
+TEST(Launcher, UnknownCommandFailsWith127) {
+  const auto result = run_command(kAspen +
+                                  " launch --nproc-per-node 1 --master-port 0 -- "
+                                  "/nonexistent/aspen-no-such-command");
+  EXPECT_EQ(result.exit_code, 127) << result.output;
+}
+
+}  // namespace
+}  // namespace aspen
