@@ -41,9 +41,7 @@ std::shared_ptr<const std::map<std::string, torch::Tensor>> weights_of(
 // One admitted prompt group, until the trainer takes it.
 struct GroupTrack {
   int64_t version_bound = 0;  // rollout version at admission: its version is >= this
-  int instance = 0;
-  int64_t prompt_tokens = 0;
-  int64_t example = 0;
+  int64_t example = 0;        // train example index (regenerated from it on resume)
   bool ready = false;  // in the dock and scored
   std::vector<double> scores;    // verifier scores of its rows (ready groups)
   std::vector<int64_t> lengths;  // response tokens of its rows
@@ -179,24 +177,19 @@ void AsyncSchedule::admit() {
 }
 
 void AsyncSchedule::submit_group(const PromptGroup& group) {
-  {
-    GenerationRequest request = group_request(config_, setup_, group);
-    const GroupShape shape{config_.rollout.n, static_cast<int64_t>(request.prompt.size()),
-                           config_.rollout.max_tokens};
-    const int instance = dispatcher_.choose(pool_.queue_states(), shape);
-    GroupTrack track;
-    track.version_bound = rollout_version_;
-    track.example = group.example;
-    track.instance = instance;
-    track.prompt_tokens = shape.prompt_tokens;
-    groups_[group.group_id] = std::move(track);
-    ++admitted_;
-    dispatcher_.on_dispatched(instance, shape);
-    pool_.submit(instance, std::move(request));
-    if (trace_ != nullptr) {
-      trace_->instant(trainer_track_, "admit",
-                      {{"group", group.group_id}, {"instance", instance}});
-    }
+  GenerationRequest request = group_request(config_, setup_, group);
+  const GroupShape shape{config_.rollout.n, static_cast<int64_t>(request.prompt.size()),
+                         config_.rollout.max_tokens};
+  const int instance = dispatcher_.choose(pool_.queue_states(), shape);
+  GroupTrack track;
+  track.version_bound = rollout_version_;
+  track.example = group.example;
+  groups_[group.group_id] = std::move(track);
+  ++admitted_;
+  dispatcher_.on_dispatched(instance, shape);
+  pool_.submit(instance, std::move(request));
+  if (trace_ != nullptr) {
+    trace_->instant(trainer_track_, "admit", {{"group", group.group_id}, {"instance", instance}});
   }
 }
 
