@@ -33,16 +33,6 @@ const std::vector<std::string> kDefaultWorkload = {
     "pipeline.rollout_cores=[0]",
     "pipeline.trainer_cores=[1]"};
 
-std::vector<nlohmann::json> rl_lines(const std::string& dir) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json json = nlohmann::json::parse(line);
-    if (json.value("phase", "") == "rl") lines.push_back(std::move(json));
-  }
-  return lines;
-}
-
 nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
   double wall = 0.0, tokens = 0.0, rows = 0.0;
   std::vector<double> rewards;
@@ -108,7 +98,7 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
     const TrainConfig config = parse(all);
     setup.model->load_state(warm, "bench warm-up weights");
     run_rl(config, setup, RunOptions{(root / name).string()});
-    return side_summary(rl_lines((root / name).string()));
+    return side_summary(read_rl_metrics((root / name).string()));
   };
 
   nlohmann::json result;

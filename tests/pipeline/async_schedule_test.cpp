@@ -19,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::rl_metrics_lines;
-
 TrainConfig tiny_config(const std::vector<std::string>& overrides) {
   return testing::tiny_run_config(overrides);
 }
@@ -41,8 +39,8 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{async_dir});
   }
-  const auto sync = rl_metrics_lines(sync_dir);
-  const auto async = rl_metrics_lines(async_dir);
+  const auto sync = read_rl_metrics(sync_dir);
+  const auto async = read_rl_metrics(async_dir);
   ASSERT_EQ(sync.size(), 4u);
   ASSERT_EQ(async.size(), 4u);
   for (size_t i = 0; i < sync.size(); ++i) {

@@ -1,9 +1,7 @@
 // Shared by the pipeline tests: a run configuration small enough for CI (a 1-layer,
-// 32-wide built-in model, 20 SFT steps, 4 prompts x 4 samples) and a reader of the
-// RL lines a run wrote to metrics.jsonl.
+// 32-wide built-in model, 20 SFT steps, 4 prompts x 4 samples).
 #pragma once
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -24,17 +22,6 @@ inline TrainConfig tiny_run_config(const std::vector<std::string>& overrides = {
   }
   for (const auto& o : overrides) config.apply_override(o);
   return parse_train_config(config);
-}
-
-// The "phase": "rl" lines of DIR/metrics.jsonl, in order.
-inline std::vector<nlohmann::json> rl_metrics_lines(const std::string& dir) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json json = nlohmann::json::parse(line);
-    if (json.value("phase", "") == "rl") lines.push_back(std::move(json));
-  }
-  return lines;
 }
 
 }  // namespace aspen::testing

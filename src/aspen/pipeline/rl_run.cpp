@@ -148,4 +148,18 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   return summary;
 }
 
+std::vector<nlohmann::json> read_rl_metrics(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / "metrics.jsonl").string();
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  int64_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    check_input(!json.is_discarded(), "line " + std::to_string(number) + " is not JSON", path);
+    if (json.value("phase", "") == "rl") lines.push_back(std::move(json));
+  }
+  return lines;
+}
+
 }  // namespace aspen

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/train_config.h"
@@ -31,5 +32,9 @@ struct RunOptions {
 // Returns summary.json's content: eval_accuracy_before_rl, eval_accuracy_after_rl,
 // iterations, samples, wall_seconds, tokens_per_second, and where things are.
 nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOptions& options);
+
+// The RL iteration lines ("phase": "rl") of RUN_DIR/metrics.jsonl, in order; empty
+// when the file does not exist. aspen::Error naming the file for a malformed line.
+std::vector<nlohmann::json> read_rl_metrics(const std::string& run_dir);
 
 }  // namespace aspen
