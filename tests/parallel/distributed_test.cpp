@@ -34,6 +34,17 @@ TEST(Distributed, TwoRanksRendezvous) {
   EXPECT_NE(result.output.find("rank 1 of 2 ok"), std::string::npos) << result.output;
 }
 
+TEST(Distributed, MaxAllGatherAndSubgroups) {
+  const auto result = run_command(kAspen + " launch --nproc-per-node 4 --master-port 0 -- " +
+                                  kWorker + " collectives");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(result.output.find("rank " + std::to_string(r) + " collectives ok"),
+              std::string::npos)
+        << result.output;
+  }
+}
+
 std::vector<torch::Tensor> dp1_reference(int steps) {
   auto nothing = [](const NamedParams&) {};
   return testing::run_dp_problem(0, 1, steps, [](int64_t n) { return n; }, nothing, nothing);

@@ -41,12 +41,17 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "aspen/parallel/process_group.h"
-#include "aspen/train/optimizer.h"
 
 namespace aspen {
+
+// (name, parameter) pairs; the same type as train/optimizer.h's NamedParams (parallel
+// sits below train and model, so it cannot include them).
+using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
 
 // Global sums of per-rank counts (token counts, row counts, loss sums) for denominators.
 // Exact for int64; double is summed in fp64.

@@ -17,6 +17,7 @@
 
 #include "aspen/parallel/process_group.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -35,8 +36,10 @@ struct ProcessGroupHandle::Impl {
   int rank = 0;
   int world_size = 1;
   std::chrono::milliseconds collective_timeout{};
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::Store> store;  // the TCPStore, or a PrefixStore over it
+  std::shared_ptr<::gloo::transport::Device> device;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  int subgroups_created = 0;  // names each subgroup's store prefix identically on all ranks
 };
 
 namespace {
@@ -112,11 +115,11 @@ std::chrono::milliseconds ProcessGroupHandle::collective_timeout() const {
   return impl_->collective_timeout;
 }
 
-PendingWork ProcessGroupHandle::all_reduce_sum_async(torch::Tensor tensor) {
-  TORCH_CHECK(tensor.is_contiguous(), "all_reduce_sum needs a contiguous tensor");
+PendingWork ProcessGroupHandle::all_reduce_async(torch::Tensor tensor, ReduceOp op) {
+  TORCH_CHECK(tensor.is_contiguous(), "all_reduce needs a contiguous tensor");
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::SUM;
+  options.reduceOp = op == ReduceOp::kMax ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = impl_->gloo->allreduce(tensors, options);
@@ -133,8 +136,21 @@ PendingWork ProcessGroupHandle::all_reduce_sum_async(torch::Tensor tensor) {
   });
 }
 
-void ProcessGroupHandle::all_reduce_sum(torch::Tensor& tensor) {
-  all_reduce_sum_async(tensor).wait();
+void ProcessGroupHandle::all_reduce(torch::Tensor& tensor, ReduceOp op) {
+  all_reduce_async(tensor, op).wait();
+}
+
+std::vector<torch::Tensor> ProcessGroupHandle::all_gather(const torch::Tensor& tensor) {
+  torch::Tensor input = tensor.contiguous();
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < impl_->world_size; ++r) outputs[0].push_back(torch::empty_like(input));
+  std::vector<at::Tensor> inputs{input};
+  try {
+    impl_->gloo->allgather(outputs, inputs)->wait();
+  } catch (const std::exception& e) {
+    throw_collective_error("allgather", impl_->rank, e);
+  }
+  return outputs[0];
 }
 
 void ProcessGroupHandle::broadcast(torch::Tensor& tensor, int root) {
@@ -155,6 +171,41 @@ void ProcessGroupHandle::barrier() {
   } catch (const std::exception& e) {
     throw_collective_error("barrier", impl_->rank, e);
   }
+}
+
+std::optional<ProcessGroupHandle> ProcessGroupHandle::new_subgroup(const std::vector<int>& ranks) {
+  const int index = impl_->subgroups_created++;
+  std::vector<char> seen(static_cast<size_t>(impl_->world_size), 0);
+  int my_index = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    check_input(r >= 0 && r < impl_->world_size && !seen[static_cast<size_t>(r)],
+                "rank " + std::to_string(r) + " is out of range [0, " +
+                    std::to_string(impl_->world_size) + ") or listed twice",
+                "new_subgroup ranks");
+    seen[static_cast<size_t>(r)] = 1;
+    if (r == impl_->rank) my_index = static_cast<int>(i);
+  }
+  check_input(!ranks.empty(), "empty rank list", "new_subgroup ranks");
+  if (my_index < 0) return std::nullopt;
+  auto impl = std::make_shared<Impl>();
+  impl->rank = my_index;
+  impl->world_size = static_cast<int>(ranks.size());
+  impl->collective_timeout = impl_->collective_timeout;
+  impl->store = c10::make_intrusive<c10d::PrefixStore>(
+      "aspen/subgroup/" + std::to_string(index), impl_->store);
+  impl->device = impl_->device;
+  auto options = c10d::ProcessGroupGloo::Options::create(impl_->collective_timeout);
+  options->devices.push_back(impl->device);
+  try {
+    impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, impl->rank,
+                                                            impl->world_size, options);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(impl_->rank) + " could not form subgroup " +
+                    std::to_string(index) + ": " + e.what(),
+                "process group (gloo)", "a member rank probably died or skipped new_subgroup");
+  }
+  return ProcessGroupHandle(std::move(impl));
 }
 
 ProcessGroupHandle init_process_group(const DistEnv& env) {
@@ -187,7 +238,8 @@ ProcessGroupHandle init_process_group(const DistEnv& env) {
   log_debug("rank ", env.rank, "/", env.world_size, ": all ranks arrived at ", endpoint);
 
   auto options = c10d::ProcessGroupGloo::Options::create(env.collective_timeout);
-  options->devices.push_back(make_gloo_device(env));
+  impl->device = make_gloo_device(env);
+  options->devices.push_back(impl->device);
   try {
     // Gloo's own full-mesh connect goes through the store, under the store timeout.
     impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank,

@@ -24,7 +24,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "aspen/parallel/dist_env.h"
 
@@ -44,6 +46,8 @@ class PendingWork {
   std::function<void()> wait_;
 };
 
+enum class ReduceOp { kSum, kMax };
+
 class ProcessGroupHandle {
  public:
   struct Impl;
@@ -53,12 +57,26 @@ class ProcessGroupHandle {
   int world_size() const;
   std::chrono::milliseconds collective_timeout() const;
 
-  // In-place SUM over all ranks. `tensor` must be contiguous, same shape/dtype on every rank.
-  void all_reduce_sum(torch::Tensor& tensor);
-  PendingWork all_reduce_sum_async(torch::Tensor tensor);
+  // In-place reduction over all ranks. `tensor` must be contiguous, same shape/dtype on
+  // every rank.
+  void all_reduce(torch::Tensor& tensor, ReduceOp op);
+  PendingWork all_reduce_async(torch::Tensor tensor, ReduceOp op);
+  void all_reduce_sum(torch::Tensor& tensor) { all_reduce(tensor, ReduceOp::kSum); }
+  PendingWork all_reduce_sum_async(torch::Tensor tensor) {
+    return all_reduce_async(std::move(tensor), ReduceOp::kSum);
+  }
+  // Every rank's `tensor` (same shape/dtype everywhere), in rank order; entry rank()
+  // is a copy of the input.
+  std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor);
   // In-place: every rank receives `root`'s tensor.
   void broadcast(torch::Tensor& tensor, int root);
   void barrier();
+
+  // A group over `ranks` (ranks of THIS group, distinct, any order: the new group's
+  // rank i is ranks[i]). Collective in the c10d sense: every rank of this group must
+  // call new_subgroup with the same lists in the same order, members or not. Returns
+  // the member's handle, std::nullopt on non-members. aspen::Error for a bad list.
+  std::optional<ProcessGroupHandle> new_subgroup(const std::vector<int>& ranks);
 
  private:
   std::shared_ptr<Impl> impl_;
