@@ -1,6 +1,8 @@
 #include "aspen/train/optimizer.h"
 
 #include <cmath>
+#include <sstream>
+#include <type_traits>
 
 #include "aspen/util/error.h"
 
@@ -10,6 +12,21 @@ namespace {
 bool decays(const std::string& name, const torch::Tensor& param) {
   const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
   return param.dim() >= 2 && !is_bias;
+}
+
+// torch::optim keys its state map by the parameter's TensorImpl: libtorch 1.13 uses the
+// pointer printed as a string, 2.x the pointer itself. Build whichever key type `Map` has.
+template <typename Map>
+typename Map::key_type state_key(const torch::Tensor& param) {
+  using Key = typename Map::key_type;
+  void* impl = param.unsafeGetTensorImpl();
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;  // what c10::guts::to_string does
+    out << impl;
+    return out.str();
+  } else {
+    return static_cast<Key>(impl);
+  }
 }
 
 }  // namespace
@@ -50,13 +67,18 @@ Optimizer::Optimizer(const NamedParams& params, const OptimizerOptions& options)
     : options_(options) {
   options_.validate();
   std::vector<torch::Tensor> decay, no_decay;
+  std::vector<std::string> decay_names, no_decay_names;
   for (const auto& [name, param] : params) {
     TORCH_CHECK(param.is_leaf(), "optimizer parameter ", name, " is not a leaf tensor");
-    (decays(name, param) ? decay : no_decay).push_back(param);
+    const bool d = decays(name, param);
+    (d ? decay : no_decay).push_back(param);
+    (d ? decay_names : no_decay_names).push_back(name);
   }
   // params_ in group order, so save/load and the norm see one fixed order.
   params_ = decay;
   params_.insert(params_.end(), no_decay.begin(), no_decay.end());
+  names_ = decay_names;
+  names_.insert(names_.end(), no_decay_names.begin(), no_decay_names.end());
   auto group_options = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
         torch::optim::AdamWOptions(options_.lr)
@@ -77,6 +99,31 @@ Optimizer::Optimizer(const NamedParams& params, const OptimizerOptions& options)
 
 double Optimizer::next_lr() const {
   return options_.lr * lr_factor(options_.schedule, step_count_);
+}
+
+NamedParams Optimizer::state_tensors() const {
+  NamedParams out;
+  const auto& state = adamw_->state();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto it = state.find(state_key<std::decay_t<decltype(state)>>(params_[i]));
+    if (it == state.end()) continue;
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    // Copies of the handles share the TensorImpl, so callers see AdamW's own tensors.
+    if (s.exp_avg().defined()) out.emplace_back(names_[i] + ".exp_avg", s.exp_avg());
+    if (s.exp_avg_sq().defined()) out.emplace_back(names_[i] + ".exp_avg_sq", s.exp_avg_sq());
+    if (s.max_exp_avg_sq().defined()) {
+      out.emplace_back(names_[i] + ".max_exp_avg_sq", s.max_exp_avg_sq());
+    }
+  }
+  return out;
+}
+
+NamedParams Optimizer::grad_tensors() const {
+  NamedParams out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].grad().defined()) out.emplace_back(names_[i] + ".grad", params_[i].grad());
+  }
+  return out;
 }
 
 void Optimizer::zero_grad() {

@@ -20,6 +20,11 @@
 // group options) and the step counter; load() into an Optimizer built over the same
 // parameters in the same order makes the following steps bit-identical to an
 // uninterrupted run. Errors: aspen::Error naming the file for a missing/corrupt archive.
+//
+// state_tensors()/grad_tensors(): the training-only tensors, by name, for swapping
+// them off the device while a colocated rollout runs (parallel/swap_space.h). They
+// are the optimizer's own tensor objects, not copies: changing their storage in
+// place (Tensor::set_) is seen by the next step().
 // Thread safety: not thread-safe; one trainer thread owns it.
 #pragma once
 
@@ -71,12 +76,21 @@ class Optimizer {
   double next_lr() const;
   const std::vector<torch::Tensor>& params() const { return params_; }
 
+  // AdamW per-parameter state as "<param name>.exp_avg", ".exp_avg_sq" (and
+  // ".max_exp_avg_sq" with amsgrad), in params() order. Empty before the first step:
+  // AdamW creates its state lazily.
+  NamedParams state_tensors() const;
+  // "<param name>.grad" for every parameter that has a gradient now (none after step()
+  // or zero_grad(): they set grads to none).
+  NamedParams grad_tensors() const;
+
   void save(const std::string& path) const;
   void load(const std::string& path);
 
  private:
   OptimizerOptions options_;
   std::vector<torch::Tensor> params_;
+  std::vector<std::string> names_;  // names_[i] is the name of params_[i]
   std::unique_ptr<torch::optim::AdamW> adamw_;
   int64_t step_count_ = 0;
 };

@@ -1,0 +1,66 @@
+#include "aspen/parallel/placement.h"
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+int Placement::world_size() const {
+  const int train = train_dp * train_tp;
+  return mode == "colocated" ? train : train + rollout_instances * rollout_tp;
+}
+
+void Placement::validate(int world, const std::string& where) const {
+  check_input(mode == "colocated" || mode == "disaggregated",
+              "must be colocated or disaggregated, got '" + mode + "'", where + ".mode");
+  check_input(train_dp >= 1, "must be >= 1", where + ".train.dp");
+  check_input(train_tp >= 1, "must be >= 1", where + ".train.tp");
+  check_input(rollout_instances >= 1, "must be >= 1", where + ".rollout.instances");
+  check_input(rollout_tp >= 1, "must be >= 1", where + ".rollout.tp");
+  const int train = train_dp * train_tp;
+  const int rollout = rollout_instances * rollout_tp;
+  if (mode == "colocated") {
+    check_input(train == rollout,
+                "colocated: train.dp x train.tp = " + std::to_string(train) +
+                    " must equal rollout.instances x rollout.tp = " + std::to_string(rollout),
+                where);
+    check_input(train_tp % rollout_tp == 0 || rollout_tp % train_tp == 0,
+                "colocated: rollout.tp " + std::to_string(rollout_tp) +
+                    " must divide or be a multiple of train.tp " + std::to_string(train_tp),
+                where + ".rollout.tp");
+  }
+  check_input(world_size() == world,
+              "needs " + std::to_string(world_size()) + " ranks but the job has WORLD_SIZE " +
+                  std::to_string(world),
+              where, "launch with aspen launch --nproc-per-node N to match the placement");
+}
+
+ReshardPlan Placement::reshard_plan(torch::ScalarType dtype) const {
+  return ReshardPlan{train_dp, train_tp, rollout_tp, dtype};
+}
+
+RankRoles roles_of(const Placement& placement, int rank) {
+  RankRoles roles;
+  const int train = placement.train_dp * placement.train_tp;
+  if (rank < train) {
+    roles.trains = true;
+    roles.train_tp_rank = rank % placement.train_tp;
+    roles.train_dp_rank = rank / placement.train_tp;
+  }
+  if (placement.mode == "colocated") {
+    if (roles.trains) {
+      const InferencePlacement inference =
+          inference_placement(placement.reshard_plan(torch::kFloat), rank);
+      roles.serves_rollout = true;
+      roles.rollout_instance = inference.replica;
+      roles.rollout_tp_rank = inference.tp_rank;
+    }
+  } else if (rank >= train && rank < placement.world_size()) {
+    const int q = rank - train;
+    roles.serves_rollout = true;
+    roles.rollout_instance = q / placement.rollout_tp;
+    roles.rollout_tp_rank = q % placement.rollout_tp;
+  }
+  return roles;
+}
+
+}  // namespace aspen

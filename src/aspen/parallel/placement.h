@@ -1,0 +1,51 @@
+// Placement: which ranks of the job train (a DP x TP grid) and which run rollout
+// instances (each with its own TP), colocated or disaggregated.
+//
+//   colocated:      every rank trains AND serves rollout, time-sliced (the trainer's
+//                   optimizer state is swapped out while rollout runs: swap_space.h).
+//                   world = train_dp * train_tp = rollout_instances * rollout_tp.
+//   disaggregated:  ranks [0, train_dp * train_tp) train; the next
+//                   rollout_instances * rollout_tp ranks serve rollout.
+//                   world = train_dp * train_tp + rollout_instances * rollout_tp.
+// Rank order inside each grid is TP fastest (Megatron's): training rank p has
+// tp_rank p % train_tp and dp_rank p / train_tp; a rollout rank q (counted from the
+// first rollout rank) belongs to instance q / rollout_tp with tp_rank q % rollout_tp.
+// For colocated placement the rollout grid is the resharder's inference layout
+// (resharder.h): instance = InferencePlacement::replica, so each rank's rollout shard
+// is exactly what the resharder hands it.
+// Errors: aspen::Error naming the field for a grid that does not match the world.
+// Thread safety: plain values.
+#pragma once
+
+#include <string>
+
+#include "aspen/parallel/resharder.h"
+
+namespace aspen {
+
+struct Placement {
+  std::string mode = "colocated";  // colocated | disaggregated
+  int train_dp = 1;
+  int train_tp = 1;
+  int rollout_instances = 1;
+  int rollout_tp = 1;
+
+  int world_size() const;
+  // aspen::Error naming `where`.field when the grid is inconsistent with world_size.
+  void validate(int world_size, const std::string& where) const;
+  // The resharder plan of a colocated placement (train grid -> rollout TP).
+  ReshardPlan reshard_plan(torch::ScalarType dtype) const;
+};
+
+struct RankRoles {
+  bool trains = false;
+  int train_dp_rank = -1;
+  int train_tp_rank = -1;
+  bool serves_rollout = false;
+  int rollout_instance = -1;
+  int rollout_tp_rank = -1;
+};
+
+RankRoles roles_of(const Placement& placement, int rank);
+
+}  // namespace aspen

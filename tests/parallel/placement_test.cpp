@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "aspen/parallel/placement.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+TEST(Placement, ColocatedRanksTrainAndServeTheResharderLayout) {
+  Placement p{"colocated", 2, 2, 4, 1};  // DP2 x TP2 training, 4 TP1 rollout instances
+  p.validate(4, "placement");
+  std::set<int> instances;
+  for (int rank = 0; rank < 4; ++rank) {
+    const RankRoles roles = roles_of(p, rank);
+    EXPECT_TRUE(roles.trains && roles.serves_rollout);
+    EXPECT_EQ(roles.train_tp_rank, rank % 2);
+    EXPECT_EQ(roles.train_dp_rank, rank / 2);
+    EXPECT_EQ(roles.rollout_tp_rank, 0);
+    instances.insert(roles.rollout_instance);
+  }
+  EXPECT_EQ(instances.size(), 4u);
+}
+
+TEST(Placement, DisaggregatedRolloutRanksFollowTheTrainers) {
+  Placement p{"disaggregated", 2, 1, 1, 2};  // 2 trainers, one TP2 rollout instance
+  p.validate(4, "placement");
+  EXPECT_TRUE(roles_of(p, 1).trains);
+  EXPECT_FALSE(roles_of(p, 1).serves_rollout);
+  const RankRoles r3 = roles_of(p, 3);
+  EXPECT_FALSE(r3.trains);
+  EXPECT_TRUE(r3.serves_rollout);
+  EXPECT_EQ(r3.rollout_instance, 0);
+  EXPECT_EQ(r3.rollout_tp_rank, 1);
+}
+
+TEST(Placement, WrongWorldSizeNamesThePlacement) {
+  Placement p{"disaggregated", 2, 1, 1, 2};
+  try {
+    p.validate(2, "run.yaml: placement");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 4 ranks but the job has WORLD_SIZE 2"),
+              std::string::npos)
+        << e.what();
+  }
+  Placement bad{"colocated", 1, 2, 1, 1};
+  EXPECT_THROW(bad.validate(2, "placement"), Error);  // 2 training ranks, 1 rollout rank
+  Placement mode{"shared", 1, 1, 1, 1};
+  EXPECT_THROW(mode.validate(1, "placement"), Error);
+}
+
+}  // namespace
+}  // namespace aspen
