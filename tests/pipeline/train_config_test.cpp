@@ -42,6 +42,19 @@ TEST(TrainConfig, ErrorsNameTheKeyPath) {
   expect_error_at("pipeline:\n  rollout_cores: [0, x]\n", "run.yaml: pipeline.rollout_cores");
   expect_error_at("algorithm:\n  off_policy: tis\n", "run.yaml: algorithm.off_policy_cap");
   expect_error_at("algorithm:\n  kl_ctrl: pid\n", "run.yaml: algorithm.kl_ctrl");
+  expect_error_at("placement:\n  mode: shared\n", "run.yaml: placement.mode");
+  expect_error_at("placement:\n  train: {dp: 0}\n", "run.yaml: placement.train.dp");
+  expect_error_at("placement:\n  train: {tp: 2}\n", "run.yaml: placement");  // 2 vs 1 rollout rank
+}
+
+TEST(TrainConfig, PlacementGrid) {
+  Config config = Config::parse(
+      "placement: {mode: disaggregated, train: {dp: 2, tp: 2}, rollout: {instances: 2, tp: 1}}\n",
+      "run.yaml");
+  const Placement placement = parse_train_config(config).placement;
+  EXPECT_EQ(placement.world_size(), 6);
+  EXPECT_EQ(placement.train_tp, 2);
+  EXPECT_EQ(placement.rollout_instances, 2);
 }
 
 // config.json (as_json) is what --resume reads back: every key must round-trip.
@@ -52,6 +65,7 @@ TEST(TrainConfig, AsJsonRoundTripsEveryKey) {
       "pipeline: {trainer_cores: [1], rollout_cores: [0], max_staleness: 2}\n"
       "checkpoint: {every: 5, keep_last: 1}\n"
       "logging: {trace: t.json}\n"
+      "placement: {mode: colocated, train: {dp: 2, tp: 1}, rollout: {instances: 1, tp: 2}}\n"
       "data: {task: countdown, task_options: {}}\n",
       "run.yaml");
   const nlohmann::json first = parse_train_config(config).as_json();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "aspen/io/jsonl.h"
+#include "aspen/parallel/dist_env.h"
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
@@ -60,6 +61,17 @@ void print_progress(int64_t iteration, const nlohmann::json& line) {
 }  // namespace
 
 nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOptions& options) {
+  // One process runs every role. The multi-rank pieces exist (parallel/: DP trainer,
+  // TP model, resharder, sharded checkpoints) but the RL loop does not yet drive
+  // them across ranks, so a multi-rank placement or launch is refused, not ignored.
+  const int world = dist_env_present() ? read_dist_env().world_size : 1;
+  check_input(config.placement.world_size() == 1 && world == 1,
+              "aspen train runs its roles in one process; placement needs " +
+                  std::to_string(config.placement.world_size()) + " rank(s) and WORLD_SIZE is " +
+                  std::to_string(world),
+              "placement",
+              "use the default placement (train.dp = train.tp = rollout.instances = "
+              "rollout.tp = 1) without aspen launch");
   if (config.pipeline.threads > 0) at::set_num_threads(config.pipeline.threads);
   const fs::path out(options.out_dir);
   const std::string metrics_path = (out / "metrics.jsonl").string();

@@ -219,6 +219,25 @@ CheckpointSection read_checkpoint(ConfigSection s) {
   return c;
 }
 
+Placement read_placement(ConfigSection s) {
+  Placement p;
+  p.mode = s.get("mode", p.mode);
+  check_one_of(p.mode, {"colocated", "disaggregated"}, s.where("mode"));
+  ConfigSection train = s.section("train");
+  p.train_dp = train.get("dp", p.train_dp);
+  p.train_tp = train.get("tp", p.train_tp);
+  train.finish();
+  ConfigSection rollout = s.section("rollout");
+  p.rollout_instances = rollout.get("instances", p.rollout_instances);
+  p.rollout_tp = rollout.get("tp", p.rollout_tp);
+  rollout.finish();
+  s.finish();
+  // The grid's own consistency; the job's WORLD_SIZE is checked where ranks exist.
+  const std::string section = s.where("");  // "source: placement."
+  p.validate(p.world_size(), section.substr(0, section.size() - 1));
+  return p;
+}
+
 }  // namespace
 
 TrainConfig parse_train_config(Config& config) {
@@ -232,6 +251,7 @@ TrainConfig parse_train_config(Config& config) {
   result.pipeline = read_pipeline(root.section("pipeline"));
   result.logging = read_logging(root.section("logging"));
   result.checkpoint = read_checkpoint(root.section("checkpoint"));
+  result.placement = read_placement(root.section("placement"));
   root.finish();
   const bool async = result.pipeline.mode == "async";
   if (result.algorithm.off_policy == "auto") {
@@ -333,7 +353,11 @@ nlohmann::json TrainConfig::as_json() const {
            {{"eval_every", logging.eval_every},
             {"console", logging.console},
             {"trace", logging.trace}}},
-          {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}}};
+          {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}},
+          {"placement",
+           {{"mode", placement.mode},
+            {"train", {{"dp", placement.train_dp}, {"tp", placement.train_tp}}},
+            {"rollout", {{"instances", placement.rollout_instances}, {"tp", placement.rollout_tp}}}}}};
 }
 
 }  // namespace aspen

@@ -1,5 +1,6 @@
 // TrainConfig: everything `aspen train` reads, one struct per YAML section
-// (model, data, algorithm, rollout, train, pipeline, logging, checkpoint).
+// (model, data, algorithm, rollout, train, pipeline, logging, checkpoint,
+// placement).
 // Every key, its default and meaning is documented in docs/config.md; parsing is
 // strict (util/config.h): unknown keys and wrong types are errors naming the path.
 // The defaults ARE the built-in demo: a tokenizer and tiny Qwen3 trained from
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "aspen/parallel/placement.h"
 #include "aspen/util/config.h"
 
 namespace aspen {
@@ -145,6 +147,10 @@ struct TrainConfig {
   PipelineSection pipeline;
   LoggingSection logging;
   CheckpointSection checkpoint;
+  // Which ranks train (train.dp x train.tp) and which serve rollout (rollout.instances
+  // x rollout.tp), colocated or disaggregated (parallel/placement.h). The default is
+  // one process doing both.
+  Placement placement;
   // Every key, as a config file would spell it: parse_train_config of this JSON gives
   // back the same config (the run directory's config.json, which --resume reads).
   nlohmann::json as_json() const;
