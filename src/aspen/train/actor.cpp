@@ -1,8 +1,9 @@
 #include "aspen/train/actor.h"
 
+#include <cmath>
+
 #include "aspen/algo/packed.h"
 #include "aspen/train/micro_batches.h"
-#include "aspen/train/mini_batches.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
@@ -31,7 +32,8 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       model_(model),
       compute_(compute_copy(model, options.trainer)),
       master_(trainable_params(*model_), trainable_params(*compute_)),
-      optimizer_(master_.master(), options.trainer.optimizer) {}
+      optimizer_(master_.master(), options.trainer.optimizer),
+      data_parallel_(options.data_parallel, master_) {}
 
 TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_entropy) {
   LogprobHeadOptions head = options_.head;
@@ -43,9 +45,11 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   batch.validate();
   check_input(options.epochs >= 1, "must be >= 1", "actor update: epochs");
   batch.token_column(columns::kAdvantages, "actor update");
+  // Data parallel: the step count follows the GLOBAL row count (identical on all ranks).
+  const int64_t global_rows = data_parallel_.global_rows(batch.num_rows());
   if (options.proximal_is_current) {
     check_input(options.epochs == 1 && (options.mini_batch_size <= 0 ||
-                                        options.mini_batch_size >= batch.num_rows()),
+                                        options.mini_batch_size >= global_rows),
                 "the proximal policy is the current one only for a single optimizer step",
                 "actor update: proximal_is_current");
   } else {
@@ -63,19 +67,29 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
 
   ActorMetrics metrics;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    for (const auto& rows : mini_batch_rows(batch.num_rows(), options.mini_batch_size,
-                                            options.shuffle, options.seed, epoch)) {
+    for (const auto& rows :
+         data_parallel_.mini_batches(batch.num_rows(), global_rows, options.mini_batch_size,
+                                     options.shuffle, options.seed, epoch)) {
       const auto micro_batches =
           make_micro_batches(batch, rows, options_.trainer.max_tokens_per_micro_batch, device);
-      int64_t mini_tokens = 0;
-      for (const auto& mb : micro_batches) mini_tokens += mb.num_response_tokens;
+      int64_t local_tokens = 0;
+      size_t last_backward = micro_batches.size();  // the last micro-batch with a loss
+      for (size_t i = 0; i < micro_batches.size(); ++i) {
+        local_tokens += micro_batches[i].num_response_tokens;
+        if (micro_batches[i].num_response_tokens > 0) last_backward = i;
+      }
+      // The whole (global) mini-batch's denominators: exact gradient accumulation over
+      // micro-batches and ranks alike. Zero tokens anywhere => every rank skips the step.
+      const auto [mini_tokens, mini_rows] =
+          data_parallel_.global_counts(local_tokens, static_cast<int64_t>(rows.size()));
       if (mini_tokens == 0) continue;
       PolicyLossOptions policy = options.policy;
       policy.agg.global_tokens = static_cast<double>(mini_tokens);
-      policy.agg.global_seqs = static_cast<double>(rows.size());
+      policy.agg.global_seqs = static_cast<double>(mini_rows);
       // Token-weighted means over the mini-batch, from each micro-batch's own mean.
       MiniBatchSums sums;
-      for (const auto& mb : micro_batches) {
+      for (size_t i = 0; i < micro_batches.size(); ++i) {
+        const MicroBatch& mb = micro_batches[i];
         metrics.tokens += mb.num_tokens;
         ++metrics.micro_batches;
         if (mb.num_response_tokens == 0) continue;
@@ -103,6 +117,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
         if (options.entropy_coef != 0.0) {
           loss = loss - options.entropy_coef * entropy_loss(current.entropy, packed, policy.agg);
         }
+        if (i == last_backward) data_parallel_.before_last_backward();
         loss.backward();
         master_.accumulate_grads();
         const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
@@ -111,6 +126,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
         sums.add(sums.clip_frac, pg.clip_frac * weight);
         sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
       }
+      data_parallel_.reduce_grads();
       const StepResult step = master_.step(optimizer_);
       if (step.skipped) {
         ++metrics.skipped_steps;
@@ -125,6 +141,25 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       metrics.clip_frac += value_or_zero(sums.clip_frac);
       metrics.approx_kl += value_or_zero(sums.approx_kl);
     }
+  }
+  if (data_parallel_.enabled()) {
+    // Every summed term is already weighted by GLOBAL denominators: the sum over ranks
+    // is the global value. Steps and grad_norm are identical on every rank already.
+    std::vector<double> sums = {metrics.policy_loss,
+                                metrics.kl_loss,
+                                metrics.entropy,
+                                metrics.clip_frac,
+                                metrics.approx_kl,
+                                static_cast<double>(metrics.tokens),
+                                static_cast<double>(metrics.micro_batches)};
+    data_parallel_.sum_over_ranks(sums);
+    metrics.policy_loss = sums[0];
+    metrics.kl_loss = sums[1];
+    metrics.entropy = sums[2];
+    metrics.clip_frac = sums[3];
+    metrics.approx_kl = sums[4];
+    metrics.tokens = std::llround(sums[5]);  // exact below 2^53
+    metrics.micro_batches = std::llround(sums[6]);
   }
   const int64_t attempts = metrics.steps + metrics.skipped_steps;
   if (attempts > 0) {

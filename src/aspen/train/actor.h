@@ -22,8 +22,21 @@
 //
 // Metrics: means over the update's optimizer steps of the mini-batch values (losses
 // as optimised; clip_frac / approx_kl / entropy token-weighted over the mini-batch).
-// Data-parallel training would all-reduce grads before step() and pass the global
-// denominators over ranks; this trainer is single-rank.
+//
+// Data parallelism (ActorOptions::data_parallel.group set; trainer_data_parallel.h):
+// update(batch) takes this rank's LOCAL rows - its share of the global batch, e.g. from
+// a dock claim with balance_ranks = d or split_balanced() (pipeline/dp_shares.h).
+// mini_batch_size stays GLOBAL (rows per optimizer step over all ranks): the step count
+// comes from the all-reduced row count and each rank trains its proportional share of
+// every mini-batch (dp_mini_batches.h). Denominators (tokens, rows) are all-reduced per
+// mini-batch, gradients summed over ranks in buckets (overlapped with the last
+// micro-batch's backward for fp32 compute) before clipping and the step, and the
+// metrics are global: every rank returns the same ActorMetrics, tokens and
+// micro_batches summed over ranks. The result equals one process training on the
+// union of the ranks' rows, mini-batch by mini-batch, up to fp32 summation order.
+// Every rank must call update() (and construct the trainer) together, also with no
+// local rows. compute_logprobs() is local (no collectives). Without a group the
+// trainer is exactly the single-rank one.
 // Thread safety: not thread-safe; one trainer thread. Errors: aspen::Error for missing
 // columns or malformed batches.
 #pragma once
@@ -39,6 +52,7 @@
 #include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
 #include "aspen/train/train_batch.h"
+#include "aspen/train/trainer_data_parallel.h"
 #include "aspen/train/trainer_options.h"
 
 namespace aspen {
@@ -46,6 +60,7 @@ namespace aspen {
 struct ActorOptions {
   TrainerOptions trainer;
   LogprobHeadOptions head;  // temperature (must match rollout's) and vocab chunk size
+  DataParallelConfig data_parallel;  // no group: single-rank (see above)
 };
 
 struct ActorUpdateOptions {
@@ -81,7 +96,8 @@ struct ActorMetrics {
 
 class ActorTrainer {
  public:
-  // Trains `model` (fp32 master weights) in place.
+  // Trains `model` (fp32 master weights) in place. With a data-parallel group this is a
+  // collective (rank 0's weights are broadcast).
   ActorTrainer(QwenForCausalLM model, const ActorOptions& options);
 
   // Log-probs (+ entropy) of every response token, [R] in batch order, no grad.
@@ -92,6 +108,7 @@ class ActorTrainer {
   QwenForCausalLM& model() { return model_; }
   QwenForCausalLM& compute_model() { return compute_; }
   Optimizer& optimizer() { return optimizer_; }
+  const TrainerDataParallel& data_parallel() const { return data_parallel_; }
 
  private:
   ActorOptions options_;
@@ -99,6 +116,7 @@ class ActorTrainer {
   QwenForCausalLM compute_;
   MasterWeights master_;
   Optimizer optimizer_;
+  TrainerDataParallel data_parallel_;  // after master_: hooks its tensors
 };
 
 }  // namespace aspen

@@ -4,7 +4,6 @@
 
 #include "aspen/algo/packed.h"
 #include "aspen/algo/value_loss.h"
-#include "aspen/train/mini_batches.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/recompute.h"
 #include "aspen/util/error.h"
@@ -48,12 +47,14 @@ CriticModel critic_from_policy(const QwenForCausalLM& policy) {
   return critic;
 }
 
-CriticTrainer::CriticTrainer(CriticModel critic, const TrainerOptions& options)
+CriticTrainer::CriticTrainer(CriticModel critic, const TrainerOptions& options,
+                             const DataParallelConfig& data_parallel)
     : options_(options),
       model_(critic),
       compute_(make_compute_critic(critic, options)),
       master_(trainable_params(*model_), trainable_params(*compute_)),
-      optimizer_(master_.master(), options.optimizer) {}
+      optimizer_(master_.master(), options.optimizer),
+      data_parallel_(data_parallel, master_) {}
 
 torch::Tensor CriticTrainer::compute_values(const TrainBatch& batch) {
   batch.validate();
@@ -78,21 +79,31 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
   batch.token_column(columns::kValues, "critic update");
   batch.token_column(columns::kReturns, "critic update");
   const torch::Device device = compute_->score->weight.device();
+  // Data parallel: steps follow the GLOBAL row count, denominators are global (actor.h).
+  const int64_t global_rows = data_parallel_.global_rows(batch.num_rows());
   CriticMetrics metrics;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    for (const auto& rows : mini_batch_rows(batch.num_rows(), options.mini_batch_size,
-                                            options.shuffle, options.seed, epoch)) {
+    for (const auto& rows :
+         data_parallel_.mini_batches(batch.num_rows(), global_rows, options.mini_batch_size,
+                                     options.shuffle, options.seed, epoch)) {
       const auto micro_batches =
           make_micro_batches(batch, rows, options_.max_tokens_per_micro_batch, device);
-      int64_t mini_tokens = 0;
-      for (const auto& mb : micro_batches) mini_tokens += mb.num_response_tokens;
+      int64_t local_tokens = 0;
+      size_t last_backward = micro_batches.size();
+      for (size_t i = 0; i < micro_batches.size(); ++i) {
+        local_tokens += micro_batches[i].num_response_tokens;
+        if (micro_batches[i].num_response_tokens > 0) last_backward = i;
+      }
+      const auto [mini_tokens, mini_rows] =
+          data_parallel_.global_counts(local_tokens, static_cast<int64_t>(rows.size()));
       if (mini_tokens == 0) continue;
       AggOptions agg = options.agg;
       agg.global_tokens = static_cast<double>(mini_tokens);
-      agg.global_seqs = static_cast<double>(rows.size());
+      agg.global_seqs = static_cast<double>(mini_rows);
       torch::Tensor loss_sum = torch::zeros({}, torch::kDouble);
       torch::Tensor clip_sum = torch::zeros({}, torch::kDouble);
-      for (const auto& mb : micro_batches) {
+      for (size_t i = 0; i < micro_batches.size(); ++i) {
+        const MicroBatch& mb = micro_batches[i];
         if (mb.num_response_tokens == 0) continue;
         torch::Tensor values = compute_->response_values(mb, options_.recompute);
         const auto dtype = values.scalar_type();
@@ -100,12 +111,14 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
         ValueLossResult result = value_loss(
             values, mb.token_columns.at(columns::kValues).to(dtype),
             mb.token_columns.at(columns::kReturns).to(dtype), packed, options.clip_range, agg);
+        if (i == last_backward) data_parallel_.before_last_backward();
         result.loss.backward();
         master_.accumulate_grads();
         const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
         loss_sum += result.loss.detach().to(torch::kCPU, torch::kDouble);
         clip_sum += result.clip_frac.to(torch::kCPU, torch::kDouble) * weight;
       }
+      data_parallel_.reduce_grads();
       const StepResult step = master_.step(optimizer_);
       if (step.skipped) {
         ++metrics.skipped_steps;
@@ -117,6 +130,13 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
       metrics.value_loss += loss_sum.item<double>();
       metrics.clip_frac += clip_sum.item<double>();
     }
+  }
+  if (data_parallel_.enabled()) {
+    // Both sums carry global denominators: their sum over ranks is the global value.
+    std::vector<double> sums = {metrics.value_loss, metrics.clip_frac};
+    data_parallel_.sum_over_ranks(sums);
+    metrics.value_loss = sums[0];
+    metrics.clip_frac = sums[1];
   }
   const int64_t attempts = metrics.steps + metrics.skipped_steps;
   if (attempts > 0) {

@@ -10,6 +10,9 @@
 // algo::value_loss (clipped, 0.5 * aggregate) using the mini-batch's global
 // denominators for exact gradient accumulation; one optimizer step per mini-batch.
 // Batch columns read: values (rollout-time values, the clip anchor) and returns.
+// Data parallelism: as the actor's (actor.h, trainer_data_parallel.h) - given a group,
+// update() takes this rank's local rows, mini_batch_size is global, denominators and
+// gradients are summed over ranks and the metrics are global (identical on every rank).
 //
 // Shapes: T = packed tokens, C = hidden size, R = response tokens.
 // Thread safety: not thread-safe; one trainer thread. Errors: aspen::Error for
@@ -29,6 +32,7 @@
 #include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
 #include "aspen/train/train_batch.h"
+#include "aspen/train/trainer_data_parallel.h"
 #include "aspen/train/trainer_options.h"
 
 namespace aspen {
@@ -70,8 +74,10 @@ struct CriticMetrics {
 
 class CriticTrainer {
  public:
-  // Trains `critic` (master weights) in place.
-  CriticTrainer(CriticModel critic, const TrainerOptions& options);
+  // Trains `critic` (master weights) in place. With a data-parallel group this is a
+  // collective (rank 0's weights are broadcast).
+  CriticTrainer(CriticModel critic, const TrainerOptions& options,
+                const DataParallelConfig& data_parallel = {});
 
   // Values [R] of every response token in batch order, no grad.
   torch::Tensor compute_values(const TrainBatch& batch);
@@ -79,6 +85,7 @@ class CriticTrainer {
 
   CriticModel& model() { return model_; }
   Optimizer& optimizer() { return optimizer_; }
+  const TrainerDataParallel& data_parallel() const { return data_parallel_; }
 
  private:
   TrainerOptions options_;
@@ -86,6 +93,7 @@ class CriticTrainer {
   CriticModel compute_;
   MasterWeights master_;
   Optimizer optimizer_;
+  TrainerDataParallel data_parallel_;  // after master_: hooks its tensors
 };
 
 }  // namespace aspen
