@@ -17,6 +17,8 @@
 // (z = logits / temperature; the chain rule then divides by temperature).
 // Matmuls run in fp32 (fp64 for fp64 inputs) whatever the input dtype; gradients
 // are returned in the input dtypes. Works on any device (composed ops per chunk).
+// The chunk loops live in logprob_chunks.h, shared with the vocab-parallel head of
+// tensor parallelism (model/vocab_parallel_logprobs.h).
 //
 // Thread safety: pure function. Errors: TORCH_CHECK on shape/dtype misuse; a
 // target outside [0, V) is a TORCH_CHECK failure (callers validate token ids).

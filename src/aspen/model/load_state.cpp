@@ -1,9 +1,12 @@
 // QwenForCausalLMImpl::load_state: checks every key and shape first, then copies,
-// so a bad checkpoint never leaves the model half-overwritten.
+// so a bad checkpoint never leaves the model half-overwritten. Under tensor
+// parallelism a tensor of the full HF shape is sharded here (take_shard); one of the
+// local shape is taken as this rank's shard already.
 #include <set>
 #include <sstream>
 
 #include "aspen/model/qwen_model.h"
+#include "aspen/model/tp_layout.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -30,6 +33,7 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
                                      const std::string& source) {
   const auto params = named_parameters(/*recurse=*/true);
   std::set<std::string> expected;
+  std::set<std::string> full;  // keys given in the full HF shape, to be sharded
   for (const auto& item : params) {
     const std::string& key = item.key();
     expected.insert(key);
@@ -39,10 +43,20 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
                   "the checkpoint does not match config.json (" + config.model_type() + ", " +
                       std::to_string(config.num_hidden_layers) + " layers)");
     }
-    if (it->second.sizes() != item.value().sizes()) {
-      throw Error("weight \"" + key + "\" has shape " + shape_string(it->second.sizes()) +
-                      ", the model expects " + shape_string(item.value().sizes()),
-                  source, "the checkpoint does not match config.json");
+    const c10::IntArrayRef local = item.value().sizes();
+    if (it->second.sizes() != local) {
+      const std::vector<int64_t> full_sizes =
+          tp.enabled() ? full_shape(qwen_shard_spec(key, config), local, tp.size, key)
+                       : local.vec();
+      if (it->second.sizes() != c10::IntArrayRef(full_sizes)) {
+        throw Error(
+            "weight \"" + key + "\" has shape " + shape_string(it->second.sizes()) +
+                ", the model expects " + shape_string(local) +
+                (tp.enabled() ? " (this TP rank's shard) or the full " + shape_string(full_sizes)
+                              : ""),
+            source, "the checkpoint does not match config.json");
+      }
+      full.insert(key);
     }
     if (!it->second.is_floating_point()) {
       throw Error("weight \"" + key + "\" is not a floating-point tensor", source);
@@ -57,7 +71,13 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
     }
   }
   torch::NoGradGuard no_grad;
-  for (const auto& item : params) item.value().copy_(weights.at(item.key()));
+  for (const auto& item : params) {
+    const std::string& key = item.key();
+    const torch::Tensor& value = weights.at(key);
+    item.value().copy_(full.count(key) != 0
+                           ? take_shard(value, qwen_shard_spec(key, config), tp.rank, tp.size, key)
+                           : value);
+  }
 }
 
 }  // namespace aspen

@@ -1,8 +1,11 @@
 #include "aspen/model/qwen_attention.h"
 
 #include <cmath>
+#include <string>
 
 #include "aspen/kernels/varlen_attention.h"
+#include "aspen/model/tp_layout.h"
+#include "aspen/parallel/tp_collectives.h"
 
 namespace aspen {
 namespace {
@@ -11,44 +14,69 @@ torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+// The layout does not depend on the layer index, so layer 0's name stands for all.
+ShardSpec attention_spec(const std::string& param, const ModelConfig& config) {
+  return qwen_shard_spec("model.layers.0.self_attn." + param, config);
+}
+
+// This rank's extent of a dimension of `full` elements split as `spec`.
+int64_t local_extent(const ShardSpec& spec, int64_t full, const TensorParallel& tp,
+                     const std::string& what) {
+  return shard_range(spec, full, tp.rank, tp.size, what).length;
+}
+
 }  // namespace
 
-QwenAttentionImpl::QwenAttentionImpl(const ModelConfig& config)
-    : num_heads(config.num_attention_heads),
-      num_kv_heads(config.num_key_value_heads),
-      head_dim(config.head_dim) {
+QwenAttentionImpl::QwenAttentionImpl(const ModelConfig& config, const TensorParallel& tp)
+    : head_dim(config.head_dim), tp(tp), kv_spec(attention_spec("k_proj.weight", config)) {
   const int64_t hidden = config.hidden_size;
-  q_proj =
-      register_module("q_proj", make_linear(hidden, num_heads * head_dim, config.attention_bias));
-  k_proj = register_module("k_proj",
-                           make_linear(hidden, num_kv_heads * head_dim, config.attention_bias));
-  v_proj = register_module("v_proj",
-                           make_linear(hidden, num_kv_heads * head_dim, config.attention_bias));
-  o_proj = register_module("o_proj", make_linear(num_heads * head_dim, hidden, false));
+  const int64_t q_out = local_extent(attention_spec("q_proj.weight", config),
+                                     config.num_attention_heads * head_dim, tp, "q_proj");
+  const int64_t kv_out =
+      local_extent(kv_spec, config.num_key_value_heads * head_dim, tp, "k_proj/v_proj");
+  num_heads = q_out / head_dim;
+  num_kv_heads = kv_out / head_dim;
+  q_proj = register_module("q_proj", make_linear(hidden, q_out, config.attention_bias));
+  k_proj = register_module("k_proj", make_linear(hidden, kv_out, config.attention_bias));
+  v_proj = register_module("v_proj", make_linear(hidden, kv_out, config.attention_bias));
+  o_proj = register_module("o_proj", make_linear(q_out, hidden, false));
   if (config.has_qk_norm()) {
     q_norm = register_module("q_norm", RMSNorm(head_dim, config.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm(head_dim, config.rms_norm_eps));
   }
 }
 
+torch::Tensor QwenAttentionImpl::kv_projection(torch::nn::Linear& proj, const torch::Tensor& x) {
+  if (!has_replicas(kv_spec, tp.size)) return proj->forward(x);
+  const torch::Tensor& bias = proj->bias;
+  return torch::nn::functional::linear(
+      x, sum_replica_grads(proj->weight, kv_spec, tp),
+      bias.defined() ? sum_replica_grads(bias, kv_spec, tp) : torch::Tensor());
+}
+
+torch::Tensor QwenAttentionImpl::head_norm(RMSNorm& norm, const torch::Tensor& x) {
+  if (!tp.enabled()) return norm->forward(x);
+  return rms_norm(x, sum_replica_grads(norm->weight, ShardSpec{}, tp), norm->eps);
+}
+
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> QwenAttentionImpl::project_qkv(
     const torch::Tensor& x, const RopeTable& rope) {
   const int64_t tokens = x.size(0);
   torch::Tensor q = q_proj(x).view({tokens, num_heads, head_dim});
-  torch::Tensor k = k_proj(x).view({tokens, num_kv_heads, head_dim});
-  torch::Tensor v = v_proj(x).view({tokens, num_kv_heads, head_dim});
+  torch::Tensor k = kv_projection(k_proj, x).view({tokens, num_kv_heads, head_dim});
+  torch::Tensor v = kv_projection(v_proj, x).view({tokens, num_kv_heads, head_dim});
   if (q_norm) {
-    q = q_norm(q);
-    k = k_norm(k);
+    q = head_norm(q_norm, q);
+    k = head_norm(k_norm, k);
   }
   return {apply_rope(q, rope), apply_rope(k, rope), v};
 }
 
 torch::Tensor QwenAttentionImpl::forward(const torch::Tensor& x, const RopeTable& rope,
                                          const torch::Tensor& cu_seqlens) {
-  auto [q, k, v] = project_qkv(x, rope);
+  auto [q, k, v] = project_qkv(copy_to_tp_region(x, tp), rope);
   torch::Tensor out = varlen_causal_attention(q, k, v, cu_seqlens, 1.0 / std::sqrt(head_dim));
-  return o_proj(out.reshape({x.size(0), num_heads * head_dim}));
+  return reduce_from_tp_region(o_proj(out.reshape({x.size(0), num_heads * head_dim})), tp);
 }
 
 torch::Tensor QwenAttentionImpl::forward_paged(const torch::Tensor& x, const RopeTable& rope,

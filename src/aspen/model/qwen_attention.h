@@ -9,7 +9,19 @@
 //   q_norm.weight [D], k_norm.weight [D]          Qwen3 only: RMSNorm per head
 //                                                 applied before RoPE
 // forward: x [T, C] -> [T, C]; causal within each sequence of cu_seqlens.
-// Thread safety: forward mutates nothing; concurrent calls are safe.
+//
+// Tensor parallelism (tp.size = t > 1; layout: model/tp_layout.h): this rank holds
+// H/t query heads and their kv heads - K/t of them, or the ONE kv head its query
+// heads use when K < t (that head is replicated on t/K ranks). q/k/v are
+// column-parallel (input through copy_to_tp_region), o_proj row-parallel (output
+// through reduce_from_tp_region): one all-reduce per direction. The parameters
+// above then have their local shapes (H*D -> H/t*D, K*D -> local kv heads * D).
+// Gradients of replicated copies - q_norm/k_norm always, k/v projections when
+// K < t - are summed over their holders (tp_collectives.h: sum_replica_grads), so
+// each rank's gradient equals its shard of the single-process gradient.
+// forward_paged does not support t > 1 (the caller, QwenModel, refuses it).
+// Thread safety: forward mutates nothing; concurrent calls are safe (with t > 1,
+// the collective ordering rule of tp_collectives.h applies).
 #pragma once
 
 #include <torch/torch.h>
@@ -18,11 +30,13 @@
 #include "aspen/kernels/paged_attention.h"
 #include "aspen/kernels/rope.h"
 #include "aspen/model/rms_norm_layer.h"
+#include "aspen/parallel/shard_spec.h"
+#include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
 
 struct QwenAttentionImpl : torch::nn::Module {
-  explicit QwenAttentionImpl(const ModelConfig& config);
+  explicit QwenAttentionImpl(const ModelConfig& config, const TensorParallel& tp = {});
 
   torch::Tensor forward(const torch::Tensor& x, const RopeTable& rope,
                         const torch::Tensor& cu_seqlens);
@@ -32,19 +46,28 @@ struct QwenAttentionImpl : torch::nn::Module {
   torch::Tensor forward_paged(const torch::Tensor& x, const RopeTable& rope,
                               const PagedBatch& batch, int64_t layer);
 
-  // q [T, H, D], k and v [T, K, D] after projection, q/k norm and RoPE.
+  // q [T, H, D], k and v [T, K, D] after projection, q/k norm and RoPE (local heads
+  // under TP; x must already be in the TP region).
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> project_qkv(const torch::Tensor& x,
                                                                       const RopeTable& rope);
 
-  int64_t num_heads;
-  int64_t num_kv_heads;
+  int64_t num_heads;     // query heads on this rank (H / t)
+  int64_t num_kv_heads;  // kv heads on this rank (K / t, or 1 replicated when K < t)
   int64_t head_dim;
+  TensorParallel tp;
+  ShardSpec kv_spec;  // layout of k_proj/v_proj: decides whether they are replicated
   torch::nn::Linear q_proj{nullptr};
   torch::nn::Linear k_proj{nullptr};
   torch::nn::Linear v_proj{nullptr};
   torch::nn::Linear o_proj{nullptr};
   RMSNorm q_norm{nullptr};  // null for Qwen2
   RMSNorm k_norm{nullptr};
+
+ private:
+  // k_proj/v_proj(x), summing weight/bias gradients over replicas when K < t.
+  torch::Tensor kv_projection(torch::nn::Linear& proj, const torch::Tensor& x);
+  // q_norm/k_norm over this rank's heads; their weight gradient is summed over ranks.
+  torch::Tensor head_norm(RMSNorm& norm, const torch::Tensor& x);
 };
 TORCH_MODULE(QwenAttention);
 

@@ -2,13 +2,13 @@
 
 namespace aspen {
 
-QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config) {
+QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp) {
   input_layernorm =
       register_module("input_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
-  self_attn = register_module("self_attn", QwenAttention(config));
+  self_attn = register_module("self_attn", QwenAttention(config, tp));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
-  mlp = register_module("mlp", QwenMLP(config));
+  mlp = register_module("mlp", QwenMLP(config, tp));
 }
 
 torch::Tensor QwenDecoderLayerImpl::forward(const torch::Tensor& x, const RopeTable& rope,

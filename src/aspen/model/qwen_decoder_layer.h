@@ -4,6 +4,9 @@
 // Shapes: T = packed tokens, C = hidden_size. forward: x [T, C] -> [T, C].
 // Parameters (HF names under "model.layers.{i}."): input_layernorm.weight [C],
 // self_attn.* (qwen_attention.h), post_attention_layernorm.weight [C], mlp.* (qwen_mlp.h).
+// Tensor parallelism: attention and MLP are TP blocks (their headers); the residual
+// stream and both norms are replicated, and their gradients are complete on every
+// rank because the blocks' copy_to_tp_region already sums the input gradients.
 // Thread safety: forward mutates nothing.
 #pragma once
 
@@ -14,11 +17,12 @@
 #include "aspen/model/qwen_attention.h"
 #include "aspen/model/qwen_mlp.h"
 #include "aspen/model/rms_norm_layer.h"
+#include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
 
 struct QwenDecoderLayerImpl : torch::nn::Module {
-  explicit QwenDecoderLayerImpl(const ModelConfig& config);
+  explicit QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp = {});
 
   torch::Tensor forward(const torch::Tensor& x, const RopeTable& rope,
                         const torch::Tensor& cu_seqlens);

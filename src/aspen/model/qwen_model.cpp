@@ -1,16 +1,23 @@
 #include "aspen/model/qwen_model.h"
 
 #include "aspen/model/packing.h"
+#include "aspen/model/tp_layout.h"
+#include "aspen/model/vocab_parallel_embedding.h"
+#include "aspen/model/vocab_parallel_logprobs.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
 
-QwenModelImpl::QwenModelImpl(const ModelConfig& config) : config(config) {
+QwenModelImpl::QwenModelImpl(const ModelConfig& config, const TensorParallel& tp)
+    : config(config), tp(tp) {
+  const ShardRange vocab = shard_range(qwen_shard_spec("model.embed_tokens.weight", config),
+                                       config.vocab_size, tp.rank, tp.size, "vocab_size");
+  vocab_begin = vocab.begin;
   embed_tokens =
-      register_module("embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
+      register_module("embed_tokens", torch::nn::Embedding(vocab.length, config.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.num_hidden_layers; ++i)
-    layers->push_back(QwenDecoderLayer(config));
+    layers->push_back(QwenDecoderLayer(config, tp));
   norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps));
 }
 
@@ -19,14 +26,23 @@ torch::Tensor QwenModelImpl::forward(const torch::Tensor& input_ids,
                                      const torch::Tensor& positions) {
   // One cos/sin table per forward, shared by every layer's q and k.
   const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
-  torch::Tensor h = embed_tokens(input_ids);
+  torch::Tensor h = embed(input_ids);
   for (const auto& layer : *layers) h = layer->as<QwenDecoderLayer>()->forward(h, rope, cu_seqlens);
   return norm(h);
+}
+
+torch::Tensor QwenModelImpl::embed(const torch::Tensor& input_ids) {
+  return vocab_parallel_embedding(input_ids, embed_tokens->weight, vocab_begin, tp);
 }
 
 torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
                                            const torch::Tensor& positions,
                                            const PagedBatch& batch) {
+  check_input(!tp.enabled(),
+              "tensor parallel rollout is not supported: the paged KV cache and the rollout "
+              "engine hold whole models",
+              "forward_paged (TP size " + std::to_string(tp.size) + ")",
+              "run rollout on a TP size 1 copy of the weights");
   const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
   torch::Tensor h = embed_tokens(input_ids);
   int64_t index = 0;
@@ -36,14 +52,19 @@ torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
   return norm(h);
 }
 
-QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config) : config(config) {
+QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp)
+    : config(config), tp(tp) {
   config.validate("model config");
-  model = register_module("model", QwenModel(config));
+  validate_tp_size(config, tp.size);
+  tp.validate("tensor parallel context");
+  model = register_module("model", QwenModel(config, tp));
   if (!config.tie_word_embeddings) {
+    const int64_t vocab_rows = shard_range(qwen_shard_spec("lm_head.weight", config),
+                                           config.vocab_size, tp.rank, tp.size, "vocab_size")
+                                   .length;
     lm_head = register_module(
         "lm_head",
-        torch::nn::Linear(
-            torch::nn::LinearOptions(config.hidden_size, config.vocab_size).bias(false)));
+        torch::nn::Linear(torch::nn::LinearOptions(config.hidden_size, vocab_rows).bias(false)));
   }
 }
 
@@ -64,6 +85,14 @@ torch::Tensor QwenForCausalLMImpl::lm_head_weight() const {
   return lm_head ? lm_head->weight : model->embed_tokens->weight;
 }
 
+TokenLogprobs QwenForCausalLMImpl::head_logprobs(const torch::Tensor& hidden,
+                                                 const torch::Tensor& targets,
+                                                 const LogprobHeadOptions& options) {
+  if (!tp.enabled()) return chunked_logprobs(hidden, lm_head_weight(), targets, options);
+  return vocab_parallel_logprobs(hidden, lm_head_weight(), targets, model->vocab_begin, options,
+                                 tp);
+}
+
 TokenLogprobs QwenForCausalLMImpl::token_logprobs(const torch::Tensor& input_ids,
                                                   const torch::Tensor& cu_seqlens,
                                                   const LogprobHeadOptions& options) {
@@ -72,7 +101,7 @@ TokenLogprobs QwenForCausalLMImpl::token_logprobs(const torch::Tensor& input_ids
       model(input_ids, cu_seqlens, packed_positions(offsets, input_ids.device()));
   torch::Tensor rows = next_token_rows(offsets, input_ids.device());
   torch::Tensor targets = input_ids.index_select(0, rows + 1);
-  return chunked_logprobs(hidden.index_select(0, rows), lm_head_weight(), targets, options);
+  return head_logprobs(hidden.index_select(0, rows), targets, options);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::hf_state() const {

@@ -17,6 +17,16 @@
 // ->to(device) as for any torch module. RMSNorm statistics, RoPE, attention
 // softmax and the log-prob head run in fp32 regardless.
 //
+// Tensor parallelism: built with a TensorParallel of size t > 1 (one model per TP
+// rank, all ranks calling the same methods in the same order), every parameter is
+// this rank's shard per model/tp_layout.h - same HF names, local shapes (e.g.
+// embed_tokens/lm_head [V/t, C], q_proj [H/t*D, C]). Attention runs on the local
+// heads, the MLP is column- then row-parallel, the embedding and the head are
+// vocab-parallel; forward's hidden and token_logprobs' outputs are the full results,
+// identical on every rank, and each parameter's gradient is the shard of the
+// single-process gradient. The default context (size 1) computes exactly what this
+// model computed before TP existed. forward_paged (rollout) does not support TP.
+//
 // Thread safety: forward/token_logprobs mutate nothing and may run concurrently
 // (e.g. under torch::NoGradGuard in several rollout threads); load_state and
 // ->to() must not overlap with them.
@@ -33,24 +43,33 @@
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_decoder_layer.h"
 #include "aspen/model/rms_norm_layer.h"
+#include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
 
 // HF Qwen{2,3}Model: embeddings, layers and the final norm.
 struct QwenModelImpl : torch::nn::Module {
-  explicit QwenModelImpl(const ModelConfig& config);
+  explicit QwenModelImpl(const ModelConfig& config, const TensorParallel& tp = {});
 
   // input_ids [T] int64, cu_seqlens [B+1] int64, positions [T] int64 (RoPE only;
   // masking always follows cu_seqlens) -> hidden [T, C] after the final norm.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
                         const torch::Tensor& positions);
+  // The token embedding, input_ids [T] -> [T, C]: vocab-parallel under TP (one
+  // all-reduce). Callers that run the layers themselves (activation recompute) must
+  // use this instead of embed_tokens(), which only knows this rank's rows.
+  torch::Tensor embed(const torch::Tensor& input_ids);
   // Rollout step over the paged KV cache: input_ids/positions [T] of the new
   // tokens -> hidden [T, C]; k/v of the new tokens are written into the cache.
+  // aspen::Error when tp.size > 1: the KV cache and the rollout engine are laid out
+  // for whole models (tensor-parallel rollout is not supported).
   torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
                               const PagedBatch& batch);
 
   ModelConfig config;
-  torch::nn::Embedding embed_tokens{nullptr};
+  TensorParallel tp;
+  int64_t vocab_begin = 0;  // first vocabulary row of embed_tokens (and lm_head) on this rank
+  torch::nn::Embedding embed_tokens{nullptr};  // [V/t, C]
   torch::nn::ModuleList layers{nullptr};
   RMSNorm norm{nullptr};
 };
@@ -58,7 +77,9 @@ TORCH_MODULE(QwenModel);
 
 // HF Qwen{2,3}ForCausalLM.
 struct QwenForCausalLMImpl : torch::nn::Module {
-  explicit QwenForCausalLMImpl(const ModelConfig& config);
+  // aspen::Error for an invalid config, a TP size the config cannot split
+  // (validate_tp_size names the field) or an inconsistent TP context.
+  explicit QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp = {});
 
   // input_ids [T] int64, cu_seqlens [B+1] int64 -> hidden [T, C] after the final
   // norm. positions [T] int64 drive RoPE; undefined (the default) means 0, 1, ...
@@ -74,8 +95,16 @@ struct QwenForCausalLMImpl : torch::nn::Module {
     return model->forward_paged(input_ids, positions, batch);
   }
 
-  // The [V, C] head matrix: lm_head.weight, or the embedding when tied.
+  // The [V, C] head matrix: lm_head.weight, or the embedding when tied. Under TP,
+  // this rank's rows [model->vocab_begin, model->vocab_begin + V/t).
   torch::Tensor lm_head_weight() const;
+
+  // The log-prob head on rows of forward's hidden: hidden [R, C] (the same on every
+  // TP rank), targets [R] int64 in [0, V) -> [R] fp32 logprobs (+ entropy). Under TP
+  // the vocab-parallel head (model/vocab_parallel_logprobs.h), else chunked_logprobs.
+  // This is the one head every caller that scores hidden states should use.
+  TokenLogprobs head_logprobs(const torch::Tensor& hidden, const torch::Tensor& targets,
+                              const LogprobHeadOptions& options = {});
 
   // log p(next token) for every token but the last of each sequence, in packed
   // order: [T - B'] fp32 (B' = non-empty sequences), entropy likewise when
@@ -86,17 +115,22 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // Copies (casting dtype, moving device) every parameter from `weights`, keyed by
   // HF name. aspen::Error naming `source` and the key for a missing key, an
   // unexpected key or a wrong shape; nothing is copied unless all keys check out.
+  // Under TP each tensor may be either FULL (the HF shape: this rank takes its shard
+  // with take_shard) or already this rank's shard (exactly the local shape).
   // Tolerated extras: lm_head.weight of a tied model (some exports keep it) and
   // rotary_emb.inv_freq buffers (older exports).
   void load_state(const std::map<std::string, torch::Tensor>& weights,
                   const std::string& source = "weights");
 
-  // (HF name, parameter) in HF order, for saving a checkpoint.
+  // (HF name, parameter) in HF order, for saving a checkpoint. Under TP these are
+  // this rank's shards (local shapes), not full tensors: gather them (tp_layout.h
+  // says along which dim) for an HF checkpoint.
   std::vector<std::pair<std::string, torch::Tensor>> hf_state() const;
 
   ModelConfig config;
+  TensorParallel tp;
   QwenModel model{nullptr};
-  torch::nn::Linear lm_head{nullptr};  // null when config.tie_word_embeddings
+  torch::nn::Linear lm_head{nullptr};  // [V/t, C]; null when config.tie_word_embeddings
 };
 TORCH_MODULE(QwenForCausalLM);
 

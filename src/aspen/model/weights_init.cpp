@@ -2,6 +2,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "aspen/model/tp_layout.h"
+
 namespace aspen {
 namespace {
 
@@ -23,16 +25,19 @@ void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_rang
     } else if (ends_with(name, ".bias")) {
       param.zero_();
     } else {
-      torch::Tensor values = torch::empty(param.sizes(), torch::kFloat);
+      const TensorParallel& tp = model->tp;
+      const ShardSpec spec = qwen_shard_spec(name, model->config);
+      torch::Tensor values =
+          torch::empty(full_shape(spec, param.sizes(), tp.size, name), torch::kFloat);
       values.normal_(0.0, initializer_range, generator);
-      param.copy_(values);
+      param.copy_(take_shard(values, spec, tp.rank, tp.size, name));
     }
   }
 }
 
 QwenForCausalLM make_random_model(const ModelConfig& config, uint64_t seed, torch::ScalarType dtype,
-                                  torch::Device device) {
-  QwenForCausalLM model(config);
+                                  torch::Device device, const TensorParallel& tp) {
+  QwenForCausalLM model(config, tp);
   init_weights(model, seed);
   model->to(device, dtype);
   return model;

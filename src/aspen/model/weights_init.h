@@ -4,7 +4,9 @@
 //
 // Deterministic for a seed on any device and dtype: values are drawn on the CPU
 // in fp32 from a private generator (the global RNG is untouched), parameter by
-// parameter in HF order, then copied into place.
+// parameter in HF order, then copied into place. Under tensor parallelism each
+// FULL tensor is drawn and this rank's shard of it kept, so a seed gives the same
+// model at every TP size (each rank holds the shards of the TP size 1 model).
 // Thread safety: init_weights mutates the model; do not run it concurrently with
 // anything else using that model.
 #pragma once
@@ -23,6 +25,7 @@ void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_rang
 // Builds, initialises and places a model: the demo's and benchmarks' tiny models.
 QwenForCausalLM make_random_model(const ModelConfig& config, uint64_t seed,
                                   torch::ScalarType dtype = torch::kFloat,
-                                  torch::Device device = torch::kCPU);
+                                  torch::Device device = torch::kCPU,
+                                  const TensorParallel& tp = {});
 
 }  // namespace aspen

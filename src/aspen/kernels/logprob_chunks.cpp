@@ -1,0 +1,139 @@
+#include "aspen/kernels/logprob_chunks.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace aspen {
+namespace {
+
+// Scaled logits z = hidden @ weight[begin:begin+n]^T / temperature, [T, n] in `acc`.
+torch::Tensor chunk_logits(const torch::Tensor& hidden_acc, const torch::Tensor& weight,
+                           int64_t begin, int64_t n, double temperature) {
+  torch::Tensor w = weight.narrow(0, begin, n).to(hidden_acc.scalar_type());
+  torch::Tensor z = torch::matmul(hidden_acc, w.t());
+  if (temperature != 1.0) z.div_(temperature);
+  return z;
+}
+
+}  // namespace
+
+torch::ScalarType head_acc_dtype(const torch::Tensor& hidden) {
+  return hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+}
+
+void check_head_inputs(const torch::Tensor& hidden, const torch::Tensor& weight,
+                       const torch::Tensor& targets, const LogprobHeadOptions& options,
+                       int64_t vocab, const char* caller) {
+  TORCH_CHECK(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1), caller,
+              ": hidden [T, C] and weight [V, C] expected, got ", hidden.sizes(), " and ",
+              weight.sizes());
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == hidden.size(0) &&
+                  targets.scalar_type() == torch::kLong,
+              caller, ": targets [T] int64 expected");
+  TORCH_CHECK(options.chunk_size > 0 && options.temperature > 0, caller,
+              ": chunk_size and temperature must be positive");
+  // Range check on host tensors only: on an accelerator it would force a sync per call.
+  if (targets.numel() > 0 && targets.device().is_cpu()) {
+    TORCH_CHECK(targets.min().item<int64_t>() >= 0 && targets.max().item<int64_t>() < vocab, caller,
+                ": target outside [0, V=", vocab, ")");
+  }
+}
+
+SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_acc, const torch::Tensor& weight,
+                                  const torch::Tensor& targets, double temperature,
+                                  int64_t chunk_size, bool with_entropy) {
+  const int64_t tokens = hidden_acc.size(0);
+  const int64_t rows = weight.size(0);
+  auto opts = hidden_acc.options();
+  SoftmaxStats s;
+  s.running_max = torch::full({tokens}, -std::numeric_limits<double>::infinity(), opts);
+  s.sum_exp = torch::zeros({tokens}, opts);
+  s.sum_exp_logit = torch::zeros({tokens}, opts);
+  s.target_logit = torch::zeros({tokens}, opts);
+  for (int64_t begin = 0; begin < rows; begin += chunk_size) {
+    const int64_t n = std::min(chunk_size, rows - begin);
+    torch::Tensor z = chunk_logits(hidden_acc, weight, begin, n, temperature);  // [T, n]
+    torch::Tensor new_max = torch::maximum(s.running_max, std::get<0>(z.max(1)));
+    torch::Tensor rescale = torch::exp(s.running_max - new_max);  // exp(-inf) = 0 on chunk 0
+    torch::Tensor e = torch::exp(z - new_max.unsqueeze(1));
+    s.sum_exp = s.sum_exp * rescale + e.sum(1);
+    if (with_entropy) s.sum_exp_logit = s.sum_exp_logit * rescale + (e * z).sum(1);
+    s.running_max = new_max;
+    // The target logit: rows whose target falls in this chunk gather it, others add 0.
+    torch::Tensor local = targets - begin;
+    torch::Tensor in_chunk = (local >= 0) & (local < n);
+    torch::Tensor gathered = z.gather(1, local.clamp(0, n - 1).unsqueeze(1)).squeeze(1);
+    s.target_logit = s.target_logit + torch::where(in_chunk, gathered, torch::zeros_like(gathered));
+  }
+  return s;
+}
+
+HeadResult finish_head(const SoftmaxStats& stats, bool with_entropy) {
+  HeadResult r;
+  r.lse = stats.running_max + torch::log(stats.sum_exp);
+  r.logprobs = stats.target_logit - r.lse;
+  r.mean_logit = with_entropy ? stats.sum_exp_logit / stats.sum_exp : torch::zeros_like(r.lse);
+  if (with_entropy) r.entropy = r.lse - r.mean_logit;
+  return r;
+}
+
+torch::autograd::variable_list save_head_for_backward(torch::autograd::AutogradContext* ctx,
+                                                      const torch::Tensor& hidden,
+                                                      const torch::Tensor& weight,
+                                                      const torch::Tensor& targets,
+                                                      const HeadResult& result, double temperature,
+                                                      int64_t chunk_size) {
+  ctx->save_for_backward({hidden, weight, targets, result.lse, result.mean_logit});
+  ctx->saved_data["temperature"] = temperature;
+  ctx->saved_data["chunk_size"] = chunk_size;
+  const auto out_dtype = head_acc_dtype(hidden);
+  if (!result.entropy.defined()) return {result.logprobs.to(out_dtype)};
+  return {result.logprobs.to(out_dtype), result.entropy.to(out_dtype)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> head_backward(
+    torch::autograd::AutogradContext* ctx, const torch::autograd::variable_list& grad_outputs) {
+  const auto saved = ctx->get_saved_variables();
+  const torch::Tensor& hidden = saved[0];
+  const torch::Tensor& weight = saved[1];
+  const torch::Tensor& targets = saved[2];
+  const torch::Tensor& lse = saved[3];
+  const torch::Tensor& mean_logit = saved[4];
+  const double temperature = ctx->saved_data["temperature"].toDouble();
+  const int64_t chunk_size = ctx->saved_data["chunk_size"].toInt();
+  const auto acc = head_acc_dtype(hidden);
+  const int64_t rows = weight.size(0);
+  torch::Tensor h = hidden.to(acc);
+  torch::Tensor grad_lp = grad_outputs[0].defined() ? grad_outputs[0].to(acc) : torch::Tensor();
+  torch::Tensor grad_ent = grad_outputs.size() > 1 && grad_outputs[1].defined()
+                               ? grad_outputs[1].to(acc)
+                               : torch::Tensor();
+  const bool need_hidden = ctx->needs_input_grad(0);
+  const bool need_weight = ctx->needs_input_grad(1);
+  torch::Tensor grad_hidden = need_hidden ? torch::zeros_like(h) : torch::Tensor();
+  torch::Tensor grad_weight =
+      need_weight ? torch::empty({rows, weight.size(1)}, h.options()) : torch::Tensor();
+  for (int64_t begin = 0; begin < rows; begin += chunk_size) {
+    const int64_t n = std::min(chunk_size, rows - begin);
+    torch::Tensor z = chunk_logits(h, weight, begin, n, temperature);  // [T, n]
+    torch::Tensor p = torch::exp(z - lse.unsqueeze(1));
+    torch::Tensor grad_z = torch::zeros_like(z);
+    if (grad_lp.defined()) {
+      grad_z -= p * grad_lp.unsqueeze(1);
+      torch::Tensor local = targets - begin;
+      torch::Tensor in_chunk = (local >= 0) & (local < n);
+      torch::Tensor hit = torch::where(in_chunk, grad_lp, torch::zeros_like(grad_lp));
+      grad_z.scatter_add_(1, local.clamp(0, n - 1).unsqueeze(1), hit.unsqueeze(1));
+    }
+    if (grad_ent.defined()) {
+      grad_z += p * (mean_logit.unsqueeze(1) - z) * grad_ent.unsqueeze(1);
+    }
+    if (temperature != 1.0) grad_z.div_(temperature);
+    if (need_hidden) grad_hidden.addmm_(grad_z, weight.narrow(0, begin, n).to(acc));
+    if (need_weight) grad_weight.narrow(0, begin, n).copy_(torch::matmul(grad_z.t(), h));
+  }
+  return {need_hidden ? grad_hidden.to(hidden.scalar_type()) : torch::Tensor(),
+          need_weight ? grad_weight.to(weight.scalar_type()) : torch::Tensor()};
+}
+
+}  // namespace aspen
