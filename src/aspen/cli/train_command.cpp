@@ -5,11 +5,15 @@
 // --resume DIR continues the run in DIR from its newest checkpoint, with the config
 // that run wrote (DIR/config.json); key=value overrides still apply on top (e.g.
 // train.iterations=200 to extend it), a second config file is an error.
+// Under `aspen launch` (WORLD_SIZE > 1) every rank runs it; placement.train.dp and
+// placement.rollout.instances must equal WORLD_SIZE (see rl_run.h), and rank 0 writes
+// the run directory and prints the summary.
 #include <filesystem>
 #include <iostream>
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/config_arguments.h"
+#include "aspen/parallel/dist_env.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/train_config.h"
@@ -45,6 +49,8 @@ int run_train(const TrainOptions& options) {
 
   RlSetup setup = build_rl_setup(train_config);
   const nlohmann::json summary = run_rl(train_config, setup, run);
+  // Under aspen launch only rank 0 reports (it owns the run directory).
+  if (dist_env_present() && read_dist_env().rank != 0) return 0;
   const double before = summary["eval_accuracy_before_rl"].get<double>();
   const double after = summary["eval_accuracy_after_rl"].get<double>();
   std::cout << "\n== summary ==\n"

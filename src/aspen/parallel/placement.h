@@ -29,6 +29,9 @@ struct Placement {
   int train_tp = 1;
   int rollout_instances = 1;
   int rollout_tp = 1;
+  // colocated: the trainer's optimizer moments and gradients leave memory while the
+  // rollout runs and come back before the update (swap_space.h).
+  bool swap = false;
 
   int world_size() const;
   // aspen::Error naming `where`.field when the grid is inconsistent with world_size.

@@ -63,6 +63,10 @@ const ColumnData& find_column(const std::vector<ColumnData>& columns, const std:
 TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& columns,
                           const std::vector<std::string>& token_columns) {
   TrainBatch batch;
+  if (claim.rows.empty()) {  // nothing claimed: an empty batch, whatever `columns` holds
+    for (const auto& name : token_columns) batch.token_columns[name] = torch::zeros({0});
+    return batch;
+  }
   const ColumnData& prompts = find_column(columns, rl_columns::kPrompt);
   const ColumnData& responses = find_column(columns, rl_columns::kResponse);
   for (size_t i = 0; i < claim.rows.size(); ++i) {

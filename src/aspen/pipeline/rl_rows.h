@@ -59,7 +59,8 @@ DockSchema make_rl_schema(const RlSchemaOptions& options);
 std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions);
 
 // Builds the trainer's view of claimed rows from `columns` (as TransferDock::get
-// returns them), copying the named per-token columns into packed [R] tensors.
+// returns them), copying the named per-token columns into packed [R] tensors. A claim
+// with no rows gives an empty batch (a data-parallel rank with no local rows).
 TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& columns,
                           const std::vector<std::string>& token_columns);
 

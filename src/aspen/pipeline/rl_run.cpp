@@ -7,11 +7,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "aspen/io/jsonl.h"
 #include "aspen/parallel/dist_env.h"
+#include "aspen/parallel/process_group.h"
 #include "aspen/pipeline/checkpoint.h"
+#include "aspen/pipeline/distributed_sync_schedule.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/sync_schedule.h"
@@ -58,20 +61,71 @@ void print_progress(int64_t iteration, const nlohmann::json& line) {
   std::cout << out.str() << "\n" << std::flush;
 }
 
+// The placements the RL loop drives. aspen::Error naming the field otherwise.
+void check_multi_rank_placement(const TrainConfig& config, int world_size) {
+  const Placement& p = config.placement;
+  if (world_size == 1) {
+    check_input(p.world_size() == 1,
+                "needs " + std::to_string(p.world_size()) + " ranks; this process is alone",
+                "placement", "start it with aspen launch --nproc-per-node " +
+                                 std::to_string(p.world_size()) + " -- aspen train ...");
+    return;
+  }
+  const std::string hint =
+      "aspen train across ranks runs the colocated data-parallel schedule: placement.train.dp = "
+      "placement.rollout.instances = WORLD_SIZE (" + std::to_string(world_size) +
+      "), tp 1; the tensor-parallel model, resharder and sharded checkpoints are library "
+      "pieces (src/aspen/parallel) not yet driven by aspen train";
+  check_input(p.mode == "colocated", "is " + p.mode, "placement.mode", hint);
+  check_input(p.train_tp == 1, "is " + std::to_string(p.train_tp), "placement.train.tp", hint);
+  check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp", hint);
+  check_input(p.train_dp == world_size,
+              "is " + std::to_string(p.train_dp) + ", WORLD_SIZE is " + std::to_string(world_size),
+              "placement.train.dp", hint);
+  check_input(p.rollout_instances == world_size,
+              "is " + std::to_string(p.rollout_instances) + ", WORLD_SIZE is " +
+                  std::to_string(world_size),
+              "placement.rollout.instances", hint);
+  check_input(config.pipeline.mode == "sync", "is " + config.pipeline.mode, "pipeline.mode",
+              "across ranks only the sync schedule runs; the async pipeline runs in one process");
+}
+
+// Every rank gets rank 0's policy weights (after an SFT warm-up that each rank ran).
+void broadcast_policy(ProcessGroupHandle& world, QwenForCausalLM& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters(/*recurse=*/true)) {
+    torch::Tensor data = item.value().detach();
+    world.broadcast(data, 0);
+  }
+}
+
+// Greedy accuracy over all ranks: rank r evaluates examples r, r + d, ...
+double run_accuracy(std::optional<ProcessGroupHandle>& world, RlSetup& setup, int64_t max_tokens) {
+  if (!world) return greedy_accuracy(setup, setup.eval_examples, max_tokens);
+  std::vector<TaskExample> mine;
+  for (size_t i = static_cast<size_t>(world->rank()); i < setup.eval_examples.size();
+       i += static_cast<size_t>(world->world_size())) {
+    mine.push_back(setup.eval_examples[i]);
+  }
+  const double accuracy = greedy_accuracy(setup, mine, max_tokens);
+  torch::Tensor counts = torch::tensor(
+      {accuracy * static_cast<double>(mine.size()), static_cast<double>(mine.size())},
+      torch::kFloat64);
+  world->all_reduce_sum(counts);
+  const double total = counts[1].item<double>();
+  return total > 0 ? counts[0].item<double>() / total : 0.0;
+}
+
 }  // namespace
 
 nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOptions& options) {
-  // One process runs every role. The multi-rank pieces exist (parallel/: DP trainer,
-  // TP model, resharder, sharded checkpoints) but the RL loop does not yet drive
-  // them across ranks, so a multi-rank placement or launch is refused, not ignored.
-  const int world = dist_env_present() ? read_dist_env().world_size : 1;
-  check_input(config.placement.world_size() == 1 && world == 1,
-              "aspen train runs its roles in one process; placement needs " +
-                  std::to_string(config.placement.world_size()) + " rank(s) and WORLD_SIZE is " +
-                  std::to_string(world),
-              "placement",
-              "use the default placement (train.dp = train.tp = rollout.instances = "
-              "rollout.tp = 1) without aspen launch");
+  // One process runs every role, or (started by aspen launch with WORLD_SIZE > 1) each
+  // rank is one rollout instance and one data-parallel training rank.
+  const int world_size = dist_env_present() ? read_dist_env().world_size : 1;
+  check_multi_rank_placement(config, world_size);
+  std::optional<ProcessGroupHandle> world;
+  if (world_size > 1) world = init_process_group(read_dist_env());
+  const bool writer = !world || world->rank() == 0;  // rank 0 owns the run directory
   if (config.pipeline.threads > 0) at::set_num_threads(config.pipeline.threads);
   const fs::path out(options.out_dir);
   const std::string metrics_path = (out / "metrics.jsonl").string();
@@ -81,39 +135,50 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   std::optional<LoadedCheckpoint> checkpoint;
   nlohmann::json evals;  // accuracy_initial, before, after
   if (options.resume) {
+    // Every rank reads the same checkpoint (the run directory is on a shared disk).
     const auto latest = latest_checkpoint(options.out_dir);
     check_input(latest.has_value(), "no checkpoint to resume from", options.out_dir,
                 "checkpoints are written every checkpoint.every iterations");
     checkpoint = load_checkpoint(*latest, setup);
     evals = checkpoint->schedule_state.at("evals");
-    cut_metrics(metrics_path, checkpoint->iteration);
-  } else {
+    if (world) world->barrier();  // all have read it before rank 0 rewrites the metrics
+    if (writer) cut_metrics(metrics_path, checkpoint->iteration);
+  } else if (writer) {
     fs::create_directories(out);
     write_file_atomic((out / "config.json").string(), config.as_json().dump(2));
     std::ofstream(metrics_path, std::ios::trunc);
   }
-  std::ofstream metrics(metrics_path, std::ios::app);
+  // Ranks other than 0 write no files: their stream goes nowhere.
+  std::ofstream metrics;
+  if (writer) metrics.open(metrics_path, std::ios::app);
 
   if (!checkpoint) {
-    evals["initial"] = greedy_accuracy(setup, setup.eval_examples, max_tokens);
+    evals["initial"] = run_accuracy(world, setup, max_tokens);
     run_sft_phase(config, setup, metrics);
-    evals["before"] = greedy_accuracy(setup, setup.eval_examples, max_tokens);
+    if (world) broadcast_policy(*world, setup.model);
+    evals["before"] = run_accuracy(world, setup, max_tokens);
     evals["after"] = evals["before"];
-    write_jsonl(metrics, {{"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}});
+    if (writer) {
+      write_jsonl(metrics, {{"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}});
+    }
   }
-  if (config.logging.console) {
+  if (config.logging.console && writer) {
     std::cout << "eval greedy accuracy before RL: " << evals["before"].get<double>()
               << " (untrained: " << evals["initial"].get<double>() << ")\n";
     if (checkpoint) std::cout << "resuming after iteration " << checkpoint->iteration << "\n";
     std::cout << std::flush;
   }
 
-  RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr);
+  RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr, world);
   if (checkpoint) restore_optimizers(*checkpoint, workers);
-  TraceWriter trace(config.logging.trace);
+  // Rank r > 0 writes its own timeline next to rank 0's (PATH.rank-r).
+  TraceWriter trace(config.logging.trace.empty() || writer
+                        ? config.logging.trace
+                        : config.logging.trace + ".rank-" + std::to_string(world->rank()));
   ScheduleContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
-  std::unique_ptr<Schedule> schedule = config.pipeline.mode == "async"
+  std::unique_ptr<Schedule> schedule = world ? make_distributed_sync_schedule(context, *world)
+                                       : config.pipeline.mode == "async"
                                            ? make_async_schedule(context)
                                            : make_sync_schedule(context);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
@@ -124,9 +189,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     line["phase"] = "rl";
     const bool last = i + 1 == config.train.iterations;
     if (last || (config.logging.eval_every > 0 && (i + 1) % config.logging.eval_every == 0)) {
-      evals["after"] = greedy_accuracy(setup, setup.eval_examples, max_tokens);
+      evals["after"] = run_accuracy(world, setup, max_tokens);
       line["eval_accuracy"] = evals["after"];
     }
+    if (!writer) continue;
     write_jsonl(metrics, line);
     metrics.flush();
     if (config.logging.console) print_progress(i + 1, line);
@@ -140,7 +206,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   trace.flush();
 
   const std::string final_dir = (out / "final").string();
-  export_policy(setup, final_dir);
+  if (world) world->barrier();  // rank 0's last checkpoint is written before anyone leaves
+  if (writer) export_policy(setup, final_dir);
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   nlohmann::json summary = {
       {"eval_accuracy_before_rl", evals["before"]},
@@ -156,7 +223,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       {"final_model", final_dir},
       {"metrics", metrics_path}};
   if (!config.logging.trace.empty()) summary["trace"] = config.logging.trace;
-  write_file_atomic((out / "summary.json").string(), summary.dump(2));
+  if (world) summary["ranks"] = world->world_size();
+  if (writer) write_file_atomic((out / "summary.json").string(), summary.dump(2));
   return summary;
 }
 

@@ -8,6 +8,14 @@
 //               at the end) to metrics.jsonl and a progress line on the console; a
 //               checkpoint every checkpoint.every iterations.
 //   end:        final/ (HF layout), summary.json, the trace when logging.trace is set.
+// Ranks: started by `aspen launch` with WORLD_SIZE = d > 1, every rank runs this
+// together (SPMD) on the colocated data-parallel schedule (distributed_sync_schedule.h):
+// placement.train.dp = placement.rollout.instances = d, TP 1, pipeline.mode sync;
+// anything else is an aspen::Error naming the placement field. Each rank runs the SFT
+// warm-up, then rank 0's weights are broadcast; evaluations are split over the ranks;
+// rank 0 alone writes the run directory (metrics, checkpoints, final/, summary) and a
+// trace goes to logging.trace (rank 0) and logging.trace.rank-R (the others).
+// --resume reads the checkpoint on every rank, so the run directory must be shared.
 // For the sync schedule a resumed run's metrics equal an uninterrupted run's
 // (timing fields aside); the async schedule depends on thread timing, so its resume
 // continues from the same state without promising identical rows.

@@ -83,12 +83,14 @@ void load_named_parameters(torch::nn::Module& module,
   for (const auto& item : params) item.value().copy_(weights.at(item.key()));
 }
 
-RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved)
+RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved,
+                     std::optional<ProcessGroupHandle> data_parallel)
     : kl_ctrl(make_kl_controller(config.algorithm)) {
   const TrainSection& train = config.train;
   ActorOptions actor_options;
   actor_options.trainer = trainer_options(train, train.lr, train.iterations);
   actor_options.head.temperature = 1.0;
+  actor_options.data_parallel.group = data_parallel;
   actor = std::make_unique<ActorTrainer>(setup.model, actor_options);
   schema.kl_in_reward = config.algorithm.kl_in_reward;
   schema.with_reference = config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward;
@@ -100,8 +102,10 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   if (schema.with_critic) {
     CriticModel critic_model = critic_from_policy(setup.model);
     if (saved != nullptr) load_named_parameters(*critic_model, saved->critic, "checkpoint critic");
+    DataParallelConfig critic_dp;
+    critic_dp.group = data_parallel;
     critic = std::make_unique<CriticTrainer>(
-        critic_model, trainer_options(train, train.critic_lr, train.iterations));
+        critic_model, trainer_options(train, train.critic_lr, train.iterations), critic_dp);
   }
 }
 
@@ -163,15 +167,27 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
 
 void reference_stage(ReferencePolicy& reference, TransferDock& dock, const ClaimOptions& options) {
   const Claim claim = dock.claim(rl_consumers::kReference, options);
+  reference_stage(reference, dock, claim);
+  dock.ack(claim);
+}
+
+void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim& claim) {
+  if (claim.rows.empty()) return;
   const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
   dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs,
                                      split_per_row(reference.compute_logprobs(batch), batch)}});
-  dock.ack(claim);
 }
 
 void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptions& options,
                        bool reuse_rollout) {
   const Claim claim = dock.claim(rl_consumers::kOldLogprobs, options);
+  old_logprob_stage(actor, dock, claim, reuse_rollout);
+  dock.ack(claim);
+}
+
+void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& claim,
+                       bool reuse_rollout) {
+  if (claim.rows.empty()) return;
   const auto columns = dock.get(claim);
   if (reuse_rollout) {
     dock.put_columns(row_ids(claim),
@@ -183,15 +199,19 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptio
                      {{rl_columns::kOldLogprobs,
                        split_per_row(actor.compute_logprobs(batch).logprobs, batch)}});
   }
-  dock.ack(claim);
 }
 
 void value_stage(CriticTrainer& critic, TransferDock& dock, const ClaimOptions& options) {
   const Claim claim = dock.claim(rl_consumers::kValues, options);
+  value_stage(critic, dock, claim);
+  dock.ack(claim);
+}
+
+void value_stage(CriticTrainer& critic, TransferDock& dock, const Claim& claim) {
+  if (claim.rows.empty()) return;
   const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
   dock.put_columns(row_ids(claim),
                    {{rl_columns::kValues, split_per_row(critic.compute_values(batch), batch)}});
-  dock.ack(claim);
 }
 
 AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& kl_ctrl,
@@ -293,12 +313,34 @@ ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed
 UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
                          const ClaimOptions& options, const std::set<int64_t>* kept_groups,
                          uint64_t seed, bool proximal_is_current) {
+  const Claim actor_claim = dock.claim(rl_consumers::kActorUpdate, options);
+  Claim critic_claim;
+  if (workers.critic) {
+    // Every row the actor claimed has returns by now (the advantage stage wrote them).
+    ClaimOptions critic_options = options;
+    critic_options.max_rows = static_cast<int64_t>(actor_claim.rows.size());
+    critic_options.min_rows = critic_options.max_rows;
+    critic_claim = dock.claim(rl_consumers::kCriticUpdate, critic_options);
+  }
+  UpdateStats stats = update_stage(config, workers, dock, actor_claim, critic_claim, kept_groups,
+                                   seed, proximal_is_current);
+  dock.ack(actor_claim);
+  if (workers.critic) dock.ack(critic_claim);
+  return stats;
+}
+
+UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
+                         const Claim& claim, const Claim& critic_claim,
+                         const std::set<int64_t>* kept_groups, uint64_t seed,
+                         bool proximal_is_current) {
   UpdateStats stats;
-  const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);
-  const auto [kept, columns] = keep_groups(claim, dock.get(claim), kept_groups);
+  // A data-parallel trainer's update is collective: it runs with no local rows too.
+  const bool collective = workers.actor->data_parallel().enabled();
+  const auto [kept, columns] = keep_groups(
+      claim, claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim), kept_groups);
   for (const auto& row : kept.rows) stats.row_versions.push_back(row.info.version);
   stats.rows = static_cast<int64_t>(kept.rows.size());
-  if (stats.rows > 0) {
+  if (stats.rows > 0 || collective) {
     std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
     if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
     TrainBatch batch = to_train_batch(kept, columns, token_columns);
@@ -306,21 +348,19 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
     update.proximal_is_current = proximal_is_current;
     if (update.policy.correction != OffPolicyCorrection::kNone) {
       batch.token_columns[columns::kBehaviourLogprobs] =
-          packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
+          stats.rows > 0 ? packed_column(find_column(columns, rl_columns::kRolloutLogprobs))
+                         : torch::zeros({0});
     }
     stats.actor = workers.actor->update(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }
-  dock.ack(claim);
 
   if (workers.critic) {
-    // Every row the actor claimed has returns by now (the advantage stage wrote them).
-    ClaimOptions critic_claim = options;
-    critic_claim.max_rows = static_cast<int64_t>(claim.rows.size());
-    critic_claim.min_rows = critic_claim.max_rows;
-    const Claim c = dock.claim(rl_consumers::kCriticUpdate, critic_claim);
-    const auto [critic_rows, critic_columns] = keep_groups(c, dock.get(c), kept_groups);
-    if (!critic_rows.rows.empty()) {
+    const auto [critic_rows, critic_columns] =
+        keep_groups(critic_claim,
+                    critic_claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(critic_claim),
+                    kept_groups);
+    if (!critic_rows.rows.empty() || collective) {
       const TrainBatch batch = to_train_batch(critic_rows, critic_columns,
                                               {rl_columns::kValues, rl_columns::kReturns});
       CriticUpdateOptions update;
@@ -331,7 +371,6 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
       update.agg.mode = parse_agg_mode(config.algorithm.loss_agg);
       stats.critic = workers.critic->update(batch, update);
     }
-    dock.ack(c);
   }
   return stats;
 }

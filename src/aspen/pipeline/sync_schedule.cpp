@@ -8,6 +8,7 @@
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/trace_writer.h"
+#include "aspen/pipeline/training_state_swap.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/train/model_copy.h"
 
@@ -33,7 +34,8 @@ class SyncSchedule : public Schedule {
         dock_(std::make_shared<InProcessTransport>(
             std::make_shared<InProcessDock>(make_rl_schema(workers_.schema),
                                             DockControllerOptions{}, 1),
-            0)) {
+            0)),
+        swap_(config_.placement.swap) {
     if (trace_ != nullptr) {
       rollout_track_ = trace_->track("rollout");
       trainer_track_ = trace_->track("trainer");
@@ -61,6 +63,7 @@ class SyncSchedule : public Schedule {
 
   int64_t samples() const override { return samples_; }
   int64_t trained_tokens() const override { return trained_tokens_; }
+  void stop() override { swap_.swap_in(); }
 
  private:
   // Rollout of `groups` into the dock; returns the rows added.
@@ -83,6 +86,7 @@ class SyncSchedule : public Schedule {
   PromptSource prompts_;
   RolloutEngine engine_;
   TransferDock dock_;
+  TrainingStateSwap swap_;  // placement.swap: optimizer state out while the rollout runs
   int64_t version_ = 0;
   int64_t samples_ = 0;
   int64_t trained_tokens_ = 0;
@@ -113,6 +117,10 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
   record.index = index;
   nlohmann::json& stages = record.stage_seconds;
 
+  int64_t swapped_bytes = 0;
+  if (swap_.enabled()) {
+    timed(stages, "swap_out", trainer_track_, [&] { swapped_bytes = swap_.swap_out(workers_); });
+  }
   // 1-2. Rollout and reward, in rounds when DAPO dynamic sampling must refill the batch.
   std::set<int64_t> kept_groups, drawn_groups;
   int64_t rows = 0;
@@ -139,6 +147,7 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
     all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
   }
 
+  if (swap_.enabled()) timed(stages, "swap_in", trainer_track_, [&] { swap_.swap_in(); });
   const ClaimOptions all_rows = claim_rows(rows);
   if (workers_.reference) {
     timed(stages, "reference", trainer_track_,
@@ -181,6 +190,7 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
       {"trainer_idle", rollout_s / std::max(record.seconds, 1e-9)},
       {"rollout_idle", 1.0 - rollout_s / std::max(record.seconds, 1e-9)},
       {"staleness_histogram", {{"0", record.update.rows}}}};
+  if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
   return line;
 }
 

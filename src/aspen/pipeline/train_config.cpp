@@ -223,6 +223,9 @@ Placement read_placement(ConfigSection s) {
   Placement p;
   p.mode = s.get("mode", p.mode);
   check_one_of(p.mode, {"colocated", "disaggregated"}, s.where("mode"));
+  p.swap = s.get("swap", p.swap);
+  check_input(!p.swap || p.mode == "colocated", "swap needs mode colocated (nothing shares memory otherwise)",
+              s.where("swap"));
   ConfigSection train = s.section("train");
   p.train_dp = train.get("dp", p.train_dp);
   p.train_tp = train.get("tp", p.train_tp);
@@ -262,6 +265,10 @@ TrainConfig parse_train_config(Config& config) {
               "groups as they finish",
               config.source() + ": algorithm.dynamic_sampling",
               "set algorithm.dynamic_sampling=false or pipeline.mode=sync");
+  check_input(!(async && result.placement.swap),
+              "the async pipeline trains while the rollout runs, so the optimizer state cannot "
+              "leave memory for the rollout",
+              config.source() + ": placement.swap", "set placement.swap=false or pipeline.mode=sync");
   return result;
 }
 
@@ -356,6 +363,7 @@ nlohmann::json TrainConfig::as_json() const {
           {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}},
           {"placement",
            {{"mode", placement.mode},
+            {"swap", placement.swap},
             {"train", {{"dp", placement.train_dp}, {"tp", placement.train_tp}}},
             {"rollout", {{"instances", placement.rollout_instances}, {"tp", placement.rollout_tp}}}}}};
 }

@@ -1,0 +1,53 @@
+#include "aspen/pipeline/distributed_dock.h"
+
+#include <cstdlib>
+#include <iomanip>
+#include <random>
+#include <sstream>
+
+#include "aspen/dock/zmq_transport.h"
+#include "aspen/parallel/object_collectives.h"
+
+namespace aspen {
+namespace {
+
+std::string dock_host() {
+  const char* host = std::getenv("ASPEN_DOCK_HOST");
+  return host != nullptr && *host != '\0' ? host : "127.0.0.1";
+}
+
+std::string random_token() {
+  std::random_device device;
+  std::ostringstream out;
+  for (int i = 0; i < 4; ++i) out << std::hex << std::setw(8) << std::setfill('0') << device();
+  return out.str();
+}
+
+}  // namespace
+
+DistributedDock make_distributed_dock(ProcessGroupHandle& world, DockSchema schema,
+                                      int64_t capacity_rows) {
+  DistributedDock result;
+  const std::string bind = "tcp://" + dock_host() + ":*";
+  nlohmann::json where = nlohmann::json::object();
+  if (world.rank() == 0) {
+    ZmqServiceOptions service;
+    service.bind = bind;
+    service.token = random_token();
+    result.controller = std::make_unique<ControllerService>(
+        std::make_shared<DockController>(std::move(schema), DockControllerOptions{capacity_rows}),
+        service);
+    where = {{"endpoint", result.controller->endpoint()}, {"token", service.token}};
+  }
+  broadcast_json(world, where, 0);
+  ZmqTransportOptions transport;
+  transport.controller_endpoint = where.at("endpoint").get<std::string>();
+  transport.token = where.at("token").get<std::string>();
+  transport.warehouse_bind = bind;
+  result.dock = std::make_unique<TransferDock>(std::make_shared<ZmqTransport>(transport));
+  // Every warehouse is registered before any rank reads the endpoint list.
+  world.barrier();
+  return result;
+}
+
+}  // namespace aspen

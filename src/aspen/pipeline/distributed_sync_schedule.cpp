@@ -1,0 +1,343 @@
+#include "aspen/pipeline/distributed_sync_schedule.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "aspen/dock/claim_json.h"
+#include "aspen/model/tp_layout.h"
+#include "aspen/parallel/object_collectives.h"
+#include "aspen/parallel/resharder.h"
+#include "aspen/pipeline/bubble_accounting.h"
+#include "aspen/pipeline/distributed_dock.h"
+#include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/pipeline/sync_schedule.h"
+#include "aspen/pipeline/trace_writer.h"
+#include "aspen/pipeline/training_state_swap.h"
+#include "aspen/rollout/engine.h"
+#include "aspen/train/model_copy.h"
+
+namespace aspen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<double> as_doubles(const std::vector<int64_t>& values) {
+  return std::vector<double>(values.begin(), values.end());
+}
+
+std::vector<int64_t> as_ints(const std::vector<double>& values) {
+  std::vector<int64_t> out;
+  for (double v : values) out.push_back(static_cast<int64_t>(v));
+  return out;
+}
+
+// Every rank's reward statistics, concatenated in rank order.
+RewardStats gather_rewards(ProcessGroupHandle& world, const RewardStats& local) {
+  RewardStats all;
+  all.scores = all_gather_doubles(world, local.scores);
+  all.lengths = as_ints(all_gather_doubles(world, as_doubles(local.lengths)));
+  all.versions = as_ints(all_gather_doubles(world, as_doubles(local.versions)));
+  const std::vector<int64_t> groups(local.groups.begin(), local.groups.end());
+  for (int64_t g : as_ints(all_gather_doubles(world, as_doubles(groups)))) all.groups.insert(g);
+  const std::vector<int64_t> informative(local.informative.begin(), local.informative.end());
+  for (int64_t g : as_ints(all_gather_doubles(world, as_doubles(informative)))) {
+    all.informative.insert(g);
+  }
+  return all;
+}
+
+class DistributedSyncSchedule : public Schedule {
+ public:
+  DistributedSyncSchedule(const ScheduleContext& context, ProcessGroupHandle world)
+      : config_(context.config),
+        setup_(context.setup),
+        workers_(context.workers),
+        trace_(context.trace),
+        world_(std::move(world)),
+        prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed),
+        engine_(copy_model(setup_.model, torch::kFloat, torch::kCPU, /*trainable=*/false),
+                rollout_engine_config(config_, setup_), setup_.tokenizer),
+        dock_(make_distributed_dock(world_, make_rl_schema(workers_.schema),
+                                    DockControllerOptions{}.capacity_rows)),
+        resharder_(world_, reshard_plan(world_.world_size()),
+                   [config = setup_.model->config](const std::string& name) {
+                     return qwen_shard_spec(name, config);
+                   }),
+        swap_(config_.placement.swap) {
+    if (trace_ != nullptr) {
+      rollout_track_ = trace_->track("rollout (rank " + std::to_string(world_.rank()) + ")");
+      trainer_track_ = trace_->track("trainer (rank " + std::to_string(world_.rank()) + ")");
+    }
+  }
+
+  nlohmann::json iteration(int64_t index) override;
+
+  nlohmann::json state() const override {
+    return {{"prompts", prompts_.state()},
+            {"version", version_},
+            {"samples", samples_},
+            {"trained_tokens", trained_tokens_},
+            {"kl_reward_coef", workers_.kl_ctrl.value()}};
+  }
+
+  void restore(const nlohmann::json& state) override {
+    prompts_.restore(state.at("prompts"));
+    version_ = state.at("version").get<int64_t>();
+    samples_ = state.at("samples").get<int64_t>();
+    trained_tokens_ = state.at("trained_tokens").get<int64_t>();
+    workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
+    publish();
+  }
+
+  void stop() override { swap_.swap_in(); }
+
+  int64_t samples() const override { return samples_; }
+  int64_t trained_tokens() const override { return trained_tokens_; }
+
+ private:
+  static ReshardPlan reshard_plan(int world_size) {
+    ReshardPlan plan;
+    plan.train_dp = world_size;
+    plan.train_tp = 1;
+    plan.infer_tp = 1;
+    plan.dtype = torch::kFloat;  // the rollout engine computes in fp32
+    return plan;
+  }
+
+  bool is_root() const { return world_.rank() == 0; }
+  // This rank's groups among `groups` (round robin by position).
+  std::vector<PromptGroup> my_groups(const std::vector<PromptGroup>& groups) const;
+  // Generates and scores this rank's groups; the statistics are this rank's rows.
+  RewardStats rollout_and_score(const std::vector<PromptGroup>& groups);
+  // Rank 0 claims `rows` rows for `consumer` (balanced over the ranks when `balanced`),
+  // every rank receives the claim; returns this rank's share.
+  Claim shared_claim(const std::string& consumer, int64_t rows, bool balanced);
+  // After every rank computed on its share: rank 0 acks the claim.
+  void finish(const Claim& share);
+  void publish();
+
+  template <typename Fn>
+  void timed(nlohmann::json& stages, const char* name, int track, Fn&& fn) {
+    const auto start = Clock::now();
+    fn();
+    const auto end = Clock::now();
+    stages[name] = stages.value(name, 0.0) + std::chrono::duration<double>(end - start).count();
+    if (trace_ != nullptr) trace_->span(track, name, start, end);
+  }
+
+  const TrainConfig& config_;
+  RlSetup& setup_;
+  RlWorkers& workers_;
+  TraceWriter* trace_;
+  ProcessGroupHandle world_;
+  int rollout_track_ = 0;
+  int trainer_track_ = 0;
+  PromptSource prompts_;
+  RolloutEngine engine_;
+  DistributedDock dock_;
+  Resharder resharder_;
+  TrainingStateSwap swap_;
+  int64_t version_ = 0;
+  int64_t samples_ = 0;
+  int64_t trained_tokens_ = 0;
+};
+
+std::vector<PromptGroup> DistributedSyncSchedule::my_groups(
+    const std::vector<PromptGroup>& groups) const {
+  std::vector<PromptGroup> mine;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(world_.world_size())) == world_.rank()) {
+      mine.push_back(groups[i]);
+    }
+  }
+  return mine;
+}
+
+RewardStats DistributedSyncSchedule::rollout_and_score(const std::vector<PromptGroup>& groups) {
+  TransferDock& dock = *dock_.dock;
+  std::vector<GenerationRequest> requests;
+  std::vector<int64_t> ids;
+  for (const PromptGroup& group : groups) {
+    requests.push_back(group_request(config_, setup_, group));
+    ids.push_back(group.group_id);
+  }
+  if (requests.empty()) return {};
+  const std::vector<Completion> completions = engine_.generate(std::move(requests));
+  std::vector<RowInfo> infos;
+  for (const Completion& c : completions) {
+    RowInfo info;
+    info.group_id = std::stoll(c.request_id);
+    info.group_size = static_cast<int32_t>(config_.rollout.n);
+    info.tokens = static_cast<int64_t>(c.token_ids.size());
+    info.version = c.policy_versions.empty() ? version_ : c.policy_versions.front();
+    infos.push_back(info);
+  }
+  dock.put(infos, rollout_columns(completions));
+  ClaimOptions mine = claim_rows(static_cast<int64_t>(completions.size()), /*whole_groups=*/true);
+  mine.groups = ids;  // only this rank's rows: the others score theirs concurrently
+  return reward_stage(config_, setup_, prompts_, dock, mine);
+}
+
+Claim DistributedSyncSchedule::shared_claim(const std::string& consumer, int64_t rows,
+                                            bool balanced) {
+  nlohmann::json encoded;
+  if (is_root()) {
+    ClaimOptions options = claim_rows(rows);
+    if (balanced) options.balance_ranks = world_.world_size();
+    encoded = claim_to_json(dock_.dock->claim(consumer, options));
+  }
+  broadcast_json(world_, encoded, 0);
+  const Claim claim = claim_from_json(encoded);
+  return balanced ? share_of(claim, world_.rank()) : claim;
+}
+
+void DistributedSyncSchedule::finish(const Claim& share) {
+  world_.barrier();  // every share's columns are written
+  if (is_root()) dock_.dock->ack(share);  // the lease covers every rank's share
+}
+
+void DistributedSyncSchedule::publish() {
+  const auto weights = resharder_.reshard(setup_.model->hf_state(), version_);
+  std::map<std::string, torch::Tensor> tensors(weights->tensors.begin(), weights->tensors.end());
+  engine_.load_weights(version_, tensors);
+}
+
+nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
+  const AlgorithmSection& algorithm = config_.algorithm;
+  const int64_t batch_groups = config_.rollout.prompts_per_iteration;
+  const auto iteration_start = Clock::now();
+  IterationRecord record;
+  record.index = index;
+  nlohmann::json& stages = record.stage_seconds;
+  int64_t swapped_bytes = 0;  // optimizer state and gradients out during the rollout
+  if (swap_.enabled()) {
+    timed(stages, "swap_out", trainer_track_, [&] { swapped_bytes = swap_.swap_out(workers_); });
+  }
+
+  // 1. Rollout and reward on every rank, in rounds when DAPO must refill the batch.
+  std::set<int64_t> kept_groups, drawn_groups;
+  int64_t rows = 0;
+  record.sampling_rounds = 0;
+  double rollout_seconds = 0.0;
+  while (static_cast<int64_t>(kept_groups.size()) < batch_groups &&
+         record.sampling_rounds < (algorithm.dynamic_sampling ? 4 : 1)) {
+    ++record.sampling_rounds;
+    const std::vector<PromptGroup> groups =
+        prompts_.next(batch_groups - static_cast<int64_t>(kept_groups.size()));
+    RewardStats local;
+    const auto start = Clock::now();
+    timed(stages, "rollout", rollout_track_, [&] { local = rollout_and_score(my_groups(groups)); });
+    rollout_seconds += seconds_since(start);
+    RewardStats round;
+    timed(stages, "gather", trainer_track_, [&] { round = gather_rewards(world_, local); });
+    rows += static_cast<int64_t>(round.scores.size());
+    for (const PromptGroup& group : groups) drawn_groups.insert(group.group_id);
+    for (int64_t group : round.groups) {
+      if (round.informative.count(group) || !algorithm.dynamic_sampling) kept_groups.insert(group);
+    }
+    RewardStats& all = record.rewards;
+    all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
+    all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
+    all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
+  }
+  if (swap_.enabled()) timed(stages, "swap_in", trainer_track_, [&] { swap_.swap_in(); });
+
+  // 2. The trainer-side stages, each on this rank's share of one balanced claim.
+  if (workers_.reference) {
+    timed(stages, "reference", trainer_track_, [&] {
+      const Claim share = shared_claim(rl_consumers::kReference, rows, true);
+      reference_stage(*workers_.reference, *dock_.dock, share);
+      finish(share);
+    });
+  }
+  const bool on_policy = config_.train.epochs == 1 && (config_.train.mini_batch_size <= 0 ||
+                                                       config_.train.mini_batch_size >= rows);
+  timed(stages, "old_logprobs", trainer_track_, [&] {
+    const Claim share = shared_claim(rl_consumers::kOldLogprobs, rows, true);
+    old_logprob_stage(*workers_.actor, *dock_.dock, share, on_policy);
+    finish(share);
+  });
+  if (workers_.critic) {
+    timed(stages, "values", trainer_track_, [&] {
+      const Claim share = shared_claim(rl_consumers::kValues, rows, true);
+      value_stage(*workers_.critic, *dock_.dock, share);
+      finish(share);
+    });
+  }
+  timed(stages, "advantage", trainer_track_, [&] {
+    nlohmann::json stats;
+    if (is_root()) {
+      record.advantages = advantage_stage(algorithm, workers_.kl_ctrl, *dock_.dock, claim_rows(rows));
+      stats = {record.advantages.rows, record.advantages.kl_in_reward, record.advantages.kl_coef,
+               workers_.kl_ctrl.value()};
+    }
+    broadcast_json(world_, stats, 0);  // also: every advantage is written
+    record.advantages.rows = stats.at(0).get<int64_t>();
+    record.advantages.kl_in_reward = stats.at(1).get<double>();
+    record.advantages.kl_coef = stats.at(2).get<double>();
+    workers_.kl_ctrl.restore(stats.at(3).get<double>());  // the same controller everywhere
+  });
+  timed(stages, "update", trainer_track_, [&] {
+    const Claim actor = shared_claim(rl_consumers::kActorUpdate, rows, true);
+    const Claim critic =
+        workers_.critic ? shared_claim(rl_consumers::kCriticUpdate, rows, true) : Claim{};
+    record.update = update_stage(config_, workers_, *dock_.dock, actor, critic, &kept_groups,
+                                 config_.train.seed + static_cast<uint64_t>(index));
+    finish(actor);
+    if (workers_.critic) finish(critic);
+    // The update's metrics are global already; its row and token counts are this rank's.
+    torch::Tensor counts = torch::tensor(
+        {static_cast<double>(record.update.rows), static_cast<double>(record.update.response_tokens)},
+        torch::kFloat64);
+    world_.all_reduce_sum(counts);
+    record.update.rows = static_cast<int64_t>(counts[0].item<double>());
+    record.update.response_tokens = static_cast<int64_t>(counts[1].item<double>());
+    record.update.row_versions = record.rewards.versions;
+  });
+  ++version_;
+  timed(stages, "publish", trainer_track_, [&] { publish(); });
+  for (int64_t group : drawn_groups) prompts_.close(group);
+
+  samples_ += rows;
+  trained_tokens_ += record.update.response_tokens;
+  record.policy_version = version_;
+  // The slowest rank's seconds: every rank leaves the iteration together.
+  torch::Tensor seconds = torch::tensor({seconds_since(iteration_start), rollout_seconds},
+                                        torch::kFloat64);
+  world_.all_reduce(seconds, ReduceOp::kMax);
+  record.seconds = seconds[0].item<double>();
+  nlohmann::json line = iteration_metrics(record);
+  // The rollout phase is a barrier over the instances: skewness is the instances'
+  // idle share of it (each instance's busy time against the slowest).
+  const std::vector<double> busy = all_gather_doubles(world_, {rollout_seconds});
+  BubbleAccounting phase(world_.world_size(), world_.world_size());
+  phase.add_phase(busy);
+  const double rollout_s = seconds[1].item<double>();
+  line["bubbles"] = {
+      {"padding", 0.0},
+      {"padding_rollout", 0.0},
+      {"padding_train", 0.0},
+      {"padding_static_equivalent", padding_fraction({record.rewards.lengths})},
+      {"skewness", phase.to_json(record.seconds).at("skewness")},
+      {"sorting", 0.0},
+      {"trainer_idle", rollout_s / std::max(record.seconds, 1e-9)},
+      {"rollout_idle", 1.0 - rollout_s / std::max(record.seconds, 1e-9)},
+      {"staleness_histogram", {{"0", record.update.rows}}}};
+  line["ranks"] = world_.world_size();
+  if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
+  return line;
+}
+
+}  // namespace
+
+std::unique_ptr<Schedule> make_distributed_sync_schedule(const ScheduleContext& context,
+                                                         ProcessGroupHandle world) {
+  return std::make_unique<DistributedSyncSchedule>(context, std::move(world));
+}
+
+}  // namespace aspen
