@@ -52,4 +52,12 @@ inline bool has_replicas(const ShardSpec& spec, int size) {
   return size > 1 && (spec.replicated() || spec.blocks < size);
 }
 
+// How many ranks of a TP group of `size` hold each element of a tensor with this
+// layout: 1 for a true shard, size for a replicated tensor, size / blocks for a block
+// replicated over several ranks.
+inline int copies_of(const ShardSpec& spec, int size) {
+  if (spec.replicated()) return size;
+  return spec.blocks < size ? size / static_cast<int>(spec.blocks) : 1;
+}
+
 }  // namespace aspen

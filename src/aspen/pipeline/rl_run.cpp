@@ -154,7 +154,9 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
 
   if (!checkpoint) {
     evals["initial"] = run_accuracy(world, setup, max_tokens);
-    run_sft_phase(config, setup, metrics);
+    TrainConfig sft_config = config;
+    sft_config.logging.console = config.logging.console && writer;  // rank 0 reports
+    run_sft_phase(sft_config, setup, metrics);
     if (world) broadcast_policy(*world, setup.model);
     evals["before"] = run_accuracy(world, setup, max_tokens);
     evals["after"] = evals["before"];

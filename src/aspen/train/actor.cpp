@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "aspen/algo/packed.h"
+#include "aspen/model/tp_layout.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
@@ -33,7 +34,19 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       compute_(compute_copy(model, options.trainer)),
       master_(trainable_params(*model_), trainable_params(*compute_)),
       optimizer_(master_.master(), options.trainer.optimizer),
-      data_parallel_(options.data_parallel, master_) {}
+      data_parallel_(options.data_parallel, master_) {
+  if (model_->tp.enabled()) {
+    // Clipping needs the norm of the whole model, not of this rank's shards.
+    const ModelConfig config = model_->config;
+    const int size = model_->tp.size;
+    ProcessGroupHandle group = model_->tp.require_group("actor tensor parallelism");
+    optimizer_.set_sharded_norm(
+        [config, size](const std::string& name) {
+          return static_cast<double>(copies_of(qwen_shard_spec(name, config), size));
+        },
+        [group](torch::Tensor& sum) mutable { group.all_reduce_sum(sum); });
+  }
+}
 
 TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_entropy) {
   LogprobHeadOptions head = options_.head;

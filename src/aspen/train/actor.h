@@ -37,6 +37,11 @@
 // Every rank must call update() (and construct the trainer) together, also with no
 // local rows. compute_logprobs() is local (no collectives). Without a group the
 // trainer is exactly the single-rank one.
+// Tensor parallelism: `model` may be a TP model (model->tp enabled); every TP rank then
+// calls the same methods on the same rows. Log-probs use the vocab-parallel head, the
+// recompute path the vocab-parallel embedding, and clipping the norm of the FULL model
+// (optimizer.h ShardedNorm: each shard counted once, replicas by their copy count), so
+// a TP update equals the TP = 1 update shard for shard (tests/parallel/tp_actor_test.cpp).
 // Thread safety: not thread-safe; one trainer thread. Errors: aspen::Error for missing
 // columns or malformed batches.
 #pragma once

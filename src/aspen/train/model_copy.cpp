@@ -7,7 +7,8 @@ namespace aspen {
 
 QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
                            torch::Device device, bool trainable) {
-  QwenForCausalLM copy(source->config);
+  // Same TP context: the copy holds the same shards (hf_state gives local shapes).
+  QwenForCausalLM copy(source->config, source->tp);
   copy->to(device, dtype);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& [name, tensor] : source->hf_state()) weights[name] = tensor;

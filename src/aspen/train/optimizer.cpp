@@ -40,19 +40,28 @@ void OptimizerOptions::validate() const {
   schedule.validate();
 }
 
-double global_grad_norm(const std::vector<torch::Tensor>& params) {
+double global_grad_norm(const std::vector<torch::Tensor>& params, const ShardedNorm* sharded) {
+  TORCH_CHECK(sharded == nullptr || sharded->copies.size() == params.size(),
+              "sharded norm: one copy count per parameter expected");
   torch::Tensor total;
-  for (const auto& p : params) {
-    if (!p.grad().defined()) continue;
-    torch::Tensor sq = p.grad().detach().to(torch::kDouble).pow(2).sum();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].grad().defined()) continue;
+    torch::Tensor sq = params[i].grad().detach().to(torch::kDouble).pow(2).sum();
+    if (sharded != nullptr) sq = sq / sharded->copies[i];
     total = total.defined() ? total + sq : sq;
   }
-  // One host sync per step: the skip decision needs the value.
-  return total.defined() ? std::sqrt(total.item<double>()) : 0.0;
+  if (sharded == nullptr) {
+    // One host sync per step: the skip decision needs the value.
+    return total.defined() ? std::sqrt(total.item<double>()) : 0.0;
+  }
+  torch::Tensor reduced = total.defined() ? total.reshape({1}).cpu() : torch::zeros({1}, torch::kDouble);
+  sharded->sum_over_ranks(reduced);
+  return std::sqrt(reduced.item<double>());
 }
 
-double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
-  const double norm = global_grad_norm(params);
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,
+                      const ShardedNorm* sharded) {
+  const double norm = global_grad_norm(params, sharded);
   if (max_norm > 0.0 && std::isfinite(norm) && norm > max_norm) {
     const double scale = max_norm / (norm + 1e-6);
     torch::NoGradGuard no_grad;
@@ -134,7 +143,7 @@ void Optimizer::zero_grad() {
 
 StepResult Optimizer::step() {
   StepResult result;
-  result.grad_norm = clip_grad_norm(params_, options_.max_grad_norm);
+  result.grad_norm = clip_grad_norm(params_, options_.max_grad_norm, sharded_norm_.get());
   if (!std::isfinite(result.grad_norm)) {
     result.skipped = true;
     zero_grad();
@@ -148,6 +157,19 @@ StepResult Optimizer::step() {
   ++step_count_;
   zero_grad();
   return result;
+}
+
+void Optimizer::set_sharded_norm(const std::function<double(const std::string& name)>& copies_of,
+                                 std::function<void(torch::Tensor&)> sum_over_ranks) {
+  check_input(static_cast<bool>(sum_over_ranks), "no reduction given", "optimizer sharded norm");
+  auto norm = std::make_unique<ShardedNorm>();
+  for (const std::string& name : names_) {
+    const double copies = copies_of(name);
+    check_input(copies >= 1.0, "a copy count below 1", "optimizer sharded norm: " + name);
+    norm->copies.push_back(copies);
+  }
+  norm->sum_over_ranks = std::move(sum_over_ranks);
+  sharded_norm_ = std::move(norm);
 }
 
 void Optimizer::save(const std::string& path) const {

@@ -30,6 +30,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,11 +60,25 @@ struct StepResult {
 
 using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
 
-// Pre-clip global L2 norm of the grads of `params` (fp64 accumulation), as a double.
-double global_grad_norm(const std::vector<torch::Tensor>& params);
+// The global norm of a model split over ranks (tensor parallelism): each parameter's
+// squared gradient norm is divided by the number of ranks holding the same elements
+// (1 for a shard, the TP size for a replicated norm weight, TP / kv heads for a
+// replicated kv head), and the sum is summed over the model-parallel group, so every
+// element of the full model counts exactly once and every rank gets the same norm —
+// hence the same clipping and skip decisions (Megatron's model-parallel grad norm).
+struct ShardedNorm {
+  std::vector<double> copies;  // parallel to the parameter list; each >= 1
+  std::function<void(torch::Tensor&)> sum_over_ranks;  // in place on an fp64 [1] tensor
+};
+
+// Pre-clip global L2 norm of the grads of `params` (fp64 accumulation), as a double;
+// with `sharded`, the norm of the full model (above).
+double global_grad_norm(const std::vector<torch::Tensor>& params,
+                        const ShardedNorm* sharded = nullptr);
 // Scales the grads by max_norm / (norm + 1e-6) when the global norm exceeds max_norm
 // (> 0) and is finite; returns the pre-clip norm.
-double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,
+                      const ShardedNorm* sharded = nullptr);
 
 class Optimizer {
  public:
@@ -71,6 +86,11 @@ class Optimizer {
 
   StepResult step();
   void zero_grad();
+  // Makes step() clip by the norm of the full model split over ranks (a collective
+  // then: every rank of the group must step together): copies_of(name) says how many
+  // ranks hold that parameter's elements. aspen::Error for a count < 1 or no reduction.
+  void set_sharded_norm(const std::function<double(const std::string& name)>& copies_of,
+                        std::function<void(torch::Tensor&)> sum_over_ranks);
   int64_t step_count() const { return step_count_; }
   // Learning rate the next step will use.
   double next_lr() const;
@@ -92,6 +112,7 @@ class Optimizer {
   std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;  // names_[i] is the name of params_[i]
   std::unique_ptr<torch::optim::AdamW> adamw_;
+  std::unique_ptr<ShardedNorm> sharded_norm_;  // copies in params_ order; null: one rank
   int64_t step_count_ = 0;
 };
 

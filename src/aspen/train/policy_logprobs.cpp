@@ -10,8 +10,9 @@ TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_
                                 const LogprobHeadOptions& head, bool recompute) {
   torch::Tensor hidden =
       decoder_hidden(*model->model, micro_batch.input_ids, micro_batch.cu_seqlens, recompute);
-  return chunked_logprobs(hidden.index_select(0, micro_batch.hidden_index),
-                          model->lm_head_weight(), micro_batch.target_ids, head);
+  // The model's own head: vocab-parallel on a tensor-parallel model.
+  return model->head_logprobs(hidden.index_select(0, micro_batch.hidden_index),
+                              micro_batch.target_ids, head);
 }
 
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,

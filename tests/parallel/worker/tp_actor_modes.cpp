@@ -1,0 +1,131 @@
+// Tensor-parallel actor rank program (TP group = the whole world):
+//   tp_actor CASE...  for each CASE builds the same seeded tiny model at TP = 1 (on
+//                     every rank, no collectives) and at TP = world, runs one
+//                     ActorTrainer update on one seeded batch through both - two
+//                     optimizer steps (mini-batches), gradient clipping active, KL to
+//                     reference log-probs in the loss, activation recompute on - and
+//                     checks that the two report the same grad norm and that every
+//                     updated TP parameter equals its shard of the updated TP = 1
+//                     parameter. Prints "rank R tp_actor CASE ok" for each case.
+//     gqa             Qwen2 with biases, 4 heads / 2 kv heads
+//     kv_replicated   1 kv head, replicated on every rank (its clip-norm share counted once)
+//     tied            Qwen3 (q/k norms) with a tied embedding/head
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "aspen/model/qwen_model.h"
+#include "aspen/model/tp_layout.h"
+#include "aspen/model/weights_init.h"
+#include "aspen/train/actor.h"
+#include "aspen/util/error.h"
+#include "worker_mode.h"
+
+namespace aspen::testing {
+namespace {
+
+ModelConfig actor_case(const std::string& name) {
+  ModelConfig c;
+  c.family = name == "tied" ? ModelFamily::kQwen3 : ModelFamily::kQwen2;
+  c.vocab_size = 96;
+  c.hidden_size = 32;
+  c.intermediate_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = name == "kv_replicated" ? 1 : 2;
+  c.head_dim = 8;
+  c.tie_word_embeddings = name == "tied";
+  c.attention_bias = c.family == ModelFamily::kQwen2;
+  check_input(name == "gqa" || name == "kv_replicated" || name == "tied", "unknown case",
+              "tp_actor " + name);
+  return c;
+}
+
+TrainBatch seeded_batch(int64_t vocab) {
+  torch::manual_seed(21);
+  TrainBatch batch;
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{3, 5}, {4, 2}, {2, 7}, {5, 4}};
+  int64_t tokens = 0;
+  for (const auto& [prompt, response] : shapes) {
+    auto draw = [&](int64_t n) {
+      const torch::Tensor ids = torch::randint(vocab, {n}, torch::kLong);
+      return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + n);
+    };
+    batch.prompts.push_back(draw(prompt));
+    batch.responses.push_back(draw(response));
+    tokens += response;
+  }
+  batch.token_columns[columns::kAdvantages] = torch::randn({tokens});
+  return batch;
+}
+
+ActorOptions actor_options() {
+  ActorOptions options;
+  // A large eps makes AdamW's step ~ lr * g / eps for these small (clipped) gradients:
+  // proportional to the gradient, so the weights reflect the clip scale, and rounding
+  // noise in gradients that are zero in exact arithmetic (a key bias; directions a
+  // q/k norm ignores) is not blown up to full lr-sized steps as with eps = 1e-8.
+  options.trainer.optimizer.eps = 1e-2;
+  options.trainer.optimizer.lr = 1e-2;
+  options.trainer.optimizer.weight_decay = 0.01;
+  options.trainer.optimizer.max_grad_norm = 0.05;  // far below the norm: clipping acts
+  options.trainer.recompute = true;
+  options.head.chunk_size = 7;  // several vocabulary chunks per rank
+  return options;
+}
+
+int run_tp_actor(ProcessGroupHandle& group, const std::vector<std::string>& cases) {
+  const TensorParallel tp = TensorParallel::over(group);
+  for (const std::string& name : cases) {
+    const std::string where = "tp_actor " + name;
+    const ModelConfig config = actor_case(name);
+    QwenForCausalLM full(config);
+    init_weights(full, /*seed=*/31, /*initializer_range=*/0.2);
+    std::map<std::string, torch::Tensor> weights;
+    for (const auto& [key, tensor] : full->hf_state()) weights[key] = tensor.detach().clone();
+    QwenForCausalLM sharded(config, tp);
+    sharded->load_state(weights, "full weights");
+
+    ActorTrainer one(full, actor_options());
+    ActorTrainer many(sharded, actor_options());
+    TrainBatch batch = seeded_batch(config.vocab_size);
+    const torch::Tensor old_logprobs = one.compute_logprobs(batch).logprobs;
+    const torch::Tensor sharded_old = many.compute_logprobs(batch).logprobs;
+    check_input(torch::allclose(sharded_old, old_logprobs, 1e-4, 2e-5),
+                "log-probs of the TP model differ from TP = 1", where);
+    batch.token_columns[columns::kOldLogprobs] = old_logprobs;
+    batch.token_columns[columns::kRefLogprobs] = old_logprobs + 0.1 * torch::randn_like(old_logprobs);
+
+    ActorUpdateOptions update;
+    update.mini_batch_size = 2;  // two optimizer steps
+    update.kl_coef = 0.1;
+    const ActorMetrics want = one.update(batch, update);
+    const ActorMetrics got = many.update(batch, update);
+    check_input(want.steps == 2 && got.steps == 2, "expected two optimizer steps", where);
+    check_input(std::abs(got.grad_norm - want.grad_norm) <= 1e-4 * want.grad_norm,
+                "grad norm " + std::to_string(got.grad_norm) + " vs " +
+                    std::to_string(want.grad_norm) + " at TP = 1",
+                where);
+    check_input(want.grad_norm > 10 * actor_options().trainer.optimizer.max_grad_norm,
+                "the case must clip", where);
+    std::map<std::string, torch::Tensor> updated;
+    for (const auto& [key, tensor] : full->hf_state()) updated[key] = tensor.detach();
+    for (const auto& [key, local] : sharded->hf_state()) {
+      const torch::Tensor expected =
+          take_shard(updated.at(key), qwen_shard_spec(key, config), tp.rank, tp.size, key);
+      const double diff = (local - expected).abs().max().item<double>();
+      const double atol = 2e-6;  // the updates themselves are ~1e-3
+      check_input(torch::allclose(local, expected, 0.0, atol),
+                  key + " differs from TP = 1 after the update by " + std::to_string(diff), where);
+    }
+    std::printf("rank %d tp_actor %s ok\n", group.rank(), name.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+const RegisterWorkerMode kTpActor{{"tp_actor", "tp_actor CASE...", run_tp_actor}};
+
+}  // namespace
+}  // namespace aspen::testing
