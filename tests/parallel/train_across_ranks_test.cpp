@@ -1,6 +1,7 @@
-// `aspen launch -- aspen train` through the real binaries: a two-rank run (two rollout
-// instances, data-parallel trainer, distributed dock, resharder publish, swap) trains
-// like one process on the same global batch, and unsupported placements are refused.
+// `aspen launch -- aspen train` through the real binaries: multi-rank runs (a rollout
+// instance per rank, data- and tensor-parallel trainers, the distributed dock, the
+// resharder's publish, swap) train like one process on the same global batch, and
+// unsupported placements are refused naming the field.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -35,7 +36,7 @@ std::string out_dir(const std::string& name) {
   return dir.string();
 }
 
-void expect_same_training(const std::string& one, const std::string& two) {
+void expect_same_training(const std::string& one, const std::string& two, int ranks) {
   const auto a = read_rl_metrics(one);
   const auto b = read_rl_metrics(two);
   ASSERT_EQ(a.size(), 3u);
@@ -51,7 +52,7 @@ void expect_same_training(const std::string& one, const std::string& two) {
     EXPECT_NEAR(b[i]["grad_norm"].get<double>(), a[i]["grad_norm"].get<double>(),
                 1e-4 * (1.0 + a[i]["grad_norm"].get<double>()))
         << "iteration " << i;
-    EXPECT_EQ(b[i]["ranks"], 2);
+    EXPECT_EQ(b[i]["ranks"], ranks);
     gradient += a[i]["grad_norm"].get<double>();
   }
   EXPECT_GT(gradient, 0.1) << "the comparison needs updates that move the weights";
@@ -63,20 +64,32 @@ void expect_same_training(const std::string& one, const std::string& two) {
   }
 }
 
-void run_pair(const std::string& name, const std::string& config) {
+// A 2-layer model on 2-digit addition whose vocabulary is padded to 320 rows (the
+// built-in tokenizer has 259 tokens), so TP 2 can split heads, MLP and vocabulary.
+std::string tp_run() {
+  return "model.hidden_size=64 model.num_layers=2 model.head_dim=16 model.intermediate_size=128 "
+         "model.vocab_multiple=64 train.sft_steps=500 train.sft_batch_size=16 train.sft_lr=5e-3 "
+         "train.iterations=3 rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=2000 "
+         "data.eval_size=16 logging.console=false logging.eval_every=0 train.lr=1e-3 "
+         "algorithm.kl_coef=0.01";
+}
+
+void run_pair(const std::string& name, const std::string& config,
+              const std::string& placement = "placement.train.dp=2 placement.rollout.instances=2",
+              int ranks = 2) {
   const std::string one = out_dir(name + "_one");
   const std::string two = out_dir(name + "_two");
   const auto single = run_command(kAspen + " train " + config + " --out " + one);
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto ranks = run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " +
-                                 kAspen + " train " + config +
-                                 " placement.train.dp=2 placement.rollout.instances=2 --out " + two);
-  ASSERT_EQ(ranks.exit_code, 0) << ranks.output;
+  const auto launched = run_command(kAspen + " launch --nproc-per-node " + std::to_string(ranks) +
+                                    " --master-port 0 -- " + kAspen + " train " + config + " " +
+                                    placement + " --out " + two);
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
   // Rank 0 alone reports.
-  const size_t first = ranks.output.find("== summary ==");
-  ASSERT_NE(first, std::string::npos) << ranks.output;
-  EXPECT_EQ(ranks.output.find("== summary ==", first + 1), std::string::npos) << ranks.output;
-  expect_same_training(one, two);
+  const size_t first = launched.output.find("== summary ==");
+  ASSERT_NE(first, std::string::npos) << launched.output;
+  EXPECT_EQ(launched.output.find("== summary ==", first + 1), std::string::npos) << launched.output;
+  expect_same_training(one, two, ranks);
 }
 
 TEST(TrainAcrossRanks, TwoRanksGrpoTrainsLikeOneProcess) { run_pair("grpo", tiny_run("")); }
@@ -86,6 +99,18 @@ TEST(TrainAcrossRanks, TwoRanksPpoWithCriticKlAndSwapTrainsLikeOneProcess) {
   // the optimizer state swapped out during every rollout after the first update.
   run_pair("ppo", tiny_run("algorithm.name=ppo algorithm.kl_in_reward=true "
                            "algorithm.kl_coef=0.01 placement.swap=true"));
+}
+
+// Tensor parallelism inside aspen train: the TP ranks of a share train it together
+// (vocab-parallel head, full-model clip norm) and the resharder all-gathers their
+// shards into each rank's rollout engine.
+TEST(TrainAcrossRanks, TensorParallelTwoRanksTrainLikeOneProcess) {
+  run_pair("tp2", tp_run(), "placement.train.tp=2 placement.rollout.instances=2");
+}
+
+TEST(TrainAcrossRanks, DataTimesTensorParallelFourRanksTrainLikeOneProcess) {
+  run_pair("dp2tp2", tp_run(),
+           "placement.train.dp=2 placement.train.tp=2 placement.rollout.instances=4", 4);
 }
 
 TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
@@ -106,9 +131,20 @@ TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
 TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   const std::string launch = kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen +
                              " train " + tiny_run("") + " --out " + out_dir("refused");
-  auto tp = run_command(launch + " placement.train.tp=2 placement.rollout.instances=2");
-  EXPECT_NE(tp.exit_code, 0);
-  EXPECT_NE(tp.output.find("placement.train.tp"), std::string::npos) << tp.output;
+  auto rollout_tp = run_command(launch + " placement.train.dp=2 placement.rollout.tp=2");
+  EXPECT_NE(rollout_tp.exit_code, 0);
+  EXPECT_NE(rollout_tp.output.find("placement.rollout.tp"), std::string::npos) << rollout_tp.output;
+  const std::string tp2 = " placement.train.tp=2 placement.rollout.instances=2 model.vocab_multiple=64";
+  auto ppo = run_command(launch + tp2 + " algorithm.name=ppo");
+  EXPECT_NE(ppo.exit_code, 0);
+  EXPECT_NE(ppo.output.find("algorithm.name"), std::string::npos) << ppo.output;
+  auto checkpoints = run_command(launch + tp2 + " checkpoint.every=1");
+  EXPECT_NE(checkpoints.exit_code, 0);
+  EXPECT_NE(checkpoints.output.find("checkpoint.every"), std::string::npos) << checkpoints.output;
+  // An unpadded built-in vocabulary (259 tokens) cannot be split in two.
+  auto odd = run_command(launch + " placement.train.tp=2 placement.rollout.instances=2");
+  EXPECT_NE(odd.exit_code, 0);
+  EXPECT_NE(odd.output.find("vocab_size = 259"), std::string::npos) << odd.output;
   auto dp = run_command(launch);  // the default one-rank placement under two ranks
   EXPECT_NE(dp.exit_code, 0);
   EXPECT_NE(dp.output.find("placement.train.dp"), std::string::npos) << dp.output;

@@ -269,5 +269,47 @@ TEST(RolloutEngine, StopStringCutsTheTextAndFinishes) {
   EXPECT_LT(stopped.token_ids.size(), free_run.token_ids.size());
 }
 
+TEST(RolloutEngine, PaddedVocabularyRowsAreNeverSampled) {
+  // A model with 64 more vocabulary rows than its tokenizer (as Qwen checkpoints and a
+  // tensor-parallel built-in model have), whose head strongly prefers the padded rows.
+  BpeTrainerOptions options;
+  options.vocab_size = 270;
+  options.special_tokens = {"<|endoftext|>"};
+  std::vector<std::string> corpus;
+  for (int i = 0; i < 100; ++i) corpus.push_back("sum " + std::to_string(i * 13 % 100));
+  auto tokenizer = std::make_shared<const Tokenizer>(
+      Tokenizer::from_json(train_bpe_tokenizer(corpus, options), "test tokenizer"));
+  ModelConfig config = tiny_config();
+  config.vocab_size = tokenizer->vocab_size() + 64;
+  QwenForCausalLM model = make_random_model(config, 5);
+  {
+    torch::NoGradGuard no_grad;
+    model->lm_head_weight().narrow(0, tokenizer->vocab_size(), 64).mul_(50.0);
+  }
+  GenerationRequest request;
+  request.id = "padded";
+  request.prompt = tokenizer->encode("sum");
+  request.params.max_tokens = 32;
+  request.params.ignore_eos = true;
+  request.params.seed = 9;
+  request.n = 4;
+  RolloutEngine engine(model, EngineConfig{}, tokenizer);
+  int64_t sampled = 0;
+  for (const Completion& c : engine.generate({request})) {
+    for (TokenId id : c.token_ids) {
+      EXPECT_LT(id, tokenizer->vocab_size());
+      ++sampled;
+    }
+  }
+  EXPECT_EQ(sampled, 4 * 32);
+  // Without a tokenizer the engine cannot know the padding: the rows are sampled.
+  RolloutEngine blind(model, EngineConfig{});
+  int64_t padded = 0;
+  for (const Completion& c : blind.generate({request})) {
+    for (TokenId id : c.token_ids) padded += id >= tokenizer->vocab_size() ? 1 : 0;
+  }
+  EXPECT_GT(padded, 0) << "the head must prefer the padded rows for this test to mean anything";
+}
+
 }  // namespace
 }  // namespace aspen

@@ -1,6 +1,7 @@
 #include "aspen/pipeline/distributed_sync_schedule.h"
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -59,12 +60,15 @@ class DistributedSyncSchedule : public Schedule {
         workers_(context.workers),
         trace_(context.trace),
         world_(std::move(world)),
+        train_tp_(config_.placement.train_tp),
+        dp_rank_(world_.rank() / train_tp_),
+        writes_(world_.rank() % train_tp_ == 0),
         prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed),
         engine_(copy_model(setup_.model, torch::kFloat, torch::kCPU, /*trainable=*/false),
                 rollout_engine_config(config_, setup_), setup_.tokenizer),
         dock_(make_distributed_dock(world_, make_rl_schema(workers_.schema),
                                     DockControllerOptions{}.capacity_rows)),
-        resharder_(world_, reshard_plan(world_.world_size()),
+        resharder_(world_, reshard_plan(config_.placement),
                    [config = setup_.model->config](const std::string& name) {
                      return qwen_shard_spec(name, config);
                    }),
@@ -100,11 +104,11 @@ class DistributedSyncSchedule : public Schedule {
   int64_t trained_tokens() const override { return trained_tokens_; }
 
  private:
-  static ReshardPlan reshard_plan(int world_size) {
+  static ReshardPlan reshard_plan(const Placement& placement) {
     ReshardPlan plan;
-    plan.train_dp = world_size;
-    plan.train_tp = 1;
-    plan.infer_tp = 1;
+    plan.train_dp = placement.train_dp;
+    plan.train_tp = placement.train_tp;
+    plan.infer_tp = 1;  // every rank's rollout instance holds the whole model
     plan.dtype = torch::kFloat;  // the rollout engine computes in fp32
     return plan;
   }
@@ -114,8 +118,9 @@ class DistributedSyncSchedule : public Schedule {
   std::vector<PromptGroup> my_groups(const std::vector<PromptGroup>& groups) const;
   // Generates and scores this rank's groups; the statistics are this rank's rows.
   RewardStats rollout_and_score(const std::vector<PromptGroup>& groups);
-  // Rank 0 claims `rows` rows for `consumer` (balanced over the ranks when `balanced`),
-  // every rank receives the claim; returns this rank's share.
+  // Rank 0 claims `rows` rows for `consumer` (balanced over the data-parallel ranks
+  // when `balanced`), every rank receives the claim; returns this rank's share (the
+  // tensor-parallel peers of a data-parallel rank share one share).
   Claim shared_claim(const std::string& consumer, int64_t rows, bool balanced);
   // After every rank computed on its share: rank 0 acks the claim.
   void finish(const Claim& share);
@@ -135,6 +140,9 @@ class DistributedSyncSchedule : public Schedule {
   RlWorkers& workers_;
   TraceWriter* trace_;
   ProcessGroupHandle world_;
+  const int train_tp_;
+  const int dp_rank_;   // which data-parallel share this rank trains on
+  const bool writes_;   // tensor-parallel rank 0: writes the share's output columns
   int rollout_track_ = 0;
   int trainer_track_ = 0;
   PromptSource prompts_;
@@ -188,12 +196,12 @@ Claim DistributedSyncSchedule::shared_claim(const std::string& consumer, int64_t
   nlohmann::json encoded;
   if (is_root()) {
     ClaimOptions options = claim_rows(rows);
-    if (balanced) options.balance_ranks = world_.world_size();
+    if (balanced) options.balance_ranks = config_.placement.train_dp;
     encoded = claim_to_json(dock_.dock->claim(consumer, options));
   }
   broadcast_json(world_, encoded, 0);
   const Claim claim = claim_from_json(encoded);
-  return balanced ? share_of(claim, world_.rank()) : claim;
+  return balanced ? share_of(claim, dp_rank_) : claim;
 }
 
 void DistributedSyncSchedule::finish(const Claim& share) {
@@ -202,9 +210,15 @@ void DistributedSyncSchedule::finish(const Claim& share) {
 }
 
 void DistributedSyncSchedule::publish() {
-  const auto weights = resharder_.reshard(setup_.model->hf_state(), version_);
+  QwenForCausalLM& trained = workers_.actor->model();
+  const auto weights = resharder_.reshard(trained->hf_state(), version_);
   std::map<std::string, torch::Tensor> tensors(weights->tensors.begin(), weights->tensors.end());
   engine_.load_weights(version_, tensors);
+  // Tensor parallel: setup.model is the full policy (evaluation, export, checkpoints).
+  if (trained.ptr() != setup_.model.ptr()) {
+    torch::NoGradGuard no_grad;
+    setup_.model->load_state(tensors, "resharded policy");
+  }
 }
 
 nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
@@ -251,7 +265,7 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
   if (workers_.reference) {
     timed(stages, "reference", trainer_track_, [&] {
       const Claim share = shared_claim(rl_consumers::kReference, rows, true);
-      reference_stage(*workers_.reference, *dock_.dock, share);
+      reference_stage(*workers_.reference, *dock_.dock, share, writes_);
       finish(share);
     });
   }
@@ -259,13 +273,13 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
                                                        config_.train.mini_batch_size >= rows);
   timed(stages, "old_logprobs", trainer_track_, [&] {
     const Claim share = shared_claim(rl_consumers::kOldLogprobs, rows, true);
-    old_logprob_stage(*workers_.actor, *dock_.dock, share, on_policy);
+    old_logprob_stage(*workers_.actor, *dock_.dock, share, on_policy, writes_);
     finish(share);
   });
   if (workers_.critic) {
     timed(stages, "values", trainer_track_, [&] {
       const Claim share = shared_claim(rl_consumers::kValues, rows, true);
-      value_stage(*workers_.critic, *dock_.dock, share);
+      value_stage(*workers_.critic, *dock_.dock, share, writes_);
       finish(share);
     });
   }
@@ -290,13 +304,15 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
                                  config_.train.seed + static_cast<uint64_t>(index));
     finish(actor);
     if (workers_.critic) finish(critic);
-    // The update's metrics are global already; its row and token counts are this rank's.
-    torch::Tensor counts = torch::tensor(
-        {static_cast<double>(record.update.rows), static_cast<double>(record.update.response_tokens)},
-        torch::kFloat64);
+    // The update's metrics are global already; its row and token counts are this rank's
+    // (and its tensor-parallel peers': counted once).
+    const double peers = static_cast<double>(train_tp_);
+    torch::Tensor counts = torch::tensor({static_cast<double>(record.update.rows) / peers,
+                                          static_cast<double>(record.update.response_tokens) / peers},
+                                         torch::kFloat64);
     world_.all_reduce_sum(counts);
-    record.update.rows = static_cast<int64_t>(counts[0].item<double>());
-    record.update.response_tokens = static_cast<int64_t>(counts[1].item<double>());
+    record.update.rows = std::llround(counts[0].item<double>());
+    record.update.response_tokens = std::llround(counts[1].item<double>());
     record.update.row_versions = record.rewards.versions;
   });
   ++version_;

@@ -12,7 +12,9 @@
 
 #include "aspen/io/jsonl.h"
 #include "aspen/parallel/dist_env.h"
+#include "aspen/model/tp_layout.h"
 #include "aspen/parallel/process_group.h"
+#include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/distributed_sync_schedule.h"
 #include "aspen/pipeline/schedule.h"
@@ -72,15 +74,15 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
     return;
   }
   const std::string hint =
-      "aspen train across ranks runs the colocated data-parallel schedule: placement.train.dp = "
-      "placement.rollout.instances = WORLD_SIZE (" + std::to_string(world_size) +
-      "), tp 1; the tensor-parallel model, resharder and sharded checkpoints are library "
-      "pieces (src/aspen/parallel) not yet driven by aspen train";
+      "aspen train across ranks runs the colocated schedule: placement.train.dp x "
+      "placement.train.tp = placement.rollout.instances = WORLD_SIZE (" +
+      std::to_string(world_size) + "), placement.rollout.tp 1";
   check_input(p.mode == "colocated", "is " + p.mode, "placement.mode", hint);
-  check_input(p.train_tp == 1, "is " + std::to_string(p.train_tp), "placement.train.tp", hint);
-  check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp", hint);
-  check_input(p.train_dp == world_size,
-              "is " + std::to_string(p.train_dp) + ", WORLD_SIZE is " + std::to_string(world_size),
+  check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp",
+              hint + " (the rollout engine has no tensor parallelism)");
+  check_input(p.train_dp * p.train_tp == world_size,
+              "train.dp x train.tp is " + std::to_string(p.train_dp * p.train_tp) +
+                  ", WORLD_SIZE is " + std::to_string(world_size),
               "placement.train.dp", hint);
   check_input(p.rollout_instances == world_size,
               "is " + std::to_string(p.rollout_instances) + ", WORLD_SIZE is " +
@@ -88,6 +90,40 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
               "placement.rollout.instances", hint);
   check_input(config.pipeline.mode == "sync", "is " + config.pipeline.mode, "pipeline.mode",
               "across ranks only the sync schedule runs; the async pipeline runs in one process");
+  if (p.train_tp > 1) {
+    check_input(config.checkpoint.every == 0, "is " + std::to_string(config.checkpoint.every),
+                "checkpoint.every",
+                "checkpoints of a tensor-parallel run (sharded optimizer state) are not written "
+                "by aspen train yet; use placement.train.tp=1 or checkpoint.every=0");
+  }
+}
+
+// The training grid's groups (TP fastest): the TP group of ranks sharing a data-parallel
+// index, the DP group of ranks sharing a TP index. Collective over `world`.
+struct TrainGroups {
+  std::optional<ProcessGroupHandle> data_parallel;  // none when train.dp = 1
+  TensorParallel tensor_parallel;                   // disabled when train.tp = 1
+};
+
+TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
+  TrainGroups groups;
+  if (p.train_tp == 1) {
+    groups.data_parallel = world;
+    return groups;
+  }
+  for (int d = 0; d < p.train_dp; ++d) {
+    std::vector<int> ranks;
+    for (int t = 0; t < p.train_tp; ++t) ranks.push_back(d * p.train_tp + t);
+    if (auto group = world.new_subgroup(ranks)) groups.tensor_parallel = TensorParallel::over(*group);
+  }
+  if (p.train_dp > 1) {
+    for (int t = 0; t < p.train_tp; ++t) {
+      std::vector<int> ranks;
+      for (int d = 0; d < p.train_dp; ++d) ranks.push_back(d * p.train_tp + t);
+      if (auto group = world.new_subgroup(ranks)) groups.data_parallel = group;
+    }
+  }
+  return groups;
 }
 
 // Every rank gets rank 0's policy weights (after an SFT warm-up that each rank ran).
@@ -171,7 +207,13 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     std::cout << std::flush;
   }
 
-  RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr, world);
+  TrainGroups groups;
+  if (world) {
+    groups = make_train_groups(*world, config.placement);
+    validate_tp_size(setup.model->config, config.placement.train_tp);
+  }
+  RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr,
+                    groups.data_parallel, groups.tensor_parallel);
   if (checkpoint) restore_optimizers(*checkpoint, workers);
   // Rank r > 0 writes its own timeline next to rank 0's (PATH.rank-r).
   TraceWriter trace(config.logging.trace.empty() || writer

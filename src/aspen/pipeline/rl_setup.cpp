@@ -63,7 +63,8 @@ void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
       Tokenizer::from_json(setup.tokenizer_json, "built-in tokenizer"));
   ModelConfig model_config;
   model_config.family = ModelFamily::kQwen3;
-  model_config.vocab_size = setup.tokenizer->vocab_size();
+  const int64_t multiple = config.model.vocab_multiple;
+  model_config.vocab_size = (setup.tokenizer->vocab_size() + multiple - 1) / multiple * multiple;
   model_config.hidden_size = config.model.hidden_size;
   model_config.intermediate_size = config.model.intermediate_size;
   model_config.num_hidden_layers = config.model.num_layers;

@@ -84,19 +84,29 @@ void load_named_parameters(torch::nn::Module& module,
 }
 
 RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved,
-                     std::optional<ProcessGroupHandle> data_parallel)
+                     std::optional<ProcessGroupHandle> data_parallel,
+                     const TensorParallel& tensor_parallel)
     : kl_ctrl(make_kl_controller(config.algorithm)) {
   const TrainSection& train = config.train;
   ActorOptions actor_options;
   actor_options.trainer = trainer_options(train, train.lr, train.iterations);
   actor_options.head.temperature = 1.0;
   actor_options.data_parallel.group = data_parallel;
-  actor = std::make_unique<ActorTrainer>(setup.model, actor_options);
+  QwenForCausalLM trained = setup.model;
+  if (tensor_parallel.enabled()) {
+    check_input(config.algorithm.name != "ppo", "the critic is not tensor-parallel",
+                "algorithm.name", "use placement.train.tp=1 for ppo");
+    trained = QwenForCausalLM(setup.model->config, tensor_parallel);
+    std::map<std::string, torch::Tensor> full;
+    for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
+    trained->load_state(full, "policy, sharded for tensor parallelism");
+  }
+  actor = std::make_unique<ActorTrainer>(trained, actor_options);
   schema.kl_in_reward = config.algorithm.kl_in_reward;
   schema.with_reference = config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward;
   schema.with_critic = config.algorithm.name == "ppo";
   if (schema.with_reference) {
-    reference = std::make_unique<ReferencePolicy>(setup.model, ReferenceOptions{});
+    reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
     if (saved != nullptr) reference->model()->load_state(saved->reference, "checkpoint reference");
   }
   if (schema.with_critic) {
@@ -171,11 +181,13 @@ void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim
   dock.ack(claim);
 }
 
-void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim& claim) {
+void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim& claim,
+                     bool write) {
   if (claim.rows.empty()) return;
   const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
-  dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs,
-                                     split_per_row(reference.compute_logprobs(batch), batch)}});
+  const torch::Tensor logprobs = reference.compute_logprobs(batch);
+  if (!write) return;
+  dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs, split_per_row(logprobs, batch)}});
 }
 
 void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptions& options,
@@ -186,8 +198,9 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptio
 }
 
 void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& claim,
-                       bool reuse_rollout) {
+                       bool reuse_rollout, bool write) {
   if (claim.rows.empty()) return;
+  if (reuse_rollout && !write) return;  // nothing to compute
   const auto columns = dock.get(claim);
   if (reuse_rollout) {
     dock.put_columns(row_ids(claim),
@@ -195,9 +208,9 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& cla
                        find_column(columns, rl_columns::kRolloutLogprobs).values}});
   } else {
     const TrainBatch batch = to_train_batch(claim, columns, {});
-    dock.put_columns(row_ids(claim),
-                     {{rl_columns::kOldLogprobs,
-                       split_per_row(actor.compute_logprobs(batch).logprobs, batch)}});
+    const torch::Tensor logprobs = actor.compute_logprobs(batch).logprobs;
+    if (!write) return;
+    dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs, split_per_row(logprobs, batch)}});
   }
 }
 
@@ -207,11 +220,12 @@ void value_stage(CriticTrainer& critic, TransferDock& dock, const ClaimOptions& 
   dock.ack(claim);
 }
 
-void value_stage(CriticTrainer& critic, TransferDock& dock, const Claim& claim) {
+void value_stage(CriticTrainer& critic, TransferDock& dock, const Claim& claim, bool write) {
   if (claim.rows.empty()) return;
   const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
-  dock.put_columns(row_ids(claim),
-                   {{rl_columns::kValues, split_per_row(critic.compute_values(batch), batch)}});
+  const torch::Tensor values = critic.compute_values(batch);
+  if (!write) return;
+  dock.put_columns(row_ids(claim), {{rl_columns::kValues, split_per_row(values, batch)}});
 }
 
 AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& kl_ctrl,

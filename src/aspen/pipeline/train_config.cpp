@@ -40,6 +40,8 @@ ModelSection read_model(ConfigSection s) {
   m.head_dim = s.get("head_dim", m.head_dim);
   m.intermediate_size = s.get("intermediate_size", m.intermediate_size);
   m.tokenizer_vocab = s.get("tokenizer_vocab", m.tokenizer_vocab);
+  m.vocab_multiple = s.get("vocab_multiple", m.vocab_multiple);
+  check_positive(m.vocab_multiple, s.where("vocab_multiple"));
   s.finish();
   return m;
 }
@@ -281,7 +283,8 @@ nlohmann::json TrainConfig::as_json() const {
             {"num_kv_heads", model.num_kv_heads},
             {"head_dim", model.head_dim},
             {"intermediate_size", model.intermediate_size},
-            {"tokenizer_vocab", model.tokenizer_vocab}}},
+            {"tokenizer_vocab", model.tokenizer_vocab},
+            {"vocab_multiple", model.vocab_multiple}}},
           {"data",
            {{"task", data.task},
             {"task_options", data.task_options},

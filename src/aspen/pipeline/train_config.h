@@ -26,6 +26,10 @@ struct ModelSection {
   int64_t head_dim = 32;
   int64_t intermediate_size = 384;
   int64_t tokenizer_vocab = 300;  // built-in tokenizer: BPE trained on the task corpus
+  // Built-in model: embedding/head rows padded up to a multiple of this (Megatron's
+  // make_vocab_size_divisible_by; tensor parallelism splits the vocabulary). Padded ids
+  // are never sampled. 1: no padding.
+  int64_t vocab_multiple = 1;
 };
 
 struct DataSection {

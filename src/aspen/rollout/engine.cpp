@@ -27,6 +27,13 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
     : config_(std::move(config)), tokenizer_(std::move(tokenizer)), seed_stream_(config_.seed) {
   const ModelConfig& model_config = model->config;
   if (config_.max_model_len <= 0) config_.max_model_len = model_config.max_position_embeddings;
+  // A padded vocabulary (Qwen checkpoints, the built-in model under TP): rows past the
+  // tokenizer's vocabulary have no text, so they are never sampled.
+  if (tokenizer_ != nullptr) {
+    for (int64_t id = tokenizer_->vocab_size(); id < model_config.vocab_size; ++id) {
+      padded_ids_.push_back(static_cast<TokenId>(id));
+    }
+  }
   const torch::ScalarType dtype = parameter_dtype(model);
   if (config_.num_blocks <= 0) {
     config_.num_blocks =
@@ -132,8 +139,10 @@ void RolloutEngine::fork_group(Sequence& parent, std::vector<Sequence*>& samples
 }
 
 std::vector<TokenId> RolloutEngine::suppressed_tokens(const Sequence& sequence) const {
-  if (sequence.num_output_tokens() >= sequence.params->min_tokens) return {};
-  std::vector<TokenId> suppressed = sequence.params->stop_token_ids;
+  std::vector<TokenId> suppressed = padded_ids_;
+  if (sequence.num_output_tokens() >= sequence.params->min_tokens) return suppressed;
+  const auto& stops = sequence.params->stop_token_ids;
+  suppressed.insert(suppressed.end(), stops.begin(), stops.end());
   if (!sequence.params->ignore_eos) {
     suppressed.insert(suppressed.end(), config_.eos_token_ids.begin(), config_.eos_token_ids.end());
   }

@@ -10,6 +10,9 @@
 // copied). Each sample j draws from its own seeded stream, so results do not
 // depend on what else shares the batch.
 //
+// Padded vocabularies: with a tokenizer, ids past its vocabulary (rows a checkpoint
+// pads its embedding with, as Qwen's do) are never sampled.
+//
 // Weight versions: load_weights(version, tensors) between steps. Every generated
 // token records the version that produced it. The prefix cache is reset on every
 // switch. With interrupt_on_weight_update, in-flight sequences are recomputed
@@ -133,6 +136,7 @@ class RolloutEngine {
   std::unique_ptr<ModelRunner> runner_;
   std::map<int64_t, std::unique_ptr<RequestRecord>> requests_;  // by index, while unfinished
   std::mt19937_64 seed_stream_;
+  std::vector<TokenId> padded_ids_;  // model vocabulary rows the tokenizer lacks
   int64_t next_request_index_ = 0;
   int64_t next_sequence_id_ = 0;
   int64_t version_ = 0;
