@@ -113,6 +113,23 @@ TEST(TrainAcrossRanks, DataTimesTensorParallelFourRanksTrainLikeOneProcess) {
            "placement.train.dp=2 placement.train.tp=2 placement.rollout.instances=4", 4);
 }
 
+// Tensor-parallel rollout: the ranks of an instance step one engine together (local
+// kv heads in their caches, vocab-parallel logits gathered) and keep one copy of its
+// rows; the resharder slices (train TP 1 -> 2: nothing moves) or keeps (2 -> 2) shards.
+TEST(TrainAcrossRanks, TensorParallelRolloutTrainsLikeOneProcess) {
+  run_pair("rollout_tp2", tp_run(),
+           "placement.train.dp=2 placement.rollout.instances=1 placement.rollout.tp=2");
+  run_pair("train_tp2_rollout_tp2", tp_run(),
+           "placement.train.tp=2 placement.rollout.instances=1 placement.rollout.tp=2");
+}
+
+// Four data-parallel trainers serving two rollout instances of TP 2: instance and TP
+// rank follow the resharder's placement (each trainer slices its inference shard).
+TEST(TrainAcrossRanks, FourTrainersServeTwoTensorParallelInstances) {
+  run_pair("dp4_rollout_2x2", tp_run(),
+           "placement.train.dp=4 placement.rollout.instances=2 placement.rollout.tp=2", 4);
+}
+
 TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
   const std::string dir = out_dir("swap");
   const auto result = run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " +
@@ -131,9 +148,10 @@ TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
 TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   const std::string launch = kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen +
                              " train " + tiny_run("") + " --out " + out_dir("refused");
-  auto rollout_tp = run_command(launch + " placement.train.dp=2 placement.rollout.tp=2");
-  EXPECT_NE(rollout_tp.exit_code, 0);
-  EXPECT_NE(rollout_tp.output.find("placement.rollout.tp"), std::string::npos) << rollout_tp.output;
+  auto split = run_command(launch + " placement.mode=disaggregated placement.train.dp=1 "
+                                    "placement.rollout.instances=1");
+  EXPECT_NE(split.exit_code, 0);
+  EXPECT_NE(split.output.find("placement.mode"), std::string::npos) << split.output;
   const std::string tp2 = " placement.train.tp=2 placement.rollout.instances=2 model.vocab_multiple=64";
   auto ppo = run_command(launch + tp2 + " algorithm.name=ppo");
   EXPECT_NE(ppo.exit_code, 0);

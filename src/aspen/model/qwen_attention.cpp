@@ -88,7 +88,8 @@ torch::Tensor QwenAttentionImpl::forward_paged(const torch::Tensor& x, const Rop
   torch::Tensor out =
       paged_attention(q.contiguous(), key_cache, value_cache, batch.block_tables, batch.query_start,
                       batch.context_lens, 1.0 / std::sqrt(head_dim));
-  return o_proj(out.reshape({x.size(0), num_heads * head_dim}));
+  // Row-parallel o_proj: this rank's heads give a partial sum of the output.
+  return reduce_from_tp_region(o_proj(out.reshape({x.size(0), num_heads * head_dim})), tp);
 }
 
 }  // namespace aspen

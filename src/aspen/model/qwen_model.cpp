@@ -38,13 +38,8 @@ torch::Tensor QwenModelImpl::embed(const torch::Tensor& input_ids) {
 torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
                                            const torch::Tensor& positions,
                                            const PagedBatch& batch) {
-  check_input(!tp.enabled(),
-              "tensor parallel rollout is not supported: the paged KV cache and the rollout "
-              "engine hold whole models",
-              "forward_paged (TP size " + std::to_string(tp.size) + ")",
-              "run rollout on a TP size 1 copy of the weights");
   const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
-  torch::Tensor h = embed_tokens(input_ids);
+  torch::Tensor h = embed(input_ids);  // vocab-parallel under TP
   int64_t index = 0;
   for (const auto& layer : *layers) {
     h = layer->as<QwenDecoderLayer>()->forward_paged(h, rope, batch, index++);
@@ -83,6 +78,14 @@ torch::Tensor QwenForCausalLMImpl::forward(const torch::Tensor& input_ids,
 
 torch::Tensor QwenForCausalLMImpl::lm_head_weight() const {
   return lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+int64_t QwenForCausalLMImpl::local_kv_heads() const {
+  const ShardSpec spec = qwen_shard_spec("model.layers.0.self_attn.k_proj.weight", config);
+  return shard_range(spec, config.num_key_value_heads * config.head_dim, tp.rank, tp.size,
+                     "num_key_value_heads")
+             .length /
+         config.head_dim;
 }
 
 TokenLogprobs QwenForCausalLMImpl::head_logprobs(const torch::Tensor& hidden,

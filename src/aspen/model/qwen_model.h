@@ -25,7 +25,9 @@
 // vocab-parallel; forward's hidden and token_logprobs' outputs are the full results,
 // identical on every rank, and each parameter's gradient is the shard of the
 // single-process gradient. The default context (size 1) computes exactly what this
-// model computed before TP existed. forward_paged (rollout) does not support TP.
+// model computed before TP existed. forward_paged (rollout) runs under TP too: the
+// paged KV cache then holds this rank's kv heads (local_kv_heads()) and the hidden
+// states are the full ones; the caller gathers the vocab-parallel logits.
 //
 // Thread safety: forward/token_logprobs mutate nothing and may run concurrently
 // (e.g. under torch::NoGradGuard in several rollout threads); load_state and
@@ -61,8 +63,8 @@ struct QwenModelImpl : torch::nn::Module {
   torch::Tensor embed(const torch::Tensor& input_ids);
   // Rollout step over the paged KV cache: input_ids/positions [T] of the new
   // tokens -> hidden [T, C]; k/v of the new tokens are written into the cache.
-  // aspen::Error when tp.size > 1: the KV cache and the rollout engine are laid out
-  // for whole models (tensor-parallel rollout is not supported).
+  // Under TP the cache (batch) holds this rank's kv heads and the step issues the
+  // layers' all-reduces: every TP rank must run the same step.
   torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
                               const PagedBatch& batch);
 
@@ -98,6 +100,9 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // The [V, C] head matrix: lm_head.weight, or the embedding when tied. Under TP,
   // this rank's rows [model->vocab_begin, model->vocab_begin + V/t).
   torch::Tensor lm_head_weight() const;
+  // Key/value heads this rank holds (K / t, or 1 when kv heads are replicated): the
+  // heads its paged KV cache stores.
+  int64_t local_kv_heads() const;
 
   // The log-prob head on rows of forward's hidden: hidden [R, C] (the same on every
   // TP rank), targets [R] int64 in [0, V) -> [R] fp32 logprobs (+ entropy). Under TP

@@ -64,15 +64,46 @@ class DistributedSyncSchedule : public Schedule {
         dp_rank_(world_.rank() / train_tp_),
         writes_(world_.rank() % train_tp_ == 0),
         prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed),
-        engine_(copy_model(setup_.model, torch::kFloat, torch::kCPU, /*trainable=*/false),
-                rollout_engine_config(config_, setup_), setup_.tokenizer),
         dock_(make_distributed_dock(world_, make_rl_schema(workers_.schema),
                                     DockControllerOptions{}.capacity_rows)),
-        resharder_(world_, reshard_plan(config_.placement),
-                   [config = setup_.model->config](const std::string& name) {
-                     return qwen_shard_spec(name, config);
-                   }),
+        resharder_(world_, reshard_plan(config_.placement, config_.placement.rollout_tp),
+                   qwen_layout(setup_.model->config)),
         swap_(config_.placement.swap) {
+    const int rollout_tp = config_.placement.rollout_tp;
+    instance_ = resharder_.placement().replica;
+    instances_ = world_.world_size() / rollout_tp;
+    serves_rows_ = resharder_.placement().tp_rank == 0;
+    // The rollout instance: the whole model, or (rollout TP t) this rank's shard of it,
+    // the t ranks of an instance stepping together (its TP group, TP rank = the
+    // resharder's inference tp_rank).
+    TensorParallel instance_tp;
+    if (rollout_tp > 1) {
+      const ReshardPlan plan = resharder_.plan();
+      for (int replica = 0; replica < instances_; ++replica) {
+        std::vector<int> members(static_cast<size_t>(rollout_tp));
+        for (int r = 0; r < world_.world_size(); ++r) {
+          const InferencePlacement at = inference_placement(plan, r);
+          if (at.replica == replica) members[static_cast<size_t>(at.tp_rank)] = r;
+        }
+        if (auto group = world_.new_subgroup(members)) instance_tp = TensorParallel::over(*group);
+      }
+    }
+    QwenForCausalLM rollout_model(setup_.model->config, instance_tp);
+    {
+      torch::NoGradGuard no_grad;
+      std::map<std::string, torch::Tensor> full;
+      for (const auto& [name, tensor] : setup_.model->hf_state()) full[name] = tensor.detach();
+      rollout_model->load_state(full, "rollout weights");
+    }
+    for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+    engine_ = std::make_unique<RolloutEngine>(rollout_model, rollout_engine_config(config_, setup_),
+                                              setup_.tokenizer);
+    // Train TP > 1 keeps setup.model (the full policy: evaluation, export) fresh through
+    // a gather to TP 1, unless the inference layout is already TP 1.
+    if (train_tp_ > 1 && rollout_tp > 1) {
+      full_resharder_ = std::make_unique<Resharder>(
+          world_, reshard_plan(config_.placement, 1), qwen_layout(setup_.model->config));
+    }
     if (trace_ != nullptr) {
       rollout_track_ = trace_->track("rollout (rank " + std::to_string(world_.rank()) + ")");
       trainer_track_ = trace_->track("trainer (rank " + std::to_string(world_.rank()) + ")");
@@ -104,11 +135,14 @@ class DistributedSyncSchedule : public Schedule {
   int64_t trained_tokens() const override { return trained_tokens_; }
 
  private:
-  static ReshardPlan reshard_plan(const Placement& placement) {
+  static ShardLayout qwen_layout(const ModelConfig& config) {
+    return [config](const std::string& name) { return qwen_shard_spec(name, config); };
+  }
+  static ReshardPlan reshard_plan(const Placement& placement, int infer_tp) {
     ReshardPlan plan;
     plan.train_dp = placement.train_dp;
     plan.train_tp = placement.train_tp;
-    plan.infer_tp = 1;  // every rank's rollout instance holds the whole model
+    plan.infer_tp = infer_tp;
     plan.dtype = torch::kFloat;  // the rollout engine computes in fp32
     return plan;
   }
@@ -146,9 +180,13 @@ class DistributedSyncSchedule : public Schedule {
   int rollout_track_ = 0;
   int trainer_track_ = 0;
   PromptSource prompts_;
-  RolloutEngine engine_;
   DistributedDock dock_;
-  Resharder resharder_;
+  Resharder resharder_;                        // training layout -> this rank's rollout shard
+  std::unique_ptr<Resharder> full_resharder_;  // -> TP 1, when both layouts are TP > 1
+  std::unique_ptr<RolloutEngine> engine_;
+  int instance_ = 0;       // the rollout instance this rank serves
+  int instances_ = 1;
+  bool serves_rows_ = true;  // rollout TP rank 0: puts its instance's rows into the dock
   TrainingStateSwap swap_;
   int64_t version_ = 0;
   int64_t samples_ = 0;
@@ -159,9 +197,7 @@ std::vector<PromptGroup> DistributedSyncSchedule::my_groups(
     const std::vector<PromptGroup>& groups) const {
   std::vector<PromptGroup> mine;
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (static_cast<int>(i % static_cast<size_t>(world_.world_size())) == world_.rank()) {
-      mine.push_back(groups[i]);
-    }
+    if (static_cast<int>(i % static_cast<size_t>(instances_)) == instance_) mine.push_back(groups[i]);
   }
   return mine;
 }
@@ -175,7 +211,10 @@ RewardStats DistributedSyncSchedule::rollout_and_score(const std::vector<PromptG
     ids.push_back(group.group_id);
   }
   if (requests.empty()) return {};
-  const std::vector<Completion> completions = engine_.generate(std::move(requests));
+  // Every TP rank of the instance generates (the same samples: the engine's
+  // collectives keep them in step); its TP rank 0 alone keeps the rows.
+  const std::vector<Completion> completions = engine_->generate(std::move(requests));
+  if (!serves_rows_) return {};
   std::vector<RowInfo> infos;
   for (const Completion& c : completions) {
     RowInfo info;
@@ -211,13 +250,22 @@ void DistributedSyncSchedule::finish(const Claim& share) {
 
 void DistributedSyncSchedule::publish() {
   QwenForCausalLM& trained = workers_.actor->model();
-  const auto weights = resharder_.reshard(trained->hf_state(), version_);
+  const auto shards = trained->hf_state();
+  const auto weights = resharder_.reshard(shards, version_);
   std::map<std::string, torch::Tensor> tensors(weights->tensors.begin(), weights->tensors.end());
-  engine_.load_weights(version_, tensors);
-  // Tensor parallel: setup.model is the full policy (evaluation, export, checkpoints).
+  engine_->load_weights(version_, tensors);
+  // Train TP > 1: setup.model is the full policy (evaluation, export), refreshed from
+  // the full weights - the rollout's own when it runs at TP 1.
   if (trained.ptr() != setup_.model.ptr()) {
     torch::NoGradGuard no_grad;
-    setup_.model->load_state(tensors, "resharded policy");
+    if (full_resharder_) {
+      const auto full = full_resharder_->reshard(shards, version_);
+      setup_.model->load_state(std::map<std::string, torch::Tensor>(full->tensors.begin(),
+                                                                    full->tensors.end()),
+                               "resharded policy");
+    } else {
+      setup_.model->load_state(tensors, "resharded policy");
+    }
   }
 }
 

@@ -75,17 +75,16 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
   }
   const std::string hint =
       "aspen train across ranks runs the colocated schedule: placement.train.dp x "
-      "placement.train.tp = placement.rollout.instances = WORLD_SIZE (" +
-      std::to_string(world_size) + "), placement.rollout.tp 1";
+      "placement.train.tp = placement.rollout.instances x placement.rollout.tp = WORLD_SIZE (" +
+      std::to_string(world_size) + ")";
   check_input(p.mode == "colocated", "is " + p.mode, "placement.mode", hint);
-  check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp",
-              hint + " (the rollout engine has no tensor parallelism)");
   check_input(p.train_dp * p.train_tp == world_size,
               "train.dp x train.tp is " + std::to_string(p.train_dp * p.train_tp) +
                   ", WORLD_SIZE is " + std::to_string(world_size),
               "placement.train.dp", hint);
-  check_input(p.rollout_instances == world_size,
-              "is " + std::to_string(p.rollout_instances) + ", WORLD_SIZE is " +
+  check_input(p.rollout_instances * p.rollout_tp == world_size,
+              "rollout.instances x rollout.tp is " +
+                  std::to_string(p.rollout_instances * p.rollout_tp) + ", WORLD_SIZE is " +
                   std::to_string(world_size),
               "placement.rollout.instances", hint);
   check_input(config.pipeline.mode == "sync", "is " + config.pipeline.mode, "pipeline.mode",
@@ -211,6 +210,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   if (world) {
     groups = make_train_groups(*world, config.placement);
     validate_tp_size(setup.model->config, config.placement.train_tp);
+    validate_tp_size(setup.model->config, config.placement.rollout_tp);
   }
   RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr,
                     groups.data_parallel, groups.tensor_parallel);

@@ -25,7 +25,10 @@ torch::ScalarType parameter_dtype(QwenForCausalLM& model) {
 RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
                              std::shared_ptr<const Tokenizer> tokenizer)
     : config_(std::move(config)), tokenizer_(std::move(tokenizer)), seed_stream_(config_.seed) {
-  const ModelConfig& model_config = model->config;
+  // Under tensor parallelism the cache holds this rank's kv heads; every TP rank of the
+  // instance derives the same block count, so their schedulers decide alike.
+  ModelConfig model_config = model->config;
+  model_config.num_key_value_heads = model->local_kv_heads();
   if (config_.max_model_len <= 0) config_.max_model_len = model_config.max_position_embeddings;
   // A padded vocabulary (Qwen checkpoints, the built-in model under TP): rows past the
   // tokenizer's vocabulary have no text, so they are never sampled.

@@ -55,7 +55,14 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   if (last_rows.empty()) return result;
   const torch::Tensor rows = hidden.index_select(0, to_device(last_rows));
   const torch::Tensor weight = model_->lm_head_weight();
-  result.logits = torch::matmul(rows, weight.t()).to(torch::kCPU, torch::kFloat32);
+  torch::Tensor logits = torch::matmul(rows, weight.t());
+  if (model_->tp.enabled()) {
+    // Vocab-parallel head: rank r holds vocabulary rows [r V/t, (r+1) V/t); every TP
+    // rank gathers the full logits so that all of them sample the same tokens.
+    ProcessGroupHandle group = model_->tp.require_group("tensor-parallel rollout");
+    logits = torch::cat(group.all_gather(logits.contiguous()), /*dim=*/1);
+  }
+  result.logits = logits.to(torch::kCPU, torch::kFloat32);
   return result;
 }
 
