@@ -66,43 +66,73 @@ class DistributedSyncSchedule : public Schedule {
         prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed),
         dock_(make_distributed_dock(world_, make_rl_schema(workers_.schema),
                                     DockControllerOptions{}.capacity_rows)),
-        resharder_(world_, reshard_plan(config_.placement, config_.placement.rollout_tp),
-                   qwen_layout(setup_.model->config)),
         swap_(config_.placement.swap) {
-    const int rollout_tp = config_.placement.rollout_tp;
-    instance_ = resharder_.placement().replica;
-    instances_ = world_.world_size() / rollout_tp;
-    serves_rows_ = resharder_.placement().tp_rank == 0;
-    // The rollout instance: the whole model, or (rollout TP t) this rank's shard of it,
-    // the t ranks of an instance stepping together (its TP group, TP rank = the
-    // resharder's inference tp_rank).
-    TensorParallel instance_tp;
-    if (rollout_tp > 1) {
-      const ReshardPlan plan = resharder_.plan();
-      for (int replica = 0; replica < instances_; ++replica) {
-        std::vector<int> members(static_cast<size_t>(rollout_tp));
-        for (int r = 0; r < world_.world_size(); ++r) {
-          const InferencePlacement at = inference_placement(plan, r);
-          if (at.replica == replica) members[static_cast<size_t>(at.tp_rank)] = r;
+    const Placement& placement = config_.placement;
+    const int rollout_tp = placement.rollout_tp;
+    const int trainers = placement.train_dp * placement.train_tp;
+    TensorParallel instance_tp;  // the rollout instance's TP group (rollout TP > 1)
+    instances_ = placement.rollout_instances;
+    if (placement.mode == "colocated") {
+      resharder_ = std::make_unique<Resharder>(world_, reshard_plan(placement, rollout_tp),
+                                               qwen_layout(setup_.model->config));
+      instance_ = resharder_->placement().replica;
+      serves_rows_ = resharder_->placement().tp_rank == 0;
+      // The t ranks of an instance step together; its TP rank = the inference tp_rank.
+      if (rollout_tp > 1) {
+        const ReshardPlan plan = resharder_->plan();
+        for (int replica = 0; replica < instances_; ++replica) {
+          std::vector<int> members(static_cast<size_t>(rollout_tp));
+          for (int r = 0; r < world_.world_size(); ++r) {
+            const InferencePlacement at = inference_placement(plan, r);
+            if (at.replica == replica) members[static_cast<size_t>(at.tp_rank)] = r;
+          }
+          if (auto group = world_.new_subgroup(members)) instance_tp = TensorParallel::over(*group);
         }
+      }
+      // Train TP > 1 keeps setup.model (the full policy: evaluation, export) fresh
+      // through a gather to TP 1, unless the inference layout is TP 1 already.
+      if (train_tp_ > 1 && rollout_tp > 1) {
+        full_resharder_ = std::make_unique<Resharder>(world_, reshard_plan(placement, 1),
+                                                      qwen_layout(setup_.model->config));
+      }
+    } else {
+      // Disaggregated: ranks [0, trainers) train, the rest serve; rollout rank q belongs
+      // to instance q / rollout_tp (placement.h). Every rank creates every subgroup.
+      trains_ = world_.rank() < trainers;
+      serves_ = !trains_;
+      writes_ = writes_ && trains_;
+      std::vector<int> train_ranks, publish_ranks = {0};
+      for (int r = 0; r < trainers; ++r) train_ranks.push_back(r);
+      for (int r = trainers; r < world_.world_size(); ++r) publish_ranks.push_back(r);
+      std::optional<ProcessGroupHandle> train_group = world_.new_subgroup(train_ranks);
+      publish_group_ = world_.new_subgroup(publish_ranks);
+      for (int instance = 0; instance < instances_; ++instance) {
+        std::vector<int> members;
+        for (int t = 0; t < rollout_tp; ++t) members.push_back(trainers + instance * rollout_tp + t);
+        if (rollout_tp == 1) continue;
         if (auto group = world_.new_subgroup(members)) instance_tp = TensorParallel::over(*group);
       }
+      if (serves_) {
+        instance_ = (world_.rank() - trainers) / rollout_tp;
+        serves_rows_ = (world_.rank() - trainers) % rollout_tp == 0;
+      }
+      // The trainers gather their TP shards into whole tensors for the rollout ranks.
+      if (trains_ && train_tp_ > 1) {
+        full_resharder_ = std::make_unique<Resharder>(*train_group, reshard_plan(placement, 1),
+                                                      qwen_layout(setup_.model->config));
+      }
     }
-    QwenForCausalLM rollout_model(setup_.model->config, instance_tp);
-    {
-      torch::NoGradGuard no_grad;
-      std::map<std::string, torch::Tensor> full;
-      for (const auto& [name, tensor] : setup_.model->hf_state()) full[name] = tensor.detach();
-      rollout_model->load_state(full, "rollout weights");
-    }
-    for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
-    engine_ = std::make_unique<RolloutEngine>(rollout_model, rollout_engine_config(config_, setup_),
-                                              setup_.tokenizer);
-    // Train TP > 1 keeps setup.model (the full policy: evaluation, export) fresh through
-    // a gather to TP 1, unless the inference layout is already TP 1.
-    if (train_tp_ > 1 && rollout_tp > 1) {
-      full_resharder_ = std::make_unique<Resharder>(
-          world_, reshard_plan(config_.placement, 1), qwen_layout(setup_.model->config));
+    if (serves_) {
+      QwenForCausalLM rollout_model(setup_.model->config, instance_tp);
+      {
+        torch::NoGradGuard no_grad;
+        std::map<std::string, torch::Tensor> full;
+        for (const auto& [name, tensor] : setup_.model->hf_state()) full[name] = tensor.detach();
+        rollout_model->load_state(full, "rollout weights");
+      }
+      for (auto& p : rollout_model->parameters()) p.set_requires_grad(false);
+      engine_ = std::make_unique<RolloutEngine>(
+          rollout_model, rollout_engine_config(config_, setup_), setup_.tokenizer);
     }
     if (trace_ != nullptr) {
       rollout_track_ = trace_->track("rollout (rank " + std::to_string(world_.rank()) + ")");
@@ -176,15 +206,21 @@ class DistributedSyncSchedule : public Schedule {
   ProcessGroupHandle world_;
   const int train_tp_;
   const int dp_rank_;   // which data-parallel share this rank trains on
-  const bool writes_;   // tensor-parallel rank 0: writes the share's output columns
+  bool writes_;         // training TP rank 0: writes the share's output columns
   int rollout_track_ = 0;
   int trainer_track_ = 0;
   PromptSource prompts_;
   DistributedDock dock_;
-  Resharder resharder_;                        // training layout -> this rank's rollout shard
-  std::unique_ptr<Resharder> full_resharder_;  // -> TP 1, when both layouts are TP > 1
-  std::unique_ptr<RolloutEngine> engine_;
-  int instance_ = 0;       // the rollout instance this rank serves
+  // Colocated: training layout -> this rank's rollout shard. Disaggregated: none.
+  std::unique_ptr<Resharder> resharder_;
+  // Training layout -> TP 1 on the trainers: colocated when both layouts are TP > 1
+  // (for setup.model), disaggregated when training is TP > 1 (for the rollout ranks).
+  std::unique_ptr<Resharder> full_resharder_;
+  std::optional<ProcessGroupHandle> publish_group_;  // disaggregated: rank 0 + rollout ranks
+  std::unique_ptr<RolloutEngine> engine_;            // ranks that serve rollout
+  bool trains_ = true;       // a training rank (every rank when colocated)
+  bool serves_ = true;       // a rollout rank (every rank when colocated)
+  int instance_ = 0;         // the rollout instance this rank serves
   int instances_ = 1;
   bool serves_rows_ = true;  // rollout TP rank 0: puts its instance's rows into the dock
   TrainingStateSwap swap_;
@@ -210,7 +246,7 @@ RewardStats DistributedSyncSchedule::rollout_and_score(const std::vector<PromptG
     requests.push_back(group_request(config_, setup_, group));
     ids.push_back(group.group_id);
   }
-  if (requests.empty()) return {};
+  if (requests.empty() || !serves_) return {};
   // Every TP rank of the instance generates (the same samples: the engine's
   // collectives keep them in step); its TP rank 0 alone keeps the rows.
   const std::vector<Completion> completions = engine_->generate(std::move(requests));
@@ -239,6 +275,7 @@ Claim DistributedSyncSchedule::shared_claim(const std::string& consumer, int64_t
     encoded = claim_to_json(dock_.dock->claim(consumer, options));
   }
   broadcast_json(world_, encoded, 0);
+  if (!trains_) return Claim{};  // a rollout rank: nothing to compute
   const Claim claim = claim_from_json(encoded);
   return balanced ? share_of(claim, dp_rank_) : claim;
 }
@@ -251,22 +288,42 @@ void DistributedSyncSchedule::finish(const Claim& share) {
 void DistributedSyncSchedule::publish() {
   QwenForCausalLM& trained = workers_.actor->model();
   const auto shards = trained->hf_state();
-  const auto weights = resharder_.reshard(shards, version_);
-  std::map<std::string, torch::Tensor> tensors(weights->tensors.begin(), weights->tensors.end());
-  engine_->load_weights(version_, tensors);
-  // Train TP > 1: setup.model is the full policy (evaluation, export), refreshed from
-  // the full weights - the rollout's own when it runs at TP 1.
-  if (trained.ptr() != setup_.model.ptr()) {
-    torch::NoGradGuard no_grad;
-    if (full_resharder_) {
-      const auto full = full_resharder_->reshard(shards, version_);
-      setup_.model->load_state(std::map<std::string, torch::Tensor>(full->tensors.begin(),
-                                                                    full->tensors.end()),
+  auto as_map = [](const WeightSet& set) {
+    return std::map<std::string, torch::Tensor>(set.tensors.begin(), set.tensors.end());
+  };
+  torch::NoGradGuard no_grad;
+  if (resharder_) {  // colocated
+    const std::map<std::string, torch::Tensor> tensors = as_map(*resharder_->reshard(shards, version_));
+    engine_->load_weights(version_, tensors);
+    // Train TP > 1: setup.model is the full policy (evaluation, export), refreshed from
+    // the full weights - the rollout's own when it runs at TP 1.
+    if (trained.ptr() != setup_.model.ptr()) {
+      setup_.model->load_state(full_resharder_ ? as_map(*full_resharder_->reshard(shards, version_))
+                                               : tensors,
                                "resharded policy");
+    }
+    return;
+  }
+  // Disaggregated: the trainers assemble whole tensors (a TP gather), train rank 0
+  // broadcasts them to the rollout ranks, and each instance takes its shards.
+  std::map<std::string, torch::Tensor> full;
+  if (trains_) {
+    if (full_resharder_) {
+      full = as_map(*full_resharder_->reshard(shards, version_));
     } else {
-      setup_.model->load_state(tensors, "resharded policy");
+      for (const auto& [name, tensor] : shards) full[name] = tensor.detach();
     }
   }
+  if (publish_group_) {
+    for (const auto& [name, tensor] : setup_.model->hf_state()) {
+      torch::Tensor value = world_.rank() == 0 ? full.at(name).contiguous().clone()
+                                               : torch::empty_like(tensor).contiguous();
+      publish_group_->broadcast(value, 0);
+      full[name] = value;
+    }
+  }
+  if (serves_) engine_->load_weights(version_, full);
+  if (!trains_ || trained.ptr() != setup_.model.ptr()) setup_.model->load_state(full, "published policy");
 }
 
 nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
@@ -378,8 +435,13 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
   nlohmann::json line = iteration_metrics(record);
   // The rollout phase is a barrier over the instances: skewness is the instances'
   // idle share of it (each instance's busy time against the slowest).
-  const std::vector<double> busy = all_gather_doubles(world_, {rollout_seconds});
-  BubbleAccounting phase(world_.world_size(), world_.world_size());
+  const std::vector<double> gathered =
+      all_gather_doubles(world_, {serves_ ? 1.0 : 0.0, rollout_seconds});
+  std::vector<double> busy;  // the rollout ranks'
+  for (size_t r = 0; r + 1 < gathered.size(); r += 2) {
+    if (gathered[r] > 0.5) busy.push_back(gathered[r + 1]);
+  }
+  BubbleAccounting phase(static_cast<int>(busy.size()), world_.world_size());
   phase.add_phase(busy);
   const double rollout_s = seconds[1].item<double>();
   line["bubbles"] = {

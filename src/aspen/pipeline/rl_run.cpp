@@ -74,19 +74,12 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
     return;
   }
   const std::string hint =
-      "aspen train across ranks runs the colocated schedule: placement.train.dp x "
-      "placement.train.tp = placement.rollout.instances x placement.rollout.tp = WORLD_SIZE (" +
-      std::to_string(world_size) + ")";
-  check_input(p.mode == "colocated", "is " + p.mode, "placement.mode", hint);
-  check_input(p.train_dp * p.train_tp == world_size,
-              "train.dp x train.tp is " + std::to_string(p.train_dp * p.train_tp) +
-                  ", WORLD_SIZE is " + std::to_string(world_size),
+      "colocated: placement.train.dp x train.tp = rollout.instances x rollout.tp = WORLD_SIZE; "
+      "disaggregated: their sum = WORLD_SIZE";
+  check_input(p.world_size() == world_size,
+              "needs " + std::to_string(p.world_size()) + " ranks (" + p.mode +
+                  "), WORLD_SIZE is " + std::to_string(world_size),
               "placement.train.dp", hint);
-  check_input(p.rollout_instances * p.rollout_tp == world_size,
-              "rollout.instances x rollout.tp is " +
-                  std::to_string(p.rollout_instances * p.rollout_tp) + ", WORLD_SIZE is " +
-                  std::to_string(world_size),
-              "placement.rollout.instances", hint);
   check_input(config.pipeline.mode == "sync", "is " + config.pipeline.mode, "pipeline.mode",
               "across ranks only the sync schedule runs; the async pipeline runs in one process");
   if (p.train_tp > 1) {
@@ -97,8 +90,9 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
   }
 }
 
-// The training grid's groups (TP fastest): the TP group of ranks sharing a data-parallel
-// index, the DP group of ranks sharing a TP index. Collective over `world`.
+// The training grid's groups (TP fastest, ranks [0, dp x tp) in both modes): the TP
+// group of ranks sharing a data-parallel index, the DP group of ranks sharing a TP
+// index. Collective over `world`; a rollout-only rank (disaggregated) gets neither.
 struct TrainGroups {
   std::optional<ProcessGroupHandle> data_parallel;  // none when train.dp = 1
   TensorParallel tensor_parallel;                   // disabled when train.tp = 1
@@ -106,11 +100,12 @@ struct TrainGroups {
 
 TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
   TrainGroups groups;
-  if (p.train_tp == 1) {
+  const bool every_rank_trains = p.mode == "colocated";
+  if (p.train_tp == 1 && every_rank_trains) {
     groups.data_parallel = world;
     return groups;
   }
-  for (int d = 0; d < p.train_dp; ++d) {
+  for (int d = 0; d < p.train_dp && p.train_tp > 1; ++d) {
     std::vector<int> ranks;
     for (int t = 0; t < p.train_tp; ++t) ranks.push_back(d * p.train_tp + t);
     if (auto group = world.new_subgroup(ranks)) groups.tensor_parallel = TensorParallel::over(*group);

@@ -9,9 +9,10 @@
 //               checkpoint every checkpoint.every iterations.
 //   end:        final/ (HF layout), summary.json, the trace when logging.trace is set.
 // Ranks: started by `aspen launch` with WORLD_SIZE = d > 1, every rank runs this
-// together (SPMD) on the colocated data-parallel schedule (distributed_sync_schedule.h):
-// placement.train.dp = placement.rollout.instances = d, TP 1, pipeline.mode sync;
-// anything else is an aspen::Error naming the placement field. Each rank runs the SFT
+// together (SPMD) on the distributed sync schedule (distributed_sync_schedule.h) over
+// the config's placement (colocated or disaggregated, DP x TP training, instances x TP
+// rollout), which must need exactly d ranks; pipeline.mode must be sync; otherwise an
+// aspen::Error names the field. Each rank runs the SFT
 // warm-up, then rank 0's weights are broadcast; evaluations are split over the ranks;
 // rank 0 alone writes the run directory (metrics, checkpoints, final/, summary) and a
 // trace goes to logging.trace (rank 0) and logging.trace.rank-R (the others).
