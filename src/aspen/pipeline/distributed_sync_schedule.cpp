@@ -12,6 +12,7 @@
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/distributed_dock.h"
 #include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/pipeline/stage_timer.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
@@ -143,26 +144,18 @@ class DistributedSyncSchedule : public Schedule {
   nlohmann::json iteration(int64_t index) override;
 
   nlohmann::json state() const override {
-    return {{"prompts", prompts_.state()},
-            {"version", version_},
-            {"samples", samples_},
-            {"trained_tokens", trained_tokens_},
-            {"kl_reward_coef", workers_.kl_ctrl.value()}};
+    return sync_state(prompts_, counters_, workers_.kl_ctrl);
   }
 
   void restore(const nlohmann::json& state) override {
-    prompts_.restore(state.at("prompts"));
-    version_ = state.at("version").get<int64_t>();
-    samples_ = state.at("samples").get<int64_t>();
-    trained_tokens_ = state.at("trained_tokens").get<int64_t>();
-    workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
+    restore_sync_state(state, prompts_, counters_, workers_.kl_ctrl);
     publish();
   }
 
   void stop() override { swap_.swap_in(); }
 
-  int64_t samples() const override { return samples_; }
-  int64_t trained_tokens() const override { return trained_tokens_; }
+  int64_t samples() const override { return counters_.samples; }
+  int64_t trained_tokens() const override { return counters_.trained_tokens; }
 
  private:
   static ShardLayout qwen_layout(const ModelConfig& config) {
@@ -192,11 +185,7 @@ class DistributedSyncSchedule : public Schedule {
 
   template <typename Fn>
   void timed(nlohmann::json& stages, const char* name, int track, Fn&& fn) {
-    const auto start = Clock::now();
-    fn();
-    const auto end = Clock::now();
-    stages[name] = stages.value(name, 0.0) + std::chrono::duration<double>(end - start).count();
-    if (trace_ != nullptr) trace_->span(track, name, start, end);
+    timed_stage(stages, name, trace_, track, std::forward<Fn>(fn));
   }
 
   const TrainConfig& config_;
@@ -224,9 +213,7 @@ class DistributedSyncSchedule : public Schedule {
   int instances_ = 1;
   bool serves_rows_ = true;  // rollout TP rank 0: puts its instance's rows into the dock
   TrainingStateSwap swap_;
-  int64_t version_ = 0;
-  int64_t samples_ = 0;
-  int64_t trained_tokens_ = 0;
+  SyncCounters counters_;
 };
 
 std::vector<PromptGroup> DistributedSyncSchedule::my_groups(
@@ -257,7 +244,7 @@ RewardStats DistributedSyncSchedule::rollout_and_score(const std::vector<PromptG
     info.group_id = std::stoll(c.request_id);
     info.group_size = static_cast<int32_t>(config_.rollout.n);
     info.tokens = static_cast<int64_t>(c.token_ids.size());
-    info.version = c.policy_versions.empty() ? version_ : c.policy_versions.front();
+    info.version = c.policy_versions.empty() ? counters_.version : c.policy_versions.front();
     infos.push_back(info);
   }
   dock.put(infos, rollout_columns(completions));
@@ -293,12 +280,12 @@ void DistributedSyncSchedule::publish() {
   };
   torch::NoGradGuard no_grad;
   if (resharder_) {  // colocated
-    const std::map<std::string, torch::Tensor> tensors = as_map(*resharder_->reshard(shards, version_));
-    engine_->load_weights(version_, tensors);
+    const std::map<std::string, torch::Tensor> tensors = as_map(*resharder_->reshard(shards, counters_.version));
+    engine_->load_weights(counters_.version, tensors);
     // Train TP > 1: setup.model is the full policy (evaluation, export), refreshed from
     // the full weights - the rollout's own when it runs at TP 1.
     if (trained.ptr() != setup_.model.ptr()) {
-      setup_.model->load_state(full_resharder_ ? as_map(*full_resharder_->reshard(shards, version_))
+      setup_.model->load_state(full_resharder_ ? as_map(*full_resharder_->reshard(shards, counters_.version))
                                                : tensors,
                                "resharded policy");
     }
@@ -309,7 +296,7 @@ void DistributedSyncSchedule::publish() {
   std::map<std::string, torch::Tensor> full;
   if (trains_) {
     if (full_resharder_) {
-      full = as_map(*full_resharder_->reshard(shards, version_));
+      full = as_map(*full_resharder_->reshard(shards, counters_.version));
     } else {
       for (const auto& [name, tensor] : shards) full[name] = tensor.detach();
     }
@@ -322,7 +309,7 @@ void DistributedSyncSchedule::publish() {
       full[name] = value;
     }
   }
-  if (serves_) engine_->load_weights(version_, full);
+  if (serves_) engine_->load_weights(counters_.version, full);
   if (!trains_ || trained.ptr() != setup_.model.ptr()) setup_.model->load_state(full, "published policy");
 }
 
@@ -355,14 +342,8 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
     RewardStats round;
     timed(stages, "gather", trainer_track_, [&] { round = gather_rewards(world_, local); });
     rows += static_cast<int64_t>(round.scores.size());
-    for (const PromptGroup& group : groups) drawn_groups.insert(group.group_id);
-    for (int64_t group : round.groups) {
-      if (round.informative.count(group) || !algorithm.dynamic_sampling) kept_groups.insert(group);
-    }
-    RewardStats& all = record.rewards;
-    all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
-    all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
-    all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
+    add_sampling_round(groups, round, algorithm.dynamic_sampling, drawn_groups, kept_groups,
+                       record.rewards);
   }
   if (swap_.enabled()) timed(stages, "swap_in", trainer_track_, [&] { swap_.swap_in(); });
 
@@ -420,13 +401,13 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
     record.update.response_tokens = std::llround(counts[1].item<double>());
     record.update.row_versions = record.rewards.versions;
   });
-  ++version_;
+  ++counters_.version;
   timed(stages, "publish", trainer_track_, [&] { publish(); });
   for (int64_t group : drawn_groups) prompts_.close(group);
 
-  samples_ += rows;
-  trained_tokens_ += record.update.response_tokens;
-  record.policy_version = version_;
+  counters_.samples += rows;
+  counters_.trained_tokens += record.update.response_tokens;
+  record.policy_version = counters_.version;
   // The slowest rank's seconds: every rank leaves the iteration together.
   torch::Tensor seconds = torch::tensor({seconds_since(iteration_start), rollout_seconds},
                                         torch::kFloat64);
@@ -444,16 +425,7 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
   BubbleAccounting phase(static_cast<int>(busy.size()), world_.world_size());
   phase.add_phase(busy);
   const double rollout_s = seconds[1].item<double>();
-  line["bubbles"] = {
-      {"padding", 0.0},
-      {"padding_rollout", 0.0},
-      {"padding_train", 0.0},
-      {"padding_static_equivalent", padding_fraction({record.rewards.lengths})},
-      {"skewness", phase.to_json(record.seconds).at("skewness")},
-      {"sorting", 0.0},
-      {"trainer_idle", rollout_s / std::max(record.seconds, 1e-9)},
-      {"rollout_idle", 1.0 - rollout_s / std::max(record.seconds, 1e-9)},
-      {"staleness_histogram", {{"0", record.update.rows}}}};
+  line["bubbles"] = sync_bubbles(record, rollout_s, phase.to_json(record.seconds).at("skewness"));
   line["ranks"] = world_.world_size();
   if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
   return line;

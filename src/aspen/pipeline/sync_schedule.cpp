@@ -7,6 +7,7 @@
 #include "aspen/dock/in_process_transport.h"
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/pipeline/stage_timer.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
 #include "aspen/rollout/engine.h"
@@ -45,24 +46,16 @@ class SyncSchedule : public Schedule {
   nlohmann::json iteration(int64_t index) override;
 
   nlohmann::json state() const override {
-    return {{"prompts", prompts_.state()},
-            {"version", version_},
-            {"samples", samples_},
-            {"trained_tokens", trained_tokens_},
-            {"kl_reward_coef", workers_.kl_ctrl.value()}};
+    return sync_state(prompts_, counters_, workers_.kl_ctrl);
   }
 
   void restore(const nlohmann::json& state) override {
-    prompts_.restore(state.at("prompts"));
-    version_ = state.at("version").get<int64_t>();
-    samples_ = state.at("samples").get<int64_t>();
-    trained_tokens_ = state.at("trained_tokens").get<int64_t>();
-    workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
-    engine_.load_weights(version_, policy_weights(setup_.model));
+    restore_sync_state(state, prompts_, counters_, workers_.kl_ctrl);
+    engine_.load_weights(counters_.version, policy_weights(setup_.model));
   }
 
-  int64_t samples() const override { return samples_; }
-  int64_t trained_tokens() const override { return trained_tokens_; }
+  int64_t samples() const override { return counters_.samples; }
+  int64_t trained_tokens() const override { return counters_.trained_tokens; }
   void stop() override { swap_.swap_in(); }
 
  private:
@@ -70,11 +63,7 @@ class SyncSchedule : public Schedule {
   int64_t rollout(const std::vector<PromptGroup>& groups);
   template <typename Fn>
   void timed(nlohmann::json& stages, const char* name, int track, Fn&& fn) {
-    const auto start = Clock::now();
-    fn();
-    const auto end = Clock::now();
-    stages[name] = stages.value(name, 0.0) + std::chrono::duration<double>(end - start).count();
-    if (trace_ != nullptr) trace_->span(track, name, start, end);
+    timed_stage(stages, name, trace_, track, std::forward<Fn>(fn));
   }
 
   const TrainConfig& config_;
@@ -87,9 +76,7 @@ class SyncSchedule : public Schedule {
   RolloutEngine engine_;
   TransferDock dock_;
   TrainingStateSwap swap_;  // placement.swap: optimizer state out while the rollout runs
-  int64_t version_ = 0;
-  int64_t samples_ = 0;
-  int64_t trained_tokens_ = 0;
+  SyncCounters counters_;
 };
 
 int64_t SyncSchedule::rollout(const std::vector<PromptGroup>& groups) {
@@ -102,7 +89,7 @@ int64_t SyncSchedule::rollout(const std::vector<PromptGroup>& groups) {
     info.group_id = std::stoll(c.request_id);  // requests are named by their group
     info.group_size = static_cast<int32_t>(config_.rollout.n);
     info.tokens = static_cast<int64_t>(c.token_ids.size());  // per-token columns: response
-    info.version = c.policy_versions.empty() ? version_ : c.policy_versions.front();
+    info.version = c.policy_versions.empty() ? counters_.version : c.policy_versions.front();
     infos.push_back(info);
   }
   dock_.put(infos, rollout_columns(completions));
@@ -137,14 +124,8 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
     timed(stages, "reward", trainer_track_, [&] {
       round = reward_stage(config_, setup_, prompts_, dock_, claim_rows(added));
     });
-    for (const PromptGroup& group : groups) drawn_groups.insert(group.group_id);
-    for (int64_t group : round.groups) {
-      if (round.informative.count(group) || !algorithm.dynamic_sampling) kept_groups.insert(group);
-    }
-    RewardStats& all = record.rewards;
-    all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
-    all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
-    all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
+    add_sampling_round(groups, round, algorithm.dynamic_sampling, drawn_groups, kept_groups,
+                       record.rewards);
   }
 
   if (swap_.enabled()) timed(stages, "swap_in", trainer_track_, [&] { swap_.swap_in(); });
@@ -168,33 +149,68 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
                                  config_.train.seed + static_cast<uint64_t>(index));
   });
   timed(stages, "publish", trainer_track_,
-        [&] { engine_.load_weights(++version_, policy_weights(setup_.model)); });
+        [&] { engine_.load_weights(++counters_.version, policy_weights(setup_.model)); });
   for (int64_t group : drawn_groups) prompts_.close(group);
 
-  samples_ += rows;
-  trained_tokens_ += record.update.response_tokens;
-  record.policy_version = version_;
+  counters_.samples += rows;
+  counters_.trained_tokens += record.update.response_tokens;
+  record.policy_version = counters_.version;
   record.seconds = seconds_since(iteration_start);
   nlohmann::json line = iteration_metrics(record);
   // Bubbles of the baseline: one instance, one trainer, strictly alternating. Packed
   // rollout and training compute no pad slots; padding_static_equivalent is what a
   // static batch padded to the longest response would have wasted.
   const double rollout_s = stages.value("rollout", 0.0);
-  line["bubbles"] = {
-      {"padding", 0.0},
-      {"padding_rollout", 0.0},
-      {"padding_train", 0.0},
-      {"padding_static_equivalent", padding_fraction({record.rewards.lengths})},
-      {"skewness", 0.0},
-      {"sorting", 0.0},
-      {"trainer_idle", rollout_s / std::max(record.seconds, 1e-9)},
-      {"rollout_idle", 1.0 - rollout_s / std::max(record.seconds, 1e-9)},
-      {"staleness_histogram", {{"0", record.update.rows}}}};
+  line["bubbles"] = sync_bubbles(record, rollout_s, 0.0);
   if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
   return line;
 }
 
 }  // namespace
+
+nlohmann::json sync_state(const PromptSource& prompts, const SyncCounters& counters,
+                          const KlController& kl) {
+  return {{"prompts", prompts.state()},
+          {"version", counters.version},
+          {"samples", counters.samples},
+          {"trained_tokens", counters.trained_tokens},
+          {"kl_reward_coef", kl.value()}};
+}
+
+void restore_sync_state(const nlohmann::json& state, PromptSource& prompts, SyncCounters& counters,
+                        KlController& kl) {
+  prompts.restore(state.at("prompts"));
+  counters.version = state.at("version").get<int64_t>();
+  counters.samples = state.at("samples").get<int64_t>();
+  counters.trained_tokens = state.at("trained_tokens").get<int64_t>();
+  kl.restore(state.at("kl_reward_coef").get<double>());
+}
+
+void add_sampling_round(const std::vector<PromptGroup>& groups, const RewardStats& round,
+                        bool dynamic_sampling, std::set<int64_t>& drawn, std::set<int64_t>& kept,
+                        RewardStats& all) {
+  for (const PromptGroup& group : groups) drawn.insert(group.group_id);
+  for (int64_t group : round.groups) {
+    if (round.informative.count(group) || !dynamic_sampling) kept.insert(group);
+  }
+  all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
+  all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
+  all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
+}
+
+nlohmann::json sync_bubbles(const IterationRecord& record, double rollout_seconds,
+                            double skewness) {
+  const double wall = std::max(record.seconds, 1e-9);
+  return {{"padding", 0.0},
+          {"padding_rollout", 0.0},
+          {"padding_train", 0.0},
+          {"padding_static_equivalent", padding_fraction({record.rewards.lengths})},
+          {"skewness", skewness},
+          {"sorting", 0.0},
+          {"trainer_idle", rollout_seconds / wall},
+          {"rollout_idle", 1.0 - rollout_seconds / wall},
+          {"staleness_histogram", {{"0", record.update.rows}}}};
+}
 
 EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& setup) {
   EngineConfig engine;

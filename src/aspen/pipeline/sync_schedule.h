@@ -15,9 +15,42 @@
 // Thread safety: see schedule.h.
 #pragma once
 
+#include <set>
+#include <vector>
+
+#include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/schedule.h"
 
 namespace aspen {
+
+// What a synchronous schedule (this one and distributed_sync_schedule.h) counts, and
+// its checkpoint state: the prompt order, these counters and the KL-in-reward
+// coefficient, as {"prompts", "version", "samples", "trained_tokens",
+// "kl_reward_coef"}. restore_sync_state reads what sync_state wrote (aspen::Error via
+// the JSON library for a state that lacks a field).
+struct SyncCounters {
+  int64_t version = 0;         // policy version the rollout runs
+  int64_t samples = 0;         // rows generated
+  int64_t trained_tokens = 0;  // response tokens trained on
+};
+nlohmann::json sync_state(const PromptSource& prompts, const SyncCounters& counters,
+                          const KlController& kl);
+void restore_sync_state(const nlohmann::json& state, PromptSource& prompts, SyncCounters& counters,
+                        KlController& kl);
+
+// The bubbles of a synchronous iteration: nothing is padded (packed rollout and
+// training), no sorting (one barrier batch), the trainer idles while the rollout runs
+// (`rollout_seconds`) and the rollout while the trainer works; `skewness` is the
+// rollout instances' idle share of the rollout phase (0 with one instance).
+nlohmann::json sync_bubbles(const IterationRecord& record, double rollout_seconds,
+                            double skewness);
+
+// One sampling round of a synchronous iteration (DAPO refills the batch in rounds):
+// its groups count as drawn, the scored groups as kept (with dynamic sampling only
+// those whose rewards differ), and its reward statistics join `all`.
+void add_sampling_round(const std::vector<PromptGroup>& groups, const RewardStats& round,
+                        bool dynamic_sampling, std::set<int64_t>& drawn, std::set<int64_t>& kept,
+                        RewardStats& all);
 
 // Greedy accuracy (fraction of examples scoring >= 1) of the current policy.
 double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
