@@ -33,9 +33,14 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{sync_dir});
   }
+  // Streamed (groups trained as they arrive, one step at the end) and batched updates.
+  for (const std::string stream : {"true", "false"}) {
+  SCOPED_TRACE("stream_updates " + stream);
+  fs::remove_all(async_dir);
   {
     const TrainConfig config =
-        tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "pipeline.instances=2"});
+        tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "pipeline.instances=2",
+                     "pipeline.stream_updates=" + stream});
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{async_dir});
   }
@@ -62,18 +67,27 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
   for (const auto& [name, tensor] : a) {
     EXPECT_TRUE(torch::allclose(tensor, b.at(name), 1e-4, 1e-5)) << name;
   }
+  }
 }
 
 TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandomDelays) {
   // eta 1 and 2 with in-flight requests continuing; eta 1 with them interrupted and
-  // resumed on each new weight version.
-  for (const auto& [eta, interrupt] : std::vector<std::pair<int64_t, bool>>{
-           {1, false}, {2, false}, {1, true}}) {
-    SCOPED_TRACE("eta " + std::to_string(eta) + (interrupt ? " interrupt" : ""));
+  // resumed on each new weight version; all streamed, and eta 2 once more batched.
+  struct Case {
+    int64_t eta;
+    bool interrupt;
+    bool stream;
+  };
+  for (const Case& c : std::vector<Case>{{1, false, true}, {2, false, true}, {1, true, true},
+                                         {2, false, false}}) {
+    const int64_t eta = c.eta;
+    SCOPED_TRACE("eta " + std::to_string(eta) + (c.interrupt ? " interrupt" : "") +
+                 (c.stream ? " streamed" : " batched"));
     const TrainConfig config = tiny_config(
         {"pipeline.mode=async", "pipeline.max_staleness=" + std::to_string(eta),
          "pipeline.instances=2", "pipeline.dispatch=round_robin", "train.iterations=12",
-         "rollout.max_tokens=12", std::string("pipeline.interrupt=") + (interrupt ? "true" : "false")});
+         "rollout.max_tokens=12", std::string("pipeline.interrupt=") + (c.interrupt ? "true" : "false"),
+         std::string("pipeline.stream_updates=") + (c.stream ? "true" : "false")});
     RlSetup setup = build_rl_setup(config);
     RlWorkers workers(config, setup);
     std::mutex rng_mutex;
@@ -138,7 +152,8 @@ TEST(AsyncSchedule, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
   EXPECT_GT(spans["rollout instance 0/generate step"], 0);
   EXPECT_GT(spans["rollout instance 1/generate step"], 0);
   EXPECT_GT(spans["collector (reward)/reward"], 0);
-  EXPECT_EQ(spans["trainer/update"], 3);
+  EXPECT_EQ(spans["trainer/update"], 3);  // one optimizer step per iteration
+  EXPECT_GE(spans["trainer/accumulate"], 3);  // streamed: at least one part per step
   EXPECT_GE(spans["trainer/publish"], 3);
 }
 

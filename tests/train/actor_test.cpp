@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "aspen/train/batch_rows.h"
 #include "aspen/train/reference.h"
 #include "aspen/util/error.h"
 #include "train/train_fixtures.h"
@@ -59,6 +60,57 @@ TEST_P(GradientAccumulation, ManyMicroBatchesEqualOneBigMicroBatch) {
 
 INSTANTIATE_TEST_SUITE_P(AggModes, GradientAccumulation,
                          ::testing::Values(AggMode::kTokenMean, AggMode::kSeqMeanTokenMean));
+
+// Streaming (the async pipeline trains groups as they arrive): parts accumulated as
+// sums and divided at the step equal one update of the whole batch.
+class StreamingAccumulation : public ::testing::TestWithParam<AggMode> {};
+
+TEST_P(StreamingAccumulation, PartsAccumulatedOverTimeEqualOneUpdate) {
+  ActorOptions options;
+  options.trainer.optimizer.lr = 1e-2;
+  options.trainer.compute_dtype = torch::kDouble;
+  options.trainer.optimizer.max_grad_norm = 0.5;  // clipping acts on the divided gradient
+  ActorTrainer whole(testing::tiny_model(7, torch::kDouble), options);
+  ActorTrainer streamed(testing::tiny_model(7, torch::kDouble), options);
+  const TrainBatch batch = rl_batch(whole);
+
+  ActorUpdateOptions update;
+  update.policy.agg.mode = GetParam();
+  update.kl_coef = 0.1;
+  update.entropy_coef = 0.01;
+  const ActorMetrics want = whole.update(batch, update);
+  for (const std::vector<int64_t>& rows :
+       std::vector<std::vector<int64_t>>{{0, 1}, {2}, {3, 4, 5}}) {
+    streamed.accumulate(select_rows(batch, rows), update);
+  }
+  const ActorMetrics got = streamed.step_accumulated(update);
+  EXPECT_EQ(got.steps, 1);
+  EXPECT_GT(want.grad_norm, 0.5);
+  EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-9);
+  EXPECT_NEAR(got.policy_loss, want.policy_loss, 1e-9);
+  EXPECT_NEAR(got.kl_loss, want.kl_loss, 1e-9);
+  EXPECT_NEAR(got.clip_frac, want.clip_frac, 1e-9);
+  EXPECT_NEAR(got.entropy, want.entropy, 1e-9);
+  EXPECT_NEAR(got.approx_kl, want.approx_kl, 1e-9);
+  EXPECT_LT(testing::max_param_diff(*whole.model(), *streamed.model()), 1e-9);
+  // Nothing accumulated since: no step.
+  EXPECT_EQ(streamed.step_accumulated(update).steps, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AggModes, StreamingAccumulation,
+                         ::testing::Values(AggMode::kTokenMean, AggMode::kSeqMeanTokenMean,
+                                           AggMode::kSeqMeanTokenSum));
+
+TEST(ActorTrainer, StreamingRefusesMoreThanOneStep) {
+  ActorTrainer actor(testing::tiny_model(3), {});
+  TrainBatch batch = rl_batch(actor);
+  ActorUpdateOptions update;
+  update.mini_batch_size = 2;
+  EXPECT_THROW(actor.accumulate(batch, update), Error);
+  update.mini_batch_size = 0;
+  update.epochs = 2;
+  EXPECT_THROW(actor.accumulate(batch, update), Error);
+}
 
 TEST(ActorTrainer, PpoUpdateFollowsTheSignOfTheAdvantages) {
   ActorOptions options;

@@ -14,6 +14,7 @@
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/pipeline/stage_timer.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/rollout/instance_pool.h"
@@ -73,6 +74,20 @@ class AsyncSchedule : public Schedule {
   bool batch_ready(int64_t index, int64_t* ready_count) const;
   // Takes the batch's groups out of groups_; their scores/lengths/versions go to `rewards`.
   std::vector<int64_t> take_batch(int64_t index, RewardStats* rewards);  // requires mutex_
+  // Streaming: the ready groups update `index` may take now, `taken` groups in - every
+  // group that must train in it, then the least stale up to the batch size minus the
+  // slots reserved for unfinished groups that may have to join it. *complete: the
+  // batch is whole after this part; *ready_left: ready groups left waiting. mutex_.
+  std::vector<int64_t> take_part(int64_t index, int64_t taken, RewardStats* rewards,
+                                 bool* complete, int64_t* ready_left);
+  void take_groups(const std::vector<int64_t>& ids, RewardStats* rewards);  // requires mutex_
+  // Streaming update (pipeline.stream_updates): trains each part as it is taken.
+  void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& batch,
+                    double& idle, double& sorting);
+  // The stages before the update on `claim`'s groups; returns whether the update may
+  // take the proximal log-probs from its own forward pass.
+  bool pre_update_stages(const ClaimOptions& claim, const std::vector<int64_t>& versions,
+                         int64_t rows, IterationRecord& record);
   void submit_group(const PromptGroup& group);                           // requires mutex_
   void report_throughput();
 
@@ -83,6 +98,7 @@ class AsyncSchedule : public Schedule {
   std::function<void(const std::string&)> inject_delay_;
   const int64_t batch_groups_;
   const int64_t eta_;
+  const bool streams_;  // trains groups as they are taken (see async_schedule.h)
 
   InstancePool pool_;
   Dispatcher dispatcher_;
@@ -109,6 +125,17 @@ class AsyncSchedule : public Schedule {
   std::atomic<bool> stopping_{false};
   std::thread collector_;
 };
+
+// Streaming needs a single optimizer step whose loss and advantages decompose over
+// groups: group-local advantage estimators, no batch-level KL controller, no critic.
+bool streams_updates(const TrainConfig& config, const RlWorkers& workers) {
+  const std::string& name = config.algorithm.name;
+  const int64_t rows = config.rollout.prompts_per_iteration * config.rollout.n;
+  return config.pipeline.stream_updates && config.train.epochs == 1 &&
+         (config.train.mini_batch_size <= 0 || config.train.mini_batch_size >= rows) &&
+         !workers.critic && !config.algorithm.kl_in_reward &&
+         (name == "grpo" || name == "dapo" || name == "dr_grpo" || name == "rloo");
+}
 
 std::vector<QwenForCausalLM> instance_models(const RlSetup& setup, int64_t count) {
   std::vector<QwenForCausalLM> models;
@@ -149,6 +176,7 @@ AsyncSchedule::AsyncSchedule(const ScheduleContext& context)
       inject_delay_(context.inject_delay),
       batch_groups_(config_.rollout.prompts_per_iteration),
       eta_(config_.pipeline.max_staleness),
+      streams_(streams_updates(config_, workers_)),
       pool_(instance_models(setup_, config_.pipeline.instances),
             instance_options(config_, setup_, context.trace), setup_.tokenizer),
       dispatcher_(parse_dispatch_policy(config_.pipeline.dispatch),
@@ -303,7 +331,12 @@ std::vector<int64_t> AsyncSchedule::take_batch(int64_t index, RewardStats* rewar
     if (static_cast<int64_t>(batch.size()) >= batch_groups_) break;
     batch.push_back(candidate.second);
   }
-  for (int64_t id : batch) {
+  take_groups(batch, rewards);
+  return batch;
+}
+
+void AsyncSchedule::take_groups(const std::vector<int64_t>& ids, RewardStats* rewards) {
+  for (int64_t id : ids) {
     const GroupTrack& track = groups_.at(id);
     rewards->scores.insert(rewards->scores.end(), track.scores.begin(), track.scores.end());
     rewards->lengths.insert(rewards->lengths.end(), track.lengths.begin(), track.lengths.end());
@@ -314,7 +347,35 @@ std::vector<int64_t> AsyncSchedule::take_batch(int64_t index, RewardStats* rewar
     --admitted_;
     ++trained_groups_;
   }
-  return batch;
+}
+
+std::vector<int64_t> AsyncSchedule::take_part(int64_t index, int64_t taken, RewardStats* rewards,
+                                              bool* complete, int64_t* ready_left) {
+  std::vector<int64_t> part;
+  std::vector<std::pair<std::pair<int64_t, Clock::time_point>, int64_t>> candidates;
+  int64_t pending_must = 0;  // unfinished groups that may turn out as old as index - eta
+  for (const auto& [id, track] : groups_) {
+    if (!track.ready) {
+      if (track.version_bound <= index - eta_) ++pending_must;
+    } else if (track.version <= index - eta_) {
+      part.push_back(id);  // must train in this update
+    } else {
+      candidates.push_back({{track.version, track.ready_at}, id});
+    }
+  }
+  // Slots the staleness bound reserves for groups still generating stay free.
+  int64_t free = batch_groups_ - taken - static_cast<int64_t>(part.size()) - pending_must;
+  std::sort(candidates.begin(), candidates.end());
+  int64_t chosen = 0;
+  for (const auto& candidate : candidates) {
+    if (chosen >= free) break;
+    part.push_back(candidate.second);
+    ++chosen;
+  }
+  take_groups(part, rewards);
+  *complete = pending_must == 0 && taken + static_cast<int64_t>(part.size()) >= batch_groups_;
+  *ready_left = static_cast<int64_t>(candidates.size()) - chosen;
+  return part;
 }
 
 void AsyncSchedule::report_throughput() {
@@ -327,62 +388,20 @@ void AsyncSchedule::report_throughput() {
   }
 }
 
-nlohmann::json AsyncSchedule::iteration(int64_t index) {
-  const auto iteration_start = Clock::now();
-  if (!collector_.joinable()) collector_ = std::thread([this] { collect(); });
-  if (busy_at_start_.empty()) {
-    for (const EngineStats& s : pool_.stats()) busy_at_start_.push_back(s.busy_seconds);
-  }
-  IterationRecord record;
-  record.index = index;
+bool AsyncSchedule::pre_update_stages(const ClaimOptions& claim,
+                                      const std::vector<int64_t>& versions, int64_t rows,
+                                      IterationRecord& record) {
   nlohmann::json& stages = record.stage_seconds;
-
-  // Form the batch: admit up to the staleness bound, wait for the groups it needs.
-  std::vector<int64_t> batch;
-  double idle = 0.0, sorting = 0.0;
-  {
-    report_throughput();
-    std::unique_lock<std::mutex> lock(mutex_);
-    admit();
-    int64_t ready = 0;
-    while (!batch_ready(index, &ready)) {
-      if (collector_error_) std::rethrow_exception(collector_error_);
-      const auto wait_start = Clock::now();
-      ready_cv_.wait_for(lock, std::chrono::milliseconds(20));
-      const double waited = seconds_between(wait_start, Clock::now());
-      idle += waited;
-      if (ready > 0) sorting += waited;  // ready rows exist, the batch is incomplete
-      admit();  // aborted groups return admission slots
-    }
-    batch = take_batch(index, &record.rewards);
-  }
-  stages["wait"] = idle;
-  if (trace_ != nullptr && idle > 0) {
-    trace_->span(trainer_track_, "wait", iteration_start, Clock::now(), {{"sorting_s", sorting}});
-  }
-  bubbles_.add_idle(BubbleRole::kTrainer, idle);
-  bubbles_.add_sorting_wait(sorting);
-
-  int64_t rows = static_cast<int64_t>(batch.size()) * config_.rollout.n;
-  ClaimOptions claim = claim_rows(rows, /*whole_groups=*/true);
-  claim.groups = batch;
-  auto timed = [&](const char* name, auto&& fn) {
-    const auto start = Clock::now();
-    fn();
-    const auto end = Clock::now();
-    stages[name] = seconds_between(start, end);
-    if (trace_ != nullptr) trace_->span(trainer_track_, name, start, end);
-  };
-
   // Old log-probs: the rollout's when every row was generated by exactly the weights
   // about to be updated and the update is a single step; otherwise the trainer
   // recomputes them (the proximal policy of decoupled PPO).
-  const bool fresh = std::all_of(record.rewards.versions.begin(), record.rewards.versions.end(),
-                                 [&](int64_t v) { return v == version_; });
+  const bool fresh =
+      std::all_of(versions.begin(), versions.end(), [&](int64_t v) { return v == version_; });
   const bool one_step = config_.train.epochs == 1 && (config_.train.mini_batch_size <= 0 ||
                                                       config_.train.mini_batch_size >= rows);
   if (workers_.reference) {
-    timed("reference", [&] { reference_stage(*workers_.reference, dock_, claim); });
+    timed_stage(stages, "reference", trace_, trainer_track_,
+                [&] { reference_stage(*workers_.reference, dock_, claim); });
   }
   // Without a decoupled correction the rollout log-probs ARE the right PPO anchor for
   // stale rows (the ratio is then the importance weight to the behaviour policy), so
@@ -393,23 +412,130 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
   const bool decoupled = config_.algorithm.off_policy == "decoupled";
   const bool proximal_in_update = one_step && decoupled && !fresh;
   const bool reuse = one_step && (fresh || !decoupled);
-  timed("old_logprobs", [&] {
+  timed_stage(stages, "old_logprobs", trace_, trainer_track_, [&] {
     old_logprob_stage(*workers_.actor, dock_, claim, reuse || proximal_in_update);
   });
-  if (workers_.critic) timed("values", [&] { value_stage(*workers_.critic, dock_, claim); });
-  timed("advantage", [&] {
-    record.advantages = advantage_stage(config_.algorithm, workers_.kl_ctrl, dock_, claim);
+  if (workers_.critic) {
+    timed_stage(stages, "values", trace_, trainer_track_,
+                [&] { value_stage(*workers_.critic, dock_, claim); });
+  }
+  timed_stage(stages, "advantage", trace_, trainer_track_, [&] {
+    const AdvantageStats part = advantage_stage(config_.algorithm, workers_.kl_ctrl, dock_, claim);
+    record.advantages.rows += part.rows;
+    record.advantages.kl_in_reward = part.kl_in_reward;
+    record.advantages.kl_coef = part.kl_coef;
   });
+  return proximal_in_update;
+}
+
+void AsyncSchedule::stream_batch(int64_t index, IterationRecord& record,
+                                 std::vector<int64_t>& batch, double& idle, double& sorting) {
+  const uint64_t seed = config_.train.seed + static_cast<uint64_t>(index);
+  nlohmann::json& stages = record.stage_seconds;
+  bool complete = false;
+  while (!complete) {
+    RewardStats part_rewards;
+    std::vector<int64_t> part;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      admit();
+      while (true) {
+        if (collector_error_) std::rethrow_exception(collector_error_);
+        int64_t ready_left = 0;
+        part = take_part(index, static_cast<int64_t>(batch.size()), &part_rewards, &complete,
+                         &ready_left);
+        if (!part.empty() || complete) break;
+        const auto wait_start = Clock::now();
+        ready_cv_.wait_for(lock, std::chrono::milliseconds(20));
+        const auto wait_end = Clock::now();
+        const double waited = seconds_between(wait_start, wait_end);
+        idle += waited;
+        // Sorting: ready groups wait while the staleness bound holds the batch's last
+        // slots for groups still generating; otherwise the trainer is starved.
+        if (ready_left > 0) sorting += waited;
+        if (trace_ != nullptr) trace_->span(trainer_track_, "wait", wait_start, wait_end);
+        admit();  // aborted groups return admission slots
+      }
+    }
+    if (part.empty()) continue;
+    batch.insert(batch.end(), part.begin(), part.end());
+    RewardStats& all = record.rewards;
+    all.scores.insert(all.scores.end(), part_rewards.scores.begin(), part_rewards.scores.end());
+    all.lengths.insert(all.lengths.end(), part_rewards.lengths.begin(), part_rewards.lengths.end());
+    all.versions.insert(all.versions.end(), part_rewards.versions.begin(),
+                        part_rewards.versions.end());
+    all.groups.insert(part_rewards.groups.begin(), part_rewards.groups.end());
+    const int64_t rows = static_cast<int64_t>(part.size()) * config_.rollout.n;
+    ClaimOptions claim = claim_rows(rows, /*whole_groups=*/true);
+    claim.groups = part;
+    const bool proximal = pre_update_stages(claim, part_rewards.versions, rows, record);
+    timed_stage(stages, "accumulate", trace_, trainer_track_, [&] {
+      const UpdateStats stats =
+          accumulate_update_stage(config_, workers_, dock_, claim, seed, proximal);
+      record.update.rows += stats.rows;
+      record.update.response_tokens += stats.response_tokens;
+      record.update.row_versions.insert(record.update.row_versions.end(),
+                                        stats.row_versions.begin(), stats.row_versions.end());
+    });
+  }
   if (inject_delay_) inject_delay_("trainer");
-  timed("update", [&] {
-    record.update = update_stage(config_, workers_, dock_, claim, nullptr,
-                                 config_.train.seed + static_cast<uint64_t>(index),
-                                 proximal_in_update);
-  });
+  timed_stage(stages, "update", trace_, trainer_track_,
+              [&] { record.update.actor = finish_update_stage(config_, workers_, seed); });
+}
+
+nlohmann::json AsyncSchedule::iteration(int64_t index) {
+  const auto iteration_start = Clock::now();
+  if (!collector_.joinable()) collector_ = std::thread([this] { collect(); });
+  if (busy_at_start_.empty()) {
+    for (const EngineStats& s : pool_.stats()) busy_at_start_.push_back(s.busy_seconds);
+  }
+  IterationRecord record;
+  record.index = index;
+  nlohmann::json& stages = record.stage_seconds;
+
+  std::vector<int64_t> batch;
+  double idle = 0.0, sorting = 0.0;
+  const uint64_t seed = config_.train.seed + static_cast<uint64_t>(index);
+  report_throughput();
+  if (streams_) {
+    stream_batch(index, record, batch, idle, sorting);
+  } else {
+    // Form the batch: admit up to the staleness bound, wait for the groups it needs.
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      admit();
+      int64_t ready = 0;
+      while (!batch_ready(index, &ready)) {
+        if (collector_error_) std::rethrow_exception(collector_error_);
+        const auto wait_start = Clock::now();
+        ready_cv_.wait_for(lock, std::chrono::milliseconds(20));
+        const double waited = seconds_between(wait_start, Clock::now());
+        idle += waited;
+        if (ready > 0) sorting += waited;  // ready rows exist, the batch is incomplete
+        admit();  // aborted groups return admission slots
+      }
+      batch = take_batch(index, &record.rewards);
+    }
+    if (trace_ != nullptr && idle > 0) {
+      trace_->span(trainer_track_, "wait", iteration_start, Clock::now(), {{"sorting_s", sorting}});
+    }
+    const int64_t rows = static_cast<int64_t>(batch.size()) * config_.rollout.n;
+    ClaimOptions claim = claim_rows(rows, /*whole_groups=*/true);
+    claim.groups = batch;
+    const bool proximal_in_update = pre_update_stages(claim, record.rewards.versions, rows, record);
+    if (inject_delay_) inject_delay_("trainer");
+    timed_stage(stages, "update", trace_, trainer_track_, [&] {
+      record.update =
+          update_stage(config_, workers_, dock_, claim, nullptr, seed, proximal_in_update);
+    });
+  }
+  stages["wait"] = idle;
+  bubbles_.add_idle(BubbleRole::kTrainer, idle);
+  bubbles_.add_sorting_wait(sorting);
   ++version_;
   for (int64_t v : record.update.row_versions) bubbles_.add_staleness(index - v, 1);
   if (version_ % config_.pipeline.sync_every == 0) {
-    timed("publish", [&] {
+    timed_stage(stages, "publish", trace_, trainer_track_, [&] {
       pool_.publish_weights(version_, weights_of(setup_.model));
       std::lock_guard<std::mutex> lock(mutex_);
       rollout_version_ = version_;

@@ -11,6 +11,15 @@
 //                      prompts_per_iteration ready groups and runs reference / old /
 //                      values / advantage / update on exactly those rows (claims
 //                      filtered by group), then publishes weights every sync_every updates.
+//                      Streaming (pipeline.stream_updates, for single-step updates with
+//                      group-local advantages and no critic): the trainer takes groups
+//                      as soon as the batch may take them and runs their stages and
+//                      forward/backward at once, accumulating gradients
+//                      (ActorTrainer::accumulate); the one step follows when the batch
+//                      is whole. It waits only when nothing takeable is ready: the
+//                      sorting bubble is then the time ready groups wait while the
+//                      staleness bound reserves the batch's last slots for groups still
+//                      generating, and the rest of the wait is starvation.
 //
 // Staleness bound eta = pipeline.max_staleness. Versions: the trainer's update i
 // turns weights i into i+1; a row's version is the policy version of its first token.

@@ -389,4 +389,35 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
   return stats;
 }
 
+UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& workers,
+                                    TransferDock& dock, const ClaimOptions& options,
+                                    uint64_t seed, bool proximal_is_current) {
+  check_input(!workers.critic, "a streamed update has no critic step", "accumulate_update_stage");
+  UpdateStats stats;
+  const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);
+  const auto [kept, columns] = keep_groups(claim, dock.get(claim), nullptr);
+  for (const auto& row : kept.rows) stats.row_versions.push_back(row.info.version);
+  stats.rows = static_cast<int64_t>(kept.rows.size());
+  if (stats.rows > 0) {
+    std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
+    if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
+    TrainBatch batch = to_train_batch(kept, columns, token_columns);
+    ActorUpdateOptions update = actor_update_options(config, seed);
+    update.mini_batch_size = 0;  // one step over everything accumulated
+    update.proximal_is_current = proximal_is_current;
+    if (update.policy.correction != OffPolicyCorrection::kNone) {
+      batch.token_columns[columns::kBehaviourLogprobs] =
+          packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
+    }
+    workers.actor->accumulate(batch, update);
+    stats.response_tokens = batch.num_response_tokens();
+  }
+  dock.ack(claim);
+  return stats;
+}
+
+ActorMetrics finish_update_stage(const TrainConfig& config, RlWorkers& workers, uint64_t seed) {
+  return workers.actor->step_accumulated(actor_update_options(config, seed));
+}
+
 }  // namespace aspen

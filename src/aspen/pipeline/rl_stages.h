@@ -135,4 +135,14 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
                          const std::set<int64_t>* kept_groups, uint64_t seed,
                          bool proximal_is_current = false);
 
+// Streaming update (the async pipeline trains groups as they complete): the claimed
+// rows go into the actor's accumulated gradients (ActorTrainer::accumulate); the
+// returned stats hold their rows, tokens and versions, no actor metrics.
+// finish_update_stage takes the one optimizer step over everything accumulated and
+// returns its metrics. Single-step updates without a critic only (aspen::Error).
+UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& workers,
+                                    TransferDock& dock, const ClaimOptions& claim, uint64_t seed,
+                                    bool proximal_is_current);
+ActorMetrics finish_update_stage(const TrainConfig& config, RlWorkers& workers, uint64_t seed);
+
 }  // namespace aspen

@@ -182,6 +182,7 @@ PipelineSection read_pipeline(ConfigSection s) {
   p.threads = s.get("threads", p.threads);
   p.max_staleness = s.get("max_staleness", p.max_staleness);
   p.sync_every = s.get("sync_every", p.sync_every);
+  p.stream_updates = s.get("stream_updates", p.stream_updates);
   p.instances = s.get("instances", p.instances);
   p.dispatch = s.get("dispatch", p.dispatch);
   check_one_of(p.dispatch, {"round_robin", "least_requests", "queue_aware"}, s.where("dispatch"));
@@ -353,6 +354,7 @@ nlohmann::json TrainConfig::as_json() const {
             {"threads", pipeline.threads},
             {"max_staleness", pipeline.max_staleness},
             {"sync_every", pipeline.sync_every},
+            {"stream_updates", pipeline.stream_updates},
             {"instances", pipeline.instances},
             {"dispatch", pipeline.dispatch},
             {"interrupt", pipeline.interrupt},

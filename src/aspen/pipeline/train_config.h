@@ -124,6 +124,12 @@ struct PipelineSection {
   int64_t sync_every = 1;     // publish weights to the rollout every N updates
   int64_t instances = 2;      // rollout instances (one thread each)
   std::string dispatch = "queue_aware";  // round_robin | least_requests | queue_aware
+  // Train each prompt group as soon as the batch may take it (gradients accumulated,
+  // one step when the batch is whole) instead of waiting for the whole batch: removes
+  // the sorting bubble. Applies to single-step updates with group-local advantages
+  // (grpo, dapo, dr_grpo, rloo) without a critic or KL-in-reward; otherwise the batch
+  // is trained whole.
+  bool stream_updates = true;
   bool interrupt = false;     // in-flight requests on new weights: continue (false) or
                               // interrupt and resume (recompute on the new weights)
   int rollout_threads = 1;    // torch intra-op threads per rollout instance

@@ -12,16 +12,6 @@
 namespace aspen {
 namespace {
 
-// Sums of per-mini-batch metric terms, each already weighted so that the sum over
-// the micro-batches is the mini-batch value.
-struct MiniBatchSums {
-  torch::Tensor policy_loss, kl_loss, entropy, clip_frac, approx_kl;
-
-  void add(torch::Tensor& slot, const torch::Tensor& value) {
-    slot = slot.defined() ? slot + value.detach() : value.detach();
-  }
-};
-
 double value_or_zero(const torch::Tensor& t) {
   return t.defined() ? t.item<double>() : 0.0;
 }
@@ -54,6 +44,59 @@ TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_
   return batch_logprobs(compute_, batch, options_.trainer.max_tokens_per_micro_batch, head);
 }
 
+void ActorTrainer::MetricSums::add(torch::Tensor& slot, const torch::Tensor& value) {
+  slot = slot.defined() ? slot + value.detach() : value.detach();
+}
+
+void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_batches,
+                                          const PolicyLossOptions& policy,
+                                          const ActorUpdateOptions& options,
+                                          double metric_tokens, size_t last_backward,
+                                          ActorMetrics& metrics, MetricSums& sums) {
+  const bool use_kl = options.kl_coef != 0.0;
+  const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
+  LogprobHeadOptions head = options_.head;
+  head.with_entropy = true;  // reported always; in the loss only with entropy_coef
+  for (size_t i = 0; i < micro_batches.size(); ++i) {
+    const MicroBatch& mb = micro_batches[i];
+    metrics.tokens += mb.num_tokens;
+    ++metrics.micro_batches;
+    if (mb.num_response_tokens == 0) continue;
+    TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute);
+    const auto dtype = current.logprobs.scalar_type();
+    const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
+    PolicyLossInputs inputs;
+    inputs.logprobs = current.logprobs;
+    inputs.old_logprobs = options.proximal_is_current
+                              ? current.logprobs.detach()
+                              : mb.token_columns.at(columns::kOldLogprobs).to(dtype);
+    inputs.advantages = mb.token_columns.at(columns::kAdvantages).to(dtype);
+    if (use_behaviour) {
+      inputs.behaviour_logprobs = mb.token_columns.at(columns::kBehaviourLogprobs).to(dtype);
+    }
+    PolicyLossResult pg = policy_loss(inputs, packed, policy);
+    torch::Tensor loss = pg.loss;
+    if (use_kl) {
+      torch::Tensor kl = kl_loss(current.logprobs,
+                                 mb.token_columns.at(columns::kRefLogprobs).to(dtype), packed,
+                                 options.kl_estimator, policy.agg);
+      loss = loss + options.kl_coef * kl;
+      sums.add(sums.kl_loss, kl);
+    }
+    if (options.entropy_coef != 0.0) {
+      loss = loss - options.entropy_coef * entropy_loss(current.entropy, packed, policy.agg);
+    }
+    if (i == last_backward) data_parallel_.before_last_backward();
+    loss.backward();
+    master_.accumulate_grads();
+    const double weight = static_cast<double>(mb.num_response_tokens) / metric_tokens;
+    sums.add(sums.policy_loss, pg.loss);
+    sums.add(sums.entropy, current.entropy.detach().mean() * weight);
+    sums.add(sums.clip_frac, pg.clip_frac * weight);
+    sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
+  }
+}
+
 ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOptions& options) {
   batch.validate();
   check_input(options.epochs >= 1, "must be >= 1", "actor update: epochs");
@@ -75,8 +118,6 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     batch.token_column(columns::kBehaviourLogprobs, "actor update (off-policy correction)");
   }
   const torch::Device device = compute_->lm_head_weight().device();
-  LogprobHeadOptions head = options_.head;
-  head.with_entropy = true;  // reported always; in the loss only with entropy_coef
 
   ActorMetrics metrics;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
@@ -100,45 +141,9 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       policy.agg.global_tokens = static_cast<double>(mini_tokens);
       policy.agg.global_seqs = static_cast<double>(mini_rows);
       // Token-weighted means over the mini-batch, from each micro-batch's own mean.
-      MiniBatchSums sums;
-      for (size_t i = 0; i < micro_batches.size(); ++i) {
-        const MicroBatch& mb = micro_batches[i];
-        metrics.tokens += mb.num_tokens;
-        ++metrics.micro_batches;
-        if (mb.num_response_tokens == 0) continue;
-        TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute);
-        const auto dtype = current.logprobs.scalar_type();
-        const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
-        PolicyLossInputs inputs;
-        inputs.logprobs = current.logprobs;
-        inputs.old_logprobs = options.proximal_is_current
-                                  ? current.logprobs.detach()
-                                  : mb.token_columns.at(columns::kOldLogprobs).to(dtype);
-        inputs.advantages = mb.token_columns.at(columns::kAdvantages).to(dtype);
-        if (use_behaviour) {
-          inputs.behaviour_logprobs = mb.token_columns.at(columns::kBehaviourLogprobs).to(dtype);
-        }
-        PolicyLossResult pg = policy_loss(inputs, packed, policy);
-        torch::Tensor loss = pg.loss;
-        if (use_kl) {
-          torch::Tensor kl = kl_loss(current.logprobs,
-                                     mb.token_columns.at(columns::kRefLogprobs).to(dtype), packed,
-                                     options.kl_estimator, policy.agg);
-          loss = loss + options.kl_coef * kl;
-          sums.add(sums.kl_loss, kl);
-        }
-        if (options.entropy_coef != 0.0) {
-          loss = loss - options.entropy_coef * entropy_loss(current.entropy, packed, policy.agg);
-        }
-        if (i == last_backward) data_parallel_.before_last_backward();
-        loss.backward();
-        master_.accumulate_grads();
-        const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
-        sums.add(sums.policy_loss, pg.loss);
-        sums.add(sums.entropy, current.entropy.detach().mean() * weight);
-        sums.add(sums.clip_frac, pg.clip_frac * weight);
-        sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
-      }
+      MetricSums sums;
+      backward_micro_batches(micro_batches, policy, options, static_cast<double>(mini_tokens),
+                             last_backward, metrics, sums);
       data_parallel_.reduce_grads();
       const StepResult step = master_.step(optimizer_);
       if (step.skipped) {
@@ -183,6 +188,72 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     metrics.approx_kl /= attempts;
   }
   if (metrics.steps > 0) metrics.grad_norm /= metrics.steps;
+  return metrics;
+}
+
+void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& options) {
+  part.validate();
+  check_input(!data_parallel_.enabled(), "streaming accumulation runs on one data-parallel rank",
+              "actor accumulate");
+  check_input(options.epochs == 1 && options.mini_batch_size <= 0,
+              "streaming accumulation is one optimizer step over everything accumulated "
+              "(epochs 1, no mini-batches)",
+              "actor accumulate");
+  part.token_column(columns::kAdvantages, "actor accumulate");
+  if (!options.proximal_is_current) part.token_column(columns::kOldLogprobs, "actor accumulate");
+  if (options.kl_coef != 0.0) part.token_column(columns::kRefLogprobs, "actor accumulate (kl)");
+  if (options.policy.correction != OffPolicyCorrection::kNone) {
+    part.token_column(columns::kBehaviourLogprobs, "actor accumulate (off-policy correction)");
+  }
+  std::vector<int64_t> rows(static_cast<size_t>(part.num_rows()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  const auto micro_batches = make_micro_batches(part, rows, options_.trainer.max_tokens_per_micro_batch,
+                                                compute_->lm_head_weight().device());
+  // Unit denominators: every loss is a SUM until step_accumulated() divides.
+  PolicyLossOptions policy = options.policy;
+  policy.agg.global_tokens = 1.0;
+  policy.agg.global_seqs = 1.0;
+  backward_micro_batches(micro_batches, policy, options, /*metric_tokens=*/1.0,
+                         micro_batches.size(), streamed_metrics_, streamed_sums_);
+  streamed_tokens_ += part.num_response_tokens();
+  streamed_rows_ += part.num_rows();
+}
+
+ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
+  ActorMetrics metrics = streamed_metrics_;
+  const MetricSums sums = streamed_sums_;
+  const int64_t tokens = streamed_tokens_;
+  const int64_t rows = streamed_rows_;
+  streamed_metrics_ = ActorMetrics{};
+  streamed_sums_ = MetricSums{};
+  streamed_tokens_ = 0;
+  streamed_rows_ = 0;
+  if (tokens == 0) return metrics;  // nothing to learn from: no step, as update() skips
+  // The whole batch's denominator, exactly as update() would have passed it.
+  const double denominator = options.policy.agg.mode == AggMode::kTokenMean
+                                 ? static_cast<double>(tokens)
+                                 : static_cast<double>(rows);
+  master_.accumulate_grads();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, param] : master_.master()) {
+      if (param.grad().defined()) param.mutable_grad().div_(denominator);
+    }
+  }
+  const StepResult step = master_.step(optimizer_);
+  if (step.skipped) {
+    metrics.skipped_steps = 1;
+  } else {
+    metrics.steps = 1;
+    metrics.grad_norm = step.grad_norm;
+    metrics.lr = step.lr;
+  }
+  metrics.policy_loss = value_or_zero(sums.policy_loss) / denominator;
+  metrics.kl_loss = value_or_zero(sums.kl_loss) / denominator;
+  // Token-weighted metric sums: divided by the response tokens.
+  metrics.entropy = value_or_zero(sums.entropy) / static_cast<double>(tokens);
+  metrics.clip_frac = value_or_zero(sums.clip_frac) / static_cast<double>(tokens);
+  metrics.approx_kl = value_or_zero(sums.approx_kl) / static_cast<double>(tokens);
   return metrics;
 }
 

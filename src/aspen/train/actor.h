@@ -55,6 +55,7 @@
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/train/optimizer.h"
+#include "aspen/train/micro_batches.h"
 #include "aspen/train/precision.h"
 #include "aspen/train/train_batch.h"
 #include "aspen/train/trainer_data_parallel.h"
@@ -110,6 +111,20 @@ class ActorTrainer {
 
   ActorMetrics update(const TrainBatch& batch, const ActorUpdateOptions& options);
 
+  // Streaming: the batch arrives in parts (the async pipeline trains prompt groups as
+  // they complete instead of waiting for the whole batch: the sorting bubble).
+  // accumulate(part) runs the part's forward/backward with every loss aggregated as a
+  // SUM (unit denominators) into the accumulated gradients; step_accumulated() divides
+  // them by the whole batch's denominator (its response tokens for token-mean, its
+  // rows for the seq-mean modes) and takes the one optimizer step. Because each
+  // aggregation is linear in its denominator, this equals update() on the union of the
+  // parts up to summation order (tested). Only for a single step (epochs 1, no
+  // mini-batches) on one data-parallel rank: aspen::Error otherwise. The weights do not
+  // change between the parts, so proximal_is_current stays exact. With nothing
+  // accumulated, step_accumulated() takes no step.
+  void accumulate(const TrainBatch& part, const ActorUpdateOptions& options);
+  ActorMetrics step_accumulated(const ActorUpdateOptions& options);
+
   QwenForCausalLM& model() { return model_; }
   QwenForCausalLM& compute_model() { return compute_; }
   Optimizer& optimizer() { return optimizer_; }
@@ -122,6 +137,26 @@ class ActorTrainer {
   MasterWeights master_;
   Optimizer optimizer_;
   TrainerDataParallel data_parallel_;  // after master_: hooks its tensors
+
+  // Sums of metric terms over micro-batches, each already weighted so that the sum is
+  // the value over everything they cover.
+  struct MetricSums {
+    torch::Tensor policy_loss, kl_loss, entropy, clip_frac, approx_kl;
+    void add(torch::Tensor& slot, const torch::Tensor& value);
+  };
+  // Forward/backward of each micro-batch with `policy`'s aggregation; metric terms are
+  // weighted by response tokens / metric_tokens. The data-parallel reducer is armed
+  // before micro-batch `last_backward` (none when it is out of range).
+  void backward_micro_batches(const std::vector<MicroBatch>& micro_batches,
+                              const PolicyLossOptions& policy, const ActorUpdateOptions& options,
+                              double metric_tokens, size_t last_backward, ActorMetrics& metrics,
+                              MetricSums& sums);
+
+  // What accumulate() has gathered since the last step_accumulated().
+  ActorMetrics streamed_metrics_;
+  MetricSums streamed_sums_;
+  int64_t streamed_tokens_ = 0;
+  int64_t streamed_rows_ = 0;
 };
 
 }  // namespace aspen
