@@ -17,7 +17,6 @@
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
 #include "aspen/rollout/engine.h"
-#include "aspen/train/model_copy.h"
 
 namespace aspen {
 namespace {
