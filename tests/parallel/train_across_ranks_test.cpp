@@ -27,7 +27,8 @@ std::string tiny_run(const std::string& extra) {
          "train.sft_steps=300 train.sft_lr=5e-3 train.sft_batch_size=8 train.iterations=3 "
          "rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=200 data.eval_size=16 "
          "'data.task_options={digits: 1}' logging.console=false logging.eval_every=0 "
-         "train.lr=1e-3 " + extra;
+         "train.lr=1e-3 " +
+         extra;
 }
 
 std::string out_dir(const std::string& name) {
@@ -92,7 +93,9 @@ void run_pair(const std::string& name, const std::string& config,
   expect_same_training(one, two, ranks);
 }
 
-TEST(TrainAcrossRanks, TwoRanksGrpoTrainsLikeOneProcess) { run_pair("grpo", tiny_run("")); }
+TEST(TrainAcrossRanks, TwoRanksGrpoTrainsLikeOneProcess) {
+  run_pair("grpo", tiny_run(""));
+}
 
 TEST(TrainAcrossRanks, TwoRanksPpoWithCriticKlAndSwapTrainsLikeOneProcess) {
   // Critic values, reference log-probs, KL in the reward (its controller on rank 0) and
@@ -144,10 +147,10 @@ TEST(TrainAcrossRanks, DisaggregatedTensorParallelTrainerFeedsTwoInstances) {
 
 TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
   const std::string dir = out_dir("swap");
-  const auto result = run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " +
-                                  kAspen + " train " + tiny_run("placement.swap=true") +
-                                  " placement.train.dp=2 placement.rollout.instances=2 --out " +
-                                  dir);
+  const auto result =
+      run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen + " train " +
+                  tiny_run("placement.swap=true") +
+                  " placement.train.dp=2 placement.rollout.instances=2 --out " + dir);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto lines = read_rl_metrics(dir);
   ASSERT_EQ(lines.size(), 3u);
@@ -160,7 +163,8 @@ TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
 TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   const std::string launch = kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen +
                              " train " + tiny_run("") + " --out " + out_dir("refused");
-  const std::string tp2 = " placement.train.tp=2 placement.rollout.instances=2 model.vocab_multiple=64";
+  const std::string tp2 =
+      " placement.train.tp=2 placement.rollout.instances=2 model.vocab_multiple=64";
   auto ppo = run_command(launch + tp2 + " algorithm.name=ppo");
   EXPECT_NE(ppo.exit_code, 0);
   EXPECT_NE(ppo.output.find("algorithm.name"), std::string::npos) << ppo.output;
@@ -174,14 +178,14 @@ TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   auto dp = run_command(launch);  // the default one-rank placement under two ranks
   EXPECT_NE(dp.exit_code, 0);
   EXPECT_NE(dp.output.find("placement.train.dp"), std::string::npos) << dp.output;
-  auto async = run_command(launch +
-                           " placement.train.dp=2 placement.rollout.instances=2 pipeline.mode=async");
+  auto async = run_command(
+      launch + " placement.train.dp=2 placement.rollout.instances=2 pipeline.mode=async");
   EXPECT_NE(async.exit_code, 0);
   EXPECT_NE(async.output.find("pipeline.mode"), std::string::npos) << async.output;
   // A two-rank placement without aspen launch.
-  auto alone = run_command(kAspen + " train " + tiny_run("") +
-                           " placement.train.dp=2 placement.rollout.instances=2 --out " +
-                           out_dir("alone"));
+  auto alone =
+      run_command(kAspen + " train " + tiny_run("") +
+                  " placement.train.dp=2 placement.rollout.instances=2 --out " + out_dir("alone"));
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.output.find("aspen launch --nproc-per-node 2"), std::string::npos)
       << alone.output;

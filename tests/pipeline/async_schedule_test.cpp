@@ -35,38 +35,38 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
   }
   // Streamed (groups trained as they arrive, one step at the end) and batched updates.
   for (const std::string stream : {"true", "false"}) {
-  SCOPED_TRACE("stream_updates " + stream);
-  fs::remove_all(async_dir);
-  {
-    const TrainConfig config =
-        tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "pipeline.instances=2",
-                     "pipeline.stream_updates=" + stream});
-    RlSetup setup = build_rl_setup(config);
-    run_rl(config, setup, RunOptions{async_dir});
-  }
-  const auto sync = read_rl_metrics(sync_dir);
-  const auto async = read_rl_metrics(async_dir);
-  ASSERT_EQ(sync.size(), 4u);
-  ASSERT_EQ(async.size(), 4u);
-  for (size_t i = 0; i < sync.size(); ++i) {
-    // The same samples (same prompts, same per-group seeds, same weights)...
-    for (const char* key : {"rows", "trained_rows", "trained_tokens", "policy_version"}) {
-      EXPECT_EQ(async[i][key], sync[i][key]) << key << " at " << i;
+    SCOPED_TRACE("stream_updates " + stream);
+    fs::remove_all(async_dir);
+    {
+      const TrainConfig config =
+          tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "pipeline.instances=2",
+                       "pipeline.stream_updates=" + stream});
+      RlSetup setup = build_rl_setup(config);
+      run_rl(config, setup, RunOptions{async_dir});
     }
-    for (const char* key : {"reward_mean", "accuracy", "response_length_mean"}) {
-      EXPECT_DOUBLE_EQ(async[i][key].get<double>(), sync[i][key].get<double>()) << key;
+    const auto sync = read_rl_metrics(sync_dir);
+    const auto async = read_rl_metrics(async_dir);
+    ASSERT_EQ(sync.size(), 4u);
+    ASSERT_EQ(async.size(), 4u);
+    for (size_t i = 0; i < sync.size(); ++i) {
+      // The same samples (same prompts, same per-group seeds, same weights)...
+      for (const char* key : {"rows", "trained_rows", "trained_tokens", "policy_version"}) {
+        EXPECT_EQ(async[i][key], sync[i][key]) << key << " at " << i;
+      }
+      for (const char* key : {"reward_mean", "accuracy", "response_length_mean"}) {
+        EXPECT_DOUBLE_EQ(async[i][key].get<double>(), sync[i][key].get<double>()) << key;
+      }
+      // ...and the same update, up to the summation order of a differently ordered batch.
+      for (const char* key : {"policy_loss", "grad_norm", "entropy"}) {
+        EXPECT_NEAR(async[i][key].get<double>(), sync[i][key].get<double>(), 1e-4) << key;
+      }
+      EXPECT_EQ(async[i]["bubbles"]["staleness_histogram"], nlohmann::json({{"0", 16}}));
     }
-    // ...and the same update, up to the summation order of a differently ordered batch.
-    for (const char* key : {"policy_loss", "grad_norm", "entropy"}) {
-      EXPECT_NEAR(async[i][key].get<double>(), sync[i][key].get<double>(), 1e-4) << key;
+    const auto a = load_model_weights(sync_dir + "/final");
+    const auto b = load_model_weights(async_dir + "/final");
+    for (const auto& [name, tensor] : a) {
+      EXPECT_TRUE(torch::allclose(tensor, b.at(name), 1e-4, 1e-5)) << name;
     }
-    EXPECT_EQ(async[i]["bubbles"]["staleness_histogram"], nlohmann::json({{"0", 16}}));
-  }
-  const auto a = load_model_weights(sync_dir + "/final");
-  const auto b = load_model_weights(async_dir + "/final");
-  for (const auto& [name, tensor] : a) {
-    EXPECT_TRUE(torch::allclose(tensor, b.at(name), 1e-4, 1e-5)) << name;
-  }
   }
 }
 
@@ -78,16 +78,17 @@ TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandom
     bool interrupt;
     bool stream;
   };
-  for (const Case& c : std::vector<Case>{{1, false, true}, {2, false, true}, {1, true, true},
-                                         {2, false, false}}) {
+  for (const Case& c :
+       std::vector<Case>{{1, false, true}, {2, false, true}, {1, true, true}, {2, false, false}}) {
     const int64_t eta = c.eta;
     SCOPED_TRACE("eta " + std::to_string(eta) + (c.interrupt ? " interrupt" : "") +
                  (c.stream ? " streamed" : " batched"));
-    const TrainConfig config = tiny_config(
-        {"pipeline.mode=async", "pipeline.max_staleness=" + std::to_string(eta),
-         "pipeline.instances=2", "pipeline.dispatch=round_robin", "train.iterations=12",
-         "rollout.max_tokens=12", std::string("pipeline.interrupt=") + (c.interrupt ? "true" : "false"),
-         std::string("pipeline.stream_updates=") + (c.stream ? "true" : "false")});
+    const TrainConfig config =
+        tiny_config({"pipeline.mode=async", "pipeline.max_staleness=" + std::to_string(eta),
+                     "pipeline.instances=2", "pipeline.dispatch=round_robin", "train.iterations=12",
+                     "rollout.max_tokens=12",
+                     std::string("pipeline.interrupt=") + (c.interrupt ? "true" : "false"),
+                     std::string("pipeline.stream_updates=") + (c.stream ? "true" : "false")});
     RlSetup setup = build_rl_setup(config);
     RlWorkers workers(config, setup);
     std::mutex rng_mutex;
@@ -147,12 +148,13 @@ TEST(AsyncSchedule, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
     }
   }
   for (const auto& event : trace["traceEvents"]) {
-    if (event["ph"] == "X") ++spans[tracks.at(event["tid"]) + "/" + event["name"].get<std::string>()];
+    if (event["ph"] == "X")
+      ++spans[tracks.at(event["tid"]) + "/" + event["name"].get<std::string>()];
   }
   EXPECT_GT(spans["rollout instance 0/generate step"], 0);
   EXPECT_GT(spans["rollout instance 1/generate step"], 0);
   EXPECT_GT(spans["collector (reward)/reward"], 0);
-  EXPECT_EQ(spans["trainer/update"], 3);  // one optimizer step per iteration
+  EXPECT_EQ(spans["trainer/update"], 3);      // one optimizer step per iteration
   EXPECT_GE(spans["trainer/accumulate"], 3);  // streamed: at least one part per step
   EXPECT_GE(spans["trainer/publish"], 3);
 }

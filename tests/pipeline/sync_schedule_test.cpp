@@ -1,8 +1,6 @@
 // A short end-to-end run of the synchronous schedule on a tiny built-in model:
 // every stage runs through the dock, metrics are written and finite, the final
 // policy is exported in HF layout and loads back.
-#include "aspen/pipeline/rl_run.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
+#include "aspen/pipeline/rl_run.h"
 #include "tiny_run.h"
 
 namespace aspen {

@@ -46,7 +46,8 @@ TEST(TrainConfig, ErrorsNameTheKeyPath) {
   expect_error_at("placement:\n  train: {dp: 0}\n", "run.yaml: placement.train.dp");
   expect_error_at("placement:\n  train: {tp: 2}\n", "run.yaml: placement");  // 2 vs 1 rollout rank
   expect_error_at("placement:\n  mode: disaggregated\n  swap: true\n", "run.yaml: placement.swap");
-  expect_error_at("pipeline:\n  mode: async\nplacement:\n  swap: true\n", "run.yaml: placement.swap");
+  expect_error_at("pipeline:\n  mode: async\nplacement:\n  swap: true\n",
+                  "run.yaml: placement.swap");
 }
 
 TEST(TrainConfig, PlacementGrid) {

@@ -21,8 +21,7 @@ TrainBatch rl_batch(ActorTrainer& actor) {
       old + 0.3 * torch::sin(torch::arange(r, old.options()) * 1.7);
   batch.token_columns[columns::kRefLogprobs] =
       old + 0.2 * torch::cos(torch::arange(r, old.options()));
-  batch.token_columns[columns::kAdvantages] =
-      torch::cos(torch::arange(r, old.options()) * 0.9);
+  batch.token_columns[columns::kAdvantages] = torch::cos(torch::arange(r, old.options()) * 0.9);
   return batch;
 }
 

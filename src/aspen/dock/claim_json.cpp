@@ -12,9 +12,9 @@ nlohmann::json claim_to_json(const Claim& claim) {
     rows.push_back({row.id, row.info.group_id, row.info.group_size, row.info.tokens,
                     row.info.version, row.locations});
   }
-  return {{"lease", claim.lease},       {"consumer", claim.consumer},
-          {"columns", claim.columns},   {"rows", rows},
-          {"ranks", claim.ranks},       {"imbalance", claim.imbalance},
+  return {{"lease", claim.lease},        {"consumer", claim.consumer},
+          {"columns", claim.columns},    {"rows", rows},
+          {"ranks", claim.ranks},        {"imbalance", claim.imbalance},
           {"timed_out", claim.timed_out}};
 }
 

@@ -13,7 +13,8 @@ void broadcast_bytes(ProcessGroupHandle& group, std::string& bytes, int root) {
   if (group.rank() == root && n > 0) std::memcpy(payload.data_ptr<uint8_t>(), bytes.data(), n);
   group.broadcast(payload, root);
   if (group.rank() != root) {
-    bytes.assign(reinterpret_cast<const char*>(payload.data_ptr<uint8_t>()), static_cast<size_t>(n));
+    bytes.assign(reinterpret_cast<const char*>(payload.data_ptr<uint8_t>()),
+                 static_cast<size_t>(n));
   }
 }
 

@@ -24,6 +24,7 @@ void broadcast_bytes(ProcessGroupHandle& group, std::string& bytes, int root);
 // Every rank ends with root's `value`.
 void broadcast_json(ProcessGroupHandle& group, nlohmann::json& value, int root);
 // Every rank's `values`, concatenated in rank order (lengths may differ by rank).
-std::vector<double> all_gather_doubles(ProcessGroupHandle& group, const std::vector<double>& values);
+std::vector<double> all_gather_doubles(ProcessGroupHandle& group,
+                                       const std::vector<double>& values);
 
 }  // namespace aspen

@@ -41,9 +41,9 @@ std::shared_ptr<const std::map<std::string, torch::Tensor>> weights_of(
 
 // One admitted prompt group, until the trainer takes it.
 struct GroupTrack {
-  int64_t version_bound = 0;  // rollout version at admission: its version is >= this
-  int64_t example = 0;        // train example index (regenerated from it on resume)
-  bool ready = false;  // in the dock and scored
+  int64_t version_bound = 0;     // rollout version at admission: its version is >= this
+  int64_t example = 0;           // train example index (regenerated from it on resume)
+  bool ready = false;            // in the dock and scored
   std::vector<double> scores;    // verifier scores of its rows (ready groups)
   std::vector<int64_t> lengths;  // response tokens of its rows
   int64_t version = kUnknownVersion;
@@ -78,8 +78,8 @@ class AsyncSchedule : public Schedule {
   // group that must train in it, then the least stale up to the batch size minus the
   // slots reserved for unfinished groups that may have to join it. *complete: the
   // batch is whole after this part; *ready_left: ready groups left waiting. mutex_.
-  std::vector<int64_t> take_part(int64_t index, int64_t taken, RewardStats* rewards,
-                                 bool* complete, int64_t* ready_left);
+  std::vector<int64_t> take_part(int64_t index, int64_t taken, RewardStats* rewards, bool* complete,
+                                 int64_t* ready_left);
   void take_groups(const std::vector<int64_t>& ids, RewardStats* rewards);  // requires mutex_
   // Streaming update (pipeline.stream_updates): trains each part as it is taken.
   void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& batch,
@@ -88,7 +88,7 @@ class AsyncSchedule : public Schedule {
   // take the proximal log-probs from its own forward pass.
   bool pre_update_stages(const ClaimOptions& claim, const std::vector<int64_t>& versions,
                          int64_t rows, IterationRecord& record);
-  void submit_group(const PromptGroup& group);                           // requires mutex_
+  void submit_group(const PromptGroup& group);  // requires mutex_
   void report_throughput();
 
   const TrainConfig& config_;
@@ -109,19 +109,19 @@ class AsyncSchedule : public Schedule {
 
   mutable std::mutex mutex_;
   std::condition_variable ready_cv_;
-  PromptSource prompts_;                   // GUARDED_BY(mutex_)
-  std::map<int64_t, GroupTrack> groups_;   // GUARDED_BY(mutex_) admitted, untrained
-  int64_t admitted_ = 0;                   // GUARDED_BY(mutex_) admitted, not yet trained
-  int64_t rollout_version_ = 0;            // GUARDED_BY(mutex_)
-  int64_t samples_ = 0;                    // GUARDED_BY(mutex_)
-  int64_t aborted_groups_ = 0;             // GUARDED_BY(mutex_)
-  int64_t trained_groups_ = 0;             // GUARDED_BY(mutex_)
-  std::exception_ptr collector_error_;     // GUARDED_BY(mutex_) rethrown by the trainer
+  PromptSource prompts_;                  // GUARDED_BY(mutex_)
+  std::map<int64_t, GroupTrack> groups_;  // GUARDED_BY(mutex_) admitted, untrained
+  int64_t admitted_ = 0;                  // GUARDED_BY(mutex_) admitted, not yet trained
+  int64_t rollout_version_ = 0;           // GUARDED_BY(mutex_)
+  int64_t samples_ = 0;                   // GUARDED_BY(mutex_)
+  int64_t aborted_groups_ = 0;            // GUARDED_BY(mutex_)
+  int64_t trained_groups_ = 0;            // GUARDED_BY(mutex_)
+  std::exception_ptr collector_error_;    // GUARDED_BY(mutex_) rethrown by the trainer
 
   int64_t version_ = 0;  // trainer's policy version
   int64_t trained_tokens_ = 0;
   std::vector<double> busy_at_start_;  // instances' busy seconds at the last iteration start
-  int blas_threads_before_ = 0;  // restored by stop()
+  int blas_threads_before_ = 0;        // restored by stop()
   std::atomic<bool> stopping_{false};
   std::thread collector_;
 };
@@ -146,7 +146,7 @@ std::vector<QwenForCausalLM> instance_models(const RlSetup& setup, int64_t count
 }
 
 std::vector<InstanceOptions> instance_options(const TrainConfig& config, const RlSetup& setup,
-                                             TraceWriter* trace) {
+                                              TraceWriter* trace) {
   std::vector<InstanceOptions> options;
   const PipelineSection& p = config.pipeline;
   for (int64_t i = 0; i < p.instances; ++i) {
@@ -382,8 +382,9 @@ void AsyncSchedule::report_throughput() {
   const std::vector<EngineStats> stats = pool_.stats();
   for (size_t i = 0; i < stats.size(); ++i) {
     if (stats[i].busy_seconds > 0.5) {
-      dispatcher_.on_throughput(static_cast<int>(i), static_cast<double>(stats[i].scheduled_tokens) /
-                                                         stats[i].busy_seconds);
+      dispatcher_.on_throughput(
+          static_cast<int>(i),
+          static_cast<double>(stats[i].scheduled_tokens) / stats[i].busy_seconds);
     }
   }
 }
@@ -512,7 +513,7 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
         const double waited = seconds_between(wait_start, Clock::now());
         idle += waited;
         if (ready > 0) sorting += waited;  // ready rows exist, the batch is incomplete
-        admit();  // aborted groups return admission slots
+        admit();                           // aborted groups return admission slots
       }
       batch = take_batch(index, &record.rewards);
     }

@@ -108,7 +108,8 @@ class DistributedSyncSchedule : public Schedule {
       publish_group_ = world_.new_subgroup(publish_ranks);
       for (int instance = 0; instance < instances_; ++instance) {
         std::vector<int> members;
-        for (int t = 0; t < rollout_tp; ++t) members.push_back(trainers + instance * rollout_tp + t);
+        for (int t = 0; t < rollout_tp; ++t)
+          members.push_back(trainers + instance * rollout_tp + t);
         if (rollout_tp == 1) continue;
         if (auto group = world_.new_subgroup(members)) instance_tp = TensorParallel::over(*group);
       }
@@ -182,19 +183,14 @@ class DistributedSyncSchedule : public Schedule {
   void finish(const Claim& share);
   void publish();
 
-  template <typename Fn>
-  void timed(nlohmann::json& stages, const char* name, int track, Fn&& fn) {
-    timed_stage(stages, name, trace_, track, std::forward<Fn>(fn));
-  }
-
   const TrainConfig& config_;
   RlSetup& setup_;
   RlWorkers& workers_;
   TraceWriter* trace_;
   ProcessGroupHandle world_;
   const int train_tp_;
-  const int dp_rank_;   // which data-parallel share this rank trains on
-  bool writes_;         // training TP rank 0: writes the share's output columns
+  const int dp_rank_;  // which data-parallel share this rank trains on
+  bool writes_;        // training TP rank 0: writes the share's output columns
   int rollout_track_ = 0;
   int trainer_track_ = 0;
   PromptSource prompts_;
@@ -206,9 +202,9 @@ class DistributedSyncSchedule : public Schedule {
   std::unique_ptr<Resharder> full_resharder_;
   std::optional<ProcessGroupHandle> publish_group_;  // disaggregated: rank 0 + rollout ranks
   std::unique_ptr<RolloutEngine> engine_;            // ranks that serve rollout
-  bool trains_ = true;       // a training rank (every rank when colocated)
-  bool serves_ = true;       // a rollout rank (every rank when colocated)
-  int instance_ = 0;         // the rollout instance this rank serves
+  bool trains_ = true;                               // a training rank (every rank when colocated)
+  bool serves_ = true;                               // a rollout rank (every rank when colocated)
+  int instance_ = 0;                                 // the rollout instance this rank serves
   int instances_ = 1;
   bool serves_rows_ = true;  // rollout TP rank 0: puts its instance's rows into the dock
   TrainingStateSwap swap_;
@@ -219,7 +215,8 @@ std::vector<PromptGroup> DistributedSyncSchedule::my_groups(
     const std::vector<PromptGroup>& groups) const {
   std::vector<PromptGroup> mine;
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (static_cast<int>(i % static_cast<size_t>(instances_)) == instance_) mine.push_back(groups[i]);
+    if (static_cast<int>(i % static_cast<size_t>(instances_)) == instance_)
+      mine.push_back(groups[i]);
   }
   return mine;
 }
@@ -267,7 +264,7 @@ Claim DistributedSyncSchedule::shared_claim(const std::string& consumer, int64_t
 }
 
 void DistributedSyncSchedule::finish(const Claim& share) {
-  world_.barrier();  // every share's columns are written
+  world_.barrier();                       // every share's columns are written
   if (is_root()) dock_.dock->ack(share);  // the lease covers every rank's share
 }
 
@@ -279,14 +276,15 @@ void DistributedSyncSchedule::publish() {
   };
   torch::NoGradGuard no_grad;
   if (resharder_) {  // colocated
-    const std::map<std::string, torch::Tensor> tensors = as_map(*resharder_->reshard(shards, counters_.version));
+    const std::map<std::string, torch::Tensor> tensors =
+        as_map(*resharder_->reshard(shards, counters_.version));
     engine_->load_weights(counters_.version, tensors);
     // Train TP > 1: setup.model is the full policy (evaluation, export), refreshed from
     // the full weights - the rollout's own when it runs at TP 1.
     if (trained.ptr() != setup_.model.ptr()) {
-      setup_.model->load_state(full_resharder_ ? as_map(*full_resharder_->reshard(shards, counters_.version))
-                                               : tensors,
-                               "resharded policy");
+      setup_.model->load_state(
+          full_resharder_ ? as_map(*full_resharder_->reshard(shards, counters_.version)) : tensors,
+          "resharded policy");
     }
     return;
   }
@@ -309,7 +307,8 @@ void DistributedSyncSchedule::publish() {
     }
   }
   if (serves_) engine_->load_weights(counters_.version, full);
-  if (!trains_ || trained.ptr() != setup_.model.ptr()) setup_.model->load_state(full, "published policy");
+  if (!trains_ || trained.ptr() != setup_.model.ptr())
+    setup_.model->load_state(full, "published policy");
 }
 
 nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
@@ -321,7 +320,8 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
   nlohmann::json& stages = record.stage_seconds;
   int64_t swapped_bytes = 0;  // optimizer state and gradients out during the rollout
   if (swap_.enabled()) {
-    timed(stages, "swap_out", trainer_track_, [&] { swapped_bytes = swap_.swap_out(workers_); });
+    timed_stage(stages, "swap_out", trace_, trainer_track_,
+                [&] { swapped_bytes = swap_.swap_out(workers_); });
   }
 
   // 1. Rollout and reward on every rank, in rounds when DAPO must refill the batch.
@@ -336,19 +336,22 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
         prompts_.next(batch_groups - static_cast<int64_t>(kept_groups.size()));
     RewardStats local;
     const auto start = Clock::now();
-    timed(stages, "rollout", rollout_track_, [&] { local = rollout_and_score(my_groups(groups)); });
+    timed_stage(stages, "rollout", trace_, rollout_track_,
+                [&] { local = rollout_and_score(my_groups(groups)); });
     rollout_seconds += seconds_since(start);
     RewardStats round;
-    timed(stages, "gather", trainer_track_, [&] { round = gather_rewards(world_, local); });
+    timed_stage(stages, "gather", trace_, trainer_track_,
+                [&] { round = gather_rewards(world_, local); });
     rows += static_cast<int64_t>(round.scores.size());
     add_sampling_round(groups, round, algorithm.dynamic_sampling, drawn_groups, kept_groups,
                        record.rewards);
   }
-  if (swap_.enabled()) timed(stages, "swap_in", trainer_track_, [&] { swap_.swap_in(); });
+  if (swap_.enabled())
+    timed_stage(stages, "swap_in", trace_, trainer_track_, [&] { swap_.swap_in(); });
 
   // 2. The trainer-side stages, each on this rank's share of one balanced claim.
   if (workers_.reference) {
-    timed(stages, "reference", trainer_track_, [&] {
+    timed_stage(stages, "reference", trace_, trainer_track_, [&] {
       const Claim share = shared_claim(rl_consumers::kReference, rows, true);
       reference_stage(*workers_.reference, *dock_.dock, share, writes_);
       finish(share);
@@ -356,22 +359,23 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
   }
   const bool on_policy = config_.train.epochs == 1 && (config_.train.mini_batch_size <= 0 ||
                                                        config_.train.mini_batch_size >= rows);
-  timed(stages, "old_logprobs", trainer_track_, [&] {
+  timed_stage(stages, "old_logprobs", trace_, trainer_track_, [&] {
     const Claim share = shared_claim(rl_consumers::kOldLogprobs, rows, true);
     old_logprob_stage(*workers_.actor, *dock_.dock, share, on_policy, writes_);
     finish(share);
   });
   if (workers_.critic) {
-    timed(stages, "values", trainer_track_, [&] {
+    timed_stage(stages, "values", trace_, trainer_track_, [&] {
       const Claim share = shared_claim(rl_consumers::kValues, rows, true);
       value_stage(*workers_.critic, *dock_.dock, share, writes_);
       finish(share);
     });
   }
-  timed(stages, "advantage", trainer_track_, [&] {
+  timed_stage(stages, "advantage", trace_, trainer_track_, [&] {
     nlohmann::json stats;
     if (is_root()) {
-      record.advantages = advantage_stage(algorithm, workers_.kl_ctrl, *dock_.dock, claim_rows(rows));
+      record.advantages =
+          advantage_stage(algorithm, workers_.kl_ctrl, *dock_.dock, claim_rows(rows));
       stats = {record.advantages.rows, record.advantages.kl_in_reward, record.advantages.kl_coef,
                workers_.kl_ctrl.value()};
     }
@@ -381,7 +385,7 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
     record.advantages.kl_coef = stats.at(2).get<double>();
     workers_.kl_ctrl.restore(stats.at(3).get<double>());  // the same controller everywhere
   });
-  timed(stages, "update", trainer_track_, [&] {
+  timed_stage(stages, "update", trace_, trainer_track_, [&] {
     const Claim actor = shared_claim(rl_consumers::kActorUpdate, rows, true);
     const Claim critic =
         workers_.critic ? shared_claim(rl_consumers::kCriticUpdate, rows, true) : Claim{};
@@ -392,24 +396,25 @@ nlohmann::json DistributedSyncSchedule::iteration(int64_t index) {
     // The update's metrics are global already; its row and token counts are this rank's
     // (and its tensor-parallel peers': counted once).
     const double peers = static_cast<double>(train_tp_);
-    torch::Tensor counts = torch::tensor({static_cast<double>(record.update.rows) / peers,
-                                          static_cast<double>(record.update.response_tokens) / peers},
-                                         torch::kFloat64);
+    torch::Tensor counts =
+        torch::tensor({static_cast<double>(record.update.rows) / peers,
+                       static_cast<double>(record.update.response_tokens) / peers},
+                      torch::kFloat64);
     world_.all_reduce_sum(counts);
     record.update.rows = std::llround(counts[0].item<double>());
     record.update.response_tokens = std::llround(counts[1].item<double>());
     record.update.row_versions = record.rewards.versions;
   });
   ++counters_.version;
-  timed(stages, "publish", trainer_track_, [&] { publish(); });
+  timed_stage(stages, "publish", trace_, trainer_track_, [&] { publish(); });
   for (int64_t group : drawn_groups) prompts_.close(group);
 
   counters_.samples += rows;
   counters_.trained_tokens += record.update.response_tokens;
   record.policy_version = counters_.version;
   // The slowest rank's seconds: every rank leaves the iteration together.
-  torch::Tensor seconds = torch::tensor({seconds_since(iteration_start), rollout_seconds},
-                                        torch::kFloat64);
+  torch::Tensor seconds =
+      torch::tensor({seconds_since(iteration_start), rollout_seconds}, torch::kFloat64);
   world_.all_reduce(seconds, ReduceOp::kMax);
   record.seconds = seconds[0].item<double>();
   nlohmann::json line = iteration_metrics(record);

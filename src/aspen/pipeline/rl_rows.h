@@ -48,9 +48,9 @@ inline constexpr const char* kCriticUpdate = "critic_update";
 }  // namespace rl_consumers
 
 struct RlSchemaOptions {
-  bool with_reference = false;   // ref_logprobs (KL in the loss or in the reward)
-  bool kl_in_reward = false;     // the advantage stage reads ref and old log-probs
-  bool with_critic = false;      // ppo: values, returns, critic_update
+  bool with_reference = false;  // ref_logprobs (KL in the loss or in the reward)
+  bool kl_in_reward = false;    // the advantage stage reads ref and old log-probs
+  bool with_critic = false;     // ppo: values, returns, critic_update
 };
 
 DockSchema make_rl_schema(const RlSchemaOptions& options);

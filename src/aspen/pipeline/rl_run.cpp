@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "aspen/io/jsonl.h"
-#include "aspen/parallel/dist_env.h"
 #include "aspen/model/tp_layout.h"
+#include "aspen/parallel/dist_env.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
@@ -52,11 +52,10 @@ void cut_metrics(const std::string& path, int64_t iteration) {
 void print_progress(int64_t iteration, const nlohmann::json& line) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(3) << "iter " << std::setw(3) << iteration << "  reward "
-      << line["reward_mean"].get<double>() << "  acc " << line["accuracy"].get<double>()
-      << "  len " << std::setprecision(1) << line["response_length_mean"].get<double>()
-      << std::setprecision(3) << "  kl " << line["approx_kl"].get<double>() << "  clip "
-      << line["clip_frac"].get<double>() << "  " << std::setprecision(1)
-      << line["seconds"].get<double>() << "s";
+      << line["reward_mean"].get<double>() << "  acc " << line["accuracy"].get<double>() << "  len "
+      << std::setprecision(1) << line["response_length_mean"].get<double>() << std::setprecision(3)
+      << "  kl " << line["approx_kl"].get<double>() << "  clip " << line["clip_frac"].get<double>()
+      << "  " << std::setprecision(1) << line["seconds"].get<double>() << "s";
   if (line.contains("eval_accuracy")) {
     out << "  eval_acc " << std::setprecision(3) << line["eval_accuracy"].get<double>();
   }
@@ -69,8 +68,9 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
   if (world_size == 1) {
     check_input(p.world_size() == 1,
                 "needs " + std::to_string(p.world_size()) + " ranks; this process is alone",
-                "placement", "start it with aspen launch --nproc-per-node " +
-                                 std::to_string(p.world_size()) + " -- aspen train ...");
+                "placement",
+                "start it with aspen launch --nproc-per-node " + std::to_string(p.world_size()) +
+                    " -- aspen train ...");
     return;
   }
   const std::string hint =
@@ -108,7 +108,8 @@ TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
   for (int d = 0; d < p.train_dp && p.train_tp > 1; ++d) {
     std::vector<int> ranks;
     for (int t = 0; t < p.train_tp; ++t) ranks.push_back(d * p.train_tp + t);
-    if (auto group = world.new_subgroup(ranks)) groups.tensor_parallel = TensorParallel::over(*group);
+    if (auto group = world.new_subgroup(ranks))
+      groups.tensor_parallel = TensorParallel::over(*group);
   }
   if (p.train_dp > 1) {
     for (int t = 0; t < p.train_tp; ++t) {
@@ -138,9 +139,9 @@ double run_accuracy(std::optional<ProcessGroupHandle>& world, RlSetup& setup, in
     mine.push_back(setup.eval_examples[i]);
   }
   const double accuracy = greedy_accuracy(setup, mine, max_tokens);
-  torch::Tensor counts = torch::tensor(
-      {accuracy * static_cast<double>(mine.size()), static_cast<double>(mine.size())},
-      torch::kFloat64);
+  torch::Tensor counts =
+      torch::tensor({accuracy * static_cast<double>(mine.size()), static_cast<double>(mine.size())},
+                    torch::kFloat64);
   world->all_reduce_sum(counts);
   const double total = counts[1].item<double>();
   return total > 0 ? counts[0].item<double>() / total : 0.0;
@@ -191,7 +192,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     evals["before"] = run_accuracy(world, setup, max_tokens);
     evals["after"] = evals["before"];
     if (writer) {
-      write_jsonl(metrics, {{"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}});
+      write_jsonl(metrics,
+                  {{"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}});
     }
   }
   if (config.logging.console && writer) {

@@ -203,9 +203,8 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& cla
   if (reuse_rollout && !write) return;  // nothing to compute
   const auto columns = dock.get(claim);
   if (reuse_rollout) {
-    dock.put_columns(row_ids(claim),
-                     {{rl_columns::kOldLogprobs,
-                       find_column(columns, rl_columns::kRolloutLogprobs).values}});
+    dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs,
+                                       find_column(columns, rl_columns::kRolloutLogprobs).values}});
   } else {
     const TrainBatch batch = to_train_batch(claim, columns, {});
     const torch::Tensor logprobs = actor.compute_logprobs(batch).logprobs;
@@ -375,8 +374,8 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
                     critic_claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(critic_claim),
                     kept_groups);
     if (!critic_rows.rows.empty() || collective) {
-      const TrainBatch batch = to_train_batch(critic_rows, critic_columns,
-                                              {rl_columns::kValues, rl_columns::kReturns});
+      const TrainBatch batch =
+          to_train_batch(critic_rows, critic_columns, {rl_columns::kValues, rl_columns::kReturns});
       CriticUpdateOptions update;
       update.mini_batch_size = config.train.mini_batch_size;
       update.epochs = config.train.epochs;
@@ -390,8 +389,8 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
 }
 
 UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& workers,
-                                    TransferDock& dock, const ClaimOptions& options,
-                                    uint64_t seed, bool proximal_is_current) {
+                                    TransferDock& dock, const ClaimOptions& options, uint64_t seed,
+                                    bool proximal_is_current) {
   check_input(!workers.critic, "a streamed update has no critic step", "accumulate_update_stage");
   UpdateStats stats;
   const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);

@@ -77,11 +77,11 @@ std::map<std::string, torch::Tensor> policy_weights(const QwenForCausalLM& model
 ClaimOptions claim_rows(int64_t rows, bool whole_groups = false);
 
 struct RewardStats {
-  std::vector<double> scores;    // verifier scores before shaping, claim order
-  std::vector<int64_t> lengths;  // response tokens, claim order
-  std::vector<int64_t> versions; // policy version of each row
-  std::set<int64_t> groups;      // every group scored
-  std::set<int64_t> informative; // groups whose shaped rewards are not all equal
+  std::vector<double> scores;     // verifier scores before shaping, claim order
+  std::vector<int64_t> lengths;   // response tokens, claim order
+  std::vector<int64_t> versions;  // policy version of each row
+  std::set<int64_t> groups;       // every group scored
+  std::set<int64_t> informative;  // groups whose shaped rewards are not all equal
 };
 
 RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
@@ -116,8 +116,8 @@ AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& 
 struct UpdateStats {
   ActorMetrics actor;
   CriticMetrics critic;
-  int64_t rows = 0;             // rows trained on
-  int64_t response_tokens = 0;  // their response tokens (the "consumed" tokens)
+  int64_t rows = 0;                   // rows trained on
+  int64_t response_tokens = 0;        // their response tokens (the "consumed" tokens)
   std::vector<int64_t> row_versions;  // policy version that generated each row
 };
 // Claims the update's rows (claim.max_rows of them), trains on those in

@@ -61,11 +61,6 @@ class SyncSchedule : public Schedule {
  private:
   // Rollout of `groups` into the dock; returns the rows added.
   int64_t rollout(const std::vector<PromptGroup>& groups);
-  template <typename Fn>
-  void timed(nlohmann::json& stages, const char* name, int track, Fn&& fn) {
-    timed_stage(stages, name, trace_, track, std::forward<Fn>(fn));
-  }
-
   const TrainConfig& config_;
   RlSetup& setup_;
   RlWorkers& workers_;
@@ -106,7 +101,8 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
 
   int64_t swapped_bytes = 0;
   if (swap_.enabled()) {
-    timed(stages, "swap_out", trainer_track_, [&] { swapped_bytes = swap_.swap_out(workers_); });
+    timed_stage(stages, "swap_out", trace_, trainer_track_,
+                [&] { swapped_bytes = swap_.swap_out(workers_); });
   }
   // 1-2. Rollout and reward, in rounds when DAPO dynamic sampling must refill the batch.
   std::set<int64_t> kept_groups, drawn_groups;
@@ -115,41 +111,42 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
   while (static_cast<int64_t>(kept_groups.size()) < rollout_config.prompts_per_iteration &&
          record.sampling_rounds < (algorithm.dynamic_sampling ? 4 : 1)) {
     ++record.sampling_rounds;
-    const std::vector<PromptGroup> groups = prompts_.next(
-        rollout_config.prompts_per_iteration - static_cast<int64_t>(kept_groups.size()));
+    const std::vector<PromptGroup> groups = prompts_.next(rollout_config.prompts_per_iteration -
+                                                          static_cast<int64_t>(kept_groups.size()));
     int64_t added = 0;
-    timed(stages, "rollout", rollout_track_, [&] { added = rollout(groups); });
+    timed_stage(stages, "rollout", trace_, rollout_track_, [&] { added = rollout(groups); });
     rows += added;
     RewardStats round;
-    timed(stages, "reward", trainer_track_, [&] {
-      round = reward_stage(config_, setup_, prompts_, dock_, claim_rows(added));
-    });
+    timed_stage(stages, "reward", trace_, trainer_track_,
+                [&] { round = reward_stage(config_, setup_, prompts_, dock_, claim_rows(added)); });
     add_sampling_round(groups, round, algorithm.dynamic_sampling, drawn_groups, kept_groups,
                        record.rewards);
   }
 
-  if (swap_.enabled()) timed(stages, "swap_in", trainer_track_, [&] { swap_.swap_in(); });
+  if (swap_.enabled())
+    timed_stage(stages, "swap_in", trace_, trainer_track_, [&] { swap_.swap_in(); });
   const ClaimOptions all_rows = claim_rows(rows);
   if (workers_.reference) {
-    timed(stages, "reference", trainer_track_,
-          [&] { reference_stage(*workers_.reference, dock_, all_rows); });
+    timed_stage(stages, "reference", trace_, trainer_track_,
+                [&] { reference_stage(*workers_.reference, dock_, all_rows); });
   }
   const bool on_policy = config_.train.epochs == 1 && (config_.train.mini_batch_size <= 0 ||
                                                        config_.train.mini_batch_size >= rows);
-  timed(stages, "old_logprobs", trainer_track_,
-        [&] { old_logprob_stage(*workers_.actor, dock_, all_rows, on_policy); });
+  timed_stage(stages, "old_logprobs", trace_, trainer_track_,
+              [&] { old_logprob_stage(*workers_.actor, dock_, all_rows, on_policy); });
   if (workers_.critic) {
-    timed(stages, "values", trainer_track_, [&] { value_stage(*workers_.critic, dock_, all_rows); });
+    timed_stage(stages, "values", trace_, trainer_track_,
+                [&] { value_stage(*workers_.critic, dock_, all_rows); });
   }
-  timed(stages, "advantage", trainer_track_, [&] {
+  timed_stage(stages, "advantage", trace_, trainer_track_, [&] {
     record.advantages = advantage_stage(algorithm, workers_.kl_ctrl, dock_, all_rows);
   });
-  timed(stages, "update", trainer_track_, [&] {
+  timed_stage(stages, "update", trace_, trainer_track_, [&] {
     record.update = update_stage(config_, workers_, dock_, all_rows, &kept_groups,
                                  config_.train.seed + static_cast<uint64_t>(index));
   });
-  timed(stages, "publish", trainer_track_,
-        [&] { engine_.load_weights(++counters_.version, policy_weights(setup_.model)); });
+  timed_stage(stages, "publish", trace_, trainer_track_,
+              [&] { engine_.load_weights(++counters_.version, policy_weights(setup_.model)); });
   for (int64_t group : drawn_groups) prompts_.close(group);
 
   counters_.samples += rows;
@@ -245,8 +242,8 @@ GenerationRequest group_request(const TrainConfig& config, const RlSetup& setup,
                                 const PromptGroup& group) {
   GenerationRequest request;
   request.id = std::to_string(group.group_id);
-  request.prompt = setup.tokenizer->encode(
-      setup.train_examples[static_cast<size_t>(group.example)].prompt_text);
+  request.prompt =
+      setup.tokenizer->encode(setup.train_examples[static_cast<size_t>(group.example)].prompt_text);
   request.params = rollout_sampling(config, group.group_id);
   request.n = config.rollout.n;
   return request;

@@ -42,8 +42,7 @@ void restore_sync_state(const nlohmann::json& state, PromptSource& prompts, Sync
 // training), no sorting (one barrier batch), the trainer idles while the rollout runs
 // (`rollout_seconds`) and the rollout while the trainer works; `skewness` is the
 // rollout instances' idle share of the rollout phase (0 with one instance).
-nlohmann::json sync_bubbles(const IterationRecord& record, double rollout_seconds,
-                            double skewness);
+nlohmann::json sync_bubbles(const IterationRecord& record, double rollout_seconds, double skewness);
 
 // One sampling round of a synchronous iteration (DAPO refills the batch in rounds):
 // its groups count as drawn, the scored groups as kept (with dynamic sampling only

@@ -61,8 +61,8 @@ struct AlgorithmSection {
   bool dynamic_sampling = false;  // DAPO: drop groups whose rewards are all equal
   int64_t overlong_buffer = 0;    // DAPO overlong shaping buffer (tokens); 0: off
   double overlong_penalty = 1.0;
-  double gamma = 1.0;   // REINFORCE++ and GAE discount
-  double lambda = 1.0;  // GAE lambda (ppo)
+  double gamma = 1.0;       // REINFORCE++ and GAE discount
+  double lambda = 1.0;      // GAE lambda (ppo)
   double value_clip = 0.5;  // ppo critic: clip range of the value loss
   // KL-in-reward (verl's use_kl_in_reward): r_t -= beta * kl_t, beta from a controller.
   bool kl_in_reward = false;
@@ -120,9 +120,9 @@ struct PipelineSection {
   // (spin-waits outweigh the small ops).
   int threads = 1;
   // async only:
-  int64_t max_staleness = 1;  // eta: a row generated at version v trains at v..v+eta
-  int64_t sync_every = 1;     // publish weights to the rollout every N updates
-  int64_t instances = 2;      // rollout instances (one thread each)
+  int64_t max_staleness = 1;             // eta: a row generated at version v trains at v..v+eta
+  int64_t sync_every = 1;                // publish weights to the rollout every N updates
+  int64_t instances = 2;                 // rollout instances (one thread each)
   std::string dispatch = "queue_aware";  // round_robin | least_requests | queue_aware
   // Train each prompt group as soon as the batch may take it (gradients accumulated,
   // one step when the batch is whole) instead of waiting for the whole batch: removes
@@ -130,9 +130,9 @@ struct PipelineSection {
   // (grpo, dapo, dr_grpo, rloo) without a critic or KL-in-reward; otherwise the batch
   // is trained whole.
   bool stream_updates = true;
-  bool interrupt = false;     // in-flight requests on new weights: continue (false) or
-                              // interrupt and resume (recompute on the new weights)
-  int rollout_threads = 1;    // torch intra-op threads per rollout instance
+  bool interrupt = false;          // in-flight requests on new weights: continue (false) or
+                                   // interrupt and resume (recompute on the new weights)
+  int rollout_threads = 1;         // torch intra-op threads per rollout instance
   std::vector<int> rollout_cores;  // pin rollout instance threads here; empty: no pinning
   std::vector<int> trainer_cores;  // pin the trainer thread here; empty: no pinning
 };

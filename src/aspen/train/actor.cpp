@@ -50,9 +50,9 @@ void ActorTrainer::MetricSums::add(torch::Tensor& slot, const torch::Tensor& val
 
 void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_batches,
                                           const PolicyLossOptions& policy,
-                                          const ActorUpdateOptions& options,
-                                          double metric_tokens, size_t last_backward,
-                                          ActorMetrics& metrics, MetricSums& sums) {
+                                          const ActorUpdateOptions& options, double metric_tokens,
+                                          size_t last_backward, ActorMetrics& metrics,
+                                          MetricSums& sums) {
   const bool use_kl = options.kl_coef != 0.0;
   const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
   LogprobHeadOptions head = options_.head;
@@ -77,9 +77,9 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     PolicyLossResult pg = policy_loss(inputs, packed, policy);
     torch::Tensor loss = pg.loss;
     if (use_kl) {
-      torch::Tensor kl = kl_loss(current.logprobs,
-                                 mb.token_columns.at(columns::kRefLogprobs).to(dtype), packed,
-                                 options.kl_estimator, policy.agg);
+      torch::Tensor kl =
+          kl_loss(current.logprobs, mb.token_columns.at(columns::kRefLogprobs).to(dtype), packed,
+                  options.kl_estimator, policy.agg);
       loss = loss + options.kl_coef * kl;
       sums.add(sums.kl_loss, kl);
     }
@@ -104,8 +104,8 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   // Data parallel: the step count follows the GLOBAL row count (identical on all ranks).
   const int64_t global_rows = data_parallel_.global_rows(batch.num_rows());
   if (options.proximal_is_current) {
-    check_input(options.epochs == 1 && (options.mini_batch_size <= 0 ||
-                                        options.mini_batch_size >= global_rows),
+    check_input(options.epochs == 1 &&
+                    (options.mini_batch_size <= 0 || options.mini_batch_size >= global_rows),
                 "the proximal policy is the current one only for a single optimizer step",
                 "actor update: proximal_is_current");
   } else {
@@ -207,8 +207,8 @@ void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& 
   }
   std::vector<int64_t> rows(static_cast<size_t>(part.num_rows()));
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
-  const auto micro_batches = make_micro_batches(part, rows, options_.trainer.max_tokens_per_micro_batch,
-                                                compute_->lm_head_weight().device());
+  const auto micro_batches = make_micro_batches(
+      part, rows, options_.trainer.max_tokens_per_micro_batch, compute_->lm_head_weight().device());
   // Unit denominators: every loss is a SUM until step_accumulated() divides.
   PolicyLossOptions policy = options.policy;
   policy.agg.global_tokens = 1.0;

@@ -54,8 +54,8 @@
 #include "aspen/algo/policy_loss.h"
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
-#include "aspen/train/optimizer.h"
 #include "aspen/train/micro_batches.h"
+#include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
 #include "aspen/train/train_batch.h"
 #include "aspen/train/trainer_data_parallel.h"
@@ -65,7 +65,7 @@ namespace aspen {
 
 struct ActorOptions {
   TrainerOptions trainer;
-  LogprobHeadOptions head;  // temperature (must match rollout's) and vocab chunk size
+  LogprobHeadOptions head;           // temperature (must match rollout's) and vocab chunk size
   DataParallelConfig data_parallel;  // no group: single-rank (see above)
 };
 
@@ -74,10 +74,10 @@ struct ActorUpdateOptions {
   int64_t epochs = 1;           // passes over the batch (PPO epochs)
   bool shuffle = false;         // reshuffle rows each epoch (seed + epoch)
   uint64_t seed = 0;
-  PolicyLossOptions policy;     // agg.global_tokens/global_seqs are set per mini-batch
-  double kl_coef = 0.0;         // KL-in-loss coefficient (GRPO); 0 disables
+  PolicyLossOptions policy;  // agg.global_tokens/global_seqs are set per mini-batch
+  double kl_coef = 0.0;      // KL-in-loss coefficient (GRPO); 0 disables
   KlEstimator kl_estimator = KlEstimator::kK3;
-  double entropy_coef = 0.0;    // entropy bonus; 0 disables its gradient (still reported)
+  double entropy_coef = 0.0;  // entropy bonus; 0 disables its gradient (still reported)
   // The old (proximal) log-probs are the current weights' own: taken, detached, from
   // this update's forward pass instead of the old_logprobs column. Exact only for a
   // single optimizer step (one epoch, one mini-batch), where the proximal policy of
@@ -96,7 +96,7 @@ struct ActorMetrics {
   double lr = 0.0;         // of the last step taken
   int64_t steps = 0;
   int64_t skipped_steps = 0;
-  int64_t tokens = 0;      // packed tokens processed (prompt + response) over all epochs
+  int64_t tokens = 0;  // packed tokens processed (prompt + response) over all epochs
   int64_t micro_batches = 0;
 };
 

@@ -54,7 +54,8 @@ double global_grad_norm(const std::vector<torch::Tensor>& params, const ShardedN
     // One host sync per step: the skip decision needs the value.
     return total.defined() ? std::sqrt(total.item<double>()) : 0.0;
   }
-  torch::Tensor reduced = total.defined() ? total.reshape({1}).cpu() : torch::zeros({1}, torch::kDouble);
+  torch::Tensor reduced =
+      total.defined() ? total.reshape({1}).cpu() : torch::zeros({1}, torch::kDouble);
   sharded->sum_over_ranks(reduced);
   return std::sqrt(reduced.item<double>());
 }

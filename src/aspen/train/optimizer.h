@@ -67,7 +67,7 @@ using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
 // element of the full model counts exactly once and every rank gets the same norm —
 // hence the same clipping and skip decisions (Megatron's model-parallel grad norm).
 struct ShardedNorm {
-  std::vector<double> copies;  // parallel to the parameter list; each >= 1
+  std::vector<double> copies;                          // parallel to the parameter list; each >= 1
   std::function<void(torch::Tensor&)> sum_over_ranks;  // in place on an fp64 [1] tensor
 };
 

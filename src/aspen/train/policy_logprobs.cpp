@@ -15,8 +15,8 @@ TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_
                               micro_batch.target_ids, head);
 }
 
-TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,
-                             int64_t max_tokens, const LogprobHeadOptions& head) {
+TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, int64_t max_tokens,
+                             const LogprobHeadOptions& head) {
   batch.validate();
   torch::NoGradGuard no_grad;
   const torch::Device device = model->lm_head_weight().device();

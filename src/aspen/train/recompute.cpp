@@ -50,8 +50,7 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
   if (!recompute || !torch::GradMode::is_enabled()) {
     return model.forward(input_ids, cu_seqlens, positions);
   }
-  const RopeTable rope =
-      make_rope_table(positions, model.config.head_dim, model.config.rope_theta);
+  const RopeTable rope = make_rope_table(positions, model.config.head_dim, model.config.rope_theta);
   torch::Tensor h = model.embed(input_ids);  // vocab-parallel under TP
   // Without a grad path into the first layer, backward would never reach the
   // checkpoints and the layers' parameters would silently get no gradient.

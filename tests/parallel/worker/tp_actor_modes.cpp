@@ -95,7 +95,8 @@ int run_tp_actor(ProcessGroupHandle& group, const std::vector<std::string>& case
     check_input(torch::allclose(sharded_old, old_logprobs, 1e-4, 2e-5),
                 "log-probs of the TP model differ from TP = 1", where);
     batch.token_columns[columns::kOldLogprobs] = old_logprobs;
-    batch.token_columns[columns::kRefLogprobs] = old_logprobs + 0.1 * torch::randn_like(old_logprobs);
+    batch.token_columns[columns::kRefLogprobs] =
+        old_logprobs + 0.1 * torch::randn_like(old_logprobs);
 
     ActorUpdateOptions update;
     update.mini_batch_size = 2;  // two optimizer steps

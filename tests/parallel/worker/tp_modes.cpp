@@ -199,17 +199,17 @@ void expect_paged_rollout_matches(QwenForCausalLM& reference, QwenForCausalLM& s
   const std::vector<Completion> got = split.generate(requests);
   expect(got.size() == want.size(), "completion count differs", where);
   for (size_t i = 0; i < want.size(); ++i) {
-    const std::string what = "rollout " + want[i].request_id + " sample " +
-                             std::to_string(want[i].sample_index);
+    const std::string what =
+        "rollout " + want[i].request_id + " sample " + std::to_string(want[i].sample_index);
     auto text = [](const std::vector<TokenId>& ids) {
       std::string out;
       for (TokenId id : ids) out += " " + std::to_string(id);
       return out;
     };
-    expect(got[i].token_ids == want[i].token_ids,
-           what + ": tokens" + text(got[i].token_ids) + " vs" + text(want[i].token_ids) +
-               " at TP = 1",
-           where);
+    expect(
+        got[i].token_ids == want[i].token_ids,
+        what + ": tokens" + text(got[i].token_ids) + " vs" + text(want[i].token_ids) + " at TP = 1",
+        where);
     expect_close(torch::tensor(got[i].logprobs), torch::tensor(want[i].logprobs),
                  what + " log-probs", where);
   }
