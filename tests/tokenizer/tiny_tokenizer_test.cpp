@@ -1,7 +1,7 @@
 // Encode/decode on a hand-written tokenizer.json (data/tiny_tokenizer.json): 15 vocab
 // entries, 4 merges, GPT-2 pre-split, NFC, and added tokens exercising every flag.
 // BPE expectations are worked by hand (shown per case); every expectation was also
-// confirmed with HF tokenizers 0.22 (tools/tokenizer/oracle.js encode|decode).
+// confirmed with HF tokenizers (tools/python/tokenizer_oracle.py encode|decode).
 #include <gtest/gtest.h>
 
 #include "aspen/tokenizer/tokenizer.h"

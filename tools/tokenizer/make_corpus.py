@@ -9,7 +9,8 @@ Unicode whitespace, long digit runs, contractions in any case, special tokens in
 text, leading/trailing spaces, and random mixes of all of those.
 
 Usage: python3 tools/tokenizer/make_corpus.py [out.jsonl]
-Then:  node tools/tokenizer/oracle.js golden   (writes qwen3_golden.jsonl)
+Then:  "$(scripts/venv-path)/bin/python" tools/python/tokenizer_oracle.py golden
+       (HF tokenizers from PyPI; writes qwen3_golden.jsonl)
 """
 import json
 import os

