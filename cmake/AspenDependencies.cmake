@@ -1,5 +1,49 @@
-# Third-party dependencies. Every one is a Debian package installed by scripts/setup.
-find_package(Torch REQUIRED)
+# Third-party dependencies: Debian packages and the torch wheel, all installed by
+# scripts/setup.
+
+# --- Torch: the PyPI wheel in scripts/setup's virtualenv ------------------------------
+# ASPEN_PYTHON names the Python whose torch Aspen builds against. By default it is the
+# virtualenv scripts/setup made, found from the same hash of the pinned requirements
+# (scripts/venv-path); scripts/gpu-check passes a machine's own CUDA Python instead.
+set(ASPEN_PYTHON "" CACHE FILEPATH "Python whose torch Aspen builds against (default: scripts/setup's virtualenv)")
+if(NOT ASPEN_PYTHON)
+  if(DEFINED ENV{ASPEN_VENV} AND NOT "$ENV{ASPEN_VENV}" STREQUAL "")
+    set(aspen_venv "$ENV{ASPEN_VENV}")
+  else()
+    file(SHA256 ${PROJECT_SOURCE_DIR}/tools/python/requirements.txt aspen_requirements_hash)
+    string(SUBSTRING "${aspen_requirements_hash}" 0 16 aspen_requirements_hash)
+    set(aspen_venv "$ENV{HOME}/.cache/aspen/venv-${aspen_requirements_hash}")
+  endif()
+  if(NOT EXISTS "${aspen_venv}/bin/python")
+    message(FATAL_ERROR "no torch virtualenv at ${aspen_venv}: run scripts/setup first "
+                        "(or pass -DASPEN_PYTHON=/path/to/python that has torch)")
+  endif()
+  set(ASPEN_PYTHON "${aspen_venv}/bin/python" CACHE FILEPATH "" FORCE)
+endif()
+execute_process(
+  COMMAND "${ASPEN_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+  OUTPUT_VARIABLE aspen_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE
+  ERROR_VARIABLE aspen_torch_error RESULT_VARIABLE aspen_torch_status)
+if(NOT aspen_torch_status EQUAL 0)
+  message(FATAL_ERROR "ASPEN_PYTHON=${ASPEN_PYTHON} cannot import torch: ${aspen_torch_error}")
+endif()
+list(PREPEND CMAKE_PREFIX_PATH "${aspen_torch_prefix}")
+
+# The wheel is CUDA-enabled, so torch's config describes its CUDA libraries through
+# the installed toolkit: nvcc from PATH or /usr/local/cuda. No GPU is needed to
+# configure or build. The architecture list only matters for CUDA sources compiled
+# here; without a GPU torch cannot detect one, so it is stated.
+if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+  find_program(aspen_nvcc nvcc HINTS /usr/local/cuda/bin)
+  if(aspen_nvcc)
+    set(CMAKE_CUDA_COMPILER "${aspen_nvcc}" CACHE FILEPATH "" FORCE)
+  endif()
+endif()
+if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST "8.0;9.0" CACHE STRING "CUDA architectures for CUDA sources")
+endif()
+find_package(Torch 2.10 REQUIRED)
+
 find_package(nlohmann_json 3 REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 REQUIRED)
@@ -10,8 +54,7 @@ pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)  # cppzmq is header-only 
 find_package(Threads REQUIRED)
 
 # Torch's CMake config exports plain variables; wrap them in one target so modules
-# can say TORCH like any other dependency. TORCH_CXX_FLAGS carries the ABI flag and,
-# on Debian, USE_C10D_GLOO / USE_DISTRIBUTED.
+# can say TORCH like any other dependency. TORCH_CXX_FLAGS carries the ABI flag.
 add_library(TORCH INTERFACE IMPORTED)
 target_link_libraries(TORCH INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
 target_include_directories(TORCH SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
