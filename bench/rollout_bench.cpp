@@ -1,5 +1,7 @@
 #include "bench/rollout_bench.h"
 
+#include "aspen/parallel/device.h"
+
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -121,14 +123,17 @@ QwenForCausalLM make_bench_model(uint64_t seed) {
 nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   if (options.threads > 0) at::set_num_threads(options.threads);
   torch::NoGradGuard no_grad;
+  const torch::Device device = device_from_option(options.device, "--device");
   QwenForCausalLM model =
       options.model_dir.empty() ? make_bench_model() : load_pretrained_model(options.model_dir);
+  model->to(device);
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
   nlohmann::json result;
   result["model"] = {{"source", options.model_dir.empty() ? "random qwen3" : options.model_dir},
                      {"parameters", parameters},
-                     {"threads", at::get_num_threads()}};
+                     {"threads", at::get_num_threads()},
+                     {"device", device.str()}};
   // Warm-up: first calls pay for allocator and thread-pool start-up.
   time_generate(model, bench_engine_config(2, 256),
                 fixed_requests(2, 16, 4, model->config.vocab_size, 0));

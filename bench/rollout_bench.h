@@ -23,6 +23,7 @@ struct RolloutBenchOptions {
   int64_t long_tail_requests = 48;
   int64_t long_tail_parallel = 8;
   int threads = 0;  // torch intra-op threads; 0: leave as is
+  std::string device = "cpu";  // cpu | cuda | cuda:N (parallel/device.h)
 };
 
 // A random Qwen3-architecture model of about 10M parameters (vocab 8192).

@@ -1,8 +1,10 @@
-// `aspen bench pipeline [CONFIG.yaml] [key=value ...] --json [--no-dispatch]`: sync
-// against async ASP on the same work (bench/pipeline_bench.h).
+// `aspen bench pipeline [CONFIG.yaml] [key=value ...] --json [--no-dispatch] [--device D]`:
+// sync against async ASP on the same work (bench/pipeline_bench.h). --device D is
+// train.device=D rollout.device=D.
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
 #include "bench/pipeline_bench.h"
 
 namespace aspen::cli {
@@ -12,14 +14,18 @@ void setup(CLI::App& root) {
   auto options = std::make_shared<PipelineBenchOptions>();
   auto json = std::make_shared<bool>(true);
   auto no_dispatch = std::make_shared<bool>(false);
+  auto device = std::make_shared<std::string>("cpu");
   CLI::App* command = bench_group(root).add_subcommand(
       "pipeline", "Sync vs async (ASP) RL pipeline on the same work, and dispatch policies");
   command->add_option("config", options->arguments,
                       "CONFIG.yaml and/or key.sub=value overrides (default: built-in workload)");
   command->add_flag("--json", *json, "print JSON (the only format)");
   command->add_flag("--no-dispatch", *no_dispatch, "skip the dispatch-policy comparison");
-  on_run(command, [options, no_dispatch] {
+  add_device_option(command, *device);
+  on_run(command, [options, no_dispatch, device] {
     options->compare_dispatch = !*no_dispatch;
+    options->arguments.push_back("train.device=" + *device);
+    options->arguments.push_back("rollout.device=" + *device);
     std::cout << run_pipeline_bench(*options).dump(2) << '\n';
     return 0;
   });

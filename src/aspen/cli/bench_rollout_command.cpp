@@ -1,9 +1,10 @@
-// `aspen bench rollout [--model DIR] [--threads N] --json`: prefill/decode tokens/s
+// `aspen bench rollout [--model DIR] [--threads N] [--device D] --json`: prefill/decode tokens/s
 // over prompt length x generation length x parallel sequences, and continuous vs
 // static batching on a long-tail workload (bench/rollout_bench.h).
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
 #include "bench/rollout_bench.h"
 
 namespace aspen::cli {
@@ -16,6 +17,7 @@ void setup(CLI::App& root) {
   command->add_option("--model", options->model_dir,
                       "HF model directory (default: random ~10M Qwen3)");
   command->add_option("--threads", options->threads, "torch intra-op threads (0: default)");
+  add_device_option(command, options->device);
   command->add_option("--prompt-lens", options->prompt_lens, "grid prompt lengths")
       ->capture_default_str();
   command->add_option("--gen-lens", options->gen_lens, "grid generation lengths")

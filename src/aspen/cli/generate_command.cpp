@@ -17,7 +17,9 @@
 #include <optional>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
+#include "aspen/parallel/device.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
@@ -38,6 +40,7 @@ struct GenerateOptions {
   std::optional<int64_t> top_k;
   std::optional<uint64_t> seed;
   std::string dtype = "fp32";
+  std::string device = "cpu";
   int64_t kv_cache_mb = 512;
   bool json = false;
 };
@@ -121,8 +124,8 @@ int run_generate(const GenerateOptions& options) {
   check_input(options.n >= 1, "--n must be >= 1", "command line");
   const std::vector<PromptInput> prompts = read_prompts(options);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
-  QwenForCausalLM model =
-      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype));
+  QwenForCausalLM model = load_pretrained_model(
+      options.model_dir, parse_compute_dtype(options.dtype), device_from_option(options.device, "--device"));
   const auto generation = read_generation_config(options.model_dir);
 
   EngineConfig engine_config;
@@ -189,6 +192,7 @@ void setup(CLI::App& root) {
   command->add_option("--seed", options->seed, "seed; prompt i uses seed + i");
   command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
       ->capture_default_str();
+  add_device_option(command, options->device);
   command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
       ->capture_default_str();
   command->add_flag("--json", options->json, "one JSON object per completion");

@@ -1,4 +1,4 @@
-// `aspen logprobs --model DIR [--dtype fp32|bf16]`
+// `aspen logprobs --model DIR [--dtype fp32|bf16] [--device cpu|cuda[:N]]`
 //   stdin:  one {"tokens":[...]} per line
 //   stdout: one {"logprobs":[...]} per line; entry i = log p(tokens[i+1] | tokens[0..i]),
 //           n-1 entries, accumulated in fp32 whatever the compute dtype.
@@ -7,9 +7,11 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/model/pretrained.h"
+#include "aspen/parallel/device.h"
 
 namespace aspen::cli {
 namespace {
@@ -17,6 +19,7 @@ namespace {
 struct LogprobsOptions {
   std::string model_dir;
   std::string dtype = "fp32";
+  std::string device = "cpu";
 };
 
 torch::Tensor parse_tokens(const nlohmann::json& line, int64_t vocab_size,
@@ -42,8 +45,9 @@ torch::Tensor parse_tokens(const nlohmann::json& line, int64_t vocab_size,
 
 int run_logprobs(const LogprobsOptions& options) {
   torch::NoGradGuard no_grad;
+  const torch::Device device = device_from_option(options.device, "--device");
   QwenForCausalLM model =
-      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype));
+      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
   model->eval();
   JsonlReader reader(std::cin, "stdin");
   nlohmann::json line;
@@ -51,8 +55,10 @@ int run_logprobs(const LogprobsOptions& options) {
     const torch::Tensor ids = parse_tokens(line, model->config.vocab_size, reader.location());
     std::vector<float> logprobs;
     if (ids.numel() >= 2) {
-      const torch::Tensor cu_seqlens = torch::tensor({int64_t{0}, ids.numel()}, torch::kInt64);
-      const torch::Tensor result = model->token_logprobs(ids, cu_seqlens).logprobs.contiguous();
+      const torch::Tensor cu_seqlens =
+          torch::tensor({int64_t{0}, ids.numel()}, torch::kInt64).to(device);
+      const torch::Tensor result =
+          model->token_logprobs(ids.to(device), cu_seqlens).logprobs.to(torch::kCPU).contiguous();
       logprobs.assign(result.data_ptr<float>(), result.data_ptr<float>() + result.numel());
     }
     write_jsonl(std::cout, nlohmann::json{{"logprobs", logprobs}});
@@ -67,6 +73,7 @@ void setup(CLI::App& root) {
   command->add_option("--model", options->model_dir, "HF model directory")->required();
   command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
       ->capture_default_str();
+  add_device_option(command, options->device);
   on_run(command, [options] { return run_logprobs(*options); });
 }
 

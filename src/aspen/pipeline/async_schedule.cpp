@@ -140,7 +140,7 @@ bool streams_updates(const TrainConfig& config, const RlWorkers& workers) {
 std::vector<QwenForCausalLM> instance_models(const RlSetup& setup, int64_t count) {
   std::vector<QwenForCausalLM> models;
   for (int64_t i = 0; i < count; ++i) {
-    models.push_back(copy_model(setup.model, torch::kFloat, torch::kCPU, /*trainable=*/false));
+    models.push_back(copy_model(setup.model, torch::kFloat, setup.rollout_device, /*trainable=*/false));
   }
   return models;
 }

@@ -125,6 +125,7 @@ class DistributedSyncSchedule : public Schedule {
     }
     if (serves_) {
       QwenForCausalLM rollout_model(setup_.model->config, instance_tp);
+      rollout_model->to(setup_.rollout_device);
       {
         torch::NoGradGuard no_grad;
         std::map<std::string, torch::Tensor> full;

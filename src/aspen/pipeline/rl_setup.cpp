@@ -7,6 +7,8 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
+#include "aspen/parallel/device.h"
+#include "aspen/parallel/dist_env.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/tasks/jsonl_dataset.h"
 #include "aspen/tasks/task_registry.h"
@@ -112,12 +114,19 @@ std::string sft_answer(const RlSetup& setup, const TaskExample& example) {
 
 RlSetup build_rl_setup(const TrainConfig& config) {
   RlSetup setup;
+  // Devices first: a GPU asked for but missing fails before any data or model work.
+  const int local_rank = dist_env_present() ? read_dist_env().local_rank : 0;
+  setup.train_device = resolve_device(parse_device_spec(config.train.device, "train.device"),
+                                      local_rank, "train.device");
+  setup.rollout_device = resolve_device(
+      parse_device_spec(config.rollout.device, "rollout.device"), local_rank, "rollout.device");
   load_data(config, setup);
   if (config.model.path.empty()) {
     build_builtin_model(config, setup);
   } else {
     load_pretrained(config, setup);
   }
+  setup.model->to(setup.train_device);
   return setup;
 }
 

@@ -18,6 +18,10 @@
 namespace aspen {
 
 struct RlSetup {
+  // train.device and rollout.device, resolved for this rank (parallel/device.h). The
+  // policy `model` lives on train_device; rollout engines copy it to rollout_device.
+  torch::Device train_device = torch::kCPU;
+  torch::Device rollout_device = torch::kCPU;
   std::shared_ptr<const Tokenizer> tokenizer;
   std::string tokenizer_json;  // the tokenizer.json text, to export with the model
   QwenForCausalLM model{nullptr};

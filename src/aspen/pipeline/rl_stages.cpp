@@ -97,6 +97,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
     check_input(config.algorithm.name != "ppo", "the critic is not tensor-parallel",
                 "algorithm.name", "use placement.train.tp=1 for ppo");
     trained = QwenForCausalLM(setup.model->config, tensor_parallel);
+    trained->to(setup.train_device);
     std::map<std::string, torch::Tensor> full;
     for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
     trained->load_state(full, "policy, sharded for tensor parallelism");

@@ -30,7 +30,7 @@ class SyncSchedule : public Schedule {
         workers_(context.workers),
         trace_(context.trace),
         prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed),
-        engine_(copy_model(setup_.model, torch::kFloat, torch::kCPU, /*trainable=*/false),
+        engine_(copy_model(setup_.model, torch::kFloat, setup_.rollout_device, /*trainable=*/false),
                 rollout_engine_config(config_, setup_), setup_.tokenizer),
         dock_(std::make_shared<InProcessTransport>(
             std::make_shared<InProcessDock>(make_rl_schema(workers_.schema),

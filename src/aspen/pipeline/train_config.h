@@ -90,6 +90,9 @@ struct RolloutSection {
   // Synthetic long-tail workload (benchmarks): this fraction of prompt groups, picked
   // by group id, must generate max_tokens (min_tokens = max_tokens). 0: off.
   double long_tail_fraction = 0.0;
+  // Where the rollout engine runs (its model copy and KV cache): cpu | cuda | cuda:N.
+  // Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
+  std::string device = "cpu";
 };
 
 struct TrainSection {
@@ -111,6 +114,9 @@ struct TrainSection {
   int64_t sft_batch_size = 32;
   double sft_lr = 2e-3;
   double critic_lr = 1e-4;  // ppo: the critic's learning rate
+  // Where the trainer runs (policy, reference, critic, optimizer state): cpu | cuda |
+  // cuda:N. Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
+  std::string device = "cpu";
 };
 
 struct PipelineSection {
