@@ -18,16 +18,13 @@
 #include "aspen/train/optimizer.h"
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 ModelConfig bench_config(const ReshardBenchOptions& options) {
   ModelConfig c;

@@ -10,15 +10,12 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::vector<GenerationRequest> fixed_requests(int64_t count, int64_t prompt_len, int64_t gen_len,
                                               int64_t vocab, uint64_t seed) {

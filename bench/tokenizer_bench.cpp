@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aspen/tokenizer/tokenizer.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
@@ -58,10 +59,6 @@ std::vector<std::string> make_paragraphs(size_t target_bytes) {
     paragraphs.push_back(std::move(paragraph));
   }
   return paragraphs;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

@@ -60,3 +60,17 @@ target_link_libraries(TORCH INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
 target_include_directories(TORCH SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(ASPEN_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(TORCH INTERFACE ${ASPEN_TORCH_CXX_FLAGS})
+
+# The wheel's CUDA libraries (site-packages/nvidia/*/lib: cudart, cuBLAS, NCCL, cuDNN
+# of the CUDA release torch was built with) come first, at link time and at run time.
+# Torch's config also names the installed toolkit's cudart and nvrtc, and the toolkit's
+# lib folder holds an older NCCL: found first, it leaves libtorch_cuda's newer NCCL
+# symbols undefined at link time, and a cudart older than torch's would be loaded for
+# every library at run time.
+get_filename_component(aspen_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+file(GLOB aspen_wheel_cuda_dirs LIST_DIRECTORIES true "${aspen_torch_lib_dir}/../../nvidia/*/lib")
+if(aspen_wheel_cuda_dirs)
+  string(JOIN ":" aspen_wheel_cuda_path ${aspen_wheel_cuda_dirs})
+  target_link_options(TORCH INTERFACE "LINKER:-rpath-link,${aspen_wheel_cuda_path}"
+                      "LINKER:-rpath,${aspen_wheel_cuda_path}")
+endif()

@@ -10,6 +10,8 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "aspen/model/weights_init.h"

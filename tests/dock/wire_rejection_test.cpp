@@ -13,7 +13,7 @@
 namespace aspen {
 namespace {
 
-constexpr char kToken[] = "the-right-token";
+constexpr char kRightToken[] = "the-right-token";
 
 // Sends raw frames on a fresh DEALER and returns the reply frames (fails on timeout).
 std::vector<zmq::message_t> raw_call(const std::string& endpoint,
@@ -46,11 +46,11 @@ class WireRejectionTest : public ::testing::Test {
  protected:
   WireRejectionTest()
       : controller(std::make_shared<DockController>(testing::two_consumer_schema())),
-        service(controller, ZmqServiceOptions{"tcp://127.0.0.1:*", kToken, 4096}) {}
+        service(controller, ZmqServiceOptions{"tcp://127.0.0.1:*", kRightToken, 4096}) {}
 
   // A healthy request still works after each bad one.
   void expect_still_serving() {
-    RemoteController client(RpcClientOptions{service.endpoint(), kToken, 5.0});
+    RemoteController client(RpcClientOptions{service.endpoint(), kRightToken, 5.0});
     EXPECT_EQ(client.schema().consumers().size(), 2u);
   }
 
@@ -98,9 +98,9 @@ TEST_F(WireRejectionTest, TruncatedAndMalformedFramesAreRejected) {
       "\x05\x00\x00\x00"
       "act",
       7);
-  auto frames = encode_message(claim, kToken);
+  auto frames = encode_message(claim, kRightToken);
   reply = raw_call(service.endpoint(), std::move(frames));
-  WireMessage answer = decode_message(reply, kToken, 1 << 20);
+  WireMessage answer = decode_message(reply, kRightToken, 1 << 20);
   EXPECT_EQ(answer.status, kWireError);
   EXPECT_NE(error_text(answer).find("truncated"), std::string::npos);
   expect_still_serving();
@@ -111,7 +111,7 @@ TEST_F(WireRejectionTest, OversizedMessageIsRejected) {
   WireMessage big;
   big.op = 1;
   big.tensors.push_back(torch::zeros({8192}, torch::kUInt8));  // over the 4096-byte limit
-  auto reply = raw_call(service.endpoint(), encode_message(big, kToken));
+  auto reply = raw_call(service.endpoint(), encode_message(big, kRightToken));
   EXPECT_NE(rejection_text(reply).find("exceeds the limit"), std::string::npos);
   expect_still_serving();
   EXPECT_EQ(service.wire_metrics()["rejected"], 1);
@@ -125,9 +125,9 @@ TEST(WireFormatTest, TensorsRoundTripWithDtypeAndShape) {
                      torch::tensor({true, false}), torch::empty({0, 5}, torch::kInt64),
                      torch::arange(6, torch::kInt64).reshape({2, 3}).t(),  // non-contiguous
                      torch::ones({2}, torch::kBFloat16)};
-  std::vector<zmq::message_t> frames = encode_message(message, kToken);
+  std::vector<zmq::message_t> frames = encode_message(message, kRightToken);
   EXPECT_EQ(frames.size(), 2u + 2 * message.tensors.size());
-  WireMessage decoded = decode_message(frames, kToken, 1 << 20);
+  WireMessage decoded = decode_message(frames, kRightToken, 1 << 20);
   EXPECT_EQ(decoded.op, 33);
   EXPECT_EQ(decoded.body, "body");
   ASSERT_EQ(decoded.tensors.size(), message.tensors.size());
@@ -141,15 +141,15 @@ TEST(WireFormatTest, TensorsRoundTripWithDtypeAndShape) {
 TEST(WireFormatTest, DataFrameOfTheWrongSizeIsRejected) {
   WireMessage message;
   message.tensors = {torch::zeros({4}, torch::kFloat32)};
-  std::vector<zmq::message_t> frames = encode_message(message, kToken);
+  std::vector<zmq::message_t> frames = encode_message(message, kRightToken);
   frames.back() = zmq::message_t(15);  // 15 bytes for 4 floats
-  EXPECT_THROW(decode_message(frames, kToken, 1 << 20), Error);
+  EXPECT_THROW(decode_message(frames, kRightToken, 1 << 20), Error);
 }
 
 TEST(WarehouseServiceTest, RemotePutGetEraseAcrossTheWire) {
   auto store = std::make_shared<Warehouse>();
-  WarehouseService service(store, ZmqServiceOptions{"tcp://127.0.0.1:*", kToken});
-  RemoteWarehouse remote(RpcClientOptions{service.endpoint(), kToken, 5.0});
+  WarehouseService service(store, ZmqServiceOptions{"tcp://127.0.0.1:*", kRightToken});
+  RemoteWarehouse remote(RpcClientOptions{service.endpoint(), kRightToken, 5.0});
   std::vector<RowInfo> infos = {testing::row_info(0, 1, 3), testing::row_info(0, 1, 5)};
   remote.put({7, 8}, testing::columns_for(infos, {70, 80}));
   EXPECT_EQ(store->rows_held(), 2);

@@ -11,6 +11,7 @@
 
 #include "run_command.h"
 #include "worker/actor_dp_problem.h"
+#include "parallel/binaries.h"
 
 namespace aspen {
 namespace {
@@ -18,8 +19,6 @@ namespace {
 using testing::DpKind;
 using testing::DpRun;
 
-const std::string kAspen = ASPEN_CLI_PATH;
-const std::string kWorker = ASPEN_DIST_WORKER_PATH;
 constexpr int kUpdates = 3;
 
 struct RankResult {

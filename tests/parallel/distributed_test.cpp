@@ -11,14 +11,13 @@
 #include "aspen/parallel/launcher.h"
 #include "run_command.h"
 #include "worker/dp_problem.h"
+#include "parallel/binaries.h"
 
 namespace aspen {
 namespace {
 
 using testing::run_command;
 
-const std::string kAspen = ASPEN_CLI_PATH;
-const std::string kWorker = ASPEN_DIST_WORKER_PATH;
 
 std::string rank_env(int rank, int world, int port, const std::string& extra = "") {
   return "env RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +

@@ -7,13 +7,13 @@
 
 #include "aspen/util/error.h"
 #include "run_command.h"
+#include "parallel/binaries.h"
 
 namespace aspen {
 namespace {
 
 using testing::run_command;
 
-const std::string kAspen = ASPEN_CLI_PATH;
 
 TEST(Launcher, RankEnvironmentFollowsTorchrun) {
   LaunchOptions options;

@@ -13,7 +13,7 @@
 namespace aspen {
 namespace {
 
-std::string error_of(const std::function<void()>& call) {
+std::string error_from(const std::function<void()>& call) {
   try {
     call();
   } catch (const Error& e) {
@@ -82,7 +82,7 @@ TEST(ShardSpec, FullShapeInvertsTakeShard) {
 }
 
 std::string range_error(ShardSpec spec, int64_t extent, int rank, int size) {
-  return error_of([&] { shard_range(spec, extent, rank, size, "q_proj"); });
+  return error_from([&] { shard_range(spec, extent, rank, size, "q_proj"); });
 }
 
 TEST(ShardSpec, ErrorsNameTheTensorAndTheMismatch) {
@@ -95,7 +95,7 @@ TEST(ShardSpec, ErrorsNameTheTensorAndTheMismatch) {
   EXPECT_NE(range_error({0, 2}, 16, 0, 3).find("TP size 3 is not a multiple of its 2 blocks"),
             std::string::npos);
   EXPECT_NE(range_error({0, 2}, 16, 2, 2).find("TP rank 2 is not in [0, 2)"), std::string::npos);
-  const std::string no_dim = error_of([] {
+  const std::string no_dim = error_from([] {
     take_shard(torch::zeros({4}), ShardSpec{1, 2}, 0, 2, "bias");
   });
   EXPECT_NE(no_dim.find("split dim 1 does not exist"), std::string::npos) << no_dim;

@@ -9,12 +9,11 @@
 #include <vector>
 
 #include "run_command.h"
+#include "parallel/binaries.h"
 
 namespace aspen {
 namespace {
 
-const std::string kAspen = ASPEN_CLI_PATH;
-const std::string kWorker = ASPEN_DIST_WORKER_PATH;
 
 // Launches `ranks` workers running tp_check on `cases`; expects "rank R tp CASE ok"
 // from every rank for every case.

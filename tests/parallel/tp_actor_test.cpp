@@ -6,12 +6,11 @@
 #include <vector>
 
 #include "run_command.h"
+#include "parallel/binaries.h"
 
 namespace aspen {
 namespace {
 
-const std::string kAspen = ASPEN_CLI_PATH;
-const std::string kWorker = ASPEN_DIST_WORKER_PATH;
 
 void expect_actor_cases_pass(int ranks, const std::vector<std::string>& cases) {
   std::string args;

@@ -11,6 +11,7 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
 #include "run_command.h"
+#include "parallel/binaries.h"
 
 namespace aspen {
 namespace {
@@ -18,7 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_command;
 
-const std::string kAspen = ASPEN_CLI_PATH;
 
 // A 1-layer model that SFT brings to ~30% on 1-digit addition, so rewards vary within
 // groups and every update has a real gradient (not Adam-amplified rounding noise).

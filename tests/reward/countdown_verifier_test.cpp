@@ -11,7 +11,7 @@ namespace {
 
 const nlohmann::json kTruth = {{"target", 24}, {"numbers", {4, 6, 1}}};
 
-double grade(const std::string& response, const nlohmann::json& truth = kTruth,
+double grade_countdown(const std::string& response, const nlohmann::json& truth = kTruth,
              const nlohmann::json& options = nlohmann::json::object()) {
   return CountdownVerifier(options).score({"", response, truth});
 }
@@ -50,46 +50,46 @@ TEST(ArithmeticExpression, DivisionByZeroAndOverflowAreWellFormedWithoutValue) {
 }
 
 TEST(CountdownVerifier, CorrectEquationsScoreOne) {
-  EXPECT_EQ(grade("4*6*1"), 1.0);
-  EXPECT_EQ(grade("(6 - 1 - 1) * 6"), 0.0);  // 1 and 6 used twice, 4 unused
-  EXPECT_EQ(grade("<think>try</think><answer>6*4/1</answer>"), 1.0);
-  EXPECT_EQ(grade("some reasoning\n6*4*1 = 24\n"), 1.0);
-  EXPECT_EQ(grade("24 = 1*6*4."), 1.0);
+  EXPECT_EQ(grade_countdown("4*6*1"), 1.0);
+  EXPECT_EQ(grade_countdown("(6 - 1 - 1) * 6"), 0.0);  // 1 and 6 used twice, 4 unused
+  EXPECT_EQ(grade_countdown("<think>try</think><answer>6*4/1</answer>"), 1.0);
+  EXPECT_EQ(grade_countdown("some reasoning\n6*4*1 = 24\n"), 1.0);
+  EXPECT_EQ(grade_countdown("24 = 1*6*4."), 1.0);
   // A fraction on the way that still lands on the target is exact.
-  EXPECT_EQ(grade("(7/3)*3", {{"target", 7}, {"numbers", {7, 3, 3}}}), 1.0);
-  EXPECT_EQ(grade("6/(1-3/4)", {{"target", 24}, {"numbers", {6, 1, 3, 4}}}), 1.0);
+  EXPECT_EQ(grade_countdown("(7/3)*3", {{"target", 7}, {"numbers", {7, 3, 3}}}), 1.0);
+  EXPECT_EQ(grade_countdown("6/(1-3/4)", {{"target", 24}, {"numbers", {6, 1, 3, 4}}}), 1.0);
 }
 
 TEST(CountdownVerifier, RuleBreakingScoresZero) {
-  EXPECT_EQ(grade("4*6*1*1"), 0.0);  // 1 used twice
-  EXPECT_EQ(grade("4*6"), 0.0);      // 1 unused
-  EXPECT_EQ(grade("4*6*1+0"), 0.0);  // foreign number
-  EXPECT_EQ(grade("4*6*1.0"), 0.0);  // decimal
-  EXPECT_EQ(grade("4x6x1"), 0.0);    // invalid characters
-  EXPECT_EQ(grade("-4*-6*1"), 0.0);  // unary minus
-  EXPECT_EQ(grade("I cannot do it"), 0.0);
-  EXPECT_EQ(grade(""), 0.0);
-  EXPECT_EQ(grade("<answer>4*6*1"), 0.0);  // unclosed tag
-  EXPECT_EQ(grade("4*6 = 1*24"), 0.0);     // two expressions
+  EXPECT_EQ(grade_countdown("4*6*1*1"), 0.0);  // 1 used twice
+  EXPECT_EQ(grade_countdown("4*6"), 0.0);      // 1 unused
+  EXPECT_EQ(grade_countdown("4*6*1+0"), 0.0);  // foreign number
+  EXPECT_EQ(grade_countdown("4*6*1.0"), 0.0);  // decimal
+  EXPECT_EQ(grade_countdown("4x6x1"), 0.0);    // invalid characters
+  EXPECT_EQ(grade_countdown("-4*-6*1"), 0.0);  // unary minus
+  EXPECT_EQ(grade_countdown("I cannot do it"), 0.0);
+  EXPECT_EQ(grade_countdown(""), 0.0);
+  EXPECT_EQ(grade_countdown("<answer>4*6*1"), 0.0);  // unclosed tag
+  EXPECT_EQ(grade_countdown("4*6 = 1*24"), 0.0);     // two expressions
 }
 
 TEST(CountdownVerifier, WellFormedButWrongGetsFormatScore) {
-  EXPECT_DOUBLE_EQ(grade("4+6+1"), 0.1);
-  EXPECT_DOUBLE_EQ(grade("4/(1-1)*6", {{"target", 24}, {"numbers", {4, 1, 1, 6}}}), 0.1);
-  EXPECT_DOUBLE_EQ(grade("4+6+1", kTruth, {{"format_score", 0.0}}), 0.0);
-  EXPECT_DOUBLE_EQ(grade("4*6*1*1", kTruth, {{"wrong_numbers_score", 0.05}}), 0.05);
+  EXPECT_DOUBLE_EQ(grade_countdown("4+6+1"), 0.1);
+  EXPECT_DOUBLE_EQ(grade_countdown("4/(1-1)*6", {{"target", 24}, {"numbers", {4, 1, 1, 6}}}), 0.1);
+  EXPECT_DOUBLE_EQ(grade_countdown("4+6+1", kTruth, {{"format_score", 0.0}}), 0.0);
+  EXPECT_DOUBLE_EQ(grade_countdown("4*6*1*1", kTruth, {{"wrong_numbers_score", 0.05}}), 0.05);
 }
 
 TEST(CountdownVerifier, LastAnswerTagWinsAndCanBeRequired) {
-  EXPECT_EQ(grade("<answer>4+6+1</answer> oops <answer>4*6*1</answer>"), 1.0);
-  EXPECT_EQ(grade("4*6*1", kTruth, {{"require_answer_tag", true}}), 0.0);
-  EXPECT_EQ(grade("<answer>4*6*1</answer>", kTruth, {{"require_answer_tag", true}}), 1.0);
+  EXPECT_EQ(grade_countdown("<answer>4+6+1</answer> oops <answer>4*6*1</answer>"), 1.0);
+  EXPECT_EQ(grade_countdown("4*6*1", kTruth, {{"require_answer_tag", true}}), 0.0);
+  EXPECT_EQ(grade_countdown("<answer>4*6*1</answer>", kTruth, {{"require_answer_tag", true}}), 1.0);
 }
 
 TEST(CountdownVerifier, BadGroundTruthOrOptionsAreErrors) {
-  EXPECT_THROW(grade("1", {{"target", 24}}), Error);
-  EXPECT_THROW(grade("1", {{"target", "24"}, {"numbers", {1}}}), Error);
-  EXPECT_THROW(grade("1", {{"target", 24}, {"numbers", {1.5}}}), Error);
+  EXPECT_THROW(grade_countdown("1", {{"target", 24}}), Error);
+  EXPECT_THROW(grade_countdown("1", {{"target", "24"}, {"numbers", {1}}}), Error);
+  EXPECT_THROW(grade_countdown("1", {{"target", 24}, {"numbers", {1.5}}}), Error);
   EXPECT_THROW(CountdownVerifier(nlohmann::json{{"format", 0.1}}), Error);
 }
 

@@ -10,7 +10,7 @@
 namespace aspen {
 namespace {
 
-double grade(const std::string& response, const nlohmann::json& truth,
+double grade_math(const std::string& response, const nlohmann::json& truth,
              const nlohmann::json& options = nlohmann::json::object()) {
   MathVerifier verifier(MathVerifierOptions::from_json(options));
   return verifier.score({"", response, truth});
@@ -70,61 +70,61 @@ TEST(AnswerNormalizer, ParseNumberRejectsNonNumbers) {
 }
 
 TEST(MathVerifier, TrickyEqualAnswers) {
-  EXPECT_EQ(grade("\\boxed{1,000}", 1000), 1.0);
-  EXPECT_EQ(grade("\\boxed{\\frac{1}{2}}", "0.5"), 1.0);
-  EXPECT_EQ(grade("\\boxed{\\dfrac12}", "1/2"), 1.0);
-  EXPECT_EQ(grade("\\boxed{\xE2\x88\x92"
+  EXPECT_EQ(grade_math("\\boxed{1,000}", 1000), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{\\frac{1}{2}}", "0.5"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{\\dfrac12}", "1/2"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{\xE2\x88\x92"
                   "3}",
                   "-3"),
             1.0);  // U+2212 minus
-  EXPECT_EQ(grade("\\boxed{3.0}", "3"), 1.0);
-  EXPECT_EQ(grade("\\boxed{$5$}", 5), 1.0);
-  EXPECT_EQ(grade("\\boxed{\\frac{\\sqrt{2}}{2}}", "\\dfrac{\\sqrt2}{2}"), 1.0);
-  EXPECT_EQ(grade("\\boxed{1} no wait \\boxed{2}", "2"), 1.0);
-  EXPECT_EQ(grade("\\boxed{2} no wait \\boxed{1}", "2"), 0.0);
-  EXPECT_EQ(grade("so #### 1,234", 1234), 1.0);
-  EXPECT_EQ(grade("\\boxed{2.5e-1}", "1/4"), 1.0);
-  EXPECT_EQ(grade("\\boxed{+7.}", 7), 1.0);
-  EXPECT_EQ(grade("\\boxed{0.5}", 0.5), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{3.0}", "3"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{$5$}", 5), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{\\frac{\\sqrt{2}}{2}}", "\\dfrac{\\sqrt2}{2}"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{1} no wait \\boxed{2}", "2"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{2} no wait \\boxed{1}", "2"), 0.0);
+  EXPECT_EQ(grade_math("so #### 1,234", 1234), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{2.5e-1}", "1/4"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{+7.}", 7), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{0.5}", 0.5), 1.0);
 }
 
 TEST(MathVerifier, WrongAnswersScoreWrong) {
-  EXPECT_EQ(grade("\\boxed{1001}", 1000), 0.0);
-  EXPECT_EQ(grade("\\boxed{-3}", 3), 0.0);
-  EXPECT_EQ(grade("\\boxed{\\frac{1}{3}}", "0.33"), 0.0);
-  EXPECT_EQ(grade("\\boxed{x^2}", "x^3"), 0.0);
-  EXPECT_EQ(grade("\\boxed{x^2}", "x^{2}"), 0.0);  // no symbolic equivalence
+  EXPECT_EQ(grade_math("\\boxed{1001}", 1000), 0.0);
+  EXPECT_EQ(grade_math("\\boxed{-3}", 3), 0.0);
+  EXPECT_EQ(grade_math("\\boxed{\\frac{1}{3}}", "0.33"), 0.0);
+  EXPECT_EQ(grade_math("\\boxed{x^2}", "x^3"), 0.0);
+  EXPECT_EQ(grade_math("\\boxed{x^2}", "x^{2}"), 0.0);  // no symbolic equivalence
 }
 
 TEST(MathVerifier, NoAnswerUsesItsOwnScore) {
-  EXPECT_EQ(grade("I think it is 5", 5), 0.0);
-  EXPECT_EQ(grade("I think it is 5", 5, {{"no_answer_score", -1.0}}), -1.0);
-  EXPECT_EQ(grade("\\boxed{}", 5, {{"no_answer_score", -1.0}}), -1.0);
-  EXPECT_EQ(grade("\\boxed{4}", 5, {{"no_answer_score", -1.0}, {"wrong_score", -0.5}}), -0.5);
+  EXPECT_EQ(grade_math("I think it is 5", 5), 0.0);
+  EXPECT_EQ(grade_math("I think it is 5", 5, {{"no_answer_score", -1.0}}), -1.0);
+  EXPECT_EQ(grade_math("\\boxed{}", 5, {{"no_answer_score", -1.0}}), -1.0);
+  EXPECT_EQ(grade_math("\\boxed{4}", 5, {{"no_answer_score", -1.0}, {"wrong_score", -0.5}}), -0.5);
 }
 
 TEST(MathVerifier, ExtractionModes) {
-  EXPECT_EQ(grade("85", "85", {{"extract", "plain"}}), 1.0);
-  EXPECT_EQ(grade(" 85\n", "85", {{"extract", "plain"}}), 1.0);
-  EXPECT_EQ(grade("85 ", "86", {{"extract", "plain"}}), 0.0);
-  EXPECT_EQ(grade("85", "85"), 0.0);  // auto needs \boxed or ####
-  EXPECT_EQ(grade("#### 5", "5", {{"extract", "boxed"}}), 0.0);
-  EXPECT_EQ(grade("\\boxed{5}", "5", {{"extract", "hash"}}), 0.0);
-  EXPECT_EQ(grade("The answer is 5.", "5", {{"answer_phrase", true}}), 1.0);
-  EXPECT_EQ(grade("The answer is 5.", "5"), 0.0);
+  EXPECT_EQ(grade_math("85", "85", {{"extract", "plain"}}), 1.0);
+  EXPECT_EQ(grade_math(" 85\n", "85", {{"extract", "plain"}}), 1.0);
+  EXPECT_EQ(grade_math("85 ", "86", {{"extract", "plain"}}), 0.0);
+  EXPECT_EQ(grade_math("85", "85"), 0.0);  // auto needs \boxed or ####
+  EXPECT_EQ(grade_math("#### 5", "5", {{"extract", "boxed"}}), 0.0);
+  EXPECT_EQ(grade_math("\\boxed{5}", "5", {{"extract", "hash"}}), 0.0);
+  EXPECT_EQ(grade_math("The answer is 5.", "5", {{"answer_phrase", true}}), 1.0);
+  EXPECT_EQ(grade_math("The answer is 5.", "5"), 0.0);
 }
 
 TEST(MathVerifier, GroundTruthForms) {
-  EXPECT_EQ(grade("\\boxed{72}", "Natalia sold 48/2 = 24 clips...\n#### 72"), 1.0);
-  EXPECT_EQ(grade("\\boxed{0.5}", nlohmann::json::array({"1/3", "1/2"})), 1.0);
-  EXPECT_EQ(grade("\\boxed{2.5}", 2.5), 1.0);
-  EXPECT_THROW(grade("\\boxed{1}", nlohmann::json::object()), Error);
-  EXPECT_THROW(grade("\\boxed{1}", nlohmann::json::array()), Error);
+  EXPECT_EQ(grade_math("\\boxed{72}", "Natalia sold 48/2 = 24 clips...\n#### 72"), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{0.5}", nlohmann::json::array({"1/3", "1/2"})), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{2.5}", 2.5), 1.0);
+  EXPECT_THROW(grade_math("\\boxed{1}", nlohmann::json::object()), Error);
+  EXPECT_THROW(grade_math("\\boxed{1}", nlohmann::json::array()), Error);
 }
 
 TEST(MathVerifier, ToleranceIsConfigurable) {
-  EXPECT_EQ(grade("\\boxed{3.1416}", "3.14159265"), 0.0);
-  EXPECT_EQ(grade("\\boxed{3.1416}", "3.14159265", {{"rel_tol", 1e-4}}), 1.0);
+  EXPECT_EQ(grade_math("\\boxed{3.1416}", "3.14159265"), 0.0);
+  EXPECT_EQ(grade_math("\\boxed{3.1416}", "3.14159265", {{"rel_tol", 1e-4}}), 1.0);
 }
 
 TEST(MathVerifier, BadOptionsAreErrors) {

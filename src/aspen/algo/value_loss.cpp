@@ -16,8 +16,7 @@ ValueLossResult value_loss(const torch::Tensor& values, const torch::Tensor& old
   const auto dtype = values.scalar_type();
   torch::Tensor v_old = old_values.detach().to(dtype);
   torch::Tensor ret = returns.detach().to(dtype);
-  // clamp(v, lo, hi) with tensor bounds, written as min/max so it builds on libtorch 1.13.
-  torch::Tensor v_clip = torch::min(torch::max(values, v_old - clip_range), v_old + clip_range);
+  torch::Tensor v_clip = torch::clamp(values, v_old - clip_range, v_old + clip_range);
   torch::Tensor l1 = (values - ret).pow(2);
   torch::Tensor l2 = (v_clip - ret).pow(2);
   ValueLossResult out;

@@ -122,10 +122,12 @@ int run_generate(const GenerateOptions& options) {
   check_input(options.prompt.has_value() != options.prompts_file.has_value(),
               "give exactly one of --prompt and --prompts", "command line");
   check_input(options.n >= 1, "--n must be >= 1", "command line");
+  // The device first: a GPU asked for but missing fails before any file is read.
+  const torch::Device device = device_from_option(options.device, "--device");
   const std::vector<PromptInput> prompts = read_prompts(options);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
-  QwenForCausalLM model = load_pretrained_model(
-      options.model_dir, parse_compute_dtype(options.dtype), device_from_option(options.device, "--device"));
+  QwenForCausalLM model =
+      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
   const auto generation = read_generation_config(options.model_dir);
 
   EngineConfig engine_config;

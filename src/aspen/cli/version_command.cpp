@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 #include <ATen/Version.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
@@ -43,7 +44,9 @@ nlohmann::json devices_json() {
 nlohmann::json version_json() {
   return {{"aspen", ASPEN_VERSION},
           {"torch", TORCH_VERSION},
-          {"cuda_compiled", at::hasCUDA()},
+          // Built: libtorch_cuda is linked and registered its hooks (at::hasCUDA() would
+          // answer whether a device is usable, which is cuda_available).
+          {"cuda_compiled", at::detail::getCUDAHooks().isBuilt()},
           {"cuda_available", torch::cuda::is_available()},
           {"devices", devices_json()},
           {"blas", blas_name()},

@@ -3,7 +3,7 @@
 namespace aspen {
 namespace {
 
-enum WarehouseOp : uint16_t { kPut = 32, kGet = 33, kErase = 34, kMetrics = 35 };
+enum WarehouseOp : uint16_t { kWarehousePut = 32, kWarehouseGet = 33, kWarehouseErase = 34, kWarehouseMetrics = 35 };
 
 WireMessage message(uint16_t op, std::string body) {
   WireMessage m;
@@ -20,7 +20,7 @@ class WarehouseHandler : public ServiceHandler {
   std::optional<WireMessage> try_handle(const WireMessage& request) override {
     ByteReader r(request.body);
     switch (request.op) {
-      case kPut: {
+      case kWarehousePut: {
         std::vector<RowId> rows = r.get_vector<int64_t>();
         std::vector<std::string> names = r.get_strings();
         r.expect_end();
@@ -37,27 +37,27 @@ class WarehouseHandler : public ServiceHandler {
           }
         }
         warehouse_->put(rows, columns);
-        return message(kPut, {});
+        return message(kWarehousePut, {});
       }
-      case kGet: {
+      case kWarehouseGet: {
         std::vector<RowId> rows = r.get_vector<int64_t>();
         std::vector<std::string> names = r.get_strings();
         r.expect_end();
-        WireMessage reply = message(kGet, {});
+        WireMessage reply = message(kWarehouseGet, {});
         for (ColumnData& column : warehouse_->get(rows, names)) {
           for (torch::Tensor& t : column.values) reply.tensors.push_back(std::move(t));
         }
         return reply;
       }
-      case kErase: {
+      case kWarehouseErase: {
         std::vector<RowId> rows = r.get_vector<int64_t>();
         r.expect_end();
         warehouse_->erase(rows);
-        return message(kErase, {});
+        return message(kWarehouseErase, {});
       }
-      case kMetrics:
+      case kWarehouseMetrics:
         r.expect_end();
-        return message(kMetrics, ByteWriter().put_string(warehouse_->metrics().dump()).take());
+        return message(kWarehouseMetrics, ByteWriter().put_string(warehouse_->metrics().dump()).take());
       default:
         throw Error("unknown warehouse op " + std::to_string(request.op), "dock warehouse");
     }
@@ -83,7 +83,7 @@ void RemoteWarehouse::put(const std::vector<RowId>& rows, const std::vector<Colu
   std::vector<std::string> names;
   for (const ColumnData& column : columns) names.push_back(column.name);
   w.put_strings(names);
-  WireMessage request = message(kPut, w.take());
+  WireMessage request = message(kWarehousePut, w.take());
   for (const ColumnData& column : columns) {
     check_input(column.values.size() == rows.size(),
                 "column '" + column.name + "' does not match the rows", "warehouse put");
@@ -96,7 +96,7 @@ std::vector<ColumnData> RemoteWarehouse::get(const std::vector<RowId>& rows,
                                              const std::vector<std::string>& columns) {
   ByteWriter w;
   w.put_vector<int64_t>(rows).put_strings(columns);
-  WireMessage reply = client_.call(message(kGet, w.take()));
+  WireMessage reply = client_.call(message(kWarehouseGet, w.take()));
   check_input(reply.tensors.size() == rows.size() * columns.size(),
               "warehouse replied with " + std::to_string(reply.tensors.size()) + " tensors",
               "dock warehouse " + client_.endpoint());
@@ -111,11 +111,11 @@ std::vector<ColumnData> RemoteWarehouse::get(const std::vector<RowId>& rows,
 }
 
 void RemoteWarehouse::erase(const std::vector<RowId>& rows) {
-  client_.call(message(kErase, ByteWriter().put_vector<int64_t>(rows).take()));
+  client_.call(message(kWarehouseErase, ByteWriter().put_vector<int64_t>(rows).take()));
 }
 
 nlohmann::json RemoteWarehouse::metrics() {
-  WireMessage reply = client_.call(message(kMetrics, {}));
+  WireMessage reply = client_.call(message(kWarehouseMetrics, {}));
   ByteReader r(reply.body);
   return nlohmann::json::parse(r.get_string());
 }

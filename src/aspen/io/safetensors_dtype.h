@@ -3,8 +3,8 @@
 // Every dtype of the current spec is recognised (so a file using one is
 // described precisely rather than rejected as garbage), with its size in bits:
 // sub-byte types (F4: 4 bits, F6_*: 6 bits) pack elements, so a tensor's byte
-// size is numel * bits / 8 and must come out whole. Only dtypes that torch has in
-// both libtorch 1.13 and 2.x map to a torch::ScalarType; the rest (unsigned wider
+// size is numel * bits / 8 and must come out whole. Only the dtypes Aspen
+// computes with or converts from map to a torch::ScalarType; the rest (unsigned wider
 // than 8 bits, the float8/6/4 variants) can be described but not loaded.
 //
 // Thread safety: immutable tables; safe to use concurrently.

@@ -1,17 +1,9 @@
 #include "aspen/model/tp_layout.h"
 
 #include "aspen/util/error.h"
+#include "aspen/util/strings.h"
 
 namespace aspen {
-namespace {
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
 ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config) {
   const int64_t heads = config.num_attention_heads;
   const int64_t kv_heads = config.num_key_value_heads;

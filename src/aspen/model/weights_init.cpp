@@ -3,17 +3,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "aspen/model/tp_layout.h"
+#include "aspen/util/strings.h"
 
 namespace aspen {
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
 void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_range) {
   at::Generator generator = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard no_grad;

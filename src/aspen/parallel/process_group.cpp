@@ -1,16 +1,14 @@
-// The c10d boundary. torch 1.13 vs 2.x differences handled here:
-//  - Gloo support: Debian's libtorch 1.13 is built with Gloo, but its CMake config does
-//    not export USE_C10D_GLOO, which ProcessGroupGloo.hpp hides behind. We define it
-//    here (only this file includes the header). 2.x's TorchConfig does not export it
-//    either, so the same guard applies there.
-//  - Class hierarchy: in 1.13 ProcessGroupGloo derives from ProcessGroup; in 2.x from
-//    c10d::Backend, wrapped by a ProcessGroup. We hold and call the ProcessGroupGloo
-//    directly, whose allreduce/broadcast/barrier signatures are the same in both.
-//  - Options: ProcessGroupGloo::Options::create(timeout) with `devices` exists in both.
-//  - Work: c10d::Work (Work.hpp) in both; 1.13 also aliases it as ProcessGroup::Work,
-//    which 2.x removed, so only c10d::Work is named.
-//  - TCPStore: TCPStore(host, TCPStoreOptions) in both; 2.x adds fields (useLibUV,
-//    masterListenFd) we leave at their defaults, and removed nothing we set.
+// The c10d boundary: the only file that includes c10d's headers.
+//  - Gloo's headers: the torch wheel ships ProcessGroupGloo.hpp but not the gloo/*.h it
+//    includes. Debian's libgloo-dev provides them (scripts/setup); nothing of Debian's
+//    libgloo is linked, the Gloo code that runs is the one compiled into libtorch_cpu.
+//    That is sound because this file only names Gloo types through pointers and calls
+//    non-inline ProcessGroupGloo members defined in libtorch: it never lays out or
+//    constructs a gloo object itself. tests/parallel/distributed_test.cpp (collectives
+//    across real rank processes) is the proof.
+//  - USE_C10D_GLOO: torch's CMake config does not export it, and ProcessGroupGloo.hpp
+//    hides behind it; it is defined here.
+//  - ProcessGroupGloo is a c10d::Backend; we hold and call it directly.
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif

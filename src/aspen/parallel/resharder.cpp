@@ -10,8 +10,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Gloo's all-gather in torch 1.13 has no bfloat16 (nor int16) kernel; an all-gather
-// only copies bytes, so bfloat16 payloads travel reinterpreted as float16.
+// An all-gather only copies bytes, so bfloat16 payloads travel reinterpreted as
+// float16: the 16-bit type every Gloo build has a kernel for.
 torch::ScalarType wire_dtype(torch::ScalarType dtype) {
   return dtype == torch::kBFloat16 ? torch::kHalf : dtype;
 }

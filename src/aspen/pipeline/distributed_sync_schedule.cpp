@@ -17,15 +17,12 @@
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::vector<double> as_doubles(const std::vector<int64_t>& values) {
   return std::vector<double>(values.begin(), values.end());

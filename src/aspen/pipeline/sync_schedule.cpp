@@ -12,15 +12,12 @@
 #include "aspen/pipeline/training_state_swap.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/train/model_copy.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 class SyncSchedule : public Schedule {
  public:

@@ -4,13 +4,10 @@
 #include <cctype>
 
 #include "aspen/util/error.h"
+#include "aspen/util/strings.h"
 
 namespace aspen {
 namespace {
-
-bool is_space(char c) {
-  return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
 
 // Content of the brace group opening at text[open] ('{'), or nullopt when unbalanced.
 std::optional<std::string> brace_group(std::string_view text, size_t open) {

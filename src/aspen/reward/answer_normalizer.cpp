@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include "aspen/util/strings.h"
 
 namespace aspen {
 namespace {
@@ -13,9 +14,6 @@ bool is_digit(char c) {
 }
 bool is_alpha(char c) {
   return std::isalpha(static_cast<unsigned char>(c)) != 0;
-}
-bool is_space(char c) {
-  return std::isspace(static_cast<unsigned char>(c)) != 0;
 }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {

@@ -5,6 +5,7 @@
 #include "aspen/reward/answer_extraction.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/util/error.h"
+#include "aspen/util/strings.h"
 
 namespace aspen {
 namespace {
@@ -12,11 +13,6 @@ namespace {
 size_t skip_spaces(const std::string& text, size_t pos) {
   while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
   return pos;
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "aspen/tokenizer/normalizer.h"
 #include "aspen/tokenizer/utf8.h"
 #include "aspen/util/error.h"
+#include "aspen/util/strings.h"
 
 namespace aspen {
 namespace {
@@ -243,11 +244,6 @@ std::string to_tokenizer_json(const TrainedModel& model, const BpeTrainerOptions
 std::string strip_line_ending(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

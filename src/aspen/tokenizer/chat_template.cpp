@@ -7,6 +7,7 @@
 
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
+#include "aspen/util/strings.h"
 
 namespace aspen {
 namespace {
@@ -166,15 +167,6 @@ std::string lstrip_newlines(const std::string& s) {
 std::string rstrip_newlines(const std::string& s) {
   const size_t end = s.find_last_not_of('\n');
   return end == std::string::npos ? std::string() : s.substr(0, end + 1);
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string turn(const std::string& role, const std::string& content) {

@@ -14,19 +14,10 @@ bool decays(const std::string& name, const torch::Tensor& param) {
   return param.dim() >= 2 && !is_bias;
 }
 
-// torch::optim keys its state map by the parameter's TensorImpl: libtorch 1.13 uses the
-// pointer printed as a string, 2.x the pointer itself. Build whichever key type `Map` has.
+// torch::optim keys its state map by the parameter's TensorImpl pointer.
 template <typename Map>
 typename Map::key_type state_key(const torch::Tensor& param) {
-  using Key = typename Map::key_type;
-  void* impl = param.unsafeGetTensorImpl();
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream out;  // what c10::guts::to_string does
-    out << impl;
-    return out.str();
-  } else {
-    return static_cast<Key>(impl);
-  }
+  return static_cast<typename Map::key_type>(param.unsafeGetTensorImpl());
 }
 
 }  // namespace
