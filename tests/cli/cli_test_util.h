@@ -65,9 +65,4 @@ inline std::string aspen_cli() {
   return ASPEN_CLI_PATH;
 }
 
-// Debian's python3 (with numpy); a pyenv python on PATH may lack it.
-inline std::string system_python() {
-  return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-}
-
 }  // namespace aspen::testing

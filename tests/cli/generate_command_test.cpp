@@ -1,5 +1,5 @@
 // `aspen generate` and `aspen info` on a random-weight Qwen3 checkpoint written by
-// another program (tests/model/reference_qwen.py) with the real Qwen3 tokenizer.
+// HF transformers (tools/python/hf_reference.py) with the real Qwen3 tokenizer.
 // The --json log-probs must equal what `aspen logprobs` computes for prompt + output.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli_test_util.h"
+#include "support/hf_reference.h"
 #include "support/oracles.h"
 
 namespace aspen {
@@ -16,10 +17,15 @@ using testing::run_command;
 
 std::string make_model_dir() {
   const std::string dir = testing::scratch_dir() + "/model";
-  const std::string script = std::string(ASPEN_SOURCE_DIR) + "/tests/model/reference_qwen.py";
-  const auto written = run_command(testing::system_python() + " " + script +
-                                   " write-checkpoint --family qwen3 --out " + dir + " --seed 3");
-  EXPECT_EQ(written.exit_code, 0) << written.err;
+  // The real vocabulary size, bf16 storage and Qwen's own bos/eos ids, as a real
+  // checkpoint has them; the weights are random.
+  nlohmann::json model = {{"arch", "qwen3"}, {"tied", false}, {"seed", 3}, {"vocab", 151936}};
+  model["dtype"] = "bfloat16";
+  model["bos_token_id"] = 151643;
+  model["eos_token_id"] = 151645;
+  const std::vector<nlohmann::json> jobs = {testing::hf_make_job(dir, model)};
+  const auto written = testing::run_hf_reference(jobs, testing::scratch_dir());
+  EXPECT_TRUE(written.ok(jobs.size())) << written.errors;
   const std::string fixtures = testing::qwen3_tokenizer_dir() + "/";
   std::filesystem::copy_file(fixtures + "tokenizer.json", dir + "/tokenizer.json");
   std::filesystem::copy_file(fixtures + "tokenizer_config.json", dir + "/tokenizer_config.json");

@@ -1,13 +1,18 @@
-// Acceptance test of `aspen logprobs`: random-weight tiny Qwen2 and Qwen3
-// checkpoints with the full 151,936-entry vocabulary are written by another
-// program (tests/model/reference_qwen.py, numpy only), and the CLI's per-token
-// log-probs must match that program's independent float64 implementation to 1e-4.
+// Acceptance test of `aspen logprobs`: HF transformers writes random-weight tiny
+// Qwen2 and Qwen3 checkpoints with the full 151,936-id vocabulary stored in bf16
+// (tools/python/hf_reference.py), and the CLI's per-token log-probs must match
+// transformers' fp32 ones for the same stdin to 1e-4.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
 
 #include "cli_test_util.h"
+#include "support/hf_reference.h"
 
 namespace aspen {
 namespace {
@@ -21,28 +26,32 @@ const char* kTokens =
     "{\"tokens\": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3, 3, "
     "8]}\n";
 
-void expect_parity(const std::string& family, const std::string& extra, const std::string& dtype,
-                   double tolerance) {
-  const std::string dir = testing::scratch_dir() + "/" + family;
-  const std::string script = std::string(ASPEN_SOURCE_DIR) + "/tests/model/reference_qwen.py";
-  const std::string python = testing::system_python();
-  const auto written = run_command(python + " " + script + " write-checkpoint --family " + family +
-                                   " --out " + dir + " --seed 11 " + extra);
-  ASSERT_EQ(written.exit_code, 0) << written.err;
-  const auto expected = run_command(python + " " + script + " logprobs --model " + dir, kTokens);
-  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+nlohmann::json qwen_vocab_model(const std::string& arch, bool tied, int seed) {
+  return {{"arch", arch}, {"tied", tied}, {"seed", seed}, {"vocab", 151936}, {"dtype", "bfloat16"}};
+}
+
+void expect_parity(const nlohmann::json& model, const std::string& dtype, double tolerance) {
+  const std::string dir = testing::scratch_dir() + "/model";
+  std::vector<nlohmann::json> jobs = {testing::hf_make_job(dir, model)};
+  std::istringstream token_lines(kTokens);
+  for (std::string line; std::getline(token_lines, line);) {
+    const auto tokens = nlohmann::json::parse(line)["tokens"].get<std::vector<int64_t>>();
+    jobs.push_back(testing::hf_logprobs_job(dir, tokens));
+  }
+  const auto expected = testing::run_hf_reference(jobs, testing::scratch_dir());
+  ASSERT_TRUE(expected.ok(jobs.size())) << expected.errors;
   const auto actual =
       run_command(testing::aspen_cli() + " logprobs --dtype " + dtype + " --model " + dir, kTokens);
   ASSERT_EQ(actual.exit_code, 0) << actual.err;
 
-  std::istringstream expected_lines(expected.out), actual_lines(actual.out);
-  std::string e, a;
+  std::istringstream actual_lines(actual.out);
+  std::string a;
   int lines = 0;
   double max_diff = 0.0;
-  while (std::getline(expected_lines, e)) {
+  for (size_t job = 1; job < jobs.size(); ++job) {
     ASSERT_TRUE(static_cast<bool>(std::getline(actual_lines, a)))
         << "missing output line " << lines;
-    const auto ej = nlohmann::json::parse(e)["logprobs"];
+    const auto ej = expected.results[job]["logprobs"];
     const auto aj = nlohmann::json::parse(a)["logprobs"];
     ASSERT_EQ(ej.size(), aj.size()) << "line " << lines;
     for (size_t i = 0; i < ej.size(); ++i) {
@@ -50,30 +59,32 @@ void expect_parity(const std::string& family, const std::string& extra, const st
     }
     ++lines;
   }
+  EXPECT_FALSE(static_cast<bool>(std::getline(actual_lines, a))) << "extra output: " << a;
   EXPECT_EQ(lines, 4);
-  EXPECT_LT(max_diff, tolerance) << family << " max |diff| = " << max_diff;
+  std::printf("%s %s: max |aspen - transformers| = %.3g\n",
+              model["arch"].get<std::string>().c_str(), dtype.c_str(), max_diff);
+  EXPECT_LT(max_diff, tolerance) << model["arch"] << " max |diff| = " << max_diff;
 }
 
-TEST(LogprobsCommand, Qwen2TiedMatchesIndependentImplementation) {
-  expect_parity("qwen2", "--tied", "fp32", 1e-4);
+TEST(LogprobsCommand, Qwen2TiedMatchesTransformers) {
+  expect_parity(qwen_vocab_model("qwen2", /*tied=*/true, 11), "fp32", 1e-4);
 }
 
-TEST(LogprobsCommand, Qwen3UntiedMatchesIndependentImplementation) {
-  expect_parity("qwen3", "--untied", "fp32", 1e-4);
+TEST(LogprobsCommand, Qwen3UntiedMatchesTransformers) {
+  expect_parity(qwen_vocab_model("qwen3", /*tied=*/false, 11), "fp32", 1e-4);
 }
 
-TEST(LogprobsCommand, Bf16ComputeStaysCloseToFloat64Reference) {
+TEST(LogprobsCommand, Bf16ComputeStaysCloseToFp32Transformers) {
   // bf16 activations lose ~3 significant digits; log-probs are still accumulated in fp32.
-  expect_parity("qwen3", "--untied", "bf16", 0.5);
+  expect_parity(qwen_vocab_model("qwen3", /*tied=*/false, 11), "bf16", 0.5);
 }
 
 TEST(LogprobsCommand, BadInputGetsOneClearLineAndNonZeroExit) {
   const std::string dir = testing::scratch_dir() + "/m";
-  const std::string script = std::string(ASPEN_SOURCE_DIR) + "/tests/model/reference_qwen.py";
-  ASSERT_EQ(run_command(testing::system_python() + " " + script +
-                        " write-checkpoint --family qwen3 --out " + dir + " --seed 1")
-                .exit_code,
-            0);
+  const std::vector<nlohmann::json> jobs = {
+      testing::hf_make_job(dir, qwen_vocab_model("qwen3", /*tied=*/false, 1))};
+  const auto made = testing::run_hf_reference(jobs, testing::scratch_dir());
+  ASSERT_TRUE(made.ok(jobs.size())) << made.errors;
   const auto out_of_vocab =
       run_command(testing::aspen_cli() + " logprobs --model " + dir, "{\"tokens\": [1, 151936]}\n");
   EXPECT_EQ(out_of_vocab.exit_code, 1);

@@ -8,6 +8,7 @@
 
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,8 +43,8 @@ inline nlohmann::json hf_logprobs_job(const std::string& model,
 
 inline nlohmann::json hf_greedy_job(const std::string& model, const std::vector<int64_t>& tokens,
                                     int64_t max_new_tokens) {
-  return {{"op", "greedy"}, {"model", model}, {"tokens", tokens},
-          {"max_new_tokens", max_new_tokens}};
+  return {
+      {"op", "greedy"}, {"model", model}, {"tokens", tokens}, {"max_new_tokens", max_new_tokens}};
 }
 
 // Prompts for parity tests on a model with `vocab` ids: lengths 1, 5, 11 and 24 (a
@@ -56,10 +57,8 @@ inline std::vector<std::vector<int64_t>> parity_prompts(int64_t vocab) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // Knuth's LCG
     spread.push_back(static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab)));
   }
-  return {{1, vocab - 1, 17, 42, 42, 42, 0, 5, 99 % vocab, 7, 3},
-          {vocab - 1},
-          {3, 1, 4, 1, 5},
-          spread};
+  return {
+      {1, vocab - 1, 17, 42, 42, 42, 0, 5, 99 % vocab, 7, 3}, {vocab - 1}, {3, 1, 4, 1, 5}, spread};
 }
 
 // Runs `jobs` in one process; `scratch` (created if missing) holds its stdin/stdout/stderr.

@@ -1,0 +1,251 @@
+// Aspen's Qwen2/Qwen3 model against HF transformers (tools/python/hf_reference.py,
+// CPU, fp32, eager attention), the reference implementation of these architectures:
+//  - checkpoints transformers writes: Aspen's packed per-token log-probs equal
+//    transformers' to 1e-4 (Qwen2 with tied embeddings, Qwen3 untied with head_dim !=
+//    hidden / heads; 300-id vocabularies);
+//  - checkpoints Aspen writes (models it built, and transformers' models it loaded and
+//    saved again, sharded too) load in transformers as the same model.
+// Elsewhere: greedy decoding in tests/rollout/transformers_greedy_test.cpp, and the
+// full 151,936-id vocabulary stored in bf16 through `aspen logprobs` in
+// tests/cli/logprobs_parity_test.cpp.
+//
+// The random weights are far from HF's init (see hf_reference.py): peaked next-token
+// distributions, live q/k/v biases and norm weights; resetting a single layer's q/k/v
+// bias or norm weight to 0 or 1 moves some log-prob by 0.3 or more, thousands of times
+// the tolerance. Measured differences are 1e-6 to 2e-5: fp32 rounding at these logit
+// magnitudes (transformers' own fp32 and fp64 results differ by 1e-5).
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "aspen/model/pretrained.h"
+#include "aspen/model/weights_init.h"
+#include "support/hf_reference.h"
+#include "tiny_configs.h"
+
+namespace aspen {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::parity_prompts;
+
+constexpr double kTolerance = 1e-4;
+
+// A scratch directory for the running test, emptied first.
+std::string scratch_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  const std::string dir = ::testing::TempDir() + "/aspen_hf_parity_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Aspen's per-token log-probs of `prompts` packed into one batch
+// (QwenForCausalLM::token_logprobs, what `aspen logprobs` runs per line), split back
+// into one vector per prompt. Chunks of 128 vocabulary rows so that the chunked head's
+// online softmax crosses chunk boundaries, a partial last chunk included, even on the
+// 300-id models.
+std::vector<std::vector<double>> aspen_logprobs(QwenForCausalLM& model,
+                                                const std::vector<std::vector<int64_t>>& prompts) {
+  std::vector<int64_t> ids, offsets = {0};
+  for (const auto& prompt : prompts) {
+    ids.insert(ids.end(), prompt.begin(), prompt.end());
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+  torch::NoGradGuard no_grad;
+  LogprobHeadOptions options;
+  options.chunk_size = 128;
+  const torch::Tensor packed = model
+                                   ->token_logprobs(torch::tensor(ids, torch::kLong),
+                                                    torch::tensor(offsets, torch::kLong), options)
+                                   .logprobs.to(torch::kDouble)
+                                   .contiguous();
+  std::vector<std::vector<double>> split;
+  int64_t row = 0;
+  for (const auto& prompt : prompts) {
+    const int64_t scored = std::max<int64_t>(static_cast<int64_t>(prompt.size()) - 1, 0);
+    const double* begin = packed.data_ptr<double>() + row;
+    split.emplace_back(begin, begin + scored);
+    row += scored;
+  }
+  EXPECT_EQ(row, packed.numel());
+  return split;
+}
+
+// max |a - b| over every log-prob; a length mismatch fails the test.
+double max_logprob_diff(const std::vector<std::vector<double>>& a, const std::vector<json>& b) {
+  double diff = 0.0;
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const json& reference = b[i].at("logprobs");
+    EXPECT_EQ(a[i].size(), reference.size()) << "prompt " << i;
+    for (size_t t = 0; t < std::min(a[i].size(), reference.size()); ++t) {
+      diff = std::max(diff, std::abs(a[i][t] - reference[t].get<double>()));
+    }
+  }
+  return diff;
+}
+
+size_t count_logprobs(const std::vector<std::vector<double>>& logprobs) {
+  size_t n = 0;
+  for (const auto& row : logprobs) n += row.size();
+  return n;
+}
+
+std::vector<json> logprobs_jobs(const std::string& model,
+                                const std::vector<std::vector<int64_t>>& prompts) {
+  std::vector<json> jobs;
+  for (const auto& prompt : prompts) jobs.push_back(testing::hf_logprobs_job(model, prompt));
+  return jobs;
+}
+
+// ---- checkpoints transformers writes, loaded by Aspen ----
+
+struct HfModel {
+  std::string name;
+  json make;  // hf_reference.py make options
+};
+
+void PrintTo(const HfModel& model, std::ostream* out) {
+  *out << model.name;
+}
+
+class TransformersCheckpoint : public ::testing::TestWithParam<HfModel> {};
+
+TEST_P(TransformersCheckpoint, PackedLogprobsMatchTransformersWithin1e4) {
+  const HfModel& param = GetParam();
+  const std::string dir = scratch_dir();
+  const std::string model_dir = dir + "/model";
+  const int64_t vocab = param.make.value("vocab", int64_t{300});
+  const auto prompts = parity_prompts(vocab);
+  std::vector<json> jobs = {testing::hf_make_job(model_dir, param.make)};
+  for (const json& job : logprobs_jobs(model_dir, prompts)) jobs.push_back(job);
+  const auto reference = testing::run_hf_reference(jobs, dir);
+  ASSERT_TRUE(reference.ok(jobs.size())) << reference.errors;
+
+  QwenForCausalLM model = load_pretrained_model(model_dir);
+  EXPECT_EQ(model->config.vocab_size, vocab);
+  const auto got = aspen_logprobs(model, prompts);
+  const std::vector<json> want(reference.results.begin() + 1, reference.results.end());
+  const double diff = max_logprob_diff(got, want);
+  std::printf("%s: max |aspen - transformers| = %.3g over %zu log-probs\n", param.name.c_str(),
+              diff, count_logprobs(got));
+  EXPECT_LE(diff, kTolerance);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, TransformersCheckpoint,
+    ::testing::Values(HfModel{"Qwen2Tied", {{"arch", "qwen2"}, {"tied", true}, {"seed", 11}}},
+                      HfModel{"Qwen3Untied", {{"arch", "qwen3"}, {"tied", false}, {"seed", 12}}}),
+    [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
+
+// ---- checkpoints Aspen writes, loaded by transformers ----
+
+// Weights as far from Aspen's HF-style init as hf_reference.py's: norm weights and
+// biases away from 1 and 0, so a checkpoint that lost or mislabelled one would show.
+QwenForCausalLM aspen_built_model(const ModelConfig& config, uint64_t seed) {
+  QwenForCausalLM model(config);
+  init_weights(model, seed, /*initializer_range=*/0.15);
+  torch::NoGradGuard no_grad;
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    const bool norm = name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
+    const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (norm) item.value().copy_(1.0 + 0.2 * torch::randn(item.value().sizes(), generator));
+    if (bias) item.value().copy_(0.3 * torch::randn(item.value().sizes(), generator));
+  }
+  return model;
+}
+
+TEST(AspenCheckpoint, ModelsAspenBuildsLoadInTransformersWithTheSameLogprobs) {
+  const std::string dir = scratch_dir();
+  ModelConfig qwen2 = testing::tiny_config(ModelFamily::kQwen2, /*tied=*/true, /*head_dim=*/8);
+  ModelConfig qwen3 = testing::tiny_config(ModelFamily::kQwen3, /*tied=*/false, /*head_dim=*/12);
+  std::vector<QwenForCausalLM> models;
+  std::vector<std::string> dirs;
+  std::vector<json> jobs;
+  for (ModelConfig config : {qwen2, qwen3}) {
+    config.vocab_size = 300;
+    models.push_back(aspen_built_model(config, 21 + models.size()));
+    dirs.push_back(dir + "/" + config.model_type());
+    save_pretrained_model(dirs.back(), models.back());
+    for (const json& job : logprobs_jobs(dirs.back(), parity_prompts(300))) jobs.push_back(job);
+  }
+  const auto reference = testing::run_hf_reference(jobs, dir);
+  ASSERT_TRUE(reference.ok(jobs.size())) << reference.errors;
+
+  const size_t per_model = parity_prompts(300).size();
+  for (size_t m = 0; m < models.size(); ++m) {
+    const auto got = aspen_logprobs(models[m], parity_prompts(300));
+    const std::vector<json> want(reference.results.begin() + m * per_model,
+                                 reference.results.begin() + (m + 1) * per_model);
+    const double diff = max_logprob_diff(got, want);
+    std::printf("Aspen-built %s: max |aspen - transformers| = %.3g over %zu log-probs\n",
+                models[m]->config.model_type().c_str(), diff, count_logprobs(got));
+    EXPECT_LE(diff, kTolerance) << models[m]->config.model_type();
+  }
+  fs::remove_all(dir);
+}
+
+// transformers writes a model, Aspen loads it and saves it again (Qwen3 as shards with
+// an index), transformers loads Aspen's copy: the same log-probs as the original, to the
+// last bit (same fp32 weights, same program), and as Aspen's to 1e-4.
+TEST(AspenCheckpoint, TransformersModelsAspenSavesAgainLoadBackUnchanged) {
+  const std::string dir = scratch_dir();
+  const std::vector<json> models = {{{"arch", "qwen2"}, {"tied", true}, {"seed", 31}},
+                                    {{"arch", "qwen3"}, {"tied", false}, {"seed", 32}}};
+  std::vector<json> make_jobs;
+  for (const json& options : models) {
+    make_jobs.push_back(
+        testing::hf_make_job(dir + "/hf_" + options["arch"].get<std::string>(), options));
+  }
+  const auto made = testing::run_hf_reference(make_jobs, dir + "/make");
+  ASSERT_TRUE(made.ok(make_jobs.size())) << made.errors;
+
+  const auto prompts = parity_prompts(300);
+  std::vector<QwenForCausalLM> loaded;
+  std::vector<json> jobs;
+  for (const json& options : models) {
+    const std::string arch = options["arch"];
+    loaded.push_back(load_pretrained_model(dir + "/hf_" + arch));
+    const int64_t shard_bytes = arch == "qwen3" ? 40000 : 0;
+    save_pretrained_model(dir + "/aspen_" + arch, loaded.back(), shard_bytes);
+    for (const json& job : logprobs_jobs(dir + "/hf_" + arch, prompts)) jobs.push_back(job);
+    for (const json& job : logprobs_jobs(dir + "/aspen_" + arch, prompts)) jobs.push_back(job);
+  }
+  ASSERT_TRUE(fs::exists(dir + "/aspen_qwen3/model.safetensors.index.json"));
+  const auto reference = testing::run_hf_reference(jobs, dir + "/score");
+  ASSERT_TRUE(reference.ok(jobs.size())) << reference.errors;
+
+  const auto slice = [&](size_t block) {
+    return std::vector<json>(reference.results.begin() + block * prompts.size(),
+                             reference.results.begin() + (block + 1) * prompts.size());
+  };
+  for (size_t m = 0; m < models.size(); ++m) {
+    const std::string arch = models[m]["arch"];
+    const std::vector<json> original = slice(2 * m), resaved = slice(2 * m + 1);
+    EXPECT_EQ(original, resaved) << arch << ": transformers sees another model in Aspen's copy";
+    const auto got = aspen_logprobs(loaded[m], prompts);
+    const double diff = max_logprob_diff(got, resaved);
+    std::printf("%s saved by Aspen: max |aspen - transformers| = %.3g over %zu log-probs\n",
+                arch.c_str(), diff, count_logprobs(got));
+    EXPECT_LE(diff, kTolerance) << arch;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aspen
