@@ -1,6 +1,5 @@
 #include "aspen/kernels/varlen_attention.h"
 
-#include <limits>
 #include <map>
 #include <vector>
 
@@ -22,31 +21,15 @@ std::vector<int64_t> read_offsets(const torch::Tensor& cu_seqlens, int64_t total
 }
 
 // N sequences of one length L: q [N, L, H, D], k/v [N, L, K, D] -> [N, L, H, D].
+// torch's fused causal attention (flash attention on CPU and CUDA for fp32/bf16, the
+// math kernel for fp64): softmax statistics in fp32 whatever the input dtype, no
+// [L, L] score matrix kept for backward, and GQA without repeating the kv heads.
 torch::Tensor attend_same_length(const torch::Tensor& q, const torch::Tensor& k,
                                  const torch::Tensor& v, double scale) {
-  const int64_t n = q.size(0);
-  const int64_t len = q.size(1);
-  const int64_t heads = q.size(2);
-  const int64_t kv_heads = k.size(2);
-  const int64_t group = heads / kv_heads;
-  const int64_t dim = q.size(3);
-  // [N, L, K*G, D] -> [N, K, G*L, D]: the G query heads of one kv head share its keys.
-  torch::Tensor qg = q.reshape({n, len, kv_heads, group, dim})
-                         .permute({0, 2, 3, 1, 4})
-                         .reshape({n, kv_heads, group * len, dim});
-  torch::Tensor kt = k.permute({0, 2, 3, 1});  // [N, K, D, L]
-  torch::Tensor vk = v.transpose(1, 2);        // [N, K, L, D]
-  const auto acc = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-  torch::Tensor scores = torch::matmul(qg, kt).to(acc) * scale;  // [N, K, G*L, L]
-  torch::Tensor future = torch::ones({len, len}, q.options().dtype(torch::kBool)).triu(1);
-  scores = scores.reshape({n, kv_heads, group, len, len})
-               .masked_fill(future, -std::numeric_limits<double>::infinity());
-  torch::Tensor probs =
-      torch::softmax(scores, -1).to(q.scalar_type()).reshape({n, kv_heads, group * len, len});
-  torch::Tensor out = torch::matmul(probs, vk);  // [N, K, G*L, D]
-  return out.reshape({n, kv_heads, group, len, dim})
-      .permute({0, 3, 1, 2, 4})
-      .reshape({n, len, heads, dim});
+  return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                          /*attn_mask=*/std::nullopt, /*dropout_p=*/0.0,
+                                          /*is_causal=*/true, scale, /*enable_gqa=*/true)
+      .transpose(1, 2);
 }
 
 }  // namespace

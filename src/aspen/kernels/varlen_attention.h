@@ -7,12 +7,11 @@
 //   (cu_seqlens[0] = 0, non-decreasing, cu_seqlens[B] = T) -> out [T, H, D].
 //
 // Token t of sequence b attends to tokens of b at or before t, never across
-// sequences. Works on sequences of equal length as one batch with composed ops
-// (autograd is torch's), so it runs on any device; scores are [N, K, (H/K)*L, L]
-// for the N sequences of length L - the query heads
-// sharing a kv head are stacked instead of repeating k/v - and softmax is taken
-// in fp32 (fp64 for fp64 inputs) then cast back, as HF's eager attention does.
-// Cost is O(sum L^2): fine for sequences of a few thousand tokens on CPU.
+// sequences. Sequences of equal length are attended as one batch through torch's
+// fused scaled_dot_product_attention (causal, GQA without repeating k/v; flash
+// attention on CPU and CUDA for fp32/bf16, softmax statistics in fp32; the math
+// kernel for fp64), so it runs on any device and autograd is torch's. Cost is
+// O(sum L^2) compute and O(sum L) memory.
 //
 // cu_seqlens may live on any device; it is read on the host (one small copy).
 //
