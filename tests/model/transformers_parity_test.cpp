@@ -148,7 +148,11 @@ TEST_P(TransformersCheckpoint, PackedLogprobsMatchTransformersWithin1e4) {
 INSTANTIATE_TEST_SUITE_P(
     Models, TransformersCheckpoint,
     ::testing::Values(HfModel{"Qwen2Tied", {{"arch", "qwen2"}, {"tied", true}, {"seed", 11}}},
-                      HfModel{"Qwen3Untied", {{"arch", "qwen3"}, {"tied", false}, {"seed", 12}}}),
+                      HfModel{"Qwen3Untied", {{"arch", "qwen3"}, {"tied", false}, {"seed", 12}}},
+                      // transformers gives Qwen3's o_proj a bias with attention_bias.
+                      HfModel{"Qwen3AttentionBias",
+                              {{"arch", "qwen3"}, {"tied", false}, {"seed", 13},
+                               {"attention_bias", true}}}),
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 // ---- checkpoints Aspen writes, loaded by transformers ----

@@ -72,6 +72,7 @@ def make_config(args):
         # Qwen3 states head_dim; the default makes it differ from hidden / heads,
         # which catches code that derives it.
         options["head_dim"] = args.head_dim
+        options["attention_bias"] = args.attention_bias
     elif args.head_dim is not None and args.head_dim * args.heads != args.hidden:
         raise ValueError("qwen2 derives head_dim = hidden / heads; --head-dim must agree")
     return config_class(**options)
@@ -189,6 +190,8 @@ def add_make_options(parser):
     parser.add_argument("--rms-norm-eps", type=float, default=1e-6)
     parser.add_argument("--bos-token-id", type=int, default=None)
     parser.add_argument("--eos-token-id", type=int, default=None)
+    parser.add_argument("--attention-bias", action="store_true", default=False,
+                        help="qwen3: q/k/v AND o_proj biases (qwen2 always has q/k/v ones)")
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                         help="dtype the weights are stored in")
 
@@ -221,6 +224,9 @@ def make_args_from_job(job):
             continue
         if key == "tied":
             argv.append("--tied" if value else "--untied")
+        elif isinstance(value, bool):  # a store_true flag
+            if value:
+                argv.append("--" + key.replace("_", "-"))
         else:
             argv += ["--" + key.replace("_", "-"), str(value)]
     make_parser = argparse.ArgumentParser(prog="hf_reference.py run: make")

@@ -39,7 +39,9 @@ QwenAttentionImpl::QwenAttentionImpl(const ModelConfig& config, const TensorPara
   q_proj = register_module("q_proj", make_linear(hidden, q_out, config.attention_bias));
   k_proj = register_module("k_proj", make_linear(hidden, kv_out, config.attention_bias));
   v_proj = register_module("v_proj", make_linear(hidden, kv_out, config.attention_bias));
-  o_proj = register_module("o_proj", make_linear(q_out, hidden, false));
+  o_proj = register_module(
+      "o_proj", make_linear(q_out, hidden,
+                            config.family == ModelFamily::kQwen3 && config.attention_bias));
   if (config.has_qk_norm()) {
     q_norm = register_module("q_norm", RMSNorm(head_dim, config.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm(head_dim, config.rms_norm_eps));
@@ -52,6 +54,12 @@ torch::Tensor QwenAttentionImpl::kv_projection(torch::nn::Linear& proj, const to
   return torch::nn::functional::linear(
       x, sum_replica_grads(proj->weight, kv_spec, tp),
       bias.defined() ? sum_replica_grads(bias, kv_spec, tp) : torch::Tensor());
+}
+
+torch::Tensor QwenAttentionImpl::output_projection(const torch::Tensor& heads) {
+  if (!tp.enabled() || !o_proj->bias.defined()) return reduce_from_tp_region(o_proj(heads), tp);
+  const torch::Tensor partial = torch::nn::functional::linear(heads, o_proj->weight);
+  return reduce_from_tp_region(partial, tp) + o_proj->bias;
 }
 
 torch::Tensor QwenAttentionImpl::head_norm(RMSNorm& norm, const torch::Tensor& x) {
@@ -76,7 +84,7 @@ torch::Tensor QwenAttentionImpl::forward(const torch::Tensor& x, const RopeTable
                                          const torch::Tensor& cu_seqlens) {
   auto [q, k, v] = project_qkv(copy_to_tp_region(x, tp), rope);
   torch::Tensor out = varlen_causal_attention(q, k, v, cu_seqlens, 1.0 / std::sqrt(head_dim));
-  return reduce_from_tp_region(o_proj(out.reshape({x.size(0), num_heads * head_dim})), tp);
+  return output_projection(out.reshape({x.size(0), num_heads * head_dim}));
 }
 
 torch::Tensor QwenAttentionImpl::forward_paged(const torch::Tensor& x, const RopeTable& rope,
@@ -89,7 +97,7 @@ torch::Tensor QwenAttentionImpl::forward_paged(const torch::Tensor& x, const Rop
       paged_attention(q.contiguous(), key_cache, value_cache, batch.block_tables, batch.query_start,
                       batch.context_lens, 1.0 / std::sqrt(head_dim));
   // Row-parallel o_proj: this rank's heads give a partial sum of the output.
-  return reduce_from_tp_region(o_proj(out.reshape({x.size(0), num_heads * head_dim})), tp);
+  return output_projection(out.reshape({x.size(0), num_heads * head_dim}));
 }
 
 }  // namespace aspen

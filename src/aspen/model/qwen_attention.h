@@ -5,7 +5,9 @@
 // Parameters (HF names under "self_attn."):
 //   q_proj.weight [H*D, C]  k_proj.weight [K*D, C]  v_proj.weight [K*D, C]
 //   q_proj/k_proj/v_proj.bias [H*D]/[K*D]/[K*D]   when config.attention_bias
-//   o_proj.weight [C, H*D] (no bias)
+//   o_proj.weight [C, H*D]
+//   o_proj.bias [C]                               Qwen3 with attention_bias only (as
+//                                                 in transformers; Qwen2 never has it)
 //   q_norm.weight [D], k_norm.weight [D]          Qwen3 only: RMSNorm per head
 //                                                 applied before RoPE
 // forward: x [T, C] -> [T, C]; causal within each sequence of cu_seqlens.
@@ -66,6 +68,9 @@ struct QwenAttentionImpl : torch::nn::Module {
  private:
   // k_proj/v_proj(x), summing weight/bias gradients over replicas when K < t.
   torch::Tensor kv_projection(torch::nn::Linear& proj, const torch::Tensor& x);
+  // o_proj over this rank's heads, reduced over TP ranks; a bias is added once, after
+  // the reduction (Megatron's row-parallel linear).
+  torch::Tensor output_projection(const torch::Tensor& heads);
   // q_norm/k_norm over this rank's heads; their weight gradient is summed over ranks.
   torch::Tensor head_norm(RMSNorm& norm, const torch::Tensor& x);
 };

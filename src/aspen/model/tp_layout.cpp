@@ -22,6 +22,8 @@ ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config)
     return {0, kv_heads};
   }
   if (ends_with(hf_name, ".self_attn.o_proj.weight")) return {1, heads};
+  // Added once after the row-parallel reduction: every rank holds all of it.
+  if (ends_with(hf_name, ".self_attn.o_proj.bias")) return {};
   if (ends_with(hf_name, ".mlp.gate_proj.weight") || ends_with(hf_name, ".mlp.up_proj.weight")) {
     return {0, inter};
   }
