@@ -69,6 +69,11 @@ target_compile_options(TORCH INTERFACE ${ASPEN_TORCH_CXX_FLAGS})
 # every library at run time.
 get_filename_component(aspen_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
 file(GLOB aspen_wheel_cuda_dirs LIST_DIRECTORIES true "${aspen_torch_lib_dir}/../../nvidia/*/lib")
+# nccl.h of the NCCL libtorch_cuda links (the wheel's nvidia-nccl package): the
+# toolkit's older nccl.h would give ProcessGroupNCCL (parallel/process_group.cpp) a
+# different layout. Found when the wheel has it; the toolkit's otherwise.
+find_path(ASPEN_NCCL_INCLUDE_DIR nccl.h
+  HINTS "${aspen_torch_lib_dir}/../../nvidia/nccl/include" NO_DEFAULT_PATH)
 if(aspen_wheel_cuda_dirs)
   string(JOIN ":" aspen_wheel_cuda_path ${aspen_wheel_cuda_dirs})
   target_link_options(TORCH INTERFACE "LINKER:-rpath-link,${aspen_wheel_cuda_path}"

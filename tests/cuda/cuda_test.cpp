@@ -1,7 +1,8 @@
 // The CUDA paths, checked against the CPU ones: the rollout engine (paged KV cache,
 // sampler) on a GPU reproduces the CPU model's log-probs, an actor update on a GPU
 // equals the same update on the CPU, and the synchronous RL loop runs end to end with
-// train.device and rollout.device on cuda.
+// train.device and rollout.device on cuda; with two GPUs, collectives on CUDA tensors
+// go through NCCL across two rank processes and agree with Gloo.
 //
 // Labelled "cuda". Without a usable GPU every test here is reported as skipped, never
 // as passed (GTEST_SKIP; CTest shows them as "Skipped"). scripts/gpu-check runs them on
@@ -21,6 +22,8 @@
 #include "aspen/rollout/engine.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/model_copy.h"
+#include "parallel/binaries.h"
+#include "parallel/run_command.h"
 #include "pipeline/tiny_run.h"
 #include "train/train_fixtures.h"
 
@@ -124,6 +127,15 @@ TEST(CudaRlLoop, TheSyncLoopRunsOnTheGpu) {
   EXPECT_GT(summary["samples"].get<int64_t>(), 0);
   EXPECT_TRUE(std::filesystem::exists(dir / "final" / "model.safetensors"));
   std::filesystem::remove_all(dir);
+}
+
+TEST(CudaCollectives, TwoRanksReduceGatherAndBroadcastThroughNccl) {
+  if (cuda_device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: skipped, not passed";
+  const auto result = testing::run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " +
+                                           kWorker + " nccl_collectives");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("rank 0 nccl ok"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("rank 1 nccl ok"), std::string::npos) << result.output;
 }
 
 }  // namespace

@@ -9,6 +9,11 @@
 //  - USE_C10D_GLOO: torch's CMake config does not export it, and ProcessGroupGloo.hpp
 //    hides behind it; it is defined here.
 //  - ProcessGroupGloo is a c10d::Backend; we hold and call it directly.
+//  - NCCL: CUDA tensors go through a ProcessGroupNCCL formed on the first collective on
+//    a CUDA tensor (collectives run in the same order on every rank, so every rank
+//    forms it at the same point), over its own prefix of the same store. nccl.h comes
+//    from the wheel's nvidia-nccl package, the NCCL libtorch_cuda links, so the
+//    class's layout here is the library's (cmake/AspenDependencies.cmake).
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
@@ -17,6 +22,7 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -37,8 +43,28 @@ struct ProcessGroupHandle::Impl {
   c10::intrusive_ptr<c10d::Store> store;  // the TCPStore, or a PrefixStore over it
   std::shared_ptr<::gloo::transport::Device> device;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // formed on the first CUDA collective
   int subgroups_created = 0;  // names each subgroup's store prefix identically on all ranks
+
+  // The backend for a collective on `tensor`: NCCL for CUDA tensors, Gloo otherwise.
+  c10d::Backend& backend_for(const torch::Tensor& tensor);
 };
+
+c10d::Backend& ProcessGroupHandle::Impl::backend_for(const torch::Tensor& tensor) {
+  if (!tensor.is_cuda()) return *gloo;
+  if (!nccl) {
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = collective_timeout;
+    try {
+      nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+          c10::make_intrusive<c10d::PrefixStore>("aspen/nccl", store), rank, world_size, options);
+    } catch (const std::exception& e) {
+      throw Error("rank " + std::to_string(rank) + " could not form the NCCL group: " + e.what(),
+                  "process group (nccl)", "every rank needs its own CUDA device (cuda:LOCAL_RANK)");
+    }
+  }
+  return *nccl;
+}
 
 namespace {
 
@@ -120,7 +146,7 @@ PendingWork ProcessGroupHandle::all_reduce_async(torch::Tensor tensor, ReduceOp 
   options.reduceOp = op == ReduceOp::kMax ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
   c10::intrusive_ptr<c10d::Work> work;
   try {
-    work = impl_->gloo->allreduce(tensors, options);
+    work = impl_->backend_for(tensor).allreduce(tensors, options);
   } catch (const std::exception& e) {
     throw_collective_error("allreduce", impl_->rank, e);
   }
@@ -144,7 +170,7 @@ std::vector<torch::Tensor> ProcessGroupHandle::all_gather(const torch::Tensor& t
   for (int r = 0; r < impl_->world_size; ++r) outputs[0].push_back(torch::empty_like(input));
   std::vector<at::Tensor> inputs{input};
   try {
-    impl_->gloo->allgather(outputs, inputs)->wait();
+    impl_->backend_for(input).allgather(outputs, inputs)->wait();
   } catch (const std::exception& e) {
     throw_collective_error("allgather", impl_->rank, e);
   }
@@ -157,7 +183,7 @@ void ProcessGroupHandle::broadcast(torch::Tensor& tensor, int root) {
   c10d::BroadcastOptions options;
   options.rootRank = root;
   try {
-    impl_->gloo->broadcast(tensors, options)->wait();
+    impl_->backend_for(tensor).broadcast(tensors, options)->wait();
   } catch (const std::exception& e) {
     throw_collective_error("broadcast", impl_->rank, e);
   }

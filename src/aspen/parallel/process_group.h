@@ -1,7 +1,8 @@
-// ProcessGroupHandle: this rank's membership in a c10d process group (Gloo on CPU),
-// plus the few collectives Aspen uses. It is the one place that touches c10d: every
-// c10d API that differs between torch 1.13 and 2.x is wrapped in process_group.cpp,
-// so the rest of Aspen never includes c10d headers.
+// ProcessGroupHandle: this rank's membership in a c10d process group, plus the few
+// collectives Aspen uses. It is the one place that touches c10d (process_group.cpp),
+// so the rest of Aspen never includes c10d headers. Collectives on CPU tensors go
+// through Gloo; collectives on CUDA tensors through NCCL (a group formed on the first
+// CUDA collective; each rank's tensors must be on its own device, cuda:LOCAL_RANK).
 //
 // init_process_group(env):
 //   1. Rank 0 serves a c10d TCPStore on MASTER_PORT; every rank (rank 0 included)
