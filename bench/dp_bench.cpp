@@ -11,6 +11,7 @@
 #include <random>
 
 #include "aspen/model/weights_init.h"
+#include "aspen/parallel/device.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/parallel/launcher.h"
 #include "aspen/parallel/process_group.h"
@@ -124,7 +125,8 @@ std::vector<std::string> worker_arguments(const DpBenchOptions& options) {
           "--warmup", std::to_string(options.warmup),
           "--mini-batch-size", std::to_string(options.mini_batch_size),
           "--micro-batch-tokens", std::to_string(options.micro_batch_tokens),
-          "--seed", std::to_string(options.seed)};
+          "--seed", std::to_string(options.seed),
+          "--device", options.device};
 }
 
 nlohmann::json run_configuration(const DpBenchOptions& options, const std::string& self_exe,
@@ -161,6 +163,7 @@ void DpBenchOptions::validate() const {
   check_input(updates >= 1, "must be >= 1", "bench dp --updates");
   check_input(warmup >= 0, "must be >= 0", "bench dp --warmup");
   check_input(micro_batch_tokens >= 1, "must be >= 1", "bench dp --micro-batch-tokens");
+  parse_device_spec(device, "bench dp --device");
 }
 
 void run_dp_bench_worker(const DpBenchOptions& options, int threads, const std::string& out_path) {
@@ -186,7 +189,11 @@ void run_dp_bench_worker(const DpBenchOptions& options, int threads, const std::
 
   ActorOptions actor_options = bench_actor_options(options);
   actor_options.data_parallel.group = group;
-  ActorTrainer actor(make_random_model(config, options.seed + 17), actor_options);
+  const torch::Device device =
+      resolve_device(parse_device_spec(options.device, "bench dp --device"),
+                     dist_env_present() ? read_dist_env().local_rank : 0, "bench dp --device");
+  ActorTrainer actor(make_random_model(config, options.seed + 17, torch::kFloat, device),
+                     actor_options);
   local.token_columns[columns::kOldLogprobs] = actor.compute_logprobs(local).logprobs;
   ActorUpdateOptions update;
   update.mini_batch_size = options.mini_batch_size;
@@ -206,7 +213,8 @@ void run_dp_bench_worker(const DpBenchOptions& options, int threads, const std::
                            {"updates", options.updates},
                            {"processes", world},
                            {"threads_per_process", at::get_num_threads()},
-                           {"blas_threads", blas_threads()}};
+                           {"blas_threads", blas_threads()},
+                           {"device", device.str()}};
   if (world > 1) result["imbalance"] = share_imbalance(shares);
   std::ofstream(out_path) << result.dump();
 }

@@ -37,6 +37,9 @@ struct DpBenchOptions {
   int64_t mini_batch_size = 0; // rows per optimizer step (global); 0: one step per update
   int64_t micro_batch_tokens = 4096;  // the demo's train.micro_batch_tokens
   uint64_t seed = 1;
+  // cpu | cuda | cuda:N (parallel/device.h); each rank's plain cuda is cuda:LOCAL_RANK,
+  // and gradients of CUDA tensors are all-reduced through NCCL.
+  std::string device = "cpu";
 
   void validate() const;  // aspen::Error naming the option
 };

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
 #include "bench/dp_bench.h"
 
 namespace aspen::cli {
@@ -39,6 +40,7 @@ void setup(CLI::App& root) {
                       "packed tokens per micro-batch")
       ->capture_default_str();
   command->add_option("--seed", options->seed, "batch and model seed")->capture_default_str();
+  add_device_option(command, options->device);
   command->add_flag("--json", *json, "print JSON (the only format)");
   // Internal: one configuration's rank process (an empty group hides them from --help).
   command->add_flag("--worker", worker->worker)->group("");
