@@ -190,7 +190,8 @@ def structured_lines(rng):
         lines += [f"a{space}b", f"a {space} b", f"{space}x", f"x{space}", f"{space}{space}!",
                   f"1{space}2", f"'s{space}'S", f"word{space}{space}word"]
     for tail in CONTRACTION_TAILS:
-        for variant in {tail, tail.upper(), tail.capitalize(), tail[::-1]}:
+        # dict.fromkeys: unique in a fixed order (a set's order changes with hash seeds).
+        for variant in dict.fromkeys((tail, tail.upper(), tail.capitalize(), tail[::-1])):
             lines += [f"it'{variant}", f"IT'{variant} ok", f"'{variant}", f" '{variant}x",
                       f"don'{variant}'{variant}"]
     lines += ["x'\u017f", "x'\u017fy", "'\u212a", "'\u0130", "'\u0131", "it\u2019s", "''s"]
