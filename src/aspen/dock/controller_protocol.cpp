@@ -1,5 +1,7 @@
 #include "aspen/dock/controller_protocol.h"
 
+#include "aspen/dock/claim_codec.h"
+
 namespace aspen {
 namespace {
 
@@ -20,20 +22,6 @@ WireMessage reply(uint16_t op, std::string body) {
   message.op = op;
   message.body = std::move(body);
   return message;
-}
-
-void put_info(ByteWriter& w, const RowInfo& info) {
-  w.put<int64_t>(info.group_id).put<int32_t>(info.group_size);
-  w.put<int64_t>(info.tokens).put<int64_t>(info.version);
-}
-
-RowInfo get_info(ByteReader& r) {
-  RowInfo info;
-  info.group_id = r.get<int64_t>();
-  info.group_size = r.get<int32_t>();
-  info.tokens = r.get<int64_t>();
-  info.version = r.get<int64_t>();
-  return info;
 }
 
 std::string encode_claim_options(const std::string& consumer, const ClaimOptions& o) {
@@ -63,47 +51,10 @@ ClaimOptions decode_claim_options(ByteReader& r, std::string& consumer) {
   return o;
 }
 
-std::string encode_claim(const Claim& claim) {
-  ByteWriter w;
-  w.put<int64_t>(claim.lease).put_string(claim.consumer).put_strings(claim.columns);
-  w.put<uint32_t>(static_cast<uint32_t>(claim.rows.size()));
-  for (const ClaimedRow& row : claim.rows) {
-    w.put<int64_t>(row.id);
-    put_info(w, row.info);
-    w.put_vector<int32_t>(row.locations);
-  }
-  w.put<uint32_t>(static_cast<uint32_t>(claim.ranks.size()));
-  for (const std::vector<RowId>& rank : claim.ranks) w.put_vector<int64_t>(rank);
-  w.put<double>(claim.imbalance).put<uint8_t>(claim.timed_out);
-  return w.take();
-}
-
-Claim decode_claim(const std::string& body) {
-  ByteReader r(body);
-  Claim claim;
-  claim.lease = r.get<int64_t>();
-  claim.consumer = r.get_string();
-  claim.columns = r.get_strings();
-  const uint32_t rows = r.get<uint32_t>();
-  for (uint32_t i = 0; i < rows; ++i) {
-    ClaimedRow row;
-    row.id = r.get<int64_t>();
-    row.info = get_info(r);
-    row.locations = r.get_vector<int32_t>();
-    claim.rows.push_back(std::move(row));
-  }
-  const uint32_t ranks = r.get<uint32_t>();
-  for (uint32_t i = 0; i < ranks; ++i) claim.ranks.push_back(r.get_vector<int64_t>());
-  claim.imbalance = r.get<double>();
-  claim.timed_out = r.get<uint8_t>() != 0;
-  r.expect_end();
-  return claim;
-}
-
 std::vector<RowInfo> decode_infos(ByteReader& r) {
   const uint32_t count = r.get<uint32_t>();
   std::vector<RowInfo> infos;
-  for (uint32_t i = 0; i < count; ++i) infos.push_back(get_info(r));
+  for (uint32_t i = 0; i < count; ++i) infos.push_back(get_row_info(r));
   return infos;
 }
 
@@ -271,7 +222,7 @@ std::vector<std::string> RemoteController::warehouse_endpoints() {
 std::vector<RowId> RemoteController::allocate(const std::vector<RowInfo>& rows, double timeout_s) {
   ByteWriter w;
   w.put<double>(timeout_s).put<uint32_t>(static_cast<uint32_t>(rows.size()));
-  for (const RowInfo& info : rows) put_info(w, info);
+  for (const RowInfo& info : rows) put_row_info(w, info);
   WireMessage answer = client_.call(reply(kAllocate, w.take()), timeout_s);
   ByteReader r(answer.body);
   return r.get_vector<int64_t>();

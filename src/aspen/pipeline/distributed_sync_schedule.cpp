@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "aspen/dock/claim_json.h"
+#include "aspen/dock/claim_codec.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/parallel/resharder.h"
@@ -249,15 +249,15 @@ RewardStats DistributedSyncSchedule::rollout_and_score(const std::vector<PromptG
 
 Claim DistributedSyncSchedule::shared_claim(const std::string& consumer, int64_t rows,
                                             bool balanced) {
-  nlohmann::json encoded;
+  std::string encoded;
   if (is_root()) {
     ClaimOptions options = claim_rows(rows);
     if (balanced) options.balance_ranks = config_.placement.train_dp;
-    encoded = claim_to_json(dock_.dock->claim(consumer, options));
+    encoded = encode_claim(dock_.dock->claim(consumer, options));
   }
-  broadcast_json(world_, encoded, 0);
+  broadcast_bytes(world_, encoded, 0);
   if (!trains_) return Claim{};  // a rollout rank: nothing to compute
-  const Claim claim = claim_from_json(encoded);
+  const Claim claim = decode_claim(encoded);
   return balanced ? share_of(claim, dp_rank_) : claim;
 }
 
