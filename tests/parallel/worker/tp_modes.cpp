@@ -99,6 +99,11 @@ ModelConfig tiny(ModelFamily family, int64_t heads, int64_t kv_heads, int64_t he
   return c;
 }
 
+ModelConfig with_attention_bias(ModelConfig c) {
+  c.attention_bias = true;
+  return c;
+}
+
 std::map<std::string, TpCase> tp_cases() {
   return {
       {"qwen2_bias", {tiny(ModelFamily::kQwen2, 4, 2, 8, /*tied=*/false)}},
@@ -107,6 +112,9 @@ std::map<std::string, TpCase> tp_cases() {
       {"qwen3_tied", {tiny(ModelFamily::kQwen3, 4, 2, 12, /*tied=*/true), /*load_sharded=*/true}},
       // At 4 ranks: 2 kv heads each replicated on 2 ranks, q/k norms on 1 head per rank.
       {"qwen3_kv_replicated", {tiny(ModelFamily::kQwen3, 4, 2, 8, /*tied=*/false)}},
+      // Qwen3 with attention_bias: q/k/v biases and an o_proj bias, which the
+      // row-parallel o_proj must add once, after the reduction.
+      {"qwen3_attention_bias", {with_attention_bias(tiny(ModelFamily::kQwen3, 4, 2, 8, false))}},
   };
 }
 
