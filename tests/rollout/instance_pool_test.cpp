@@ -76,13 +76,18 @@ TEST(InstancePool, SameSeedGivesSameSamplesOnAnyInstance) {
   EXPECT_EQ(completions[0].token_ids, completions[1].token_ids);
 }
 
+std::shared_ptr<const WeightSet> weight_set(uint64_t seed, int64_t version) {
+  auto set = std::make_shared<WeightSet>();
+  set->version = version;
+  for (const auto& [name, tensor] : make_random_model(pool_config(), seed)->hf_state())
+    set->tensors.emplace_back(name, tensor);
+  return set;
+}
+
 TEST(InstancePool, PublishedWeightsApplyAtTheNextStep) {
   std::vector<QwenForCausalLM> models{make_random_model(pool_config(), 1)};
   InstancePool pool(models, {InstanceOptions{}});
-  auto weights = std::make_shared<std::map<std::string, torch::Tensor>>();
-  for (const auto& [name, tensor] : make_random_model(pool_config(), 2)->hf_state())
-    (*weights)[name] = tensor;
-  pool.publish_weights(3, weights);
+  pool.publish_weights(weight_set(2, 3));
   GenerationRequest request;
   request.prompt = {1, 2};
   request.params.max_tokens = 4;
@@ -90,6 +95,25 @@ TEST(InstancePool, PublishedWeightsApplyAtTheNextStep) {
   const auto completions = drain(pool, 1);
   ASSERT_EQ(completions.size(), 1u);
   for (int64_t version : completions[0].policy_versions) EXPECT_EQ(version, 3);
+}
+
+TEST(InstancePool, AnInstanceSwitchesToTheNewestSetAndSamplesLikeThoseWeights) {
+  std::vector<QwenForCausalLM> models{make_random_model(pool_config(), 1)};
+  InstancePool pool(models, {InstanceOptions{}});
+  pool.publish_weights(weight_set(2, 3));
+  pool.publish_weights(weight_set(4, 5));  // before any step: version 3 is never used
+  GenerationRequest request;
+  request.prompt = {1, 2};
+  request.params.max_tokens = 6;
+  request.params.seed = 9;
+  pool.submit(0, request);
+  const auto completions = drain(pool, 1);
+  ASSERT_EQ(completions.size(), 1u);
+  for (int64_t version : completions[0].policy_versions) EXPECT_EQ(version, 5);
+  // The same request on an engine holding the seed-4 weights gives the same tokens.
+  RolloutEngine reference(make_random_model(pool_config(), 4), EngineConfig{});
+  request.n = 1;
+  EXPECT_EQ(reference.generate({request}).at(0).token_ids, completions[0].token_ids);
 }
 
 TEST(InstancePool, UnservableRequestIsAbortedNotLost) {

@@ -34,9 +34,12 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::shared_ptr<const std::map<std::string, torch::Tensor>> weights_of(
-    const QwenForCausalLM& model) {
-  return std::make_shared<const std::map<std::string, torch::Tensor>>(policy_weights(model));
+// The policy as a versioned set for the instances' weight board.
+std::shared_ptr<const WeightSet> weights_of(const QwenForCausalLM& model, int64_t version) {
+  auto set = std::make_shared<WeightSet>();
+  set->version = version;
+  for (auto& [name, tensor] : policy_weights(model)) set->tensors.emplace_back(name, tensor);
+  return set;
 }
 
 // One admitted prompt group, until the trainer takes it.
@@ -537,7 +540,7 @@ nlohmann::json AsyncSchedule::iteration(int64_t index) {
   for (int64_t v : record.update.row_versions) bubbles_.add_staleness(index - v, 1);
   if (version_ % config_.pipeline.sync_every == 0) {
     timed_stage(stages, "publish", trace_, trainer_track_, [&] {
-      pool_.publish_weights(version_, weights_of(setup_.model));
+      pool_.publish_weights(weights_of(setup_.model, version_));
       std::lock_guard<std::mutex> lock(mutex_);
       rollout_version_ = version_;
       admit();
@@ -594,7 +597,7 @@ void AsyncSchedule::restore(const nlohmann::json& state) {
   version_ = state.at("version").get<int64_t>();
   trained_tokens_ = state.at("trained_tokens").get<int64_t>();
   workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
-  pool_.publish_weights(version_, weights_of(setup_.model));
+  pool_.publish_weights(weights_of(setup_.model, version_));
   std::lock_guard<std::mutex> lock(mutex_);
   prompts_.restore(state.at("prompts"));
   samples_ = state.at("samples").get<int64_t>();

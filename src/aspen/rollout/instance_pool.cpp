@@ -19,9 +19,8 @@ struct InstancePool::Instance {
   int64_t inbox_samples = 0;            // GUARDED_BY(mutex)
   QueueState state;                     // GUARDED_BY(mutex)
   EngineStats stats;                    // GUARDED_BY(mutex)
-  std::optional<std::pair<int64_t, std::shared_ptr<const std::map<std::string, torch::Tensor>>>>
-      pending_weights;    // GUARDED_BY(mutex)
   bool stopping = false;  // GUARDED_BY(mutex)
+  std::shared_ptr<const WeightSet> loaded;  // the board's set in the engine; instance thread only
   std::thread thread;
 };
 
@@ -111,13 +110,12 @@ std::optional<PooledCompletion> InstancePool::pop_completion(std::chrono::millis
   return completion;
 }
 
-void InstancePool::publish_weights(
-    int64_t version, std::shared_ptr<const std::map<std::string, torch::Tensor>> weights) {
+void InstancePool::publish_weights(std::shared_ptr<const WeightSet> weights) {
+  check_input(weights != nullptr, "no weights", "publish_weights");
+  board_.publish(std::move(weights));
   for (auto& instance : instances_) {
-    {
-      std::lock_guard<std::mutex> lock(instance->mutex);
-      instance->pending_weights = std::make_pair(version, weights);
-    }
+    // Taking the lock orders the publish before the instance's next predicate check.
+    { std::lock_guard<std::mutex> lock(instance->mutex); }
     instance->wake.notify_one();
   }
 }
@@ -129,20 +127,24 @@ void InstancePool::run_instance(Instance& instance) {
   RolloutEngine& engine = *instance.engine;
   while (true) {
     std::deque<GenerationRequest> arrivals;
-    std::optional<std::pair<int64_t, std::shared_ptr<const std::map<std::string, torch::Tensor>>>>
-        weights;
+    std::shared_ptr<const WeightSet> latest;
     {
       std::unique_lock<std::mutex> lock(instance.mutex);
       instance.wake.wait(lock, [&] {
-        return instance.stopping || !instance.inbox.empty() || instance.pending_weights ||
+        latest = board_.latest();
+        return instance.stopping || !instance.inbox.empty() || latest != instance.loaded ||
                engine.has_unfinished();
       });
       if (instance.stopping) return;
       arrivals.swap(instance.inbox);
       instance.inbox_samples = 0;
-      weights.swap(instance.pending_weights);
     }
-    if (weights) engine.load_weights(weights->first, *weights->second);
+    if (latest != instance.loaded) {  // a step boundary: switch to the newest set
+      const std::map<std::string, torch::Tensor> tensors(latest->tensors.begin(),
+                                                         latest->tensors.end());
+      engine.load_weights(latest->version, tensors);
+      instance.loaded = std::move(latest);
+    }
     std::vector<Completion> finished;
     for (auto& request : arrivals) {
       try {

@@ -4,12 +4,13 @@
 //
 // Requests go to a chosen instance (the dispatcher decides which, from the queue
 // states every instance publishes after each step). Finished samples come out of
-// one shared completion queue, in finishing order. New weights are published to
-// all instances at once and each switches at its next step boundary.
+// one shared completion queue, in finishing order. New weights are published on one
+// WeightBoard (parallel/weight_set.h, the versioned sets the resharder produces too),
+// and each instance switches to the board's latest set at its next step boundary.
 //
 // Thread safety: every public method may be called from any thread.
-// Locking: each instance's inbox, published queue state and pending weights are
-// guarded by that instance's mutex; the completion queue by completions_mutex_.
+// Locking: each instance's inbox and published queue state are guarded by that
+// instance's mutex; the completion queue by completions_mutex_; the board by its own.
 #pragma once
 
 #include <chrono>
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "aspen/parallel/weight_set.h"
 #include "aspen/rollout/engine.h"
 
 namespace aspen {
@@ -68,9 +70,11 @@ class InstancePool {
   // Blocks up to `timeout` for the next finished sample.
   std::optional<PooledCompletion> pop_completion(std::chrono::milliseconds timeout);
 
-  // Every instance loads `weights` as `version` before its next step.
-  void publish_weights(int64_t version,
-                       std::shared_ptr<const std::map<std::string, torch::Tensor>> weights);
+  // Publishes `weights` (HF names, the full model: these instances are not
+  // tensor-parallel) on the board. Every instance loads the latest published set,
+  // as weights->version, before its next step; a set superseded before an instance
+  // stepped is skipped by it.
+  void publish_weights(std::shared_ptr<const WeightSet> weights);
   // Per-instance engine statistics (snapshot).
   std::vector<EngineStats> stats() const;
 
@@ -78,6 +82,7 @@ class InstancePool {
   struct Instance;
   void run_instance(Instance& instance);
 
+  WeightBoard board_;
   std::vector<std::unique_ptr<Instance>> instances_;
   mutable std::mutex completions_mutex_;
   std::condition_variable completions_ready_;
