@@ -43,11 +43,24 @@ TEST(TrainConfig, ErrorsNameTheKeyPath) {
   expect_error_at("algorithm:\n  off_policy: tis\n", "run.yaml: algorithm.off_policy_cap");
   expect_error_at("algorithm:\n  kl_ctrl: pid\n", "run.yaml: algorithm.kl_ctrl");
   expect_error_at("placement:\n  mode: shared\n", "run.yaml: placement.mode");
+  expect_error_at("train:\n  device: gpu\n", "run.yaml: train.device");
+  expect_error_at("rollout:\n  device: cuda:x\n", "run.yaml: rollout.device");
   expect_error_at("placement:\n  train: {dp: 0}\n", "run.yaml: placement.train.dp");
   expect_error_at("placement:\n  train: {tp: 2}\n", "run.yaml: placement");  // 2 vs 1 rollout rank
   expect_error_at("placement:\n  mode: disaggregated\n  swap: true\n", "run.yaml: placement.swap");
   expect_error_at("pipeline:\n  mode: async\nplacement:\n  swap: true\n",
                   "run.yaml: placement.swap");
+}
+
+TEST(TrainConfig, DevicesAreParsedOnceAndWrittenBackAsTheyWereSpelled) {
+  Config config = Config::parse("train:\n  device: cuda:1\nrollout:\n  device: cuda\n", "run.yaml");
+  const TrainConfig parsed = parse_train_config(config);
+  EXPECT_EQ(parsed.train.device, (DeviceSpec{true, 1}));
+  EXPECT_EQ(parsed.rollout.device, (DeviceSpec{true, std::nullopt}));
+  EXPECT_EQ(parsed.as_json()["train"]["device"], "cuda:1");
+  EXPECT_EQ(parsed.as_json()["rollout"]["device"], "cuda");
+  Config empty = Config::empty();
+  EXPECT_EQ(parse_train_config(empty).train.device, DeviceSpec{});
 }
 
 TEST(TrainConfig, PlacementGrid) {

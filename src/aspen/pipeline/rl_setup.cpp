@@ -116,10 +116,8 @@ RlSetup build_rl_setup(const TrainConfig& config) {
   RlSetup setup;
   // Devices first: a GPU asked for but missing fails before any data or model work.
   const int local_rank = dist_env_present() ? read_dist_env().local_rank : 0;
-  setup.train_device = resolve_device(parse_device_spec(config.train.device, "train.device"),
-                                      local_rank, "train.device");
-  setup.rollout_device = resolve_device(
-      parse_device_spec(config.rollout.device, "rollout.device"), local_rank, "rollout.device");
+  setup.train_device = resolve_device(config.train.device, local_rank, "train.device");
+  setup.rollout_device = resolve_device(config.rollout.device, local_rank, "rollout.device");
   load_data(config, setup);
   if (config.model.path.empty()) {
     build_builtin_model(config, setup);

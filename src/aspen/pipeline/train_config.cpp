@@ -1,7 +1,5 @@
 #include "aspen/pipeline/train_config.h"
 
-#include "aspen/parallel/device.h"
-
 #include <set>
 
 namespace aspen {
@@ -137,8 +135,7 @@ RolloutSection read_rollout(ConfigSection s) {
   r.max_num_seqs = s.get("max_num_seqs", r.max_num_seqs);
   r.max_num_batched_tokens = s.get("max_num_batched_tokens", r.max_num_batched_tokens);
   r.long_tail_fraction = s.get("long_tail_fraction", r.long_tail_fraction);
-  r.device = s.get("device", r.device);
-  parse_device_spec(r.device, s.where("device"));
+  r.device = parse_device_spec(s.get("device", r.device.text()), s.where("device"));
   check_input(r.long_tail_fraction >= 0 && r.long_tail_fraction <= 1, "must be in [0, 1]",
               s.where("long_tail_fraction"));
   check_positive(r.n, s.where("n"));
@@ -171,8 +168,7 @@ TrainSection read_train(ConfigSection s) {
   t.sft_batch_size = s.get("sft_batch_size", t.sft_batch_size);
   t.sft_lr = s.get("sft_lr", t.sft_lr);
   t.critic_lr = s.get("critic_lr", t.critic_lr);
-  t.device = s.get("device", t.device);
-  parse_device_spec(t.device, s.where("device"));
+  t.device = parse_device_spec(s.get("device", t.device.text()), s.where("device"));
   check_input(t.critic_lr > 0, "must be > 0", s.where("critic_lr"));
   check_input(t.iterations >= 0, "must be >= 0", s.where("iterations"));
   check_input(t.lr > 0, "must be > 0", s.where("lr"));
@@ -339,7 +335,7 @@ nlohmann::json TrainConfig::as_json() const {
         {"max_num_seqs", rollout.max_num_seqs},
         {"max_num_batched_tokens", rollout.max_num_batched_tokens},
         {"long_tail_fraction", rollout.long_tail_fraction},
-        {"device", rollout.device}}},
+        {"device", rollout.device.text()}}},
       {"train",
        {{"iterations", train.iterations},
         {"lr", train.lr},
@@ -358,7 +354,7 @@ nlohmann::json TrainConfig::as_json() const {
         {"sft_batch_size", train.sft_batch_size},
         {"sft_lr", train.sft_lr},
         {"critic_lr", train.critic_lr},
-        {"device", train.device}}},
+        {"device", train.device.text()}}},
       {"pipeline",
        {{"mode", pipeline.mode},
         {"threads", pipeline.threads},

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "aspen/parallel/device.h"
 #include "aspen/parallel/placement.h"
 #include "aspen/util/config.h"
 
@@ -92,7 +93,7 @@ struct RolloutSection {
   double long_tail_fraction = 0.0;
   // Where the rollout engine runs (its model copy and KV cache): cpu | cuda | cuda:N.
   // Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
-  std::string device = "cpu";
+  DeviceSpec device;
 };
 
 struct TrainSection {
@@ -116,7 +117,7 @@ struct TrainSection {
   double critic_lr = 1e-4;  // ppo: the critic's learning rate
   // Where the trainer runs (policy, reference, critic, optimizer state): cpu | cuda |
   // cuda:N. Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
-  std::string device = "cpu";
+  DeviceSpec device;
 };
 
 struct PipelineSection {
