@@ -2,6 +2,7 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "aspen/util/error.h"
@@ -17,13 +18,12 @@ DeviceSpec parse_device_spec(const std::string& text, const std::string& where) 
   if (text == "cpu") return {};
   if (text == "cuda") return {true, std::nullopt};
   const std::string prefix = "cuda:";
-  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() && text.size() <= prefix.size() + 4) {
-    int index = 0;
-    for (size_t i = prefix.size(); i < text.size(); ++i) {
-      if (!std::isdigit(static_cast<unsigned char>(text[i]))) index = -1;
-      if (index >= 0) index = index * 10 + (text[i] - '0');
-    }
-    if (index >= 0) return {true, index};
+  const std::string digits = text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
+  // 1-4 decimal digits: a device index, never a sign, space or suffix.
+  if (!digits.empty() && digits.size() <= 4 &&
+      std::all_of(digits.begin(), digits.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+    return {true, std::stoi(digits)};
   }
   throw Error("unknown device \"" + text + "\"", where, "use cpu, cuda or cuda:N");
 }
