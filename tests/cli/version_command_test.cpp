@@ -36,8 +36,8 @@ TEST(VersionCommand, JsonNamesTheTorchItWasBuiltAgainstWithCudaCompiledIn) {
   EXPECT_EQ(v["cuda_available"].get<bool>(), v["devices"].size() > 1);
 
   // The same torch as the Python whose wheel CMake built against ("2.15.0+cu132").
-  const auto python = testing::run_command(testing::python() +
-                                           " -c 'import torch; print(torch.__version__)'");
+  const auto python =
+      testing::run_command(testing::python() + " -c 'import torch; print(torch.__version__)'");
   ASSERT_EQ(python.exit_code, 0) << python.err;
   EXPECT_EQ(python.out.rfind(v["torch"].get<std::string>(), 0), 0u)
       << "aspen: " << v["torch"] << ", python: " << python.out;

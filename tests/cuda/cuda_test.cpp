@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -116,8 +115,8 @@ TEST(CudaTraining, ActorUpdateOnTheGpuEqualsTheCpuUpdate) {
 
 TEST(CudaRlLoop, TheSyncLoopRunsOnTheGpu) {
   ASPEN_REQUIRE_CUDA();
-  const TrainConfig config = testing::tiny_run_config(
-      {"train.device=cuda", "rollout.device=cuda", "train.iterations=3"});
+  const TrainConfig config =
+      testing::tiny_run_config({"train.device=cuda", "rollout.device=cuda", "train.iterations=3"});
   RlSetup setup = build_rl_setup(config);
   EXPECT_TRUE(setup.model->lm_head_weight().is_cuda());
   const std::filesystem::path dir =
@@ -131,8 +130,8 @@ TEST(CudaRlLoop, TheSyncLoopRunsOnTheGpu) {
 
 TEST(CudaCollectives, TwoRanksReduceGatherAndBroadcastThroughNccl) {
   if (cuda_device_count() < 2) GTEST_SKIP() << "fewer than 2 CUDA devices: skipped, not passed";
-  const auto result = testing::run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " +
-                                           kWorker + " nccl_collectives");
+  const auto result = testing::run_command(
+      kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kWorker + " nccl_collectives");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("rank 0 nccl ok"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("rank 1 nccl ok"), std::string::npos) << result.output;

@@ -1,8 +1,9 @@
 // Device strings: parsed once, with errors that name the key; CUDA asked for where none
 // is usable is an error at resolve time, never a silent fall-back to the CPU.
+#include "aspen/parallel/device.h"
+
 #include <gtest/gtest.h>
 
-#include "aspen/parallel/device.h"
 #include "aspen/util/error.h"
 
 namespace aspen {

@@ -2,7 +2,6 @@
 // torch it was built against, whether CUDA was compiled in and is usable, the devices,
 // and the BLAS behind torch's CPU matmuls. It is what a user pastes into a bug report.
 #include <ATen/Context.h>
-#include <ATen/Version.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/cuda.h>
@@ -31,12 +30,12 @@ nlohmann::json devices_json() {
   const int count = cuda_device_count();
   for (int i = 0; i < count; ++i) {
     const cudaDeviceProp* props = at::cuda::getDeviceProperties(i);
-    devices.push_back({{"type", "cuda"},
-                       {"index", i},
-                       {"name", props->name},
-                       {"capability", std::to_string(props->major) + "." +
-                                          std::to_string(props->minor)},
-                       {"memory_gib", static_cast<double>(props->totalGlobalMem) / (1 << 30)}});
+    devices.push_back(
+        {{"type", "cuda"},
+         {"index", i},
+         {"name", props->name},
+         {"capability", std::to_string(props->major) + "." + std::to_string(props->minor)},
+         {"memory_gib", static_cast<double>(props->totalGlobalMem) / (1 << 30)}});
   }
   return devices;
 }
@@ -56,8 +55,8 @@ nlohmann::json version_json() {
 
 void setup(CLI::App& root) {
   auto json = std::make_shared<bool>(false);
-  CLI::App* command =
-      root.add_subcommand("version", "Aspen, torch, CUDA and BLAS of this build (paste into bug reports)");
+  CLI::App* command = root.add_subcommand(
+      "version", "Aspen, torch, CUDA and BLAS of this build (paste into bug reports)");
   command->add_flag("--json", *json, "one JSON object");
   on_run(command, [json] {
     const nlohmann::json v = version_json();
@@ -72,7 +71,8 @@ void setup(CLI::App& root) {
               << v["blas"].get<std::string>() << "\ndevices";
     for (const auto& d : v["devices"]) {
       std::cout << ' ' << d["type"].get<std::string>();
-      if (d.contains("index")) std::cout << ':' << d["index"].get<int>() << " (" << d["name"].get<std::string>() << ')';
+      if (d.contains("index"))
+        std::cout << ':' << d["index"].get<int>() << " (" << d["name"].get<std::string>() << ')';
     }
     std::cout << '\n';
     return 0;

@@ -19,9 +19,8 @@ void expect_same(const torch::Tensor& cuda, const torch::Tensor& cpu, const std:
 }
 
 int nccl_collectives(ProcessGroupHandle& group, const std::vector<std::string>&) {
-  const torch::Device device =
-      resolve_device(parse_device_spec("cuda", "nccl check"), read_dist_env().local_rank,
-                     "nccl check");
+  const torch::Device device = resolve_device(parse_device_spec("cuda", "nccl check"),
+                                              read_dist_env().local_rank, "nccl check");
   const int rank = group.rank();
   torch::Tensor cpu = torch::arange(6, torch::kFloat) * static_cast<float>(rank + 1);
   torch::Tensor gpu = cpu.to(device);
