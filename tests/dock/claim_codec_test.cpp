@@ -21,6 +21,7 @@ Claim balanced_claim() {
     row.info.group_size = 2;
     row.info.tokens = id;
     row.info.version = 3;
+    row.info.target = static_cast<int32_t>(id % 3) - 1;  // -1 (none) included
     row.locations = {static_cast<WarehouseId>(id % 2), 1};
     claim.rows.push_back(row);
   }
@@ -32,6 +33,8 @@ Claim balanced_claim() {
 TEST(ClaimCodec, RoundTripsEveryField) {
   Claim claim = balanced_claim();
   claim.timed_out = true;
+  claim.pending_required_rows = 6;
+  claim.ready_rows_left = 9;
   const Claim back = decode_claim(encode_claim(claim));
   EXPECT_EQ(back.lease, claim.lease);
   EXPECT_EQ(back.consumer, claim.consumer);
@@ -39,6 +42,8 @@ TEST(ClaimCodec, RoundTripsEveryField) {
   EXPECT_EQ(back.ranks, claim.ranks);
   EXPECT_DOUBLE_EQ(back.imbalance, claim.imbalance);
   EXPECT_EQ(back.timed_out, claim.timed_out);
+  EXPECT_EQ(back.pending_required_rows, 6);
+  EXPECT_EQ(back.ready_rows_left, 9);
   ASSERT_EQ(back.rows.size(), claim.rows.size());
   for (size_t i = 0; i < claim.rows.size(); ++i) {
     EXPECT_EQ(back.rows[i].id, claim.rows[i].id);
@@ -46,6 +51,7 @@ TEST(ClaimCodec, RoundTripsEveryField) {
     EXPECT_EQ(back.rows[i].info.group_size, claim.rows[i].info.group_size);
     EXPECT_EQ(back.rows[i].info.tokens, claim.rows[i].info.tokens);
     EXPECT_EQ(back.rows[i].info.version, claim.rows[i].info.version);
+    EXPECT_EQ(back.rows[i].info.target, claim.rows[i].info.target);
     EXPECT_EQ(back.rows[i].locations, claim.rows[i].locations);
   }
 }

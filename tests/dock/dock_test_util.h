@@ -14,8 +14,9 @@ inline DockSchema two_consumer_schema() {
                     {{"actor", {"tokens", "reward"}}, {"reference", {"tokens"}}});
 }
 
-inline RowInfo row_info(int64_t group, int32_t group_size, int64_t tokens, int64_t version = 0) {
-  return RowInfo{group, group_size, tokens, version};
+inline RowInfo row_info(int64_t group, int32_t group_size, int64_t tokens, int64_t version = 0,
+                        int32_t target = -1) {
+  return RowInfo{group, group_size, tokens, version, target};
 }
 
 // Columns for rows whose token column holds `marker` everywhere (lets readers check

@@ -8,7 +8,7 @@ namespace aspen {
 
 void put_row_info(ByteWriter& w, const RowInfo& info) {
   w.put<int64_t>(info.group_id).put<int32_t>(info.group_size);
-  w.put<int64_t>(info.tokens).put<int64_t>(info.version);
+  w.put<int64_t>(info.tokens).put<int64_t>(info.version).put<int32_t>(info.target);
 }
 
 RowInfo get_row_info(ByteReader& r) {
@@ -17,6 +17,7 @@ RowInfo get_row_info(ByteReader& r) {
   info.group_size = r.get<int32_t>();
   info.tokens = r.get<int64_t>();
   info.version = r.get<int64_t>();
+  info.target = r.get<int32_t>();
   return info;
 }
 
@@ -32,6 +33,7 @@ std::string encode_claim(const Claim& claim) {
   w.put<uint32_t>(static_cast<uint32_t>(claim.ranks.size()));
   for (const std::vector<RowId>& rank : claim.ranks) w.put_vector<int64_t>(rank);
   w.put<double>(claim.imbalance).put<uint8_t>(claim.timed_out);
+  w.put<int64_t>(claim.pending_required_rows).put<int64_t>(claim.ready_rows_left);
   return w.take();
 }
 
@@ -53,6 +55,8 @@ Claim decode_claim(const std::string& bytes) {
   for (uint32_t i = 0; i < ranks; ++i) claim.ranks.push_back(r.get_vector<int64_t>());
   claim.imbalance = r.get<double>();
   claim.timed_out = r.get<uint8_t>() != 0;
+  claim.pending_required_rows = r.get<int64_t>();
+  claim.ready_rows_left = r.get<int64_t>();
   r.expect_end();
   return claim;
 }

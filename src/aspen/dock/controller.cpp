@@ -1,6 +1,8 @@
 #include "aspen/dock/controller.h"
 
 #include <algorithm>
+#include <limits>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -21,6 +23,30 @@ std::chrono::steady_clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(clamped));
 }
+
+bool has_required_window(const ClaimOptions& options) {
+  return options.required_through_version != std::numeric_limits<int64_t>::min();
+}
+
+// The row filters of a claim. Scope (groups, target) says which rows the claim may
+// ever take; the version window may still change (update_info), so the required
+// window counts a required group outside it as pending, not as out of scope.
+class ClaimFilter {
+ public:
+  explicit ClaimFilter(const ClaimOptions& options)
+      : options_(options), groups_(options.groups.begin(), options.groups.end()) {}
+  bool in_scope(const RowInfo& info) const {
+    const bool target_ok = options_.target < 0 || info.target < 0 || info.target == options_.target;
+    return target_ok && (groups_.empty() || groups_.count(info.group_id) > 0);
+  }
+  bool in_window(const RowInfo& info) const {
+    return info.version >= options_.min_version && info.version <= options_.max_version;
+  }
+
+ private:
+  const ClaimOptions& options_;
+  const std::unordered_set<int64_t> groups_;
+};
 
 }  // namespace
 
@@ -152,23 +178,27 @@ void DockController::validate_claim(const ClaimOptions& options) const {
               "a lease must last a positive time");
   check_input(options.min_version <= options.max_version, "empty policy-version window",
               "claim options");
+  check_input(options.target >= -1, "target " + std::to_string(options.target), "claim options",
+              "-1 (any row) or an instance index");
+  check_input(!has_required_window(options) || options.whole_groups,
+              "required_through_version without whole_groups", "claim options",
+              "a staleness window is made of whole groups; set whole_groups");
 }
 
-std::vector<RowId> DockController::select_locked(int consumer, const ClaimOptions& options) const {
+DockController::Selection DockController::select_locked(int consumer,
+                                                        const ClaimOptions& options) const {
+  if (has_required_window(options)) return select_window_locked(consumer, options);
   const std::set<RowId>& pool = claimable_[consumer];
-  std::vector<RowId> picked;
+  Selection selection;
+  std::vector<RowId>& picked = selection.rows;
   const auto max_rows = static_cast<size_t>(options.max_rows);
-  const std::unordered_set<int64_t> groups(options.groups.begin(), options.groups.end());
-  auto in_window = [&](const RowInfo& info) {
-    return info.version >= options.min_version && info.version <= options.max_version &&
-           (groups.empty() || groups.count(info.group_id) > 0);
-  };
+  const ClaimFilter filter(options);
   // Groups: members in visiting order, groups in order of their first member.
   std::unordered_map<int64_t, std::vector<RowId>> members;
   std::vector<int64_t> group_order;
   auto visit = [&](RowId id) {
     const RowInfo& info = rows_.at(id).info;
-    if (!in_window(info)) return true;
+    if (!filter.in_scope(info) || !filter.in_window(info)) return true;
     if (!options.whole_groups) {
       picked.push_back(id);
       return picked.size() < max_rows;
@@ -194,15 +224,93 @@ std::vector<RowId> DockController::select_locked(int consumer, const ClaimOption
       }
     }
   }
-  return picked;
+  selection.satisfied = static_cast<int64_t>(picked.size()) >= options.min_rows;
+  return selection;
 }
 
-std::optional<Claim> DockController::claim_locked(int consumer, const ClaimOptions& options) {
-  std::vector<RowId> picked = select_locked(consumer, options);
-  if (static_cast<int64_t>(picked.size()) < options.min_rows) return std::nullopt;
+std::vector<DockController::GroupTally> DockController::tally_groups_locked(
+    int consumer, const ClaimOptions& options) const {
+  const uint64_t bit = uint64_t{1} << consumer;
+  const ClaimFilter filter(options);
+  std::unordered_map<int64_t, GroupTally> by_group;
+  std::unordered_set<int64_t> out_of_scope;  // a row of the group is not this claim's
+  for (const auto& [id, row] : rows_) {
+    if ((row.consumed | row.leased) & bit) continue;
+    const RowInfo& info = row.info;
+    if (!filter.in_scope(info)) {
+      out_of_scope.insert(info.group_id);
+      continue;
+    }
+    GroupTally& group = by_group[info.group_id];
+    group.size = info.group_size;
+    group.min_version = std::min(group.min_version, info.version);
+    group.first_row = std::min(group.first_row, id);
+    if (filter.in_window(info) && claimable_[consumer].count(id) > 0) group.ready.push_back(id);
+  }
+  std::vector<GroupTally> groups;
+  for (auto& [group_id, group] : by_group) {
+    if (out_of_scope.count(group_id) > 0) continue;
+    std::sort(group.ready.begin(), group.ready.end());
+    groups.push_back(std::move(group));
+  }
+  // (version, row id): the stalest groups first, then allocation order.
+  std::sort(groups.begin(), groups.end(), [](const GroupTally& a, const GroupTally& b) {
+    return std::tie(a.min_version, a.first_row) < std::tie(b.min_version, b.first_row);
+  });
+  return groups;
+}
+
+DockController::Selection DockController::select_window_locked(int consumer,
+                                                               const ClaimOptions& options) const {
+  const std::vector<GroupTally> groups = tally_groups_locked(consumer, options);
+  Selection selection;
+  std::vector<const GroupTally*> optional_groups;
+  for (const GroupTally& group : groups) {
+    const bool required = group.min_version <= options.required_through_version;
+    if (!group.claimable()) {
+      if (required) selection.pending_required_rows += group.size;
+      continue;
+    }
+    if (required) {
+      // Even past max_rows: the staleness bound outranks the batch size.
+      selection.rows.insert(selection.rows.end(), group.ready.begin(), group.ready.end());
+    } else {
+      optional_groups.push_back(&group);
+    }
+  }
+  // Fill, keeping room for every pending required group: it must fit when it is ready.
+  for (const GroupTally* group : optional_groups) {
+    const auto taken = static_cast<int64_t>(selection.rows.size());
+    if (taken + group->size + selection.pending_required_rows <= options.max_rows) {
+      selection.rows.insert(selection.rows.end(), group->ready.begin(), group->ready.end());
+    } else {
+      selection.ready_rows_left += group->size;
+    }
+  }
+  const bool enough = static_cast<int64_t>(selection.rows.size()) >= options.min_rows;
+  selection.satisfied =
+      enough && (!options.complete_window || selection.pending_required_rows == 0);
+  // An answer that takes nothing leaves every claimable row.
+  if (!selection.satisfied)
+    selection.ready_rows_left += static_cast<int64_t>(selection.rows.size());
+  return selection;
+}
+
+Claim DockController::empty_claim(int consumer, const Selection& selection) const {
   Claim claim;
   claim.consumer = schema_.consumers()[consumer].name;
   claim.columns = schema_.consumers()[consumer].columns;
+  claim.pending_required_rows = selection.pending_required_rows;
+  claim.ready_rows_left = selection.ready_rows_left;
+  return claim;
+}
+
+std::optional<Claim> DockController::claim_locked(int consumer, const ClaimOptions& options,
+                                                  Selection& selection) {
+  selection = select_locked(consumer, options);
+  if (!selection.satisfied) return std::nullopt;
+  Claim claim = empty_claim(consumer, selection);
+  std::vector<RowId>& picked = selection.rows;
   if (picked.empty()) return claim;
   const uint64_t bit = uint64_t{1} << consumer;
   const std::vector<int>& needed = schema_.needed_columns(consumer);
@@ -227,7 +335,7 @@ std::optional<Claim> DockController::claim_locked(int consumer, const ClaimOptio
   }
   claim.lease = next_lease_++;
   const auto deadline = Clock::now() + to_duration(options.lease_s);
-  leases_[claim.lease] = Lease{consumer, std::move(picked), deadline};
+  leases_[claim.lease] = Lease{consumer, picked, deadline};
   lease_deadlines_.emplace(deadline, claim.lease);
   return claim;
 }
@@ -239,7 +347,8 @@ std::optional<Claim> DockController::try_claim(const std::string& consumer,
   const auto start = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   expire_leases_locked(start);
-  std::optional<Claim> claim = claim_locked(index, options);
+  Selection selection;
+  std::optional<Claim> claim = claim_locked(index, options, selection);
   if (claim) record_claim_locked(index, *claim, seconds_between(start, Clock::now()), 0.0);
   return claim;
 }
@@ -250,11 +359,12 @@ Claim DockController::claim(const std::string& consumer, const ClaimOptions& opt
   const auto start = Clock::now();
   const auto deadline = start + to_duration(options.timeout_s);
   double wait_s = 0;
+  Selection last;  // the empty answer reports the counts of the last check
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     const auto now = Clock::now();
     expire_leases_locked(now);
-    if (std::optional<Claim> claim = claim_locked(index, options)) {
+    if (std::optional<Claim> claim = claim_locked(index, options, last)) {
       record_claim_locked(index, *claim, seconds_between(start, Clock::now()), wait_s);
       return *claim;
     }
@@ -265,9 +375,7 @@ Claim DockController::claim(const std::string& consumer, const ClaimOptions& opt
     ready_cv_.wait_until(lock, wake);
     wait_s += seconds_between(now, Clock::now());
   }
-  Claim timed_out;
-  timed_out.consumer = consumer;
-  timed_out.columns = schema_.consumers()[index].columns;
+  Claim timed_out = empty_claim(index, last);
   timed_out.timed_out = true;
   record_claim_locked(index, timed_out, seconds_between(start, Clock::now()), wait_s);
   return timed_out;
@@ -295,6 +403,8 @@ void DockController::return_rows_locked(const Lease& lease) {
     auto it = rows_.find(id);
     if (it == rows_.end()) continue;
     it->second.leased &= ~bit;
+    // The claimant it was dispatched to gave it up: any instance may take it now.
+    it->second.info.target = -1;
     if (ready_for_locked(it->second, lease.consumer)) claimable_[lease.consumer].insert(id);
   }
 }
@@ -329,16 +439,7 @@ AckResult DockController::ack(int64_t lease) {
       row->second.leased &= ~bit;
       row->second.consumed |= bit;
       if (row->second.consumed != all_consumers_mask_) continue;
-      RetiredRow retired{id, {}};
-      for (WarehouseId where : row->second.where) {
-        if (where != kNoWarehouse && std::find(retired.warehouses.begin(), retired.warehouses.end(),
-                                               where) == retired.warehouses.end()) {
-          retired.warehouses.push_back(where);
-        }
-      }
-      result.retired.push_back(std::move(retired));
-      rows_.erase(row);
-      rows_retired_ += 1;
+      result.retired.push_back(retire_locked(row));
     }
     lease_deadlines_.erase({it->second.deadline, lease});
     leases_.erase(it);
@@ -346,6 +447,19 @@ AckResult DockController::ack(int64_t lease) {
   }
   if (!result.retired.empty()) space_cv_.notify_all();
   return result;
+}
+
+RetiredRow DockController::retire_locked(std::unordered_map<RowId, RowState>::iterator row) {
+  RetiredRow retired{row->first, {}};
+  for (WarehouseId where : row->second.where) {
+    if (where != kNoWarehouse && std::find(retired.warehouses.begin(), retired.warehouses.end(),
+                                           where) == retired.warehouses.end()) {
+      retired.warehouses.push_back(where);
+    }
+  }
+  rows_.erase(row);
+  rows_retired_ += 1;
+  return retired;
 }
 
 bool DockController::release(int64_t lease) {
@@ -359,6 +473,148 @@ bool DockController::release(int64_t lease) {
   }
   ready_cv_.notify_all();
   return true;
+}
+
+bool DockController::renew(int64_t lease, double lease_s) {
+  check_input(lease_s > 0, "lease_s " + std::to_string(lease_s), "dock renew",
+              "a lease must last a positive time");
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  expire_leases_locked(now);  // an expired lease's rows are gone: it cannot come back
+  auto it = leases_.find(lease);
+  if (it == leases_.end()) return false;
+  lease_deadlines_.erase({it->second.deadline, lease});
+  it->second.deadline = now + to_duration(lease_s);
+  lease_deadlines_.emplace(it->second.deadline, lease);
+  return true;
+}
+
+void DockController::update_info(const std::vector<RowId>& rows,
+                                 const std::vector<RowInfo>& infos) {
+  check_input(rows.size() == infos.size(),
+              std::to_string(infos.size()) + " infos for " + std::to_string(rows.size()) + " rows",
+              "dock update_info");
+  bool version_changed = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    expire_leases_locked(Clock::now());
+    // Every row is checked before any changes, so a bad call changes nothing.
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto it = rows_.find(rows[i]);
+      const std::string row = "row " + std::to_string(rows[i]);
+      check_input(it != rows_.end(), row + " is not live", "dock update_info",
+                  "retired and discarded rows are gone");
+      const RowInfo& had = it->second.info;
+      const RowInfo& now = infos[i];
+      // The target is not compared: the claimant's copy goes stale when its lease
+      // expires (the target is cleared) or the row is retargeted, and update_info
+      // never moves a row anyway.
+      check_input(now.group_id == had.group_id && now.group_size == had.group_size,
+                  row + ": group " + std::to_string(now.group_id) + " of " +
+                      std::to_string(now.group_size) + ", the dock has group " +
+                      std::to_string(had.group_id) + " of " + std::to_string(had.group_size),
+                  "dock update_info", "only tokens and version may change");
+      check_input(now.tokens >= 0, row + ": tokens " + std::to_string(now.tokens),
+                  "dock update_info");
+    }
+    // Readiness depends on columns and consumer bits only, so the claimable sets hold.
+    for (size_t i = 0; i < rows.size(); ++i) {
+      RowInfo& info = rows_.at(rows[i]).info;
+      version_changed |= info.version != infos[i].version;
+      info.tokens = infos[i].tokens;
+      info.version = infos[i].version;
+    }
+  }
+  // A claimant's version window (or required window) may match now.
+  if (version_changed) ready_cv_.notify_all();
+}
+
+void DockController::drop_from_leases_locked(const std::unordered_set<RowId>& rows) {
+  for (auto& [id, lease] : leases_) {
+    lease.rows.erase(std::remove_if(lease.rows.begin(), lease.rows.end(),
+                                    [&](RowId row) { return rows.count(row) > 0; }),
+                     lease.rows.end());
+  }
+}
+
+std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) {
+  std::vector<RetiredRow> retired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    expire_leases_locked(Clock::now());
+    std::unordered_set<RowId> leased;  // discarded rows some lease still holds
+    for (RowId id : rows) {
+      auto it = rows_.find(id);
+      if (it == rows_.end()) continue;  // unknown, retired, or listed twice
+      if (it->second.leased != 0) leased.insert(id);
+      for (std::set<RowId>& pool : claimable_) pool.erase(id);
+      retired.push_back(retire_locked(it));
+    }
+    // The leases stay valid (their ack succeeds) but no longer hold these rows.
+    if (!leased.empty()) drop_from_leases_locked(leased);
+    rows_discarded_ += static_cast<int64_t>(retired.size());
+  }
+  if (!retired.empty()) {
+    space_cv_.notify_all();  // capacity freed
+    ready_cv_.notify_all();  // a pending required group may be gone: a window completes
+  }
+  return retired;
+}
+
+int64_t DockController::retarget(int32_t from, int32_t to) {
+  check_input(from >= -1 && to >= -1,
+              "retarget from " + std::to_string(from) + " to " + std::to_string(to),
+              "dock retarget", "targets are -1 (none) or an instance index");
+  int64_t moved = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    expire_leases_locked(Clock::now());
+    for (auto& [id, row] : rows_) {
+      // A leased row's claimant is still working on it where it was dispatched.
+      if (row.info.target != from || row.leased != 0) continue;
+      row.info.target = to;
+      moved += 1;
+    }
+  }
+  if (moved > 0 && from != to) ready_cv_.notify_all();  // the new target's claims match
+  return moved;
+}
+
+ConsumerBacklog DockController::backlog(const std::string& consumer) {
+  const int index = schema_.consumer_index(consumer);
+  const uint64_t bit = uint64_t{1} << index;
+  ConsumerBacklog backlog;
+  std::lock_guard<std::mutex> lock(mutex_);
+  expire_leases_locked(Clock::now());
+  std::unordered_set<int64_t> groups;
+  for (const auto& [id, row] : rows_) {
+    if (row.leased & bit) backlog.leased_rows += 1;
+    if ((row.consumed | row.leased) & bit) continue;
+    backlog.rows += 1;
+    groups.insert(row.info.group_id);
+  }
+  backlog.groups = static_cast<int64_t>(groups.size());
+  backlog.ready_rows = static_cast<int64_t>(claimable_[index].size());
+  return backlog;
+}
+
+void DockController::post_status(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expire_leases_locked(Clock::now());
+  statuses_[key] = StatusPost{value, Clock::now()};
+}
+
+std::map<std::string, StatusEntry> DockController::statuses(const std::string& prefix) {
+  std::map<std::string, StatusEntry> out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  expire_leases_locked(now);
+  // Keys with the prefix are one contiguous range of the ordered map.
+  for (auto it = statuses_.lower_bound(prefix);
+       it != statuses_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    out[it->first] = StatusEntry{it->second.value, seconds_between(it->second.posted, now)};
+  }
+  return out;
 }
 
 nlohmann::json DockController::metrics() {
@@ -383,7 +639,9 @@ nlohmann::json DockController::metrics() {
   return {{"live_rows", rows_.size()},
           {"capacity_rows", options_.capacity_rows},
           {"rows_allocated", rows_allocated_},
-          {"rows_retired", rows_retired_},
+          {"rows_retired", rows_retired_},  // discarded rows included
+          {"rows_discarded", rows_discarded_},
+          {"statuses", statuses_.size()},
           {"open_leases", leases_.size()},
           {"leases_expired", leases_expired_},
           {"producer_wait_s", producer_wait_s_},

@@ -6,32 +6,62 @@
 //
 // Contract:
 // - allocate() reserves capacity; at capacity it blocks (back-pressure), never drops.
-//   Allocated rows count against capacity until they retire.
+//   Allocated rows count against capacity until they retire (or are discarded).
 // - A row is claimable by consumer c once every column c needs is published and c
 //   has neither consumed nor leased it. claim() is atomic: one critical section
 //   selects and leases the rows, so a row goes to exactly one claimant per consumer.
 //   It returns >= min_rows rows or, after timeout_s, nothing (timed_out = true).
 // - Selection: rows ordered by id (allocation order), oldest or newest first, inside
-//   the version window; with whole_groups a group is taken only when all its
+//   the version window, the groups filter and the target filter (target >= 0: rows
+//   dispatched to it or to none); with whole_groups a group is taken only when all its
 //   group_size rows are claimable and fit under max_rows. With balance_ranks = d > 1
 //   the claimed rows are split by tokens (token_balance.h) and the imbalance reported.
-// - A claim is a lease: ack() before lease_s marks the rows consumed; after the
-//   deadline (swept at the start of every call and while claimants wait) the rows go
-//   back to the pool and a late ack() returns acknowledged = false. A consumer that
-//   dies therefore loses nothing.
+// - Required window (required_through_version set; whole_groups required): among the
+//   live rows c has neither consumed nor leased, grouped by group_id, a group is
+//   required when its smallest row version is <= required_through_version (the
+//   version window does not excuse it; the groups and target filters do: a group the
+//   claim could never take is not required of it). A required group that is not
+//   claimable (rows missing, unpublished, outside the window) is pending. The claim
+//   takes every claimable required group, even beyond max_rows (a staleness bound
+//   outranks the batch size), then other claimable groups by (smallest version,
+//   smallest row id) while taken + group_size + pending_required_rows <= max_rows, so
+//   each pending group keeps its room in the batch. oldest_first does not apply.
+//   complete_window: success only with no pending group and >= min_rows taken; else
+//   success with >= min_rows. pending_required_rows and ready_rows_left are reported
+//   on every answer, an empty or timed-out one included (as of the last check; an
+//   answer that took nothing counts every claimable row as left).
+// - A claim is a lease: ack() before lease_s (renew() moves the deadline) marks the
+//   rows consumed; after the deadline (swept at the start of every call and while
+//   claimants wait) the rows go back to the pool and a late ack() returns
+//   acknowledged = false. A consumer that dies therefore loses nothing.
+// - Rows that go back to the pool (lease expired, or release()) lose their dispatch
+//   target (target = -1): a target is bound to a live claimant, and a row its
+//   claimant gave up must be claimable by any instance.
 // - A row retires when every consumer has acked it; ack() returns it so the caller
-//   can free it in the warehouses, and capacity is released.
+//   can free it in the warehouses, and capacity is released. discard() retires rows
+//   at once, consumed or not, and takes them out of the leases holding them (whose
+//   ack then succeeds without them).
+// - update_info() replaces tokens and version only (the infos' target is ignored: a
+//   claimant's copy of it is stale once its lease expired); readiness does not depend
+//   on them, so the claimable sets stay as they are, and claimants waiting on a
+//   version window are woken. retarget() moves only rows no consumer holds a lease on.
+// - The status board is a map key -> (value, time posted); statuses() reports each
+//   value's age at the call, by this process's steady clock.
 // Thread safety: all methods are thread-safe. Locking: mutex_ guards every member
-// below it; ready_cv_ (rows became claimable, a lease ended, close) and space_cv_
-// (capacity freed, close) wait on mutex_. No call blocks while holding any other lock.
+// below it; ready_cv_ (rows became claimable, versions/targets changed, rows
+// discarded, a lease ended, close) and space_cv_ (capacity freed, close) wait on
+// mutex_. No call blocks while holding any other lock.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "aspen/dock/dock_api.h"
 
@@ -55,6 +85,13 @@ class DockController : public ControllerApi {
   Claim claim(const std::string& consumer, const ClaimOptions& options) override;
   AckResult ack(int64_t lease) override;
   bool release(int64_t lease) override;
+  bool renew(int64_t lease, double lease_s) override;
+  void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override;
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override;
+  int64_t retarget(int32_t from, int32_t to) override;
+  ConsumerBacklog backlog(const std::string& consumer) override;
+  void post_status(const std::string& key, const std::string& value) override;
+  std::map<std::string, StatusEntry> statuses(const std::string& prefix) override;
   nlohmann::json metrics() override;
 
   // Non-blocking variants for services that must not block their I/O thread:
@@ -78,6 +115,25 @@ class DockController : public ControllerApi {
     std::vector<RowId> rows;
     Clock::time_point deadline;
   };
+  // What select_locked chose, and the required-window counts reported with it.
+  struct Selection {
+    std::vector<RowId> rows;
+    bool satisfied = false;  // the claim may be answered with `rows`
+    int64_t pending_required_rows = 0;
+    int64_t ready_rows_left = 0;
+  };
+  // One group's rows a consumer has neither consumed nor leased (required window).
+  struct GroupTally {
+    int32_t size = 1;  // group_size
+    int64_t min_version = std::numeric_limits<int64_t>::max();
+    RowId first_row = std::numeric_limits<RowId>::max();
+    std::vector<RowId> ready;  // claimable, inside the version window, in id order
+    bool claimable() const { return static_cast<int64_t>(ready.size()) == size; }
+  };
+  struct StatusPost {
+    std::string value;
+    Clock::time_point posted;
+  };
   struct ConsumerStats {
     int64_t claims = 0, rows_claimed = 0, timed_out = 0, balanced_claims = 0;
     double latency_s_total = 0, latency_s_max = 0, wait_s = 0;
@@ -86,8 +142,14 @@ class DockController : public ControllerApi {
 
   void validate_claim(const ClaimOptions& options) const;
   std::vector<RowId> reserve_locked(const std::vector<RowInfo>& rows);
-  std::optional<Claim> claim_locked(int consumer, const ClaimOptions& options);
-  std::vector<RowId> select_locked(int consumer, const ClaimOptions& options) const;
+  std::optional<Claim> claim_locked(int consumer, const ClaimOptions& options,
+                                    Selection& selection);
+  Selection select_locked(int consumer, const ClaimOptions& options) const;
+  Selection select_window_locked(int consumer, const ClaimOptions& options) const;
+  std::vector<GroupTally> tally_groups_locked(int consumer, const ClaimOptions& options) const;
+  Claim empty_claim(int consumer, const Selection& selection) const;
+  RetiredRow retire_locked(std::unordered_map<RowId, RowState>::iterator row);
+  void drop_from_leases_locked(const std::unordered_set<RowId>& rows);
   void expire_leases_locked(Clock::time_point now);
   void return_rows_locked(const Lease& lease);
   bool ready_for_locked(const RowState& row, int consumer) const;
@@ -109,7 +171,9 @@ class DockController : public ControllerApi {
   RowId next_row_ = 1;                                                  // guarded by mutex_
   int64_t next_lease_ = 1;                                              // guarded by mutex_
   int64_t rows_allocated_ = 0, rows_retired_ = 0, leases_expired_ = 0;  // guarded by mutex_
+  int64_t rows_discarded_ = 0;                                          // guarded by mutex_
   double producer_wait_s_ = 0;                                          // guarded by mutex_
+  std::map<std::string, StatusPost> statuses_;                          // guarded by mutex_
   std::vector<ConsumerStats> stats_;  // [consumer]; guarded by mutex_
 };
 

@@ -15,6 +15,13 @@ enum ControllerOp : uint16_t {
   kAck = 7,
   kRelease = 8,
   kMetrics = 9,
+  kRenew = 10,
+  kUpdateInfo = 11,
+  kDiscard = 12,
+  kRetarget = 13,
+  kBacklog = 14,
+  kPostStatus = 15,
+  kStatuses = 16,
 };
 
 WireMessage reply(uint16_t op, std::string body) {
@@ -31,6 +38,8 @@ std::string encode_claim_options(const std::string& consumer, const ClaimOptions
   w.put<int64_t>(o.min_version).put<int64_t>(o.max_version);
   w.put<int32_t>(o.balance_ranks).put<double>(o.lease_s);
   w.put_vector(o.groups);
+  w.put<int32_t>(o.target).put<int64_t>(o.required_through_version);
+  w.put<uint8_t>(o.complete_window);
   return w.take();
 }
 
@@ -47,8 +56,16 @@ ClaimOptions decode_claim_options(ByteReader& r, std::string& consumer) {
   o.balance_ranks = r.get<int32_t>();
   o.lease_s = r.get<double>();
   o.groups = r.get_vector<int64_t>();
+  o.target = r.get<int32_t>();
+  o.required_through_version = r.get<int64_t>();
+  o.complete_window = r.get<uint8_t>() != 0;
   r.expect_end();
   return o;
+}
+
+void put_infos(ByteWriter& w, const std::vector<RowInfo>& infos) {
+  w.put<uint32_t>(static_cast<uint32_t>(infos.size()));
+  for (const RowInfo& info : infos) put_row_info(w, info);
 }
 
 std::vector<RowInfo> decode_infos(ByteReader& r) {
@@ -56,6 +73,24 @@ std::vector<RowInfo> decode_infos(ByteReader& r) {
   std::vector<RowInfo> infos;
   for (uint32_t i = 0; i < count; ++i) infos.push_back(get_row_info(r));
   return infos;
+}
+
+// Retired rows, as ack and discard return them.
+void put_retired_rows(ByteWriter& w, const std::vector<RetiredRow>& rows) {
+  w.put<uint32_t>(static_cast<uint32_t>(rows.size()));
+  for (const RetiredRow& row : rows) w.put<int64_t>(row.id).put_vector<int32_t>(row.warehouses);
+}
+
+std::vector<RetiredRow> get_retired_rows(ByteReader& r) {
+  const uint32_t count = r.get<uint32_t>();
+  std::vector<RetiredRow> rows;
+  for (uint32_t i = 0; i < count; ++i) {
+    RetiredRow row;
+    row.id = r.get<int64_t>();
+    row.warehouses = r.get_vector<int32_t>();
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 class ControllerHandler : public ServiceHandler {
@@ -124,11 +159,8 @@ class ControllerHandler : public ServiceHandler {
         r.expect_end();
         AckResult result = controller_->ack(lease);
         ByteWriter w;
-        w.put<uint8_t>(result.acknowledged)
-            .put<uint32_t>(static_cast<uint32_t>(result.retired.size()));
-        for (const RetiredRow& row : result.retired) {
-          w.put<int64_t>(row.id).put_vector<int32_t>(row.warehouses);
-        }
+        w.put<uint8_t>(result.acknowledged);
+        put_retired_rows(w, result.retired);
         return reply(kAck, w.take());
       }
       case kRelease: {
@@ -142,6 +174,14 @@ class ControllerHandler : public ServiceHandler {
         metrics["wire"] = wire_metrics_();
         return reply(kMetrics, ByteWriter().put_string(metrics.dump()).take());
       }
+      case kRenew:
+      case kUpdateInfo:
+      case kDiscard:
+      case kRetarget:
+      case kBacklog:
+      case kPostStatus:
+      case kStatuses:
+        return handle_upkeep(request.op, r);
       default:
         throw Error("unknown controller op " + std::to_string(request.op), "dock controller");
     }
@@ -164,6 +204,65 @@ class ControllerHandler : public ServiceHandler {
   void close() override { controller_->close(); }
 
  private:
+  // Ops 10..16: leases, row infos, dispatch and the status board; none blocks.
+  WireMessage handle_upkeep(uint16_t op, ByteReader& r) {
+    ByteWriter w;
+    switch (op) {
+      case kRenew: {
+        const int64_t lease = r.get<int64_t>();
+        const double lease_s = r.get<double>();
+        r.expect_end();
+        w.put<uint8_t>(controller_->renew(lease, lease_s));
+        break;
+      }
+      case kUpdateInfo: {
+        std::vector<RowId> rows = r.get_vector<int64_t>();
+        std::vector<RowInfo> infos = decode_infos(r);
+        r.expect_end();
+        controller_->update_info(rows, infos);
+        break;
+      }
+      case kDiscard: {
+        std::vector<RowId> rows = r.get_vector<int64_t>();
+        r.expect_end();
+        put_retired_rows(w, controller_->discard(rows));
+        break;
+      }
+      case kRetarget: {
+        const int32_t from = r.get<int32_t>();
+        const int32_t to = r.get<int32_t>();
+        r.expect_end();
+        w.put<int64_t>(controller_->retarget(from, to));
+        break;
+      }
+      case kBacklog: {
+        const std::string consumer = r.get_string();
+        r.expect_end();
+        const ConsumerBacklog b = controller_->backlog(consumer);
+        w.put<int64_t>(b.rows).put<int64_t>(b.groups).put<int64_t>(b.ready_rows);
+        w.put<int64_t>(b.leased_rows);
+        break;
+      }
+      case kPostStatus: {
+        const std::string key = r.get_string();
+        const std::string value = r.get_string();
+        r.expect_end();
+        controller_->post_status(key, value);
+        break;
+      }
+      default: {  // kStatuses
+        const std::string prefix = r.get_string();
+        r.expect_end();
+        const std::map<std::string, StatusEntry> entries = controller_->statuses(prefix);
+        w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
+        for (const auto& [key, entry] : entries) {
+          w.put_string(key).put_string(entry.value).put<double>(entry.age_s);
+        }
+      }
+    }
+    return reply(op, w.take());
+  }
+
   std::shared_ptr<DockController> controller_;
   std::function<nlohmann::json()> wire_metrics_;
 };
@@ -221,8 +320,8 @@ std::vector<std::string> RemoteController::warehouse_endpoints() {
 
 std::vector<RowId> RemoteController::allocate(const std::vector<RowInfo>& rows, double timeout_s) {
   ByteWriter w;
-  w.put<double>(timeout_s).put<uint32_t>(static_cast<uint32_t>(rows.size()));
-  for (const RowInfo& info : rows) put_row_info(w, info);
+  w.put<double>(timeout_s);
+  put_infos(w, rows);
   WireMessage answer = client_.call(reply(kAllocate, w.take()), timeout_s);
   ByteReader r(answer.body);
   return r.get_vector<int64_t>();
@@ -246,13 +345,7 @@ AckResult RemoteController::ack(int64_t lease) {
   ByteReader r(answer.body);
   AckResult result;
   result.acknowledged = r.get<uint8_t>() != 0;
-  const uint32_t retired = r.get<uint32_t>();
-  for (uint32_t i = 0; i < retired; ++i) {
-    RetiredRow row;
-    row.id = r.get<int64_t>();
-    row.warehouses = r.get_vector<int32_t>();
-    result.retired.push_back(std::move(row));
-  }
+  result.retired = get_retired_rows(r);
   return result;
 }
 
@@ -260,6 +353,65 @@ bool RemoteController::release(int64_t lease) {
   WireMessage answer = client_.call(reply(kRelease, ByteWriter().put<int64_t>(lease).take()));
   ByteReader r(answer.body);
   return r.get<uint8_t>() != 0;
+}
+
+bool RemoteController::renew(int64_t lease, double lease_s) {
+  // Copied, not moved into reply(): GCC 12 flags the move (a false -Warray-bounds).
+  const std::string body = ByteWriter().put<int64_t>(lease).put<double>(lease_s).take();
+  WireMessage answer = client_.call(reply(kRenew, body));
+  ByteReader r(answer.body);
+  return r.get<uint8_t>() != 0;
+}
+
+void RemoteController::update_info(const std::vector<RowId>& rows,
+                                   const std::vector<RowInfo>& infos) {
+  ByteWriter w;
+  w.put_vector<int64_t>(rows);
+  put_infos(w, infos);
+  client_.call(reply(kUpdateInfo, w.take()));
+}
+
+std::vector<RetiredRow> RemoteController::discard(const std::vector<RowId>& rows) {
+  WireMessage answer = client_.call(reply(kDiscard, ByteWriter().put_vector<int64_t>(rows).take()));
+  ByteReader r(answer.body);
+  return get_retired_rows(r);
+}
+
+int64_t RemoteController::retarget(int32_t from, int32_t to) {
+  WireMessage answer =
+      client_.call(reply(kRetarget, ByteWriter().put<int32_t>(from).put<int32_t>(to).take()));
+  ByteReader r(answer.body);
+  return r.get<int64_t>();
+}
+
+ConsumerBacklog RemoteController::backlog(const std::string& consumer) {
+  WireMessage answer = client_.call(reply(kBacklog, ByteWriter().put_string(consumer).take()));
+  ByteReader r(answer.body);
+  ConsumerBacklog backlog;
+  backlog.rows = r.get<int64_t>();
+  backlog.groups = r.get<int64_t>();
+  backlog.ready_rows = r.get<int64_t>();
+  backlog.leased_rows = r.get<int64_t>();
+  return backlog;
+}
+
+void RemoteController::post_status(const std::string& key, const std::string& value) {
+  client_.call(reply(kPostStatus, ByteWriter().put_string(key).put_string(value).take()));
+}
+
+std::map<std::string, StatusEntry> RemoteController::statuses(const std::string& prefix) {
+  WireMessage answer = client_.call(reply(kStatuses, ByteWriter().put_string(prefix).take()));
+  ByteReader r(answer.body);
+  std::map<std::string, StatusEntry> entries;
+  const uint32_t count = r.get<uint32_t>();
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string key = r.get_string();
+    StatusEntry entry;
+    entry.value = r.get_string();
+    entry.age_s = r.get<double>();
+    entries.emplace(std::move(key), std::move(entry));
+  }
+  return entries;
 }
 
 nlohmann::json RemoteController::metrics() {

@@ -2,10 +2,12 @@
 // ZmqService; RemoteController implements ControllerApi by calling it. Both sides
 // of every op's encoding live in controller_protocol.cpp, so they cannot drift.
 // Ops (u16): 1 schema, 2 register_warehouse, 3 warehouse_endpoints, 4 allocate,
-// 5 publish, 6 claim, 7 ack, 8 release, 9 metrics. Only metadata crosses this link:
-// no request or reply of the controller carries a tensor.
+// 5 publish, 6 claim, 7 ack, 8 release, 9 metrics, 10 renew, 11 update_info,
+// 12 discard, 13 retarget, 14 backlog, 15 post_status, 16 statuses. Only metadata
+// crosses this link: no request or reply of the controller carries a tensor.
 // Blocking ops (allocate at capacity, claim waiting for min_rows) run on service
-// threads (zmq_service.h), so one waiting consumer never stalls the others.
+// threads (zmq_service.h), so one waiting consumer never stalls the others; ops
+// 10..16 never block, the I/O thread answers them.
 // Destroying a ControllerService closes its DockController (pending waits return)
 // so that service threads blocked in a claim or allocation can be joined.
 // Thread safety: both classes are thread-safe.
@@ -48,6 +50,13 @@ class RemoteController : public ControllerApi {
   Claim claim(const std::string& consumer, const ClaimOptions& options) override;
   AckResult ack(int64_t lease) override;
   bool release(int64_t lease) override;
+  bool renew(int64_t lease, double lease_s) override;
+  void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override;
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override;
+  int64_t retarget(int32_t from, int32_t to) override;
+  ConsumerBacklog backlog(const std::string& consumer) override;
+  void post_status(const std::string& key, const std::string& value) override;
+  std::map<std::string, StatusEntry> statuses(const std::string& prefix) override;
   // The controller's metrics plus "wire": the service's request and byte counters.
   nlohmann::json metrics() override;
 

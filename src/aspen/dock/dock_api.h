@@ -12,11 +12,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "aspen/dock/schema.h"
+#include "aspen/parallel/weight_set.h"
 
 namespace aspen {
 
@@ -32,7 +35,21 @@ struct ClaimOptions {
   // chosen its batch (e.g. by staleness) claims exactly those groups.
   std::vector<int64_t> groups;
   int balance_ranks = 1;  // d > 1: partition the rows by tokens across d ranks
-  double lease_s = 60.0;  // rows not acked by then go back to the pool
+  double lease_s = 60.0;  // rows not acked by then go back to the pool (renew() extends)
+  // >= 0: only rows dispatched to this target (RowInfo::target) or to none (-1).
+  // -1: any row, whatever its target.
+  int32_t target = -1;
+  // Staleness window of a trainer's batch (whole_groups required). When set, every
+  // live group with version <= required_through_version that this consumer has neither
+  // consumed nor leased MUST be in the batch: the claim takes all such groups that are
+  // claimable first, then fills up to max_rows with other claimable whole groups in
+  // (version, row id) order, leaving free one group's rows for each required group
+  // that is not claimable yet (still being generated or scored). With
+  // complete_window, the claim succeeds only when no required group is pending and
+  // at least min_rows are taken (a whole batch); without, it returns what may be taken
+  // now (a streaming part) and reports what is pending.
+  int64_t required_through_version = std::numeric_limits<int64_t>::min();
+  bool complete_window = true;
 };
 
 struct ClaimedRow {
@@ -49,6 +66,10 @@ struct Claim {
   std::vector<std::vector<RowId>> ranks;  // per rank when balance_ranks > 1, else empty
   double imbalance = 0.0;                 // max/mean - 1 of rank token loads
   bool timed_out = false;                 // waited timeout_s without min_rows claimable
+  // With required_through_version: rows of required groups not claimable yet, and
+  // claimable rows the claim left (the window or max_rows kept them out).
+  int64_t pending_required_rows = 0;
+  int64_t ready_rows_left = 0;
   bool empty() const { return rows.empty(); }
 };
 
@@ -56,6 +77,20 @@ struct Claim {
 struct RetiredRow {
   RowId id = 0;
   std::vector<WarehouseId> warehouses;  // distinct warehouses holding its columns
+};
+
+// What the controller holds for one consumer: live rows it has not consumed.
+struct ConsumerBacklog {
+  int64_t rows = 0;         // neither consumed nor leased by the consumer
+  int64_t groups = 0;       // distinct groups among those rows
+  int64_t ready_rows = 0;   // ... of which claimable now
+  int64_t leased_rows = 0;  // leased by the consumer, not yet acked
+};
+
+// A value posted on the controller's status board, with its age when read.
+struct StatusEntry {
+  std::string value;   // opaque to the controller (JSON by convention)
+  double age_s = 0.0;  // seconds since it was posted, by the controller's clock
 };
 
 struct AckResult {
@@ -80,6 +115,26 @@ class ControllerApi {
   virtual AckResult ack(int64_t lease) = 0;
   // Gives the rows of a lease back to the pool now (a consumer that cannot use them).
   virtual bool release(int64_t lease) = 0;
+  // Moves the lease's deadline to now + lease_s; false when it is unknown or expired.
+  virtual bool renew(int64_t lease, double lease_s) = 0;
+  // Replaces the tokens and version of live rows (a producer that learned them after
+  // allocating, e.g. a rollout row's length and policy version); group fields must
+  // stay as allocated (aspen::Error otherwise, naming the row), and so does the
+  // target: infos[i].target is ignored (only retarget and lease returns move it).
+  virtual void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) = 0;
+  // Retires live rows now, consumed or not (a group that will never be trained:
+  // aborted, or dropped by dynamic sampling); their leases lose them. Returns them so
+  // the caller frees their data; unknown ids are ignored.
+  virtual std::vector<RetiredRow> discard(const std::vector<RowId>& rows) = 0;
+  // Re-dispatches every live row targeted to `from` and not leased by anyone to `to`
+  // (-1: any target); returns how many rows moved. Rows returned by an expired or
+  // released lease lose their target on their own (see DockController).
+  virtual int64_t retarget(int32_t from, int32_t to) = 0;
+  virtual ConsumerBacklog backlog(const std::string& consumer) = 0;
+  // A small status board (instances' queue states, the policy version, run state):
+  // post replaces the value under `key`; statuses returns every key with prefix.
+  virtual void post_status(const std::string& key, const std::string& value) = 0;
+  virtual std::map<std::string, StatusEntry> statuses(const std::string& prefix) = 0;
   virtual nlohmann::json metrics() = 0;
 };
 
@@ -94,6 +149,12 @@ class WarehouseApi {
                                       const std::vector<std::string>& columns) = 0;
   // Frees retired rows; unknown ids are ignored (erase is idempotent).
   virtual void erase(const std::vector<RowId>& rows) = 0;
+  // Versioned weights published by the process that owns this warehouse (a trainer),
+  // for rollout instances anywhere to fetch: publish_weights replaces the set;
+  // latest_weights returns it when its version is > newer_than, else null (also
+  // before the first publish). In-process the set itself is returned (zero copy).
+  virtual void publish_weights(std::shared_ptr<const WeightSet> weights) = 0;
+  virtual std::shared_ptr<const WeightSet> latest_weights(int64_t newer_than) = 0;
   virtual nlohmann::json metrics() = 0;
 };
 

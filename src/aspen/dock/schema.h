@@ -39,7 +39,9 @@ struct RowInfo {
   int64_t group_id = 0;    // the prompt the row answers; a group is its n samples
   int32_t group_size = 1;  // n: how many rows the group has in total
   int64_t tokens = 0;      // token length, the unit of balanced claims
-  int64_t version = 0;     // policy version that generated the row
+  int64_t version = 0;     // policy version that generated the row (before it is
+                           // generated: a lower bound, the version at admission)
+  int32_t target = -1;     // the rollout instance the row was dispatched to; -1: none
 };
 
 // One column's values for a list of rows: values[i] belongs to the i-th row.

@@ -119,8 +119,13 @@ std::vector<ColumnData> TransferDock::get(const Claim& claim) {
 bool TransferDock::ack(const Claim& claim) {
   if (claim.lease == 0) return true;  // an empty claim holds nothing
   AckResult result = transport_->controller().ack(claim.lease);
+  erase_retired(result.retired);
+  return result.acknowledged;
+}
+
+void TransferDock::erase_retired(const std::vector<RetiredRow>& retired) {
   std::map<WarehouseId, std::vector<RowId>> to_erase;
-  for (const RetiredRow& row : result.retired) {
+  for (const RetiredRow& row : retired) {
     for (WarehouseId where : row.warehouses) to_erase[where].push_back(row.id);
   }
   for (const auto& [where, ids] : to_erase) {
@@ -133,11 +138,49 @@ bool TransferDock::ack(const Claim& claim) {
                error.what());
     }
   }
-  return result.acknowledged;
 }
 
 bool TransferDock::release(const Claim& claim) {
   return claim.lease != 0 && transport_->controller().release(claim.lease);
+}
+
+bool TransferDock::renew(const Claim& claim, double lease_s) {
+  return claim.lease == 0 || transport_->controller().renew(claim.lease, lease_s);
+}
+
+void TransferDock::update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) {
+  transport_->controller().update_info(rows, infos);
+}
+
+std::vector<RetiredRow> TransferDock::discard(const std::vector<RowId>& rows) {
+  std::vector<RetiredRow> retired = transport_->controller().discard(rows);
+  erase_retired(retired);
+  return retired;
+}
+
+int64_t TransferDock::retarget(int32_t from, int32_t to) {
+  return transport_->controller().retarget(from, to);
+}
+
+ConsumerBacklog TransferDock::backlog(const std::string& consumer) {
+  return transport_->controller().backlog(consumer);
+}
+
+void TransferDock::post_status(const std::string& key, const std::string& value) {
+  transport_->controller().post_status(key, value);
+}
+
+std::map<std::string, StatusEntry> TransferDock::statuses(const std::string& prefix) {
+  return transport_->controller().statuses(prefix);
+}
+
+void TransferDock::publish_weights(std::shared_ptr<const WeightSet> weights) {
+  transport_->local_warehouse().publish_weights(std::move(weights));
+}
+
+std::shared_ptr<const WeightSet> TransferDock::latest_weights(WarehouseId where,
+                                                              int64_t newer_than) {
+  return transport_->warehouse(where).latest_weights(newer_than);
 }
 
 nlohmann::json TransferDock::metrics() {

@@ -3,7 +3,10 @@
 // into this process's local warehouse, and the controller receives metadata only.
 // A consumer claim()s rows, get()s their columns straight from the warehouses the
 // claim names (grouped so there is one fetch per warehouse), and ack()s; acked rows
-// that every consumer has consumed are erased from their warehouses here.
+// that every consumer has consumed are erased from their warehouses here, as are
+// discarded rows. The controller's upkeep calls (renew, update_info, retarget,
+// backlog, the status board) pass straight through; weights are published to this
+// process's local warehouse and fetched from any warehouse (WarehouseApi).
 // Validation: column names, dtypes and, for per-token columns, dim 0 == row tokens
 // are checked on put (aspen::Error); other failures come from the transport.
 // Thread safety: thread-safe if the transport is (both provided ones are); byte
@@ -37,6 +40,23 @@ class TransferDock {
   // Acknowledges the lease; false when it had expired (the rows went back to the pool).
   bool ack(const Claim& claim);
   bool release(const Claim& claim);
+  // Extends the claim's lease to now + lease_s; false when it had expired. An empty
+  // claim holds nothing and is never lost (true), as in ack().
+  bool renew(const Claim& claim, double lease_s);
+  void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos);
+  // Retires the rows at once (ControllerApi::discard) and erases their data from the
+  // warehouses holding it; returns the rows that were live.
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows);
+  int64_t retarget(int32_t from, int32_t to);
+  ConsumerBacklog backlog(const std::string& consumer);
+  void post_status(const std::string& key, const std::string& value);
+  std::map<std::string, StatusEntry> statuses(const std::string& prefix = "");
+
+  // Replaces the weights this process serves (to the LOCAL warehouse; aspen::Error
+  // where that warehouse is remote: central mode).
+  void publish_weights(std::shared_ptr<const WeightSet> weights);
+  // The weights published at warehouse `where` if newer than newer_than, else null.
+  std::shared_ptr<const WeightSet> latest_weights(WarehouseId where, int64_t newer_than);
 
   // {"controller": ..., "local_warehouse": ..., "client": {bytes_put, bytes_fetched_local,
   //  bytes_fetched_remote, ...}}.
@@ -45,6 +65,7 @@ class TransferDock {
  private:
   void check_columns(const std::vector<ColumnData>& columns, size_t rows,
                      const std::vector<RowInfo>* infos) const;
+  void erase_retired(const std::vector<RetiredRow>& retired);
 
   std::shared_ptr<DockTransport> transport_;
   std::atomic<int64_t> bytes_put_{0};

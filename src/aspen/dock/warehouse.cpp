@@ -54,14 +54,29 @@ void Warehouse::erase(const std::vector<RowId>& rows) {
   for (RowId id : rows) cells_.erase(id);
 }
 
+void Warehouse::publish_weights(std::shared_ptr<const WeightSet> weights) {
+  check_input(weights != nullptr, "no weights", "warehouse publish_weights");
+  weights_.publish(std::move(weights));
+}
+
+std::shared_ptr<const WeightSet> Warehouse::latest_weights(int64_t newer_than) {
+  std::shared_ptr<const WeightSet> latest = weights_.latest();
+  if (latest == nullptr || latest->version <= newer_than) return nullptr;
+  return latest;
+}
+
 int64_t Warehouse::rows_held() {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int64_t>(cells_.size());
 }
 
 nlohmann::json Warehouse::metrics() {
+  std::shared_ptr<const WeightSet> weights = weights_.latest();
   std::lock_guard<std::mutex> lock(mutex_);
-  return {{"rows_held", cells_.size()}, {"bytes_in", bytes_in_}, {"bytes_out", bytes_out_}};
+  return {{"rows_held", cells_.size()},
+          {"bytes_in", bytes_in_},
+          {"bytes_out", bytes_out_},
+          {"weights_version", weights != nullptr ? weights->version : int64_t{-1}}};
 }
 
 }  // namespace aspen

@@ -2,9 +2,11 @@
 // column tensors of rows written locally and serves them to readers the controller
 // pointed here. Tensors are stored and returned by reference (no copy in-process);
 // writers must not modify a tensor in place after putting it.
-// Metrics: bytes stored (put), bytes served (get), rows held.
+// It also holds the weights its owner publishes (a WeightBoard): latest_weights()
+// hands out the published set itself, so an in-process reader shares its tensors.
+// Metrics: bytes stored (put), bytes served (get), rows held, weights version.
 // Thread safety: all methods are thread-safe. Locking: mutex_ guards cells_ and the
-// byte counters.
+// byte counters; weights_ is thread-safe on its own (not under mutex_).
 #pragma once
 
 #include <map>
@@ -12,6 +14,7 @@
 #include <unordered_map>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/parallel/weight_set.h"
 
 namespace aspen {
 
@@ -21,6 +24,8 @@ class Warehouse : public WarehouseApi {
   std::vector<ColumnData> get(const std::vector<RowId>& rows,
                               const std::vector<std::string>& columns) override;
   void erase(const std::vector<RowId>& rows) override;
+  void publish_weights(std::shared_ptr<const WeightSet> weights) override;
+  std::shared_ptr<const WeightSet> latest_weights(int64_t newer_than) override;
   nlohmann::json metrics() override;
   int64_t rows_held();
 
@@ -28,6 +33,7 @@ class Warehouse : public WarehouseApi {
   std::mutex mutex_;
   std::unordered_map<RowId, std::map<std::string, torch::Tensor>> cells_;  // guarded by mutex_
   int64_t bytes_in_ = 0, bytes_out_ = 0;                                   // guarded by mutex_
+  WeightBoard weights_;
 };
 
 }  // namespace aspen

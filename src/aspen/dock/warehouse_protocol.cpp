@@ -3,13 +3,37 @@
 namespace aspen {
 namespace {
 
-enum WarehouseOp : uint16_t { kWarehousePut = 32, kWarehouseGet = 33, kWarehouseErase = 34, kWarehouseMetrics = 35 };
+enum WarehouseOp : uint16_t {
+  kWarehousePut = 32,
+  kWarehouseGet = 33,
+  kWarehouseErase = 34,
+  kWarehouseMetrics = 35,
+  kWarehouseWeights = 36,
+};
 
 WireMessage message(uint16_t op, std::string body) {
   WireMessage m;
   m.op = op;
   m.body = std::move(body);
   return m;
+}
+
+// The fixed-layout reply of op 36; the tensors are sent by reference (zero copy).
+WireMessage weights_reply(const std::shared_ptr<const WeightSet>& weights) {
+  ByteWriter w;
+  w.put<uint8_t>(weights != nullptr);
+  w.put<int64_t>(weights ? weights->version : 0);
+  w.put<int32_t>(weights ? weights->tp_rank : 0).put<int32_t>(weights ? weights->tp_size : 1);
+  std::vector<std::string> names;
+  WireMessage reply = message(kWarehouseWeights, {});
+  if (weights != nullptr) {
+    for (const auto& [name, tensor] : weights->tensors) {
+      names.push_back(name);
+      reply.tensors.push_back(tensor);
+    }
+  }
+  reply.body = w.put_strings(names).take();
+  return reply;
 }
 
 class WarehouseHandler : public ServiceHandler {
@@ -57,7 +81,13 @@ class WarehouseHandler : public ServiceHandler {
       }
       case kWarehouseMetrics:
         r.expect_end();
-        return message(kWarehouseMetrics, ByteWriter().put_string(warehouse_->metrics().dump()).take());
+        return message(kWarehouseMetrics,
+                       ByteWriter().put_string(warehouse_->metrics().dump()).take());
+      case kWarehouseWeights: {
+        const int64_t newer_than = r.get<int64_t>();
+        r.expect_end();
+        return weights_reply(warehouse_->latest_weights(newer_than));
+      }
       default:
         throw Error("unknown warehouse op " + std::to_string(request.op), "dock warehouse");
     }
@@ -112,6 +142,34 @@ std::vector<ColumnData> RemoteWarehouse::get(const std::vector<RowId>& rows,
 
 void RemoteWarehouse::erase(const std::vector<RowId>& rows) {
   client_.call(message(kWarehouseErase, ByteWriter().put_vector<int64_t>(rows).take()));
+}
+
+void RemoteWarehouse::publish_weights(std::shared_ptr<const WeightSet> /*weights*/) {
+  throw Error("weights are published by the process that owns the warehouse",
+              "dock warehouse " + client_.endpoint(),
+              "publish through the local warehouse (TransferDock::publish_weights)");
+}
+
+std::shared_ptr<const WeightSet> RemoteWarehouse::latest_weights(int64_t newer_than) {
+  WireMessage reply =
+      client_.call(message(kWarehouseWeights, ByteWriter().put<int64_t>(newer_than).take()));
+  ByteReader r(reply.body);
+  const bool found = r.get<uint8_t>() != 0;
+  auto weights = std::make_shared<WeightSet>();
+  weights->version = r.get<int64_t>();
+  weights->tp_rank = r.get<int32_t>();
+  weights->tp_size = r.get<int32_t>();
+  std::vector<std::string> names = r.get_strings();
+  r.expect_end();
+  check_input(reply.tensors.size() == names.size(),
+              "weights reply with " + std::to_string(reply.tensors.size()) + " tensors for " +
+                  std::to_string(names.size()) + " names",
+              "dock warehouse " + client_.endpoint());
+  if (!found) return nullptr;
+  for (size_t i = 0; i < names.size(); ++i) {
+    weights->tensors.emplace_back(std::move(names[i]), std::move(reply.tensors[i]));
+  }
+  return weights;
 }
 
 nlohmann::json RemoteWarehouse::metrics() {

@@ -1,9 +1,13 @@
 // A warehouse over ZeroMQ: WarehouseService serves a Warehouse on a ZmqService;
 // RemoteWarehouse implements WarehouseApi by calling it. Encodings of both sides
 // live in warehouse_protocol.cpp.
-// Ops (u16): 32 put, 33 get, 34 erase, 35 metrics. put/get bodies carry the row ids
-// and column names; the tensors follow as tensor frames, column-major (all rows of
-// the first column, then the next column), see wire_format.h.
+// Ops (u16): 32 put, 33 get, 34 erase, 35 metrics, 36 weights. put/get bodies carry
+// the row ids and column names; the tensors follow as tensor frames, column-major
+// (all rows of the first column, then the next column), see wire_format.h.
+// weights: request body i64 newer_than; reply body u8 found | i64 version |
+// i32 tp_rank | i32 tp_size | tensor names, then one tensor frame per name (none
+// when not found). Weights are published only by the process owning the warehouse:
+// RemoteWarehouse::publish_weights throws aspen::Error.
 // Thread safety: both classes are thread-safe.
 #pragma once
 
@@ -32,6 +36,9 @@ class RemoteWarehouse : public WarehouseApi {
   std::vector<ColumnData> get(const std::vector<RowId>& rows,
                               const std::vector<std::string>& columns) override;
   void erase(const std::vector<RowId>& rows) override;
+  void publish_weights(std::shared_ptr<const WeightSet> weights) override;
+  // A copy received over the wire (the tensors hold the received frames).
+  std::shared_ptr<const WeightSet> latest_weights(int64_t newer_than) override;
   nlohmann::json metrics() override;
 
  private:
