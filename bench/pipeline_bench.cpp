@@ -5,6 +5,7 @@
 #include <map>
 
 #include "aspen/cli/config_arguments.h"
+#include "aspen/parallel/launcher.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
@@ -92,13 +93,50 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
 
   const fs::path root = fs::temp_directory_path() / "aspen_bench_pipeline";
   fs::remove_all(root);
+  const bool across = options.nproc > 1;
+  std::vector<std::string> placement;
+  if (across) {
+    check_input(!options.self_exe.empty(), "needs the aspen executable", "bench pipeline --nproc");
+    // The ranks start from the warm-up weights as an HF directory.
+    setup.model->load_state(warm, "bench warm-up weights");
+    export_policy(setup, (root / "warm").string());
+    bool placed = false;
+    for (const auto& a : arguments) placed |= a.rfind("placement.", 0) == 0;
+    if (!placed) {
+      placement = {"placement.mode=disaggregated", "placement.train.dp=1",
+                   "placement.rollout.instances=" + std::to_string(options.nproc - 1)};
+    }
+  }
   auto run_side = [&](const std::string& name, const std::vector<std::string>& extra) {
     std::vector<std::string> all = extra;
     all.push_back("train.sft_steps=0");
-    const TrainConfig config = parse(all);
-    setup.model->load_state(warm, "bench warm-up weights");
-    run_rl(config, setup, RunOptions{(root / name).string()});
-    return side_summary(read_rl_metrics((root / name).string()));
+    const std::string dir = (root / name).string();
+    if (!across) {
+      const TrainConfig config = parse(all);
+      setup.model->load_state(warm, "bench warm-up weights");
+      run_rl(config, setup, RunOptions{dir});
+      return side_summary(read_rl_metrics(dir));
+    }
+    all.push_back("model.path=" + (root / "warm").string());
+    all.insert(all.end(), placement.begin(), placement.end());
+    const TrainConfig config = parse(all);  // checked here, before any process starts
+    LaunchOptions launch_options;
+    launch_options.nproc_per_node = options.nproc;
+    launch_options.master_port = 0;
+    if (config.pipeline.mode == "async") {
+      for (int r = config.placement.train_dp * config.placement.train_tp; r < options.nproc; ++r) {
+        launch_options.tolerate_exit.push_back(r);
+      }
+    }
+    launch_options.command = {options.self_exe, "train", "--out", dir};
+    for (const auto& a : arguments) launch_options.command.push_back(a);
+    for (const auto& a : all) launch_options.command.push_back(a);
+    const int status = launch(launch_options);
+    check_input(status == 0, "its processes exited with status " + std::to_string(status),
+                "bench pipeline side " + name);
+    nlohmann::json summary = side_summary(read_rl_metrics(dir));
+    summary["processes"] = options.nproc;
+    return summary;
   };
 
   nlohmann::json result;
@@ -113,9 +151,11 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
       result["dispatch"][policy] =
           run_side("async_" + policy, {"pipeline.mode=async", "pipeline.instances=2",
                                        "pipeline.rollout_cores=[0]", "pipeline.dispatch=" + policy});
+      // Across processes the instance count is the placement's (nproc - 1).
     }
   }
-  result["workload"] = parse({}).as_json();
+  result["workload"] = parse(placement).as_json();
+  result["processes"] = std::max(1, options.nproc);
   fs::remove_all(root);
   return result;
 }

@@ -9,6 +9,15 @@
 // AReaL's "consumed tokens"), samples_per_s, final_reward (mean of the last quarter
 // of iterations), reward_curve, bubbles (iteration-time-weighted means) and
 // wall_seconds. ratio = async effective_tps / sync effective_tps.
+//
+// With nproc = N > 1 both sides run across N processes, each an `aspen train` rank
+// that `aspen launch` starts (self_exe), on the disaggregated placement: one trainer
+// rank and N - 1 rollout instance ranks (placement.train.dp=1,
+// placement.rollout.instances=N-1, unless the arguments set a placement), the same
+// seeds and the same SFT warm-up (done once here and handed to both as model.path).
+// The async side runs with --tolerate-exit for its rollout ranks, as a cluster user
+// would under pipeline.on_instance_failure: regenerate. The dispatch comparison then
+// runs across the same processes.
 // Thread safety: runs on the calling thread (plus the pipeline's own threads).
 #pragma once
 
@@ -21,6 +30,8 @@ namespace aspen {
 struct PipelineBenchOptions {
   std::vector<std::string> arguments;  // optional CONFIG.yaml and key=value overrides
   bool compare_dispatch = true;        // also run every dispatch policy on the async side
+  int nproc = 1;                       // > 1: every side across this many processes
+  std::string self_exe;                // the aspen executable (nproc > 1)
 };
 
 nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options);

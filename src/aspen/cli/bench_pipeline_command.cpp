@@ -1,6 +1,9 @@
-// `aspen bench pipeline [CONFIG.yaml] [key=value ...] --json [--no-dispatch] [--device D]`:
-// sync against async ASP on the same work (bench/pipeline_bench.h). --device D is
-// train.device=D rollout.device=D.
+// `aspen bench pipeline [CONFIG.yaml] [key=value ...] --json [--no-dispatch] [--device D]
+//  [--nproc N]`: sync against async ASP on the same work (bench/pipeline_bench.h).
+// --device D is train.device=D rollout.device=D. --nproc N runs both sides across N
+// processes (1 trainer + N - 1 rollout instance ranks), re-invoking this executable
+// (/proc/self/exe) under the launcher.
+#include <filesystem>
 #include <iostream>
 
 #include "aspen/cli/command.h"
@@ -22,10 +25,15 @@ void setup(CLI::App& root) {
   command->add_flag("--json", *json, "print JSON (the only format)");
   command->add_flag("--no-dispatch", *no_dispatch, "skip the dispatch-policy comparison");
   add_device_option(command, *device);
+  command->add_option("--nproc", options->nproc,
+                      "processes per side: 1 trainer + N-1 rollout instance ranks (1: one process)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   on_run(command, [options, no_dispatch, device] {
     options->compare_dispatch = !*no_dispatch;
     options->arguments.push_back("train.device=" + *device);
     options->arguments.push_back("rollout.device=" + *device);
+    options->self_exe = std::filesystem::read_symlink("/proc/self/exe").string();
     std::cout << run_pipeline_bench(*options).dump(2) << '\n';
     return 0;
   });

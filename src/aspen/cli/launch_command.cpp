@@ -1,5 +1,6 @@
 // `aspen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A
-//  --master-port P] [--rdzv-timeout S] [--grace-period S] -- CMD ARGS...`:
+//  --master-port P] [--rdzv-timeout S] [--grace-period S] [--tolerate-exit RANKS]
+//  -- CMD ARGS...`:
 // starts N ranks of CMD on this node with torchrun's environment and supervises them
 // (parallel/launcher.h). Run it once per node with the same --nnodes, --master-addr
 // and --master-port. Exit status: 0 only if every rank exits 0.
@@ -30,6 +31,10 @@ void setup(CLI::App& root) {
   command->add_option("--grace-period", options->grace_period_s,
                       "seconds between SIGTERM and SIGKILL when stopping the ranks")
       ->capture_default_str();
+  command->add_option("--tolerate-exit", options->tolerate_exit,
+                      "global ranks whose failure does not stop the others (e.g. the rollout "
+                      "ranks under pipeline.on_instance_failure: regenerate)")
+      ->delimiter(',');
   command->add_option("cmd", options->command, "the command each rank runs (after --)")
       ->required();
   on_run(command, [options] { return launch(*options); });

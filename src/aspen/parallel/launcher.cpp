@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "aspen/parallel/launcher.h"
 
 #include <arpa/inet.h>
@@ -250,6 +251,11 @@ int launch(const LaunchOptions& input) {
     }
     if (which == nullptr) continue;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    const std::vector<int>& tolerated = options.tolerate_exit;
+    if (std::find(tolerated.begin(), tolerated.end(), which->rank) != tolerated.end()) {
+      std::fprintf(stderr, "%s; the others go on\n", describe_status(which->rank, status).c_str());
+      continue;
+    }
     std::fprintf(stderr, "%s; stopping the other ranks\n",
                  describe_status(which->rank, status).c_str());
     result = exit_code_for(status);

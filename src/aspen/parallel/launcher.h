@@ -11,7 +11,10 @@
 //   "aspen launch: rank K exited with code C" / "aspen launch: rank K killed by signal S (NAME)"
 // and every other child gets SIGTERM, then SIGKILL after grace_period_s; launch returns
 // within grace_period_s (+ a poll interval) of the first failure. SIGINT/SIGTERM sent to
-// the launcher are forwarded the same way. Each child runs in its own process group so
+// the launcher are forwarded the same way. A rank listed in tolerate_exit may fail
+// without stopping the others (a rollout rank whose work the run regenerates
+// elsewhere): its failure is reported as "aspen launch: rank K ...; the others go on"
+// and does not count in the exit status (it was declared survivable). Each child runs in its own process group so
 // the whole subtree of a rank (e.g. `sh -c ...`) is signalled.
 // Returns: 0 when every child exited 0; otherwise the first failure's exit code
 // (128 + S for a signal, as shells report it), never 0.
@@ -34,6 +37,7 @@ struct LaunchOptions {
   int master_port = 29500;     // 0: pick a free port (single node only)
   double rdzv_timeout_s = 0;   // 0: the ranks' default (DistEnv)
   double grace_period_s = 5;   // SIGTERM -> SIGKILL delay when tearing down
+  std::vector<int> tolerate_exit;  // global ranks whose failure does not stop the job
   std::vector<std::string> command;
 
   void validate() const;  // aspen::Error naming the option

@@ -44,6 +44,9 @@ DistributedDock make_distributed_dock(ProcessGroupHandle& world, DockSchema sche
   transport.controller_endpoint = where.at("endpoint").get<std::string>();
   transport.token = where.at("token").get<std::string>();
   transport.warehouse_bind = bind;
+  // Whole weight sets travel through the warehouses (trainer -> rollout ranks): an
+  // unsharded bf16 0.6B model is ~1.2 GB, past the 1 GiB default.
+  transport.max_message_bytes = size_t{1} << 36;
   result.dock = std::make_unique<TransferDock>(std::make_shared<ZmqTransport>(transport));
   // Every warehouse is registered before any rank reads the endpoint list.
   world.barrier();

@@ -244,7 +244,7 @@ RewardStats DistributedSyncSchedule::rollout_and_score(const std::vector<PromptG
   dock.put(infos, rollout_columns(completions));
   ClaimOptions mine = claim_rows(static_cast<int64_t>(completions.size()), /*whole_groups=*/true);
   mine.groups = ids;  // only this rank's rows: the others score theirs concurrently
-  return reward_stage(config_, setup_, prompts_, dock, mine);
+  return reward_stage(config_, setup_, &prompts_, dock, mine);
 }
 
 Claim DistributedSyncSchedule::shared_claim(const std::string& consumer, int64_t rows,

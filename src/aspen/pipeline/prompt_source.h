@@ -34,6 +34,12 @@ class PromptSource {
   // Closes a group once all of its rows are consumed (keeps the map small).
   void close(int64_t group_id) { open_.erase(group_id); }
   int64_t groups_drawn() const { return next_group_; }
+  // Every open group (drawn, not yet closed), by group id.
+  std::vector<PromptGroup> open_groups() const {
+    std::vector<PromptGroup> groups;
+    for (const auto& [id, example] : open_) groups.push_back({id, example});
+    return groups;
+  }
 
   nlohmann::json state() const;
   // aspen::Error when `state` is malformed or was saved for a different dataset size.

@@ -36,6 +36,13 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
   }
   consumers.push_back(advantage);
   consumers.push_back(actor);
+  if (options.with_dispatch) {
+    columns.push_back({kExample, torch::kInt64, ColumnKind::kPerRow});
+    columns.push_back({kVerifierScore, torch::kFloat32, ColumnKind::kPerRow});
+    consumers.push_back({rl_consumers::kRollout, {kPrompt, kExample}});
+    consumers[0].columns.push_back(kExample);  // reward: the example's ground truth
+    consumers.push_back({rl_consumers::kBatch, {kScores, kVerifierScore}});
+  }
   return DockSchema(columns, consumers);
 }
 
@@ -51,6 +58,12 @@ std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completio
     logprobs.values.push_back(torch::tensor(c.logprobs, torch::kFloat32));
   }
   return {prompt, response, logprobs};
+}
+
+std::vector<ColumnData> response_columns(const std::vector<Completion>& completions) {
+  std::vector<ColumnData> columns = rollout_columns(completions);
+  columns.erase(columns.begin());  // the prompt
+  return columns;
 }
 
 const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name) {

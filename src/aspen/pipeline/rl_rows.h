@@ -11,8 +11,13 @@
 //   advantages        [R] fp32,  per token
 //   values            [R] fp32,  per token (ppo: critic values at rollout time)
 //   returns           [R] fp32,  per token (ppo: value targets)
-// Consumers, in the order a sample visits them: reward, reference (when a KL term
-// needs it), old_logprobs, values (ppo), advantage, actor_update, critic_update (ppo).
+// With dispatch (the iteration engine: rows exist from admission on, iteration_engine.h):
+//   example           [1] int64, per row   (index of the train example the group asks)
+//   verifier_score    [1] fp32,  per row   (the verifier's score before shaping)
+// Consumers, in the order a sample visits them: rollout (dispatch: the instance that
+// generates it), reward, batch (dispatch: the trainer's choice of the groups of an
+// update), reference (when a KL term needs it), old_logprobs, values (ppo), advantage,
+// actor_update, critic_update (ppo).
 // Thread safety: pure functions.
 #pragma once
 
@@ -35,9 +40,13 @@ inline constexpr const char* kOldLogprobs = "old_logprobs";
 inline constexpr const char* kAdvantages = "advantages";
 inline constexpr const char* kValues = "values";
 inline constexpr const char* kReturns = "returns";
+inline constexpr const char* kExample = "example";
+inline constexpr const char* kVerifierScore = "verifier_score";
 }  // namespace rl_columns
 
 namespace rl_consumers {
+inline constexpr const char* kRollout = "rollout";
+inline constexpr const char* kBatch = "batch";
 inline constexpr const char* kReward = "reward";
 inline constexpr const char* kReference = "reference";
 inline constexpr const char* kOldLogprobs = "old_logprobs";
@@ -51,12 +60,16 @@ struct RlSchemaOptions {
   bool with_reference = false;  // ref_logprobs (KL in the loss or in the reward)
   bool kl_in_reward = false;    // the advantage stage reads ref and old log-probs
   bool with_critic = false;     // ppo: values, returns, critic_update
+  bool with_dispatch = false;   // example, verifier_score, rollout and batch consumers
 };
 
 DockSchema make_rl_schema(const RlSchemaOptions& options);
 
 // Column values of completions (one row each), in the order of the returned vector.
 std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions);
+// The columns a rollout instance adds to rows allocated at admission (the prompt is
+// there already): response and rollout_logprobs.
+std::vector<ColumnData> response_columns(const std::vector<Completion>& completions);
 
 // Builds the trainer's view of claimed rows from `columns` (as TransferDock::get
 // returns them), copying the named per-token columns into packed [R] tensors. A claim

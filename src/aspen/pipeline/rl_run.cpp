@@ -17,6 +17,7 @@
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/distributed_sync_schedule.h"
+#include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/sync_schedule.h"
@@ -80,8 +81,6 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
               "needs " + std::to_string(p.world_size()) + " ranks (" + p.mode +
                   "), WORLD_SIZE is " + std::to_string(world_size),
               "placement.train.dp", hint);
-  check_input(config.pipeline.mode == "sync", "is " + config.pipeline.mode, "pipeline.mode",
-              "across ranks only the sync schedule runs; the async pipeline runs in one process");
   if (p.train_tp > 1) {
     check_input(config.checkpoint.every == 0, "is " + std::to_string(config.checkpoint.every),
                 "checkpoint.every",
@@ -218,19 +217,32 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
                         : config.logging.trace + ".rank-" + std::to_string(world->rank()));
   ScheduleContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
-  std::unique_ptr<Schedule> schedule = world ? make_distributed_sync_schedule(context, *world)
-                                       : config.pipeline.mode == "async"
-                                           ? make_async_schedule(context)
-                                           : make_sync_schedule(context);
+  const bool async = config.pipeline.mode == "async";
+  std::unique_ptr<Schedule> schedule =
+      async   ? make_iteration_engine(context, world)
+      : world ? make_distributed_sync_schedule(context, *world)
+              : make_sync_schedule(context);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
   if (checkpoint) schedule->restore(checkpoint->schedule_state.at("schedule"));
+  if (schedule->serves_only()) {
+    // A rollout-only rank (disaggregated asynchronous): it generates until the
+    // trainers end the run, and writes nothing.
+    schedule->serve();
+    schedule->stop();
+    trace.flush();
+    return {{"ranks", world->world_size()}, {"serves_only", true}};
+  }
+  // Evaluation and the final barrier span the ranks that leave together: every rank,
+  // or the asynchronous engine's trainers (a rollout rank may have failed and left).
+  std::optional<ProcessGroupHandle> eval_ranks =
+      schedule->evaluates_on_trainers() ? schedule->trainer_group() : world;
 
   for (int64_t i = first; i < config.train.iterations; ++i) {
     nlohmann::json line = schedule->iteration(i);
     line["phase"] = "rl";
     const bool last = i + 1 == config.train.iterations;
     if (last || (config.logging.eval_every > 0 && (i + 1) % config.logging.eval_every == 0)) {
-      evals["after"] = run_accuracy(world, setup, max_tokens);
+      evals["after"] = run_accuracy(eval_ranks, setup, max_tokens);
       line["eval_accuracy"] = evals["after"];
     }
     if (!writer) continue;
@@ -247,7 +259,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   trace.flush();
 
   const std::string final_dir = (out / "final").string();
-  if (world) world->barrier();  // rank 0's last checkpoint is written before anyone leaves
+  // Rank 0's last checkpoint is written before anyone leaves.
+  if (eval_ranks) eval_ranks->barrier();
   if (writer) export_policy(setup, final_dir);
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   nlohmann::json summary = {

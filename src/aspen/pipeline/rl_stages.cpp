@@ -136,20 +136,38 @@ ClaimOptions claim_rows(int64_t rows, bool whole_groups) {
 }
 
 RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
-                         const PromptSource& prompts, TransferDock& dock,
+                         const PromptSource* prompts, TransferDock& dock,
                          const ClaimOptions& claim_options) {
-  const AlgorithmSection& algorithm = config.algorithm;
   const Claim claim = dock.claim(rl_consumers::kReward, claim_options);
+  return reward_stage(config, setup, prompts, dock, claim);
+}
+
+RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
+                         const PromptSource* prompts, TransferDock& dock, const Claim& claim) {
+  const AlgorithmSection& algorithm = config.algorithm;
+  RewardStats stats;
+  if (claim.empty()) return stats;
   const auto columns = dock.get(claim);
   const ColumnData& responses = find_column(columns, rl_columns::kResponse);
+  const bool dispatched = std::find(claim.columns.begin(), claim.columns.end(),
+                                    rl_columns::kExample) != claim.columns.end();
+  check_input(dispatched || prompts != nullptr, "no example column and no prompt source",
+              "reward stage");
   ColumnData scores{rl_columns::kScores, {}};
-  RewardStats stats;
+  ColumnData verifier_scores{rl_columns::kVerifierScore, {}};
   std::map<int64_t, std::vector<double>> shaped_by_group;
   for (size_t i = 0; i < claim.rows.size(); ++i) {
     const RowInfo& info = claim.rows[i].info;
     const torch::Tensor r = responses.values[i].to(torch::kInt64).contiguous();
     const std::vector<TokenId> response(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
-    const TaskExample& example = setup.train_examples[prompts.example_of(info.group_id)];
+    const int64_t example_index =
+        dispatched ? find_column(columns, rl_columns::kExample).values[i].item<int64_t>()
+                   : prompts->example_of(info.group_id);
+    check_input(example_index >= 0 &&
+                    example_index < static_cast<int64_t>(setup.train_examples.size()),
+                "example " + std::to_string(example_index) + " out of range",
+                "group " + std::to_string(info.group_id));
+    const TaskExample& example = setup.train_examples[static_cast<size_t>(example_index)];
     const RewardInput input{example.prompt_text,
                             setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
                             example.ground_truth};
@@ -166,8 +184,11 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
     stats.groups.insert(info.group_id);
     shaped_by_group[info.group_id].push_back(shaped);
     scores.values.push_back(torch::tensor({static_cast<float>(shaped)}));
+    verifier_scores.values.push_back(torch::tensor({static_cast<float>(score)}));
   }
-  dock.put_columns(row_ids(claim), {scores});
+  std::vector<ColumnData> written = {scores};
+  if (dispatched) written.push_back(verifier_scores);  // the batch reads them back
+  dock.put_columns(row_ids(claim), written);
   dock.ack(claim);
   for (const auto& [group, values] : shaped_by_group) {
     const auto [low, high] = std::minmax_element(values.begin(), values.end());

@@ -84,9 +84,15 @@ struct RewardStats {
   std::set<int64_t> informative;  // groups whose shaped rewards are not all equal
 };
 
+// Scores the claimed rows (verifier, + DAPO overlong shaping) into `scores`. A row's
+// example comes from its `example` column when the schema has one (dispatch, where
+// `prompts` may be null; `verifier_score` is then written too), else from `prompts`.
 RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
-                         const PromptSource& prompts, TransferDock& dock,
+                         const PromptSource* prompts, TransferDock& dock,
                          const ClaimOptions& claim);
+// On a claim of the reward consumer made by the caller; acks it.
+RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
+                         const PromptSource* prompts, TransferDock& dock, const Claim& claim);
 // Each stage comes in two forms: with ClaimOptions it claims its rows, computes and
 // acks; with a Claim it computes on rows claimed elsewhere and leaves the ack to the
 // claimer (a multi-rank schedule claims once and hands each rank its share:

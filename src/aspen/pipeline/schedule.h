@@ -13,8 +13,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "aspen/parallel/process_group.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rl_stages.h"
 #include "aspen/pipeline/train_config.h"
@@ -33,6 +35,15 @@ class Schedule {
   virtual void stop() {}
   virtual int64_t samples() const = 0;         // rows generated so far
   virtual int64_t trained_tokens() const = 0;  // response tokens trained on so far
+  // A rank that only serves rollout (disaggregated asynchronous placement) runs
+  // serve() until the run is over instead of iterations, and writes nothing.
+  virtual bool serves_only() const { return false; }
+  virtual void serve() {}
+  // The ranks that evaluate and leave together at the end: all of them (nullopt here)
+  // unless the schedule says otherwise (the asynchronous engine: its trainers, since a
+  // rollout rank may have failed and left under pipeline.on_instance_failure).
+  virtual bool evaluates_on_trainers() const { return false; }
+  virtual std::optional<ProcessGroupHandle> trainer_group() const { return std::nullopt; }
 };
 
 struct ScheduleContext {
@@ -46,6 +57,5 @@ struct ScheduleContext {
 };
 
 std::unique_ptr<Schedule> make_sync_schedule(const ScheduleContext& context);
-std::unique_ptr<Schedule> make_async_schedule(const ScheduleContext& context);
 
 }  // namespace aspen

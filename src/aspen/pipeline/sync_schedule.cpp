@@ -115,7 +115,7 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
     rows += added;
     RewardStats round;
     timed_stage(stages, "reward", trace_, trainer_track_,
-                [&] { round = reward_stage(config_, setup_, prompts_, dock_, claim_rows(added)); });
+                [&] { round = reward_stage(config_, setup_, &prompts_, dock_, claim_rows(added)); });
     add_sampling_round(groups, round, algorithm.dynamic_sampling, drawn_groups, kept_groups,
                        record.rewards);
   }

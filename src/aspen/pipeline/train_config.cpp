@@ -1,3 +1,4 @@
+#include <cmath>
 #include "aspen/pipeline/train_config.h"
 
 #include <set>
@@ -192,6 +193,11 @@ PipelineSection read_pipeline(ConfigSection s) {
   p.rollout_threads = s.get("rollout_threads", p.rollout_threads);
   p.rollout_cores = read_cores(s, "rollout_cores");
   p.trainer_cores = read_cores(s, "trainer_cores");
+  p.instance_timeout_s = s.get("instance_timeout_s", p.instance_timeout_s);
+  p.on_instance_failure = s.get("on_instance_failure", p.on_instance_failure);
+  check_one_of(p.on_instance_failure, {"regenerate", "stop"}, s.where("on_instance_failure"));
+  check_input(std::isfinite(p.instance_timeout_s) && p.instance_timeout_s >= 1.0,
+              "must be a number of seconds >= 1", s.where("instance_timeout_s"));
   check_input(p.threads >= 0, "must be >= 0", s.where("threads"));
   check_input(p.max_staleness >= 0, "must be >= 0", s.where("max_staleness"));
   check_positive(p.sync_every, s.where("sync_every"));
@@ -366,7 +372,9 @@ nlohmann::json TrainConfig::as_json() const {
         {"interrupt", pipeline.interrupt},
         {"rollout_threads", pipeline.rollout_threads},
         {"rollout_cores", pipeline.rollout_cores},
-        {"trainer_cores", pipeline.trainer_cores}}},
+        {"trainer_cores", pipeline.trainer_cores},
+        {"instance_timeout_s", pipeline.instance_timeout_s},
+        {"on_instance_failure", pipeline.on_instance_failure}}},
       {"logging",
        {{"eval_every", logging.eval_every},
         {"console", logging.console},

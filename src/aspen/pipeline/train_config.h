@@ -142,6 +142,12 @@ struct PipelineSection {
   int rollout_threads = 1;         // torch intra-op threads per rollout instance
   std::vector<int> rollout_cores;  // pin rollout instance threads here; empty: no pinning
   std::vector<int> trainer_cores;  // pin the trainer thread here; empty: no pinning
+  // A rollout instance silent this long has failed; also the lease of the groups it
+  // generates (renewed while it lives), so its groups come back after this long.
+  double instance_timeout_s = 30.0;
+  // What a failed rollout instance does to the run: regenerate (its groups are
+  // generated again by the others) | stop (the run ends, naming it).
+  std::string on_instance_failure = "regenerate";
 };
 
 struct LoggingSection {

@@ -19,7 +19,7 @@
 // (prompt + output so far) with the new weights and continue; otherwise they keep
 // their cached KV and continue.
 //
-// Thread safety: none. One thread drives an engine (InstancePool gives each
+// Thread safety: none. One thread drives an engine (the pipeline gives each
 // instance its own thread).
 #pragma once
 

@@ -1,4 +1,4 @@
-// The asynchronous (ASP) schedule: eta = 0 reproduces the synchronous schedule, the
+// The iteration engine (ASP) in one process: eta = 0 reproduces the synchronous schedule, the
 // staleness bound holds under injected random delays, no group is lost or trained
 // twice, and the trace is a valid Chrome trace with a track per role and instance.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
+#include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
 #include "tiny_run.h"
 
@@ -23,7 +24,7 @@ TrainConfig tiny_config(const std::vector<std::string>& overrides) {
   return testing::tiny_run_config(overrides);
 }
 
-TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
+TEST(IterationEngine, ZeroStalenessReproducesTheSyncSchedule) {
   const std::string sync_dir = ::testing::TempDir() + "/aspen_async_eq_sync";
   const std::string async_dir = ::testing::TempDir() + "/aspen_async_eq_async";
   fs::remove_all(sync_dir);
@@ -70,7 +71,7 @@ TEST(AsyncSchedule, ZeroStalenessReproducesTheSyncSchedule) {
   }
 }
 
-TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandomDelays) {
+TEST(IterationEngine, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandomDelays) {
   // eta 1 and 2 with in-flight requests continuing; eta 1 with them interrupted and
   // resumed on each new weight version; all streamed, and eta 2 once more batched.
   struct Case {
@@ -94,6 +95,8 @@ TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandom
     std::mutex rng_mutex;
     std::mt19937 rng(static_cast<unsigned>(eta));
     ScheduleContext context{config, setup, workers};
+    // Jittery instances (0-5 ms after each engine step) and a jittery trainer.
+    setenv("ASPEN_FAULT_STEP_DELAY_MS", "5", 1);
     context.inject_delay = [&](const std::string&) {
       int ms = 0;
       {
@@ -102,7 +105,7 @@ TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandom
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     };
-    auto schedule = make_async_schedule(context);
+    auto schedule = make_iteration_engine(context, std::nullopt);
     std::set<int64_t> trained;
     for (int64_t i = 0; i < config.train.iterations; ++i) {
       const nlohmann::json line = schedule->iteration(i);
@@ -118,6 +121,7 @@ TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandom
     }
     const nlohmann::json state = schedule->state();
     schedule->stop();
+    unsetenv("ASPEN_FAULT_STEP_DELAY_MS");
     // Every group drawn is either trained or still pending: nothing lost.
     std::set<int64_t> pending;
     for (const auto& entry : state["pending"]) pending.insert(entry.at(0).get<int64_t>());
@@ -129,7 +133,7 @@ TEST(AsyncSchedule, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandom
   }
 }
 
-TEST(AsyncSchedule, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
+TEST(IterationEngine, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
   const std::string dir = ::testing::TempDir() + "/aspen_async_trace";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -151,12 +155,12 @@ TEST(AsyncSchedule, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
     if (event["ph"] == "X")
       ++spans[tracks.at(event["tid"]) + "/" + event["name"].get<std::string>()];
   }
-  EXPECT_GT(spans["rollout instance 0/generate step"], 0);
-  EXPECT_GT(spans["rollout instance 1/generate step"], 0);
-  EXPECT_GT(spans["collector (reward)/reward"], 0);
-  EXPECT_EQ(spans["trainer/update"], 3);      // one optimizer step per iteration
-  EXPECT_GE(spans["trainer/accumulate"], 3);  // streamed: at least one part per step
-  EXPECT_GE(spans["trainer/publish"], 3);
+  EXPECT_GT(spans["rollout instance 0 (rank 0)/generate step"], 0);
+  EXPECT_GT(spans["rollout instance 1 (rank 0)/generate step"], 0);
+  EXPECT_GT(spans["reward (rank 0)/reward"], 0);
+  EXPECT_EQ(spans["trainer (rank 0)/update"], 3);      // one optimizer step per iteration
+  EXPECT_GE(spans["trainer (rank 0)/accumulate"], 3);  // streamed: at least one part per step
+  EXPECT_GE(spans["trainer (rank 0)/publish"], 3);
 }
 
 }  // namespace

@@ -1,0 +1,808 @@
+#include "aspen/pipeline/iteration_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "aspen/dock/claim_codec.h"
+#include "aspen/dock/in_process_transport.h"
+#include "aspen/parallel/object_collectives.h"
+#include "aspen/pipeline/bubble_accounting.h"
+#include "aspen/pipeline/dispatch_policy.h"
+#include "aspen/pipeline/distributed_dock.h"
+#include "aspen/pipeline/instance_status.h"
+#include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/pipeline/reward_worker.h"
+#include "aspen/pipeline/rollout_worker.h"
+#include "aspen/pipeline/stage_timer.h"
+#include "aspen/pipeline/sync_schedule.h"
+#include "aspen/pipeline/trace_writer.h"
+#include "aspen/train/model_copy.h"
+#include "aspen/util/blas_threads.h"
+#include "aspen/util/error.h"
+#include "aspen/util/log.h"
+#include "aspen/util/seconds_since.h"
+#include "aspen/util/thread_affinity.h"
+
+namespace aspen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The batch lease: the trainer acks it after the update; its failure ends the run.
+constexpr double kBatchLeaseSeconds = 24 * 3600.0;
+constexpr double kPollSeconds = 0.02;  // the trainer's wait between batch claims
+
+std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int64_t version) {
+  auto set = std::make_shared<WeightSet>();
+  set->version = version;
+  for (auto& [name, tensor] : policy_weights(model)) set->tensors.emplace_back(name, tensor);
+  return set;
+}
+
+// Streaming needs a single optimizer step whose loss and advantages decompose over
+// groups: group-local advantage estimators, no batch-level KL controller, no critic.
+bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
+  const std::string& name = config.algorithm.name;
+  const int64_t rows = config.rollout.prompts_per_iteration * config.rollout.n;
+  return config.pipeline.stream_updates && config.train.epochs == 1 &&
+         (config.train.mini_batch_size <= 0 || config.train.mini_batch_size >= rows) &&
+         !workers.critic && !config.algorithm.kl_in_reward &&
+         (name == "grpo" || name == "dapo" || name == "dr_grpo" || name == "rloo");
+}
+
+// Which ranks train and which run which rollout instances (iteration_engine.h).
+struct EngineLayout {
+  int rank = 0;
+  int trainers = 1;            // ranks [0, trainers) train
+  int instances = 1;           // rollout instances in the run
+  std::vector<int> instances_here;
+  std::vector<int> instance_rank;  // [instance] -> rank
+  bool trains() const { return rank < trainers; }
+};
+
+EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) {
+  EngineLayout layout;
+  layout.rank = rank;
+  const Placement& p = config.placement;
+  if (world_size == 1) {
+    layout.instances = static_cast<int>(config.pipeline.instances);
+    for (int i = 0; i < layout.instances; ++i) {
+      layout.instances_here.push_back(i);
+      layout.instance_rank.push_back(0);
+    }
+    return layout;
+  }
+  check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp",
+              "the asynchronous pipeline across ranks runs each rollout instance on one rank "
+              "(rollout.tp 1); use pipeline.mode: sync for tensor-parallel rollout");
+  check_input(p.train_tp == 1, "is " + std::to_string(p.train_tp), "placement.train.tp",
+              "the asynchronous pipeline across ranks trains data-parallel only (train.tp 1)");
+  layout.instances = p.rollout_instances;
+  if (p.mode == "colocated") {
+    layout.trainers = world_size;
+    for (int i = 0; i < layout.instances; ++i) layout.instance_rank.push_back(i);
+  } else {
+    layout.trainers = p.train_dp;
+    for (int i = 0; i < layout.instances; ++i) layout.instance_rank.push_back(layout.trainers + i);
+  }
+  for (int i = 0; i < layout.instances; ++i) {
+    if (layout.instance_rank[static_cast<size_t>(i)] == rank) layout.instances_here.push_back(i);
+  }
+  return layout;
+}
+
+// What trainer 0 knows of one rollout instance, from the status board.
+struct InstanceView {
+  InstanceStatus status;
+  bool seen = false;
+  bool failed = false;
+  double age_s = 0.0;
+  double busy_at_iteration_start = 0.0;
+};
+
+class IterationEngine : public Schedule {
+ public:
+  IterationEngine(const ScheduleContext& context, std::optional<ProcessGroupHandle> world);
+  ~IterationEngine() override { stop(); }
+
+  nlohmann::json iteration(int64_t index) override;
+  nlohmann::json state() const override;
+  void restore(const nlohmann::json& state) override;
+  void stop() override;
+  int64_t samples() const override { return samples_; }
+  int64_t trained_tokens() const override { return trained_tokens_; }
+  bool serves_only() const override { return !layout_.trains(); }
+  void serve() override;
+  bool evaluates_on_trainers() const override { return world_.has_value(); }
+  std::optional<ProcessGroupHandle> trainer_group() const override { return trainers_; }
+
+ private:
+  bool is_admitter() const { return layout_.rank == 0; }
+  int trainer_count() const { return layout_.trainers; }
+  void start_workers();
+  // Trainer 0: the instances' states from the board; handles failures.
+  void refresh_instances();
+  void admit();
+  void admit_group(const PromptGroup& group, int64_t version_bound);
+  int choose_instance(const GroupShape& shape);
+  // Trainer 0: claims update `index`'s batch (whole or, streaming, the next part).
+  Claim claim_batch(int64_t index, int64_t groups_wanted, bool whole, double& idle,
+                    double& sorting);
+  void read_back_rewards(const Claim& batch, RewardStats& rewards);
+  // The stages before the update on `groups`; returns whether the update may take the
+  // proximal log-probs from its own forward pass.
+  bool pre_update_stages(const std::vector<int64_t>& groups, const std::vector<int64_t>& versions,
+                         int64_t rows, IterationRecord& record);
+  // One trainer: the stage claims its rows itself. Several: trainer 0 claims once,
+  // balanced over the trainers, and every trainer computes on its share.
+  template <typename Fn>
+  void shared_stage(const char* consumer, const std::vector<int64_t>& groups, int64_t rows,
+                    Fn&& fn);
+  void train_whole_batch(int64_t index, const std::vector<int64_t>& groups, IterationRecord& record);
+  void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& groups,
+                    std::vector<Claim>& leases, double& idle, double& sorting);
+  void publish();
+  void check_workers() const;
+  nlohmann::json rollout_bubbles(double seconds);
+
+  const TrainConfig& config_;
+  RlSetup& setup_;
+  RlWorkers& workers_;
+  TraceWriter* trace_;
+  std::function<void(const std::string&)> inject_delay_;
+  std::optional<ProcessGroupHandle> world_;
+  EngineLayout layout_;
+  std::optional<ProcessGroupHandle> trainers_;  // trainer ranks (several trainers only)
+  const int64_t batch_groups_;
+  const int64_t eta_;
+  bool streams_ = false;
+  int trainer_track_ = 0;
+
+  DistributedDock distributed_;        // across ranks
+  std::unique_ptr<TransferDock> local_dock_;  // one process
+  TransferDock* dock_ = nullptr;
+  WarehouseId weights_from_ = 0;
+
+  std::vector<std::unique_ptr<RolloutWorker>> rollout_workers_;
+  std::unique_ptr<RewardWorker> reward_worker_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+
+  // Trainer 0 (the admitter and dispatcher).
+  PromptSource prompts_;
+  std::optional<Dispatcher> dispatcher_;
+  std::vector<InstanceView> instances_;
+  Clock::time_point started_ = Clock::now();
+  int64_t published_version_ = 0;
+  int64_t trained_groups_ = 0;
+  double status_age_max_s_ = 0.0;  // oldest live instance state read, this iteration
+
+  int64_t version_ = 0;  // the trainers' policy version
+  int64_t samples_ = 0;
+  int64_t trained_tokens_ = 0;
+  int blas_threads_before_ = 0;
+};
+
+IterationEngine::IterationEngine(const ScheduleContext& context,
+                                 std::optional<ProcessGroupHandle> world)
+    : config_(context.config),
+      setup_(context.setup),
+      workers_(context.workers),
+      trace_(context.trace),
+      inject_delay_(context.inject_delay),
+      world_(std::move(world)),
+      layout_(engine_layout(config_, world_ ? world_->rank() : 0,
+                            world_ ? world_->world_size() : 1)),
+      batch_groups_(config_.rollout.prompts_per_iteration),
+      eta_(config_.pipeline.max_staleness),
+      prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed) {
+  RlSchemaOptions schema = workers_.schema;
+  schema.with_dispatch = true;
+  // Room for the admission window: (eta + 2) batches of groups, with slack.
+  const int64_t capacity =
+      std::max<int64_t>(1 << 12, (eta_ + 3) * batch_groups_ * config_.rollout.n * 2);
+  if (world_) {
+    // Every rank creates the trainers' subgroup (a collective), members or not.
+    std::vector<int> trainer_ranks;
+    for (int r = 0; r < layout_.trainers; ++r) trainer_ranks.push_back(r);
+    if (layout_.trainers > 1) trainers_ = world_->new_subgroup(trainer_ranks);
+    distributed_ = make_distributed_dock(*world_, make_rl_schema(schema), capacity);
+    dock_ = distributed_.dock.get();
+    // Trainer 0's warehouse serves the weights to rollout-only ranks; a training rank
+    // serves its own instance from its own warehouse.
+    nlohmann::json where = {{"warehouse", dock_->transport().local_warehouse_id()}};
+    broadcast_json(*world_, where, 0);
+    weights_from_ = layout_.trains() ? dock_->transport().local_warehouse_id()
+                                     : where.at("warehouse").get<WarehouseId>();
+  } else {
+    local_dock_ = std::make_unique<TransferDock>(std::make_shared<InProcessTransport>(
+        std::make_shared<InProcessDock>(make_rl_schema(schema), DockControllerOptions{capacity}, 1),
+        0));
+    dock_ = local_dock_.get();
+    weights_from_ = dock_->transport().local_warehouse_id();
+  }
+  streams_ = layout_.trainers == 1 && can_stream(config_, workers_);
+  const std::string rank_suffix = " (rank " + std::to_string(layout_.rank) + ")";
+  if (trace_ != nullptr && layout_.trains()) trainer_track_ = trace_->track("trainer" + rank_suffix);
+  if (is_admitter()) {
+    dispatcher_.emplace(parse_dispatch_policy(config_.pipeline.dispatch), layout_.instances);
+    instances_.resize(static_cast<size_t>(layout_.instances));
+  }
+  // The rollout instances of this rank, each with its own copy of the policy.
+  for (size_t k = 0; k < layout_.instances_here.size(); ++k) {
+    const int instance = layout_.instances_here[k];
+    RolloutWorkerOptions options;
+    options.instance = instance;
+    options.rank = layout_.rank;
+    options.engine = rollout_engine_config(config_, setup_);
+    options.engine.interrupt_on_weight_update = config_.pipeline.interrupt;
+    options.intra_op_threads = config_.pipeline.rollout_threads;
+    const std::vector<int>& cores = config_.pipeline.rollout_cores;
+    if (!cores.empty()) options.cores = {cores[static_cast<size_t>(instance) % cores.size()]};
+    options.weights_from = weights_from_;
+    options.lease_s = config_.pipeline.instance_timeout_s;
+    options.trace = trace_;
+    rollout_workers_.push_back(std::make_unique<RolloutWorker>(
+        config_, copy_model(setup_.model, torch::kFloat, setup_.rollout_device, /*trainable=*/false),
+        setup_.tokenizer, *dock_, options));
+  }
+  if (!layout_.instances_here.empty()) {
+    reward_worker_ = std::make_unique<RewardWorker>(config_, setup_, *dock_, trace_,
+                                                    "reward" + rank_suffix);
+  }
+  if (layout_.trains()) {
+    pin_current_thread(config_.pipeline.trainer_cores, "trainer");
+    // Each role keeps to its own cores: the BLAS pool would otherwise fan every GEMM
+    // out over all cores, onto the rollout's (measured: updates 1.65x slower).
+    blas_threads_before_ = blas_threads();
+    set_blas_threads(std::max(1, config_.pipeline.threads));
+    // The weights every instance starts from (version 0, or the resumed version).
+    dock_->publish_weights(weight_set_of(setup_.model, version_));
+  }
+  if (world_) world_->barrier();  // weights are on the board before any instance looks
+}
+
+void IterationEngine::start_workers() {
+  if (!threads_.empty() || stopped_) return;
+  const bool main_thread_serves = serves_only();
+  for (size_t k = main_thread_serves ? 1 : 0; k < rollout_workers_.size(); ++k) {
+    threads_.emplace_back([worker = rollout_workers_[k].get()] {
+      try {
+        worker->run();
+      } catch (const std::exception& e) {
+        log_error("rollout instance: ", e.what());
+      }
+    });
+  }
+  if (reward_worker_) threads_.emplace_back([this] { reward_worker_->run(); });
+}
+
+void IterationEngine::serve() {
+  start_workers();
+  // A rollout-only rank: its one instance runs on this thread until the run is over.
+  if (!rollout_workers_.empty()) rollout_workers_.front()->run();
+}
+
+void IterationEngine::check_workers() const {
+  if (reward_worker_) {
+    if (std::exception_ptr error = reward_worker_->error()) std::rethrow_exception(error);
+  }
+}
+
+void IterationEngine::refresh_instances() {
+  const auto entries = dock_->statuses(kInstanceStatusPrefix);
+  for (const auto& [key, entry] : entries) {
+    const InstanceStatus status = decode_instance_status(entry.value);
+    check_input(status.instance >= 0 && status.instance < layout_.instances,
+                "unknown instance " + std::to_string(status.instance), "status board");
+    InstanceView& view = instances_[static_cast<size_t>(status.instance)];
+    if (view.seen) {
+      // Completion reports for the dispatcher: the new finished samples at their mean size.
+      const int64_t done = status.completed_samples - view.status.completed_samples;
+      for (int64_t s = 0; s < done; ++s) {
+        dispatcher_->on_completed(
+            status.instance,
+            (status.completed_prompt_tokens - view.status.completed_prompt_tokens) / done,
+            (status.completed_response_tokens - view.status.completed_response_tokens) / done);
+      }
+    } else {
+      view.busy_at_iteration_start = status.busy_seconds;
+    }
+    if (status.busy_seconds > 0.5) {
+      dispatcher_->on_throughput(status.instance,
+                                 static_cast<double>(status.scheduled_tokens) / status.busy_seconds);
+    }
+    view.status = status;
+    view.seen = true;
+    view.age_s = entry.age_s;
+    if (!status.exited) status_age_max_s_ = std::max(status_age_max_s_, entry.age_s);
+  }
+  // Failure: silent for instance_timeout_s (never seen: counted from the start, with
+  // room for loading the model), or gone while the run goes on.
+  const double timeout = config_.pipeline.instance_timeout_s;
+  int alive = 0;
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    InstanceView& view = instances_[i];
+    if (view.failed) continue;
+    const double silent = view.seen ? view.age_s : seconds_since(started_) - 4 * timeout;
+    if (silent <= timeout && !view.status.exited) {
+      ++alive;
+      continue;
+    }
+    const int rank = layout_.instance_rank[i];
+    const std::string what = "rollout instance " + std::to_string(i) + " on rank " +
+                             std::to_string(rank) +
+                             (view.status.exited ? " left the run"
+                                                 : " has not reported for " +
+                                                       std::to_string(static_cast<int>(silent)) +
+                                                       " s");
+    check_input(config_.pipeline.on_instance_failure != "stop", what + "; stopping the run",
+                "pipeline.on_instance_failure",
+                "set it to regenerate to continue on the other instances");
+    view.failed = true;
+    // Its undispatched groups go to any instance now; the ones it held come back when
+    // their leases run out.
+    const int64_t moved = dock_->retarget(static_cast<int32_t>(i), -1);
+    log_warn(what, "; its groups are regenerated elsewhere (", moved, " rows re-dispatched now)");
+  }
+  check_input(alive > 0, "every rollout instance has failed", "pipeline.on_instance_failure");
+}
+
+int IterationEngine::choose_instance(const GroupShape& shape) {
+  // A failed instance looks infinitely busy; round robin skips it explicitly.
+  std::vector<QueueState> states;
+  for (const InstanceView& view : instances_) {
+    QueueState state = view.status.queue;
+    if (view.failed) {
+      state.running = state.waiting = std::numeric_limits<int32_t>::max();
+      state.outstanding_tokens = std::numeric_limits<int32_t>::max();
+    }
+    states.push_back(state);
+  }
+  for (int attempt = 0; attempt <= layout_.instances; ++attempt) {
+    const int chosen = dispatcher_->choose(states, shape);
+    if (!instances_[static_cast<size_t>(chosen)].failed) return chosen;
+  }
+  throw Error("no live rollout instance to dispatch to", "pipeline.on_instance_failure");
+}
+
+void IterationEngine::admit_group(const PromptGroup& group, int64_t version_bound) {
+  const GenerationRequest request = group_request(config_, setup_, group);
+  const GroupShape shape{config_.rollout.n, static_cast<int64_t>(request.prompt.size()),
+                         config_.rollout.max_tokens};
+  const int instance = choose_instance(shape);
+  std::vector<RowInfo> infos;
+  ColumnData prompt{rl_columns::kPrompt, {}};
+  ColumnData example{rl_columns::kExample, {}};
+  const std::vector<int64_t> tokens(request.prompt.begin(), request.prompt.end());
+  for (int64_t j = 0; j < config_.rollout.n; ++j) {
+    RowInfo info;
+    info.group_id = group.group_id;
+    info.group_size = static_cast<int32_t>(config_.rollout.n);
+    info.version = version_bound;
+    info.target = instance;
+    infos.push_back(info);
+    prompt.values.push_back(torch::tensor(tokens, torch::kInt64));
+    example.values.push_back(torch::tensor({group.example}, torch::kInt64));
+  }
+  dock_->put(infos, {prompt, example});
+  dispatcher_->on_dispatched(instance, shape);
+  if (trace_ != nullptr) {
+    trace_->instant(trainer_track_, "admit", {{"group", group.group_id}, {"instance", instance}});
+  }
+}
+
+void IterationEngine::admit() {
+  refresh_instances();
+  // Groups admitted and not yet given to a batch are the controller's backlog of the
+  // batch consumer; discarded ones (no instance could serve them) left it and free
+  // their slot.
+  // A batch being trained holds its groups leased until the update acks them: they
+  // are not trained yet either (every group has rollout.n rows).
+  const ConsumerBacklog backlog = dock_->backlog(rl_consumers::kBatch);
+  int64_t waiting = backlog.groups + backlog.leased_rows / config_.rollout.n;
+  const int64_t bound = (published_version_ + eta_ + 1) * batch_groups_;
+  while (trained_groups_ + waiting < bound) {
+    admit_group(prompts_.next(1).front(), published_version_);
+    ++waiting;
+  }
+}
+
+Claim IterationEngine::claim_batch(int64_t index, int64_t groups_wanted, bool whole, double& idle,
+                                   double& sorting) {
+  const int64_t n = config_.rollout.n;
+  ClaimOptions options;
+  options.whole_groups = true;
+  options.max_rows = groups_wanted * n;
+  options.min_rows = whole ? groups_wanted * n : 1;
+  options.required_through_version = index - eta_;
+  options.complete_window = whole;
+  options.timeout_s = kPollSeconds;
+  options.lease_s = kBatchLeaseSeconds;
+  while (true) {
+    check_workers();
+    admit();
+    const auto wait_start = Clock::now();
+    Claim claim = dock_->claim(rl_consumers::kBatch, options);
+    if (!claim.empty()) return claim;
+    const auto wait_end = Clock::now();
+    const double waited = std::chrono::duration<double>(wait_end - wait_start).count();
+    idle += waited;
+    // Sorting: ready groups wait while the window keeps the batch open for groups
+    // still generating; otherwise the trainer is starved.
+    if (claim.ready_rows_left > 0) sorting += waited;
+    if (trace_ != nullptr) trace_->span(trainer_track_, "wait", wait_start, wait_end);
+  }
+}
+
+void IterationEngine::read_back_rewards(const Claim& batch, RewardStats& rewards) {
+  const std::vector<ColumnData> columns = dock_->get(batch);
+  const ColumnData& scores = find_column(columns, rl_columns::kVerifierScore);
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const RowInfo& info = batch.rows[i].info;
+    rewards.scores.push_back(scores.values[i].item<double>());
+    rewards.lengths.push_back(info.tokens);
+    rewards.versions.push_back(info.version);
+    rewards.groups.insert(info.group_id);
+  }
+}
+
+template <typename Fn>
+void IterationEngine::shared_stage(const char* consumer, const std::vector<int64_t>& groups,
+                                   int64_t rows, Fn&& fn) {
+  ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
+  options.groups = groups;
+  if (!trainers_) {
+    const Claim claim = dock_->claim(consumer, options);
+    fn(claim);
+    dock_->ack(claim);
+    return;
+  }
+  std::string encoded;
+  if (is_admitter()) {
+    options.balance_ranks = trainer_count();
+    encoded = encode_claim(dock_->claim(consumer, options));
+  }
+  broadcast_bytes(*trainers_, encoded, 0);
+  const Claim claim = decode_claim(encoded);
+  fn(share_of(claim, layout_.rank));
+  trainers_->barrier();  // every share's columns are written
+  if (is_admitter()) dock_->ack(claim);
+}
+
+bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
+                                        const std::vector<int64_t>& versions, int64_t rows,
+                                        IterationRecord& record) {
+  nlohmann::json& stages = record.stage_seconds;
+  // Old log-probs: the rollout's when every row was generated by exactly the weights
+  // about to be updated and the update is a single step; otherwise the trainer
+  // recomputes them (the proximal policy of decoupled PPO).
+  const bool fresh =
+      std::all_of(versions.begin(), versions.end(), [&](int64_t v) { return v == version_; });
+  const bool one_step = config_.train.epochs == 1 && (config_.train.mini_batch_size <= 0 ||
+                                                      config_.train.mini_batch_size >= rows);
+  if (workers_.reference) {
+    timed_stage(stages, "reference", trace_, trainer_track_, [&] {
+      shared_stage(rl_consumers::kReference, groups, rows,
+                   [&](const Claim& share) { reference_stage(*workers_.reference, *dock_, share); });
+    });
+  }
+  // Without a decoupled correction the rollout log-probs ARE the right PPO anchor for
+  // stale rows (the ratio is then the importance weight to the behaviour policy), so
+  // nothing is recomputed. Decoupled PPO needs the proximal policy: for a single-step
+  // update that is the current policy, which the update's own forward pass provides
+  // (the old_logprobs column then holds the rollout's and is not read); otherwise it
+  // is recomputed here.
+  const bool decoupled = config_.algorithm.off_policy == "decoupled";
+  const bool proximal_in_update = one_step && decoupled && !fresh;
+  const bool reuse = one_step && (fresh || !decoupled);
+  timed_stage(stages, "old_logprobs", trace_, trainer_track_, [&] {
+    shared_stage(rl_consumers::kOldLogprobs, groups, rows, [&](const Claim& share) {
+      old_logprob_stage(*workers_.actor, *dock_, share, reuse || proximal_in_update);
+    });
+  });
+  if (workers_.critic) {
+    timed_stage(stages, "values", trace_, trainer_track_, [&] {
+      shared_stage(rl_consumers::kValues, groups, rows,
+                   [&](const Claim& share) { value_stage(*workers_.critic, *dock_, share); });
+    });
+  }
+  timed_stage(stages, "advantage", trace_, trainer_track_, [&] {
+    // Whole groups and batch-level statistics: trainer 0 computes every advantage.
+    nlohmann::json stats;
+    if (is_admitter()) {
+      ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
+      options.groups = groups;
+      const AdvantageStats part = advantage_stage(config_.algorithm, workers_.kl_ctrl, *dock_, options);
+      stats = {part.rows, part.kl_in_reward, part.kl_coef, workers_.kl_ctrl.value()};
+    }
+    if (trainers_) broadcast_json(*trainers_, stats, 0);  // also: every advantage is written
+    record.advantages.rows += stats.at(0).get<int64_t>();
+    record.advantages.kl_in_reward = stats.at(1).get<double>();
+    record.advantages.kl_coef = stats.at(2).get<double>();
+    workers_.kl_ctrl.restore(stats.at(3).get<double>());  // the same controller everywhere
+  });
+  return proximal_in_update;
+}
+
+void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t>& groups,
+                                        IterationRecord& record) {
+  const int64_t rows = static_cast<int64_t>(groups.size()) * config_.rollout.n;
+  const uint64_t seed = config_.train.seed + static_cast<uint64_t>(index);
+  const bool proximal = pre_update_stages(groups, record.rewards.versions, rows, record);
+  if (inject_delay_) inject_delay_("trainer");
+  timed_stage(record.stage_seconds, "update", trace_, trainer_track_, [&] {
+    if (!trainers_) {
+      ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
+      options.groups = groups;
+      record.update = update_stage(config_, workers_, *dock_, options, nullptr, seed, proximal);
+      return;
+    }
+    // Data-parallel: the actor (and critic) claims are made once and shared.
+    UpdateStats stats;
+    Claim critic_share;
+    std::string actor_encoded, critic_encoded;
+    ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
+    options.groups = groups;
+    options.balance_ranks = trainer_count();
+    if (is_admitter()) {
+      actor_encoded = encode_claim(dock_->claim(rl_consumers::kActorUpdate, options));
+      if (workers_.critic) {
+        critic_encoded = encode_claim(dock_->claim(rl_consumers::kCriticUpdate, options));
+      }
+    }
+    broadcast_bytes(*trainers_, actor_encoded, 0);
+    if (workers_.critic) broadcast_bytes(*trainers_, critic_encoded, 0);
+    const Claim actor = decode_claim(actor_encoded);
+    const Claim critic = workers_.critic ? decode_claim(critic_encoded) : Claim{};
+    stats = update_stage(config_, workers_, *dock_, share_of(actor, layout_.rank),
+                         workers_.critic ? share_of(critic, layout_.rank) : Claim{}, nullptr, seed,
+                         proximal);
+    trainers_->barrier();
+    if (is_admitter()) {
+      dock_->ack(actor);
+      if (workers_.critic) dock_->ack(critic);
+    }
+    // The update's metrics are global already; its row and token counts are this rank's.
+    torch::Tensor counts = torch::tensor(
+        {static_cast<double>(stats.rows), static_cast<double>(stats.response_tokens)},
+        torch::kFloat64);
+    trainers_->all_reduce_sum(counts);
+    stats.rows = std::llround(counts[0].item<double>());
+    stats.response_tokens = std::llround(counts[1].item<double>());
+    stats.row_versions = record.rewards.versions;
+    record.update = stats;
+  });
+}
+
+void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
+                                   std::vector<int64_t>& groups, std::vector<Claim>& leases,
+                                   double& idle, double& sorting) {
+  const uint64_t seed = config_.train.seed + static_cast<uint64_t>(index);
+  const int64_t n = config_.rollout.n;
+  while (true) {
+    const int64_t wanted = batch_groups_ - static_cast<int64_t>(groups.size());
+    Claim part;
+    if (wanted > 0) part = claim_batch(index, wanted, /*whole=*/false, idle, sorting);
+    if (part.empty()) break;  // only when the batch is whole
+    RewardStats part_rewards;
+    read_back_rewards(part, part_rewards);
+    const std::vector<int64_t> part_groups(part_rewards.groups.begin(), part_rewards.groups.end());
+    groups.insert(groups.end(), part_groups.begin(), part_groups.end());
+    RewardStats& all = record.rewards;
+    all.scores.insert(all.scores.end(), part_rewards.scores.begin(), part_rewards.scores.end());
+    all.lengths.insert(all.lengths.end(), part_rewards.lengths.begin(), part_rewards.lengths.end());
+    all.versions.insert(all.versions.end(), part_rewards.versions.begin(),
+                        part_rewards.versions.end());
+    all.groups.insert(part_rewards.groups.begin(), part_rewards.groups.end());
+    const bool done = static_cast<int64_t>(groups.size()) >= batch_groups_ &&
+                      part.pending_required_rows == 0;
+    leases.push_back(std::move(part));
+    const int64_t rows = static_cast<int64_t>(part_groups.size()) * n;
+    const bool proximal = pre_update_stages(part_groups, part_rewards.versions, rows, record);
+    timed_stage(record.stage_seconds, "accumulate", trace_, trainer_track_, [&] {
+      ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
+      options.groups = part_groups;
+      const UpdateStats stats =
+          accumulate_update_stage(config_, workers_, *dock_, options, seed, proximal);
+      record.update.rows += stats.rows;
+      record.update.response_tokens += stats.response_tokens;
+      record.update.row_versions.insert(record.update.row_versions.end(),
+                                        stats.row_versions.begin(), stats.row_versions.end());
+    });
+    if (done) break;
+  }
+  if (inject_delay_) inject_delay_("trainer");
+  timed_stage(record.stage_seconds, "update", trace_, trainer_track_,
+              [&] { record.update.actor = finish_update_stage(config_, workers_, seed); });
+}
+
+void IterationEngine::publish() {
+  // Every training rank holds the full policy (train.tp 1) and serves it from its own
+  // warehouse; instances switch to it at their next step boundary.
+  dock_->publish_weights(weight_set_of(setup_.model, version_));
+  if (trainers_) trainers_->barrier();  // every trainer's set is up before admission
+  if (is_admitter()) published_version_ = version_;
+}
+
+nlohmann::json IterationEngine::rollout_bubbles(double seconds) {
+  BubbleAccounting phase(layout_.instances, trainer_count());
+  std::vector<double> busy;
+  for (InstanceView& view : instances_) {
+    const double b = std::max(0.0, view.status.busy_seconds - view.busy_at_iteration_start);
+    view.busy_at_iteration_start = view.status.busy_seconds;
+    if (view.failed) continue;
+    busy.push_back(b);
+    phase.add_idle(BubbleRole::kRollout, std::max(0.0, seconds - b));
+  }
+  phase.add_phase(busy);
+  return phase.to_json(seconds);
+}
+
+nlohmann::json IterationEngine::iteration(int64_t index) {
+  check_input(layout_.trains(), "a rollout-only rank runs serve(), not iterations",
+              "iteration engine");
+  start_workers();
+  const auto iteration_start = Clock::now();
+  IterationRecord record;
+  record.index = index;
+  std::vector<int64_t> groups;
+  std::vector<Claim> leases;  // the batch's claims, acked after the update
+  double idle = 0.0, sorting = 0.0;
+  if (streams_) {
+    stream_batch(index, record, groups, leases, idle, sorting);
+  } else {
+    nlohmann::json batch = nlohmann::json::object();
+    if (is_admitter()) {
+      const auto wait_start = Clock::now();
+      leases.push_back(claim_batch(index, batch_groups_, /*whole=*/true, idle, sorting));
+      read_back_rewards(leases.back(), record.rewards);
+      if (trace_ != nullptr && idle > 0) {
+        trace_->span(trainer_track_, "wait", wait_start, Clock::now(), {{"sorting_s", sorting}});
+      }
+      groups.assign(record.rewards.groups.begin(), record.rewards.groups.end());
+      batch = {{"groups", groups},
+               {"scores", record.rewards.scores},
+               {"lengths", record.rewards.lengths},
+               {"versions", record.rewards.versions}};
+    }
+    if (trainers_) {
+      broadcast_json(*trainers_, batch, 0);
+      groups = batch.at("groups").get<std::vector<int64_t>>();
+      record.rewards.scores = batch.at("scores").get<std::vector<double>>();
+      record.rewards.lengths = batch.at("lengths").get<std::vector<int64_t>>();
+      record.rewards.versions = batch.at("versions").get<std::vector<int64_t>>();
+      record.rewards.groups.insert(groups.begin(), groups.end());
+    }
+    train_whole_batch(index, groups, record);
+  }
+  if (is_admitter()) {
+    for (const Claim& lease : leases) dock_->ack(lease);
+    for (int64_t group : groups) prompts_.close(group);
+    trained_groups_ += static_cast<int64_t>(groups.size());
+  }
+  record.stage_seconds["wait"] = idle;
+  ++version_;
+  if (version_ % config_.pipeline.sync_every == 0) {
+    timed_stage(record.stage_seconds, "publish", trace_, trainer_track_, [&] {
+      publish();
+      if (is_admitter()) admit();
+    });
+  }
+  trained_tokens_ += record.update.response_tokens;
+  record.policy_version = version_;
+  record.seconds = seconds_since(iteration_start);
+
+  nlohmann::json line = iteration_metrics(record);
+  BubbleAccounting trainer(1, 1);
+  trainer.add_idle(BubbleRole::kTrainer, idle);
+  trainer.add_sorting_wait(sorting);
+  for (int64_t v : record.rewards.versions) trainer.add_staleness(index - v, 1);
+  nlohmann::json bubbles = trainer.to_json(record.seconds);
+  nlohmann::json rollout = nlohmann::json::object();
+  int64_t generated = 0;
+  if (is_admitter()) {
+    refresh_instances();
+    rollout = rollout_bubbles(record.seconds);
+    for (const InstanceView& view : instances_) generated += view.status.completed_samples;
+  }
+  if (trainers_) {
+    nlohmann::json shared = {{"rollout", rollout}, {"generated", generated}};
+    broadcast_json(*trainers_, shared, 0);
+    rollout = shared.at("rollout");
+    generated = shared.at("generated").get<int64_t>();
+  }
+  samples_ = generated;
+  for (const char* key : {"skewness", "rollout_idle"}) bubbles[key] = rollout.value(key, 0.0);
+  bubbles["padding_static_equivalent"] = padding_fraction({record.rewards.lengths});
+  line["bubbles"] = bubbles;
+  line["trained_groups"] = static_cast<int64_t>(groups.size());
+  line["batch_groups"] = groups;
+  line["rollout_version"] = published_version_;
+  if (is_admitter()) {
+    // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).
+    line["instance_status_age_max_s"] = status_age_max_s_;
+    status_age_max_s_ = 0.0;
+    int64_t failed = 0;
+    for (const InstanceView& view : instances_) failed += view.failed ? 1 : 0;
+    line["failed_instances"] = failed;
+  }
+  if (world_) line["ranks"] = world_->world_size();
+  return line;
+}
+
+nlohmann::json IterationEngine::state() const {
+  // Groups admitted but not yet trained are regenerated on resume (same group ids,
+  // so the same sampling seeds); what was in flight is not saved.
+  nlohmann::json pending = nlohmann::json::array();
+  for (const PromptGroup& group : prompts_.open_groups()) pending.push_back({group.group_id, group.example});
+  return {{"prompts", prompts_.state()},
+          {"pending", pending},
+          {"version", version_},
+          {"samples", samples_},
+          {"trained_tokens", trained_tokens_},
+          {"trained_groups", trained_groups_},
+          {"kl_reward_coef", workers_.kl_ctrl.value()}};
+}
+
+void IterationEngine::restore(const nlohmann::json& state) {
+  check_input(threads_.empty(), "restore must come before the first iteration",
+              "iteration engine");
+  if (!layout_.trains()) return;
+  version_ = state.at("version").get<int64_t>();
+  trained_tokens_ = state.at("trained_tokens").get<int64_t>();
+  samples_ = state.at("samples").get<int64_t>();
+  workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
+  publish();
+  if (!is_admitter()) return;
+  prompts_.restore(state.at("prompts"));
+  trained_groups_ = state.at("trained_groups").get<int64_t>();
+  for (const auto& entry : state.at("pending")) {
+    admit_group(PromptGroup{entry.at(0).get<int64_t>(), entry.at(1).get<int64_t>()}, version_);
+  }
+}
+
+void IterationEngine::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (is_admitter()) {
+    // Rollout ranks leave when they read this; in-process workers are told directly.
+    try {
+      dock_->post_status(kRunStatusKey, kRunDone);
+    } catch (const std::exception& e) {
+      log_warn("iteration engine: could not post the end of the run: ", e.what());
+    }
+  }
+  for (auto& worker : rollout_workers_) worker->stop();
+  if (reward_worker_) reward_worker_->stop();
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+  if (is_admitter() && world_) {
+    // Keep the controller up until every live instance has seen the end (bounded).
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (Clock::now() < deadline) {
+      bool all_left = true;
+      for (const auto& [key, entry] : dock_->statuses(kInstanceStatusPrefix)) {
+        const InstanceStatus status = decode_instance_status(entry.value);
+        if (!status.exited && entry.age_s < config_.pipeline.instance_timeout_s) all_left = false;
+      }
+      if (all_left) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  if (blas_threads_before_ > 0) set_blas_threads(blas_threads_before_);
+}
+
+}  // namespace
+
+std::unique_ptr<Schedule> make_iteration_engine(const ScheduleContext& context,
+                                                std::optional<ProcessGroupHandle> world) {
+  return std::make_unique<IterationEngine>(context, std::move(world));
+}
+
+}  // namespace aspen

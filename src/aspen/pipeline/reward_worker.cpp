@@ -1,0 +1,45 @@
+#include "aspen/pipeline/reward_worker.h"
+
+#include <chrono>
+
+#include "aspen/pipeline/rl_rows.h"
+#include "aspen/pipeline/rl_stages.h"
+#include "aspen/pipeline/trace_writer.h"
+
+namespace aspen {
+
+RewardWorker::RewardWorker(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,
+                           TraceWriter* trace, const std::string& track_name)
+    : config_(config), setup_(setup), dock_(dock), trace_(trace) {
+  if (trace_ != nullptr) track_ = trace_->track(track_name);
+}
+
+std::exception_ptr RewardWorker::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void RewardWorker::run() {
+  ClaimOptions options = claim_rows(16 * config_.rollout.n, /*whole_groups=*/true);
+  options.min_rows = 1;      // whatever is ready, up to 16 groups
+  options.timeout_s = 0.05;  // wake often enough to see stop()
+  // A reward process that dies loses nothing either: its groups come back.
+  options.lease_s = config_.pipeline.instance_timeout_s;
+  try {
+    while (!stopping_) {
+      const Claim claim = dock_.claim(rl_consumers::kReward, options);
+      if (claim.empty()) continue;
+      const auto start = std::chrono::steady_clock::now();
+      reward_stage(config_, setup_, nullptr, dock_, claim);
+      if (trace_ != nullptr) {
+        trace_->span(track_, "reward", start, std::chrono::steady_clock::now(),
+                     {{"rows", static_cast<int64_t>(claim.rows.size())}});
+      }
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = std::current_exception();
+  }
+}
+
+}  // namespace aspen

@@ -1,0 +1,44 @@
+// RewardWorker: the reward stage of the pipeline as a loop of its own: it claims
+// whole generated groups of consumer "reward" from the dock (whichever warehouse
+// holds them), scores them (reward_stage: verifier, DAPO overlong shaping; the
+// example comes from the rows' `example` column) and acks, which makes them ready
+// for the trainer's batch claim. (DAPO dynamic sampling stays with the synchronous
+// schedule: train_config.cpp refuses it with pipeline.mode async.)
+// Runs beside the rollout instances of a process, on its own thread.
+// Thread safety: run() on one thread; stop() from any thread. The first error ends
+// run() and is kept for error() (the trainer rethrows it).
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+
+#include "aspen/dock/transfer_dock.h"
+#include "aspen/pipeline/rl_setup.h"
+#include "aspen/pipeline/train_config.h"
+
+namespace aspen {
+
+class TraceWriter;
+
+class RewardWorker {
+ public:
+  RewardWorker(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,
+               TraceWriter* trace = nullptr, const std::string& track_name = "reward");
+  void run();
+  void stop() { stopping_ = true; }
+  // The error that ended run(), or null.
+  std::exception_ptr error() const;
+
+ private:
+  const TrainConfig& config_;
+  const RlSetup& setup_;
+  TransferDock& dock_;
+  TraceWriter* trace_;
+  int track_ = 0;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;
+  std::exception_ptr error_;  // GUARDED_BY(mutex_)
+};
+
+}  // namespace aspen

@@ -1,0 +1,108 @@
+// RolloutWorker: one rollout instance of the pipeline, as a dock consumer. It runs
+// on its own thread (one process: the instances are threads) or as the main loop of
+// a rollout rank (aspen launch, disaggregated placement); the code is the same.
+//
+// Loop, until stopped or the run's status says it is over:
+//   weights  at a step boundary, load the newest set the trainers published
+//            (WarehouseApi::latest_weights of `weights_from`) when it is newer than
+//            the engine's; with interrupt_on_weight_update in-flight samples are
+//            recomputed on it (RolloutEngine).
+//   claim    whole groups of consumer "rollout" dispatched to this instance
+//            (ClaimOptions::target) whose admission version is <= the loaded weights'
+//            version: an instance never generates a row with weights older than the
+//            version it was admitted at, so the admission bound of the staleness
+//            control (iteration_engine.h) holds exactly across ranks.
+//   step     one continuous-batching step over everything claimed.
+//   finish   a group whose n samples are done: response and rollout_logprobs go into
+//            this process's warehouse, the rows' true token counts and policy
+//            versions (of their first token) to the controller (update_info), then the
+//            group's lease is acked. A group the engine cannot take (e.g. longer than
+//            its KV cache) is discarded from the dock, with an error in the log.
+//   leases   every held group's lease is renewed each lease_s / 4, so a live instance
+//            keeps its groups however long they take and a dead one (killed, hung)
+//            loses them after lease_s: the controller returns them to the pool without
+//            a target, and any other instance regenerates them (same seeds, same samples).
+//   status   its InstanceStatus is posted on the controller's board at least every
+//            status_period_s while it works (and after every claim), so a dispatcher
+//            anywhere sees its queue state no older than status_period_s + one engine
+//            step + one dock round trip.
+// Fault injection for tests: ASPEN_FAULT_STEP_DELAY_MS=M sleeps a uniformly random
+// 0..M ms after every engine step (a slow or jittery instance);
+// ASPEN_FAULT_SIGKILL_RANK=R with ASPEN_FAULT_SIGKILL_AFTER_STEPS=S makes the process
+// of rank R SIGKILL itself after S engine steps (mid-generation, holding leases).
+// Thread safety: run() on one thread; stop() from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aspen/dock/transfer_dock.h"
+#include "aspen/pipeline/instance_status.h"
+#include "aspen/pipeline/train_config.h"
+#include "aspen/rollout/engine.h"
+
+namespace aspen {
+
+class TraceWriter;
+
+struct RolloutWorkerOptions {
+  int instance = 0;  // its index, the dispatch target it claims
+  int rank = 0;      // the process it runs in (reported in its status)
+  EngineConfig engine;
+  int intra_op_threads = 1;  // torch threads of its steps (its own thread's budget)
+  std::vector<int> cores;    // pin its thread here; empty: no pinning
+  WarehouseId weights_from = 0;
+  double lease_s = 10.0;
+  double status_period_s = 0.05;
+  TraceWriter* trace = nullptr;  // spans of its steps on its own track
+};
+
+// The run's state on the status board, posted by the trainer that admits groups.
+inline constexpr const char* kRunStatusKey = "run";
+inline constexpr const char* kRunDone = "done";
+
+class RolloutWorker {
+ public:
+  // `model` becomes the instance's own (not trainable; on the rollout device).
+  RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
+                std::shared_ptr<const Tokenizer> tokenizer, TransferDock& dock,
+                RolloutWorkerOptions options);
+
+  // Runs the loop until stop() or until the run status on the board is "done".
+  // Errors of the dock or the engine propagate (aspen::Error).
+  void run();
+  void stop() { stopping_ = true; }
+
+ private:
+  struct HeldGroup {
+    Claim claim;
+    std::vector<Completion> samples;
+  };
+  void refresh_weights();
+  int64_t claim_groups(double wait_s);
+  void finish_group(int64_t group, HeldGroup& held);
+  void renew_leases();
+  void post_status(bool exited);
+  bool run_is_over();
+
+  const TrainConfig& config_;
+  TransferDock& dock_;
+  RolloutWorkerOptions options_;
+  RolloutEngine engine_;
+  int track_ = 0;
+  std::map<int64_t, HeldGroup> held_;  // by group id
+  InstanceStatus status_;
+  std::chrono::steady_clock::time_point last_status_, last_renew_;
+  int64_t step_delay_ms_ = 0;
+  int64_t kill_after_steps_ = -1;  // fault injection: SIGKILL after this many steps
+  int64_t steps_ = 0;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace aspen

@@ -1,0 +1,182 @@
+// The asynchronous iteration engine across processes, through the real binaries
+// (`aspen launch -- aspen train`): eta = 0 trains like the one-process synchronous
+// run on the disaggregated (1 trainer + 2 instance ranks) and colocated (DP 2)
+// layouts; the staleness bound holds and no group is lost or trained twice with
+// jittery instances; a SIGKILLed instance rank loses nothing under `regenerate` and
+// stops the run naming the rank under `stop`; the dispatcher's view of the instances'
+// queues stays fresh.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "aspen/io/model_dir.h"
+#include "aspen/pipeline/rl_run.h"
+#include "parallel/binaries.h"
+#include "run_command.h"
+
+namespace aspen {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+
+// As train_across_ranks_test.cpp: SFT brings the 1-layer model to ~30% on 1-digit
+// addition, so rewards vary within groups and updates move the weights.
+std::string tiny_run(const std::string& extra) {
+  return "model.hidden_size=32 model.num_layers=1 model.head_dim=8 model.intermediate_size=64 "
+         "train.sft_steps=300 train.sft_lr=5e-3 train.sft_batch_size=8 train.iterations=3 "
+         "rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=200 data.eval_size=16 "
+         "'data.task_options={digits: 1}' logging.console=false logging.eval_every=0 "
+         "train.lr=1e-3 " +
+         extra;
+}
+
+const std::string kDisaggregated =
+    "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=2";
+
+std::string out_dir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("aspen_async_ranks_" + name);
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+testing::CommandResult launch(int ranks, const std::string& config, const std::string& dir,
+                              const std::string& launch_flags = "",
+                              const std::string& environment = "") {
+  return run_command(environment + " " + kAspen + " launch --nproc-per-node " +
+                     std::to_string(ranks) + " --master-port 0 " + launch_flags + " -- " + kAspen +
+                     " train " + config + " --out " + dir);
+}
+
+void expect_trains_like_one_process_sync(const std::string& name, int ranks,
+                                         const std::string& placement) {
+  const std::string one = out_dir(name + "_sync");
+  const std::string many = out_dir(name + "_async");
+  const auto single = run_command(kAspen + " train " + tiny_run("pipeline.mode=sync") + " --out " + one);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto launched =
+      launch(ranks, tiny_run("pipeline.mode=async pipeline.max_staleness=0 " + placement), many);
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  const auto a = read_rl_metrics(one);
+  const auto b = read_rl_metrics(many);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), a.size());
+  double gradient = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    // The same samples: admission order, per-group seeds and weights are the same.
+    EXPECT_EQ(b[i]["reward_mean"], a[i]["reward_mean"]) << "iteration " << i;
+    EXPECT_EQ(b[i]["response_length_mean"], a[i]["response_length_mean"]) << "iteration " << i;
+    EXPECT_EQ(b[i]["trained_rows"], a[i]["trained_rows"]) << "iteration " << i;
+    EXPECT_EQ(b[i]["trained_tokens"], a[i]["trained_tokens"]) << "iteration " << i;
+    EXPECT_NEAR(b[i]["grad_norm"].get<double>(), a[i]["grad_norm"].get<double>(),
+                1e-4 * (1.0 + a[i]["grad_norm"].get<double>()))
+        << "iteration " << i;
+    EXPECT_EQ(b[i]["bubbles"]["staleness_histogram"], nlohmann::json({{"0", 16}}));
+    EXPECT_EQ(b[i]["ranks"], ranks);
+    gradient += a[i]["grad_norm"].get<double>();
+  }
+  EXPECT_GT(gradient, 0.1) << "the comparison needs updates that move the weights";
+  const auto wa = load_model_weights(one + "/final");
+  const auto wb = load_model_weights(many + "/final");
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& [tensor_name, tensor] : wa) {
+    EXPECT_TRUE(torch::allclose(wb.at(tensor_name), tensor, 1e-4, 1e-4)) << tensor_name;
+  }
+}
+
+TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerTwoInstanceRanksTrainsLikeOneProcessSync) {
+  expect_trains_like_one_process_sync("disaggregated", 3, kDisaggregated);
+}
+
+TEST(AsyncAcrossRanks, ZeroStalenessColocatedDataParallelTwoTrainsLikeOneProcessSync) {
+  expect_trains_like_one_process_sync(
+      "colocated", 2, "placement.train.dp=2 placement.rollout.instances=2");
+}
+
+// Every trained group once; what was drawn and not trained is at most the admission
+// window, all of it above the trained groups' ids minus that window.
+void expect_each_group_trained_once(const std::vector<nlohmann::json>& lines, int64_t eta,
+                                    int64_t batch) {
+  std::set<int64_t> trained;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["trained_groups"], batch) << "iteration " << i;
+    for (int64_t group : lines[i]["batch_groups"]) {
+      EXPECT_TRUE(trained.insert(group).second) << "group " << group << " trained twice";
+    }
+    for (const auto& [behind, rows] : lines[i]["bubbles"]["staleness_histogram"].items()) {
+      EXPECT_GE(std::stoll(behind), 0) << "iteration " << i;
+      EXPECT_LE(std::stoll(behind), eta) << "iteration " << i;
+    }
+  }
+  ASSERT_FALSE(trained.empty());
+  int64_t missing = 0;
+  for (int64_t g = 0; g < *trained.rbegin(); ++g) missing += trained.count(g) == 0 ? 1 : 0;
+  EXPECT_LE(missing, (eta + 1) * batch) << "groups were lost";
+}
+
+TEST(AsyncAcrossRanks, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceWithJitteryInstances) {
+  for (const int64_t eta : {1, 2}) {
+    SCOPED_TRACE("eta " + std::to_string(eta));
+    const std::string dir = out_dir("jitter_" + std::to_string(eta));
+    const auto launched = launch(
+        3,
+        tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
+                 "pipeline.dispatch=round_robin pipeline.max_staleness=" +
+                 std::to_string(eta) + " " + kDisaggregated),
+        dir, "", "ASPEN_FAULT_STEP_DELAY_MS=20");
+    ASSERT_EQ(launched.exit_code, 0) << launched.output;
+    const auto lines = read_rl_metrics(dir);
+    ASSERT_EQ(lines.size(), 8u);
+    expect_each_group_trained_once(lines, eta, 4);
+    for (const auto& line : lines) {
+      // The dispatcher's view: status_period_s (0.05) + one engine step (<= 20 ms of
+      // injected delay + a few ms here) + a dock round trip, with room for scheduling
+      // three processes on two cores.
+      EXPECT_LE(line["instance_status_age_max_s"].get<double>(), 1.0);
+    }
+  }
+}
+
+TEST(AsyncAcrossRanks, KilledInstanceRankLosesNothingUnderRegenerate) {
+  const std::string dir = out_dir("kill_regenerate");
+  const auto launched =
+      launch(3,
+             tiny_run("pipeline.mode=async train.iterations=6 rollout.max_tokens=12 "
+                      "pipeline.max_staleness=1 pipeline.instance_timeout_s=2 "
+                      "pipeline.on_instance_failure=regenerate " + kDisaggregated),
+             dir, "--tolerate-exit 1,2",
+             "ASPEN_FAULT_STEP_DELAY_MS=10 ASPEN_FAULT_SIGKILL_RANK=2 "
+             "ASPEN_FAULT_SIGKILL_AFTER_STEPS=40");
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  EXPECT_NE(launched.output.find("rank 2 killed by signal 9"), std::string::npos)
+      << launched.output;
+  const auto lines = read_rl_metrics(dir);
+  ASSERT_EQ(lines.size(), 6u);
+  expect_each_group_trained_once(lines, 1, 4);
+  EXPECT_EQ(lines.back()["failed_instances"], 1) << launched.output;
+  EXPECT_TRUE(fs::exists(dir + "/final/model.safetensors"));
+}
+
+TEST(AsyncAcrossRanks, KilledInstanceRankStopsTheRunNamingItUnderStop) {
+  const std::string dir = out_dir("kill_stop");
+  const auto launched =
+      launch(3,
+             tiny_run("pipeline.mode=async train.iterations=50 rollout.max_tokens=12 "
+                      "pipeline.instance_timeout_s=2 pipeline.on_instance_failure=stop " +
+                      kDisaggregated),
+             dir, "--tolerate-exit 1,2",
+             "ASPEN_FAULT_STEP_DELAY_MS=10 ASPEN_FAULT_SIGKILL_RANK=2 "
+             "ASPEN_FAULT_SIGKILL_AFTER_STEPS=40");
+  EXPECT_NE(launched.exit_code, 0) << launched.output;
+  EXPECT_LT(launched.seconds, 60.0);  // SFT and start-up included
+  EXPECT_NE(launched.output.find("rollout instance 1 on rank 2"), std::string::npos)
+      << launched.output;
+  EXPECT_NE(launched.output.find("pipeline.on_instance_failure"), std::string::npos)
+      << launched.output;
+}
+
+}  // namespace
+}  // namespace aspen
