@@ -144,17 +144,20 @@ TEST(AsyncAcrossRanks, KilledInstanceRankLosesNothingUnderRegenerate) {
   const std::string dir = out_dir("kill_regenerate");
   const auto launched =
       launch(3,
-             tiny_run("pipeline.mode=async train.iterations=6 rollout.max_tokens=12 "
+             tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
                       "pipeline.max_staleness=1 pipeline.instance_timeout_s=2 "
-                      "pipeline.on_instance_failure=regenerate " + kDisaggregated),
+                      "pipeline.dispatch=round_robin pipeline.on_instance_failure=regenerate " +
+                      kDisaggregated),
              dir, "--tolerate-exit 1,2",
+             // Round robin gives instance 1 (rank 2) the second group at once: it dies
+             // in its third step, holding it.
              "ASPEN_FAULT_STEP_DELAY_MS=10 ASPEN_FAULT_SIGKILL_RANK=2 "
-             "ASPEN_FAULT_SIGKILL_AFTER_STEPS=40");
+             "ASPEN_FAULT_SIGKILL_AFTER_STEPS=3");
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   EXPECT_NE(launched.output.find("rank 2 killed by signal 9"), std::string::npos)
       << launched.output;
   const auto lines = read_rl_metrics(dir);
-  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines.size(), 8u);
   expect_each_group_trained_once(lines, 1, 4);
   EXPECT_EQ(lines.back()["failed_instances"], 1) << launched.output;
   EXPECT_TRUE(fs::exists(dir + "/final/model.safetensors"));
@@ -165,11 +168,12 @@ TEST(AsyncAcrossRanks, KilledInstanceRankStopsTheRunNamingItUnderStop) {
   const auto launched =
       launch(3,
              tiny_run("pipeline.mode=async train.iterations=50 rollout.max_tokens=12 "
-                      "pipeline.instance_timeout_s=2 pipeline.on_instance_failure=stop " +
+                      "pipeline.instance_timeout_s=2 pipeline.dispatch=round_robin "
+                      "pipeline.on_instance_failure=stop " +
                       kDisaggregated),
              dir, "--tolerate-exit 1,2",
              "ASPEN_FAULT_STEP_DELAY_MS=10 ASPEN_FAULT_SIGKILL_RANK=2 "
-             "ASPEN_FAULT_SIGKILL_AFTER_STEPS=40");
+             "ASPEN_FAULT_SIGKILL_AFTER_STEPS=3");
   EXPECT_NE(launched.exit_code, 0) << launched.output;
   EXPECT_LT(launched.seconds, 60.0);  // SFT and start-up included
   EXPECT_NE(launched.output.find("rollout instance 1 on rank 2"), std::string::npos)

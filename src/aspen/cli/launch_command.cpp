@@ -4,13 +4,32 @@
 // starts N ranks of CMD on this node with torchrun's environment and supervises them
 // (parallel/launcher.h). Run it once per node with the same --nnodes, --master-addr
 // and --master-port. Exit status: 0 only if every rank exits 0.
+#include <algorithm>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "aspen/cli/command.h"
 #include "aspen/parallel/launcher.h"
+#include "aspen/util/error.h"
 
 namespace aspen::cli {
 namespace {
+
+// "1,2,5" -> {1, 2, 5}; aspen::Error naming `option` for anything but ranks >= 0.
+std::vector<int> parse_rank_list(const std::string& text, const std::string& option) {
+  std::vector<int> ranks;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const bool digits = !item.empty() && item.size() < 9 &&
+                        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+    check_input(digits, "'" + item + "' is not a rank", option + " " + text,
+                "give global ranks separated by commas, e.g. 1,2");
+    ranks.push_back(std::stoi(item));
+  }
+  return ranks;
+}
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<LaunchOptions>();
@@ -31,13 +50,16 @@ void setup(CLI::App& root) {
   command->add_option("--grace-period", options->grace_period_s,
                       "seconds between SIGTERM and SIGKILL when stopping the ranks")
       ->capture_default_str();
-  command->add_option("--tolerate-exit", options->tolerate_exit,
-                      "global ranks whose failure does not stop the others (e.g. the rollout "
-                      "ranks under pipeline.on_instance_failure: regenerate)")
-      ->delimiter(',');
+  auto tolerate = std::make_shared<std::string>();
+  command->add_option("--tolerate-exit", *tolerate,
+                      "comma-separated global ranks whose failure does not stop the others "
+                      "(e.g. the rollout ranks under pipeline.on_instance_failure: regenerate)");
   command->add_option("cmd", options->command, "the command each rank runs (after --)")
       ->required();
-  on_run(command, [options] { return launch(*options); });
+  on_run(command, [options, tolerate] {
+    options->tolerate_exit = parse_rank_list(*tolerate, "--tolerate-exit");
+    return launch(*options);
+  });
 }
 
 ASPEN_REGISTER_COMMAND(90, setup);

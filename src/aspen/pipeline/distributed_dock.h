@@ -26,7 +26,10 @@ struct DistributedDock {
   std::unique_ptr<TransferDock> dock;
 };
 
+// write_to_rank0 (per rank): this rank keeps no warehouse and writes every row into
+// rank 0's (ZmqTransport's central mode) - a rollout-only rank of the asynchronous
+// engine, so that its death takes no finished row with it.
 DistributedDock make_distributed_dock(ProcessGroupHandle& world, DockSchema schema,
-                                      int64_t capacity_rows);
+                                      int64_t capacity_rows, bool write_to_rank0 = false);
 
 }  // namespace aspen

@@ -211,14 +211,14 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     std::vector<int> trainer_ranks;
     for (int r = 0; r < layout_.trainers; ++r) trainer_ranks.push_back(r);
     if (layout_.trainers > 1) trainers_ = world_->new_subgroup(trainer_ranks);
-    distributed_ = make_distributed_dock(*world_, make_rl_schema(schema), capacity);
+    // A rollout-only rank writes into trainer 0's warehouse: if it dies, only what it
+    // was generating is lost (and regenerated), never a finished row.
+    distributed_ =
+        make_distributed_dock(*world_, make_rl_schema(schema), capacity, !layout_.trains());
     dock_ = distributed_.dock.get();
-    // Trainer 0's warehouse serves the weights to rollout-only ranks; a training rank
-    // serves its own instance from its own warehouse.
-    nlohmann::json where = {{"warehouse", dock_->transport().local_warehouse_id()}};
-    broadcast_json(*world_, where, 0);
-    weights_from_ = layout_.trains() ? dock_->transport().local_warehouse_id()
-                                     : where.at("warehouse").get<WarehouseId>();
+    // A training rank serves its own instance's weights from its own warehouse; a
+    // rollout-only rank's "local" warehouse is trainer 0's.
+    weights_from_ = dock_->transport().local_warehouse_id();
   } else {
     local_dock_ = std::make_unique<TransferDock>(std::make_shared<InProcessTransport>(
         std::make_shared<InProcessDock>(make_rl_schema(schema), DockControllerOptions{capacity}, 1),

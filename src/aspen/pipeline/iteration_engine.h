@@ -45,6 +45,11 @@
 // warehouse (a rollout-only rank: trainer 0's, fetched over the dock) at a step
 // boundary.
 //
+// Where rows live: a training rank keeps what it writes in its own warehouse; a
+// rollout-only rank keeps none and writes its finished rows into trainer 0's
+// (make_distributed_dock's write_to_rank0), so its death takes only unfinished
+// generation with it. The trainers then read their shares from there.
+//
 // Instance failure (pipeline.on_instance_failure): trainer 0 reads every instance's
 // status from the controller's board; one silent for pipeline.instance_timeout_s (or
 // exited early) has failed. "regenerate": it gets no more groups, its undispatched
