@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -51,15 +53,48 @@ testing::CommandResult launch(int ranks, const std::string& config, const std::s
                      " train " + config + " --out " + dir);
 }
 
+// Rank 0's trace holds every rank's timeline: a process row per rank, a track per
+// role and rollout instance, and generate steps on every instance.
+void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks) {
+  std::ifstream in(path);
+  ASSERT_TRUE(static_cast<bool>(in)) << path;
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<std::pair<int64_t, int64_t>, std::string> tracks;
+  std::set<std::string> processes;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "M") continue;
+    if (event["name"] == "thread_name") tracks[{event["pid"], event["tid"]}] = event["args"]["name"];
+    if (event["name"] == "process_name") processes.insert(event["args"]["name"]);
+  }
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(processes.count("rank " + std::to_string(r)), 1u) << r;
+  std::map<std::string, int> spans;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "X") ++spans[tracks.at({event["pid"], event["tid"]}) + "/" + event["name"].get<std::string>()];
+  }
+  EXPECT_EQ(spans["trainer (rank 0)/update"], 3);
+  for (int instance = 0; instance < 2; ++instance) {
+    const int rank = ranks == 3 ? instance + 1 : instance;
+    EXPECT_GT(spans["rollout instance " + std::to_string(instance) + " (rank " +
+                    std::to_string(rank) + ")/generate step"],
+              0)
+        << instance;
+  }
+  EXPECT_FALSE(fs::exists(path + ".rank-1")) << "merged parts are removed";
+}
+
 void expect_trains_like_one_process_sync(const std::string& name, int ranks,
                                          const std::string& placement) {
   const std::string one = out_dir(name + "_sync");
   const std::string many = out_dir(name + "_async");
   const auto single = run_command(kAspen + " train " + tiny_run("pipeline.mode=sync") + " --out " + one);
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto launched =
-      launch(ranks, tiny_run("pipeline.mode=async pipeline.max_staleness=0 " + placement), many);
+  const std::string trace = many + "_trace.json";
+  const auto launched = launch(ranks,
+                               tiny_run("pipeline.mode=async pipeline.max_staleness=0 " +
+                                        placement + " logging.trace=" + trace),
+                               many);
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  expect_one_trace_with_a_row_per_rank(trace, ranks);
   const auto a = read_rl_metrics(one);
   const auto b = read_rl_metrics(many);
   ASSERT_EQ(a.size(), 3u);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "aspen/util/error.h"
@@ -203,6 +204,34 @@ TEST(TraceWriter, DestructorSkipsTheRewriteWhenNothingChanged) {
     fs::remove(path);  // a rewrite would bring it back
   }
   EXPECT_FALSE(fs::exists(path));
+  fs::remove_all(dir);
+}
+
+TEST(TraceWriter, MergedTracesOfTwoProcessesShareOneTimeAxis) {
+  const fs::path dir = fresh_dir("merge");
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  TraceWriter first(a, 1, "rank 0");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // later time zero
+  TraceWriter second(b, 2, "rank 1");
+  const auto start = TraceWriter::Clock::now();
+  const auto end = start + std::chrono::milliseconds(1);
+  first.span(first.track("trainer"), "same moment", start, end);
+  second.span(second.track("instance"), "same moment", start, end);
+  first.flush();
+  second.flush();
+  merge_trace_files(a, {b});
+  const nlohmann::json merged = nlohmann::json::parse(read_file(a));
+  std::map<int64_t, double> ts;  // pid -> ts of its span
+  std::set<std::string> processes;
+  for (const auto& event : merged["traceEvents"]) {
+    if (event["ph"] == "X") ts[event["pid"].get<int64_t>()] = event["ts"].get<double>();
+    if (event["name"] == "process_name") processes.insert(event["args"]["name"]);
+  }
+  ASSERT_EQ(ts.size(), 2u);
+  EXPECT_NEAR(ts[1], ts[2], 1.0);  // microseconds
+  EXPECT_GT(ts[1], 19000.0);       // on the first writer's axis
+  EXPECT_EQ(processes, (std::set<std::string>{"rank 0", "rank 1"}));
+  EXPECT_THROW(merge_trace_files(a, {(dir / "missing.json").string()}), Error);
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
+#include "aspen/util/log.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
@@ -61,6 +63,31 @@ void print_progress(int64_t iteration, const nlohmann::json& line) {
     out << "  eval_acc " << std::setprecision(3) << line["eval_accuracy"].get<double>();
   }
   std::cout << out.str() << "\n" << std::flush;
+}
+
+std::string rank_trace_path(const std::string& path, int rank) {
+  return path + ".rank-" + std::to_string(rank);
+}
+
+// Rank 0's trace gets every other rank's timeline (one process row per rank, their
+// tracks per role and instance), each as soon as that rank has written it (up to 10 s:
+// a rank that failed under pipeline.on_instance_failure: regenerate never does).
+void merge_rank_traces(const std::string& path, ProcessGroupHandle& world) {
+  std::vector<std::string> parts;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (int r = 1; r < world.world_size(); ++r) {
+    const std::string part = rank_trace_path(path, r);
+    while (!fs::exists(part) && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!fs::exists(part)) {
+      log_warn("trace of rank ", r, " (", part, ") did not appear; ", path, " goes without it");
+      continue;
+    }
+    parts.push_back(part);
+  }
+  merge_trace_files(path, parts);
+  for (const std::string& part : parts) fs::remove(part);
 }
 
 // The placements the RL loop drives. aspen::Error naming the field otherwise.
@@ -212,9 +239,12 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
                     groups.data_parallel, groups.tensor_parallel);
   if (checkpoint) restore_optimizers(*checkpoint, workers);
   // Rank r > 0 writes its own timeline next to rank 0's (PATH.rank-r).
-  TraceWriter trace(config.logging.trace.empty() || writer
-                        ? config.logging.trace
-                        : config.logging.trace + ".rank-" + std::to_string(world->rank()));
+  const int rank = world ? world->rank() : 0;
+  const std::string trace_path = config.logging.trace.empty() || writer
+                                     ? config.logging.trace
+                                     : rank_trace_path(config.logging.trace, rank);
+  if (!trace_path.empty() && !writer) fs::remove(trace_path);  // rank 0 waits for a new one
+  TraceWriter trace(trace_path, rank + 1, "rank " + std::to_string(rank));
   ScheduleContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
   const bool async = config.pipeline.mode == "async";
@@ -262,6 +292,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   // Rank 0's last checkpoint is written before anyone leaves.
   if (eval_ranks) eval_ranks->barrier();
   if (writer) export_policy(setup, final_dir);
+  if (writer && world && !config.logging.trace.empty()) merge_rank_traces(config.logging.trace, *world);
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   nlohmann::json summary = {
       {"eval_accuracy_before_rl", evals["before"]},

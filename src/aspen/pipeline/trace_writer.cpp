@@ -1,5 +1,7 @@
 #include "aspen/pipeline/trace_writer.h"
 
+#include <fstream>
+
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
@@ -7,16 +9,37 @@
 namespace aspen {
 
 namespace {
-constexpr int kPid = 1;
+
+double origin_steady_us(std::chrono::steady_clock::time_point origin) {
+  return std::chrono::duration<double, std::micro>(origin.time_since_epoch()).count();
+}
+
+nlohmann::json read_trace_file(const std::string& path) {
+  std::ifstream in(path);
+  check_input(static_cast<bool>(in), "cannot be read", path, "is the trace written?");
+  nlohmann::json trace = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  check_input(trace.is_object() && trace.contains("traceEvents") &&
+                  trace["traceEvents"].is_array() &&
+                  trace.value("otherData", nlohmann::json::object()).contains("origin_steady_us"),
+              "is not an aspen trace (traceEvents and otherData.origin_steady_us)", path);
+  return trace;
+}
+
 }  // namespace
 
-TraceWriter::TraceWriter(std::string path) : path_(std::move(path)), origin_(Clock::now()) {
+TraceWriter::TraceWriter(std::string path, int process, const std::string& process_name)
+    : path_(std::move(path)), pid_(process), origin_(Clock::now()) {
   if (!enabled()) return;
   events_.push_back({{"ph", "M"},
                      {"name", "process_name"},
-                     {"pid", kPid},
+                     {"pid", pid_},
                      {"tid", 0},
-                     {"args", {{"name", "aspen"}}}});
+                     {"args", {{"name", process_name}}}});
+  events_.push_back({{"ph", "M"},
+                     {"name", "process_sort_index"},
+                     {"pid", pid_},
+                     {"tid", 0},
+                     {"args", {{"sort_index", pid_}}}});
 }
 
 TraceWriter::~TraceWriter() {
@@ -51,13 +74,13 @@ int TraceWriter::track(const std::string& name) {
   track_ids_.emplace(name, id);
   events_.push_back({{"ph", "M"},
                      {"name", "thread_name"},
-                     {"pid", kPid},
+                     {"pid", pid_},
                      {"tid", id},
                      {"args", {{"name", name}}}});
   // Without a sort index viewers order tracks by tid anyway, but say so explicitly.
   events_.push_back({{"ph", "M"},
                      {"name", "thread_sort_index"},
-                     {"pid", kPid},
+                     {"pid", pid_},
                      {"tid", id},
                      {"args", {{"sort_index", id}}}});
   return id;
@@ -69,7 +92,7 @@ void TraceWriter::span(int track, const std::string& name, Clock::time_point sta
   check_input(end >= start, "trace span '" + name + "' ends before it starts", path_);
   nlohmann::json event = {{"ph", "X"},
                           {"name", name},
-                          {"pid", kPid},
+                          {"pid", pid_},
                           {"tid", track},
                           {"ts", micros_since_origin(start)},
                           {"dur", std::chrono::duration<double, std::micro>(end - start).count()}};
@@ -82,7 +105,7 @@ void TraceWriter::span(int track, const std::string& name, Clock::time_point sta
 void TraceWriter::instant(int track, const std::string& name, nlohmann::json args) {
   if (!enabled()) return;
   nlohmann::json event = {{"ph", "i"},    {"s", "t"},  // scope: this track
-                          {"name", name}, {"pid", kPid},
+                          {"name", name}, {"pid", pid_},
                           {"tid", track}, {"ts", micros_since_origin(Clock::now())}};
   if (!args.is_null()) event["args"] = std::move(args);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -94,7 +117,7 @@ void TraceWriter::counter(const std::string& name, double value) {
   if (!enabled()) return;
   nlohmann::json event = {{"ph", "C"},
                           {"name", name},
-                          {"pid", kPid},
+                          {"pid", pid_},
                           {"ts", micros_since_origin(Clock::now())},
                           {"args", {{name, value}}}};
   std::lock_guard<std::mutex> lock(mutex_);
@@ -115,7 +138,8 @@ void TraceWriter::flush() {
       if (i > 0) text += ",\n";
       text += events_[i].dump();
     }
-    text += "],\n\"displayTimeUnit\":\"ms\"}\n";
+    text += "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":" +
+            nlohmann::json{{"origin_steady_us", origin_steady_us(origin_)}}.dump() + "}\n";
     count = events_.size();
   }
   write_file_atomic(path_, text);
@@ -148,6 +172,20 @@ TraceSpan::~TraceSpan() {
 void TraceSpan::set_arg(const std::string& key, nlohmann::json value) {
   if (!writer_.enabled()) return;
   args_[key] = std::move(value);
+}
+
+void merge_trace_files(const std::string& into, const std::vector<std::string>& parts) {
+  nlohmann::json merged = read_trace_file(into);
+  const double origin = merged["otherData"]["origin_steady_us"].get<double>();
+  for (const std::string& part : parts) {
+    const nlohmann::json trace = read_trace_file(part);
+    const double shift = trace["otherData"]["origin_steady_us"].get<double>() - origin;
+    for (nlohmann::json event : trace["traceEvents"]) {
+      if (event.contains("ts")) event["ts"] = event["ts"].get<double>() + shift;
+      merged["traceEvents"].push_back(std::move(event));
+    }
+  }
+  write_file_atomic(into, merged.dump() + "\n");
 }
 
 }  // namespace aspen

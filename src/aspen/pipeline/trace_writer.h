@@ -2,7 +2,8 @@
 // Perfetto (ui.perfetto.dev) and chrome://tracing open:
 //   {"traceEvents": [...], "displayTimeUnit": "ms"}
 // Each role (rollout instance, trainer, reward, ...) registers a track (shown as a
-// thread of process 1) and records spans on it: complete events (ph "X") whose ts/dur
+// thread of the writer's process row: pid `process`, 1 by default; a multi-rank run
+// gives rank r the row r + 1) and records spans on it: complete events (ph "X") whose ts/dur
 // are microseconds since the writer was created (steady_clock). Instants (ph "i") and
 // counters (ph "C") mark points and plot values.
 //
@@ -13,6 +14,9 @@
 // The destructor flushes once more if events arrived since the last flush (logging,
 // not throwing, on failure).
 //
+// The file also records the writer's time zero on the machine's steady clock
+// ("otherData": {"origin_steady_us": ...}), so merge_trace_files can put the
+// timelines of several processes of one machine on one time axis.
 // Thread safety: every method may be called from any thread.
 // Errors: flush() throws aspen::Error naming the path when the file cannot be
 // written; an unknown track id or a span ending before it starts throws aspen::Error.
@@ -31,7 +35,8 @@ class TraceWriter {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit TraceWriter(std::string path);
+  explicit TraceWriter(std::string path, int process = 1,
+                       const std::string& process_name = "aspen");
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -64,6 +69,7 @@ class TraceWriter {
   void check_track(int track) const;  // requires mutex_
 
   const std::string path_;
+  const int pid_;
   const Clock::time_point origin_;
   mutable std::mutex mutex_;
   std::mutex flush_mutex_;              // one flush at a time: they share the temp file
@@ -71,6 +77,11 @@ class TraceWriter {
   size_t flushed_events_ = 0;  // GUARDED_BY(mutex_) events in the file after the last flush
   std::unordered_map<std::string, int> track_ids_;  // GUARDED_BY(mutex_)
 };
+
+// Appends the events of the trace files `parts` (other processes of this machine) to
+// the trace file `into`, each shifted onto `into`'s time axis, and rewrites `into`
+// atomically. aspen::Error naming the file that is missing or not such a trace.
+void merge_trace_files(const std::string& into, const std::vector<std::string>& parts);
 
 // RAII span: records [construction, destruction] on `track`.
 class TraceSpan {
