@@ -128,6 +128,8 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
         launch_options.tolerate_exit.push_back(r);
       }
     }
+    // The ranks' reports stay out of this command's JSON.
+    launch_options.stdout_path = (root / (name + ".log")).string();
     launch_options.command = {options.self_exe, "train", "--out", dir};
     for (const auto& a : arguments) launch_options.command.push_back(a);
     for (const auto& a : all) launch_options.command.push_back(a);

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
 #include <string>
 
 #include "aspen/util/error.h"
@@ -87,6 +91,51 @@ TEST(Launcher, SigtermIgnoringRankIsKilledAfterTheGracePeriod) {
   EXPECT_NE(result.output.find("aspen launch: rank 0 killed by signal 9"), std::string::npos)
       << result.output;
   EXPECT_LT(result.seconds, 10.0);
+}
+
+TEST(Launcher, ToleratedRankMayDieAndTheOthersFinish) {
+  // Rank 2 is SIGKILLed at once; ranks 0 and 1 finish their work and the job succeeds.
+  const auto result = run_command(
+      kAspen + " launch --nproc-per-node 3 --master-port 0 --tolerate-exit 1,2 -- sh -c "
+               "'if [ \"$RANK\" = 2 ]; then kill -9 $$; fi; sleep 1; echo done-$RANK'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("aspen launch: rank 2 killed by signal 9 (Killed); the others go on"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("done-0"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("done-1"), std::string::npos) << result.output;
+}
+
+TEST(Launcher, ToleratedRanksStillRunningAreStoppedWhenTheOthersHaveFinished) {
+  const auto result = run_command(
+      kAspen + " launch --nproc-per-node 2 --master-port 0 --grace-period 1 --tolerate-exit 1 "
+               "-- sh -c 'if [ \"$RANK\" = 1 ]; then sleep 60; fi'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("every other rank has finished"), std::string::npos)
+      << result.output;
+  EXPECT_LT(result.seconds, 10.0);
+}
+
+TEST(Launcher, ToleratedRanksMustBeARankList) {
+  const auto result = run_command(kAspen +
+                                  " launch --nproc-per-node 2 --tolerate-exit 1,x -- true");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.output.find("--tolerate-exit 1,x"), std::string::npos) << result.output;
+}
+
+TEST(Launcher, RanksStdoutGoesToTheGivenFile) {
+  const std::string path = ::testing::TempDir() + "/aspen_launch_stdout.log";
+  std::remove(path.c_str());
+  LaunchOptions options;
+  options.nproc_per_node = 2;
+  options.master_port = 0;
+  options.stdout_path = path;
+  options.command = {"sh", "-c", "echo out-$RANK"};
+  EXPECT_EQ(launch(options), 0);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("out-0"), std::string::npos) << text;
+  EXPECT_NE(text.find("out-1"), std::string::npos) << text;
 }
 
 TEST(Launcher, UnknownCommandFailsWith127) {

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <fcntl.h>
 #include "aspen/parallel/launcher.h"
 
 #include <arpa/inet.h>
@@ -56,6 +57,7 @@ int exit_code_for(int status) {
 // multi-threaded parent (torch may have started threads) only async-signal-safe calls
 // are allowed, so the child must not allocate (no setenv, no std::string).
 struct ExecPlan {
+  int stdout_fd = -1;                // >= 0: the child's stdout
   std::vector<std::string> strings;  // owns argv then envp text
   std::vector<char*> argv;
   std::vector<char*> envp;
@@ -86,6 +88,7 @@ ExecPlan make_exec_plan(const LaunchOptions& options, int local_rank) {
 [[noreturn]] void exec_child(const ExecPlan& plan) {
   // Own process group: the launcher signals the rank's whole subtree with kill(-pid).
   setpgid(0, 0);
+  if (plan.stdout_fd >= 0) dup2(plan.stdout_fd, STDOUT_FILENO);
   execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
   static const char kMessage[] = "aspen launch: cannot execute the command (execvpe failed)\n";
   const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
@@ -112,6 +115,19 @@ size_t count_running(const std::vector<Child>& children) {
   size_t n = 0;
   for (const auto& c : children) n += c.running ? 1 : 0;
   return n;
+}
+
+// Every rank not in `tolerated` has exited (0: a failure would have stopped them all),
+// and some tolerated ones still run.
+bool only_tolerated_left(const std::vector<Child>& children, const std::vector<int>& tolerated) {
+  if (tolerated.empty()) return false;
+  bool any_left = false;
+  for (const auto& c : children) {
+    if (!c.running) continue;
+    if (std::find(tolerated.begin(), tolerated.end(), c.rank) == tolerated.end()) return false;
+    any_left = true;
+  }
+  return any_left;
 }
 
 void signal_all(const std::vector<Child>& children, int sig) {
@@ -213,9 +229,16 @@ int launch(const LaunchOptions& input) {
 
   std::vector<Child> children;
   int result = 0;
+  int stdout_fd = -1;
+  if (!options.stdout_path.empty()) {
+    stdout_fd = open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    check_input(stdout_fd >= 0, std::string("cannot be opened: ") + std::strerror(errno),
+                options.stdout_path, "the ranks' standard output goes there");
+  }
   std::vector<ExecPlan> plans;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     plans.push_back(make_exec_plan(options, local));
+    plans.back().stdout_fd = stdout_fd;
   }
   for (int local = 0; local < options.nproc_per_node; ++local) {
     const pid_t pid = fork();
@@ -246,6 +269,13 @@ int launch(const LaunchOptions& input) {
     Child* which = nullptr;
     int status = 0;
     if (!reap_one(children, which, status)) {
+      if (only_tolerated_left(children, options.tolerate_exit)) {
+        // The job is done; a tolerated rank still running (e.g. a rollout rank whose
+        // peer died inside a collective) must not keep it alive.
+        std::fprintf(stderr, "aspen launch: every other rank has finished; stopping the rest\n");
+        tear_down(children, options.grace_period_s);
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
@@ -264,6 +294,7 @@ int launch(const LaunchOptions& input) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  if (stdout_fd >= 0) close(stdout_fd);
   return result;
 }
 

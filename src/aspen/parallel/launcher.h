@@ -14,7 +14,9 @@
 // the launcher are forwarded the same way. A rank listed in tolerate_exit may fail
 // without stopping the others (a rollout rank whose work the run regenerates
 // elsewhere): its failure is reported as "aspen launch: rank K ...; the others go on"
-// and does not count in the exit status (it was declared survivable). Each child runs in its own process group so
+// and does not count in the exit status (it was declared survivable). Once every
+// other rank has exited 0, tolerated ranks still running are stopped (SIGTERM, then
+// SIGKILL after grace_period_s): the job is over. Each child runs in its own process group so
 // the whole subtree of a rank (e.g. `sh -c ...`) is signalled.
 // Returns: 0 when every child exited 0; otherwise the first failure's exit code
 // (128 + S for a signal, as shells report it), never 0.
@@ -38,6 +40,7 @@ struct LaunchOptions {
   double rdzv_timeout_s = 0;   // 0: the ranks' default (DistEnv)
   double grace_period_s = 5;   // SIGTERM -> SIGKILL delay when tearing down
   std::vector<int> tolerate_exit;  // global ranks whose failure does not stop the job
+  std::string stdout_path;         // non-empty: the ranks' stdout is appended there
   std::vector<std::string> command;
 
   void validate() const;  // aspen::Error naming the option
