@@ -34,14 +34,16 @@ TEST(IterationEngine, ZeroStalenessReproducesTheSyncSchedule) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{sync_dir});
   }
-  // Streamed (groups trained as they arrive, one step at the end) and batched updates.
-  for (const std::string stream : {"true", "false"}) {
-    SCOPED_TRACE("stream_updates " + stream);
+  // Streamed (groups trained as they arrive, one step at the end) and batched updates;
+  // and groups split into single-sample chunks dispatched on their own.
+  for (const std::string variant :
+       {"pipeline.stream_updates=true", "pipeline.stream_updates=false",
+        "pipeline.dispatch_chunk=1"}) {
+    SCOPED_TRACE(variant);
     fs::remove_all(async_dir);
     {
-      const TrainConfig config =
-          tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "pipeline.instances=2",
-                       "pipeline.stream_updates=" + stream});
+      const TrainConfig config = tiny_config(
+          {"pipeline.mode=async", "pipeline.max_staleness=0", "pipeline.instances=2", variant});
       RlSetup setup = build_rl_setup(config);
       run_rl(config, setup, RunOptions{async_dir});
     }

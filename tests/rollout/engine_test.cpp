@@ -157,6 +157,41 @@ TEST(RolloutEngine, SameSeedSameTokensWhateverElseSharesTheBatch) {
   EXPECT_EQ(seeded[1], expected[1].token_ids);
 }
 
+TEST(RolloutEngine, GroupSplitBySampleIndicesGivesTheWholeGroupsSamples) {
+  GenerationRequest whole;
+  whole.prompt = prompt_of(6, 3);
+  whole.params.temperature = 1.0;
+  whole.params.max_tokens = 10;
+  whole.params.seed = 99;
+  whole.n = 4;
+  RolloutEngine one(tiny_model(), EngineConfig{});
+  const auto expected = one.generate({whole});
+  // Samples {3, 1} on one engine, {0} and {2} on another, as a split group would be.
+  GenerationRequest a = whole, b = whole, c = whole;
+  a.n = 2;
+  a.sample_indices = {3, 1};
+  b.n = 1;
+  b.sample_indices = {0};
+  c.n = 1;
+  c.sample_indices = {2};
+  RolloutEngine first(tiny_model(), EngineConfig{});
+  RolloutEngine second(tiny_model(), EngineConfig{});
+  std::vector<Completion> parts = first.generate({a});
+  for (auto& completion : second.generate({b, c})) parts.push_back(completion);
+  ASSERT_EQ(parts.size(), 4u);
+  for (const Completion& part : parts) {
+    ASSERT_GE(part.sample_index, 0);
+    ASSERT_LT(part.sample_index, 4);
+    EXPECT_EQ(part.token_ids, expected[static_cast<size_t>(part.sample_index)].token_ids)
+        << "sample " << part.sample_index;
+  }
+  GenerationRequest bad = whole;
+  bad.sample_indices = {0, 0, 1, 2};
+  EXPECT_THROW(one.add_request(bad), Error);
+  bad.sample_indices = {0, 1};
+  EXPECT_THROW(one.add_request(bad), Error);
+}
+
 TEST(RolloutEngine, PreemptionUnderMemoryPressureKeepsResults) {
   std::vector<GenerationRequest> requests;
   for (int i = 0; i < 6; ++i) requests.push_back(greedy_request(prompt_of(5 + i, i), 12));

@@ -20,6 +20,7 @@ std::string encode_instance_status(const InstanceStatus& s) {
                         {"free_blocks", q.free_blocks},
                         {"total_blocks", q.total_blocks},
                         {"claimed_samples", s.claimed_samples},
+                        {"stolen_groups", s.stolen_groups},
                         {"completed_samples", s.completed_samples},
                         {"completed_prompt_tokens", s.completed_prompt_tokens},
                         {"completed_response_tokens", s.completed_response_tokens},
@@ -43,6 +44,7 @@ InstanceStatus decode_instance_status(const std::string& encoded) {
     s.queue.free_blocks = j.at("free_blocks").get<int64_t>();
     s.queue.total_blocks = j.at("total_blocks").get<int64_t>();
     s.claimed_samples = j.at("claimed_samples").get<int64_t>();
+    s.stolen_groups = j.at("stolen_groups").get<int64_t>();
     s.completed_samples = j.at("completed_samples").get<int64_t>();
     s.completed_prompt_tokens = j.at("completed_prompt_tokens").get<int64_t>();
     s.completed_response_tokens = j.at("completed_response_tokens").get<int64_t>();

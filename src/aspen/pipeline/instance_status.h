@@ -19,6 +19,7 @@ struct InstanceStatus {
   int rank = 0;  // the process that runs it
   QueueState queue;
   int64_t claimed_samples = 0;  // claimed from the dock, cumulative
+  int64_t stolen_groups = 0;    // of those, groups dispatched to another instance
   // Finished samples and their tokens, cumulative: the dispatcher's completion reports.
   int64_t completed_samples = 0;
   int64_t completed_prompt_tokens = 0;

@@ -373,27 +373,37 @@ int IterationEngine::choose_instance(const GroupShape& shape) {
 
 void IterationEngine::admit_group(const PromptGroup& group, int64_t version_bound) {
   const GenerationRequest request = group_request(config_, setup_, group);
-  const GroupShape shape{config_.rollout.n, static_cast<int64_t>(request.prompt.size()),
+  const int64_t n = config_.rollout.n;
+  const int64_t chunk = dispatch_chunk(config_);
+  // Each chunk of the group's samples (the whole group by default) goes to the
+  // instance the dispatcher picks for it.
+  const GroupShape shape{chunk, static_cast<int64_t>(request.prompt.size()),
                          config_.rollout.max_tokens};
-  const int instance = choose_instance(shape);
   std::vector<RowInfo> infos;
   ColumnData prompt{rl_columns::kPrompt, {}};
   ColumnData example{rl_columns::kExample, {}};
+  ColumnData sample{rl_columns::kSampleIndex, {}};
   const std::vector<int64_t> tokens(request.prompt.begin(), request.prompt.end());
-  for (int64_t j = 0; j < config_.rollout.n; ++j) {
-    RowInfo info;
-    info.group_id = group.group_id;
-    info.group_size = static_cast<int32_t>(config_.rollout.n);
-    info.version = version_bound;
-    info.target = instance;
-    infos.push_back(info);
-    prompt.values.push_back(torch::tensor(tokens, torch::kInt64));
-    example.values.push_back(torch::tensor({group.example}, torch::kInt64));
+  std::vector<int> targets;
+  for (int64_t first = 0; first < n; first += chunk) {
+    const int instance = choose_instance(shape);
+    dispatcher_->on_dispatched(instance, shape);
+    targets.push_back(instance);
+    for (int64_t j = first; j < first + chunk; ++j) {
+      RowInfo info;
+      info.group_id = group.group_id;
+      info.group_size = static_cast<int32_t>(n);
+      info.version = version_bound;
+      info.target = instance;
+      infos.push_back(info);
+      prompt.values.push_back(torch::tensor(tokens, torch::kInt64));
+      example.values.push_back(torch::tensor({group.example}, torch::kInt64));
+      sample.values.push_back(torch::tensor({j}, torch::kInt64));
+    }
   }
-  dock_->put(infos, {prompt, example});
-  dispatcher_->on_dispatched(instance, shape);
+  dock_->put(infos, {prompt, example, sample});
   if (trace_ != nullptr) {
-    trace_->instant(trainer_track_, "admit", {{"group", group.group_id}, {"instance", instance}});
+    trace_->instant(trainer_track_, "admit", {{"group", group.group_id}, {"instances", targets}});
   }
 }
 
@@ -728,9 +738,13 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
     // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).
     line["instance_status_age_max_s"] = status_age_max_s_;
     status_age_max_s_ = 0.0;
-    int64_t failed = 0;
-    for (const InstanceView& view : instances_) failed += view.failed ? 1 : 0;
+    int64_t failed = 0, stolen = 0;
+    for (const InstanceView& view : instances_) {
+      failed += view.failed ? 1 : 0;
+      stolen += view.status.stolen_groups;
+    }
     line["failed_instances"] = failed;
+    line["stolen_groups"] = stolen;  // cumulative: groups an idle instance took over
   }
   if (world_) line["ranks"] = world_->world_size();
   return line;

@@ -38,8 +38,9 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
   consumers.push_back(actor);
   if (options.with_dispatch) {
     columns.push_back({kExample, torch::kInt64, ColumnKind::kPerRow});
+    columns.push_back({kSampleIndex, torch::kInt64, ColumnKind::kPerRow});
     columns.push_back({kVerifierScore, torch::kFloat32, ColumnKind::kPerRow});
-    consumers.push_back({rl_consumers::kRollout, {kPrompt, kExample}});
+    consumers.push_back({rl_consumers::kRollout, {kPrompt, kSampleIndex}});
     consumers[0].columns.push_back(kExample);  // reward: the example's ground truth
     consumers.push_back({rl_consumers::kBatch, {kScores, kVerifierScore}});
   }

@@ -13,6 +13,7 @@
 //   returns           [R] fp32,  per token (ppo: value targets)
 // With dispatch (the iteration engine: rows exist from admission on, iteration_engine.h):
 //   example           [1] int64, per row   (index of the train example the group asks)
+//   sample_index      [1] int64, per row   (which sample of its group: its seed)
 //   verifier_score    [1] fp32,  per row   (the verifier's score before shaping)
 // Consumers, in the order a sample visits them: rollout (dispatch: the instance that
 // generates it), reward, batch (dispatch: the trainer's choice of the groups of an
@@ -41,6 +42,7 @@ inline constexpr const char* kAdvantages = "advantages";
 inline constexpr const char* kValues = "values";
 inline constexpr const char* kReturns = "returns";
 inline constexpr const char* kExample = "example";
+inline constexpr const char* kSampleIndex = "sample_index";
 inline constexpr const char* kVerifierScore = "verifier_score";
 }  // namespace rl_columns
 

@@ -68,95 +68,145 @@ void RolloutWorker::refresh_weights() {
   }
 }
 
+bool RolloutWorker::has_room() const {
+  const QueueState state = engine_.queue_state();
+  return state.running + state.waiting + dispatch_chunk(config_) <= options_.engine.max_num_seqs;
+}
+
 int64_t RolloutWorker::claim_groups(double wait_s) {
   ClaimOptions options;
-  options.max_rows = config_.rollout.n;
+  const int64_t chunk = dispatch_chunk(config_);
+  options.max_rows = chunk;
   options.min_rows = 1;
-  options.whole_groups = true;
-  options.target = options_.instance;
+  options.whole_groups = chunk == config_.rollout.n;
   options.max_version = engine_.policy_version();
   options.lease_s = options_.lease_s;
-  options.timeout_s = wait_s;
   int64_t claimed = 0;
   // One group per claim, so each group's lease is acked when that group finishes.
-  while (!stopping_) {
+  // Groups are claimed only while the engine can run them (a full batch of
+  // max_num_seqs): the rest stay in the dock, where an instance that runs dry takes
+  // them whatever their target (work stealing), so no instance idles while another
+  // one's dispatched groups wait.
+  while (!stopping_ && has_room()) {
+    options.target = options_.instance;
+    options.timeout_s = 0.0;
     Claim claim = dock_.claim(rl_consumers::kRollout, options);
-    if (claim.empty()) break;
-    options.timeout_s = 0.0;  // waited once; take the rest without waiting
-    const int64_t group = claim.rows.front().info.group_id;
-    const std::vector<ColumnData> columns = dock_.get(claim);
-    const torch::Tensor prompt =
-        find_column(columns, rl_columns::kPrompt).values.front().to(torch::kInt64).contiguous();
-    GenerationRequest request;
-    request.id = std::to_string(group);
-    request.prompt.assign(prompt.data_ptr<int64_t>(), prompt.data_ptr<int64_t>() + prompt.numel());
-    request.params = rollout_sampling(config_, group);
-    request.n = static_cast<int64_t>(claim.rows.size());
-    try {
-      engine_.add_request(std::move(request));
-    } catch (const Error& e) {
-      // A group no instance can serve is dropped from the dock, not retried forever.
-      log_error("rollout instance ", options_.instance, ": group ", group, " dropped: ", e.what());
-      dock_.discard(rows_of(claim));
-      continue;
+    if (claim.empty() && !engine_.has_unfinished() && claimed == 0) {
+      // Dry: any dispatched group (waiting up to wait_s for one to appear).
+      options.target = -1;
+      options.timeout_s = wait_s;
+      claim = dock_.claim(rl_consumers::kRollout, options);
+      if (!claim.empty() && claim.rows.front().info.target != options_.instance) {
+        ++status_.stolen_groups;
+      }
     }
-    status_.claimed_samples += static_cast<int64_t>(claim.rows.size());
-    held_[group] = HeldGroup{std::move(claim), {}};
-    ++claimed;
+    if (claim.empty()) break;
+    if (start_claim(std::move(claim))) ++claimed;
   }
   return claimed;
 }
 
-void RolloutWorker::finish_group(int64_t group, HeldGroup& held) {
-  const bool aborted = std::any_of(held.samples.begin(), held.samples.end(), [](const Completion& c) {
-    return c.finish_reason == FinishReason::kAbort;
-  });
+bool RolloutWorker::start_claim(Claim claim) {
+  // A claim holds whole groups (dispatch_chunk = n: the group's prompt is computed
+  // once and shared) or a chunk of a group's samples, possibly from two groups; each
+  // group's part becomes one request whose sample indices pick the part's seeds.
+  const std::vector<ColumnData> columns = dock_.get(claim);
+  const ColumnData& prompts = find_column(columns, rl_columns::kPrompt);
+  const ColumnData& samples = find_column(columns, rl_columns::kSampleIndex);
+  std::map<int64_t, GenerationRequest> requests;  // by group
+  for (size_t i = 0; i < claim.rows.size(); ++i) {
+    const int64_t group = claim.rows[i].info.group_id;
+    GenerationRequest& request = requests[group];
+    if (request.id.empty()) {
+      const torch::Tensor prompt = prompts.values[i].to(torch::kInt64).contiguous();
+      request.id = std::to_string(group) + "/" + std::to_string(claim.lease);
+      request.prompt.assign(prompt.data_ptr<int64_t>(), prompt.data_ptr<int64_t>() + prompt.numel());
+      request.params = rollout_sampling(config_, group);
+      request.n = 0;
+    }
+    request.sample_indices.push_back(samples.values[i].item<int64_t>());
+    ++request.n;
+  }
+  HeldClaim held;
+  held.claim = std::move(claim);
+  for (auto& [group, request] : requests) {
+    const std::string id = request.id;
+    try {
+      engine_.add_request(std::move(request));
+    } catch (const Error& e) {
+      // Rows no instance can serve (e.g. longer than the KV cache) are dropped from
+      // the dock, not retried forever.
+      log_error("rollout instance ", options_.instance, ": group ", group, " dropped: ", e.what());
+      held.aborted = true;
+      continue;
+    }
+    held.requests.push_back(id);
+  }
+  if (held.requests.empty()) {
+    dock_.discard(rows_of(held.claim));
+    return false;
+  }
+  status_.claimed_samples += static_cast<int64_t>(held.claim.rows.size());
+  const int64_t lease = held.claim.lease;
+  held_[lease] = std::move(held);
+  return true;
+}
+
+void RolloutWorker::finish_claim(HeldClaim& held) {
+  const bool aborted =
+      held.aborted || std::any_of(held.samples.begin(), held.samples.end(), [](const Completion& c) {
+        return c.finish_reason == FinishReason::kAbort;
+      });
   if (aborted) {
-    log_error("rollout instance ", options_.instance, ": group ", group,
-              " was aborted by the engine; dropped");
+    log_error("rollout instance ", options_.instance, ": rows of lease ", held.claim.lease,
+              " were aborted by the engine; dropped");
     dock_.discard(rows_of(held.claim));
     return;
   }
-  std::sort(held.samples.begin(), held.samples.end(),
-            [](const Completion& a, const Completion& b) { return a.sample_index < b.sample_index; });
-  // Rows were allocated sample by sample at admission: the claim's j-th row (by id)
-  // is sample j.
-  std::vector<ClaimedRow> rows = held.claim.rows;
-  std::sort(rows.begin(), rows.end(),
-            [](const ClaimedRow& a, const ClaimedRow& b) { return a.id < b.id; });
+  // Each row is one (group, sample) of the claim: its completion is found by both.
+  std::map<std::pair<int64_t, int64_t>, const Completion*> by_sample;
+  for (const Completion& c : held.samples) {
+    by_sample[{std::stoll(c.request_id), c.sample_index}] = &c;
+  }
+  const std::vector<ColumnData> columns = dock_.get(held.claim);
+  const ColumnData& sample_index = find_column(columns, rl_columns::kSampleIndex);
   std::vector<RowId> ids;
   std::vector<RowInfo> infos;
-  for (size_t j = 0; j < rows.size(); ++j) {
-    const Completion& c = held.samples[j];
-    RowInfo info = rows[j].info;
+  std::vector<Completion> ordered;
+  for (size_t i = 0; i < held.claim.rows.size(); ++i) {
+    const ClaimedRow& row = held.claim.rows[i];
+    const Completion& c =
+        *by_sample.at({row.info.group_id, sample_index.values[i].item<int64_t>()});
+    RowInfo info = row.info;
     info.tokens = static_cast<int64_t>(c.token_ids.size());
     info.version = c.policy_versions.empty() ? engine_.policy_version() : c.policy_versions.front();
-    ids.push_back(rows[j].id);
+    ids.push_back(row.id);
     infos.push_back(info);
+    ordered.push_back(c);
     status_.completed_prompt_tokens += static_cast<int64_t>(c.prompt_token_ids.size());
     status_.completed_response_tokens += info.tokens;
   }
-  status_.completed_samples += static_cast<int64_t>(rows.size());
+  status_.completed_samples += static_cast<int64_t>(ids.size());
   // A lease that ran out (this instance too slow to renew it) may have let another
-  // instance regenerate the group, and its rows may even have retired: then there is
+  // instance regenerate the rows, and they may even have retired: then there is
   // nothing to write (the other instance wrote the same samples).
   if (!dock_.renew(held.claim, options_.lease_s)) {
-    log_warn("rollout instance ", options_.instance, ": lease of group ", group,
-             " had expired; another instance regenerates it");
+    log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
+             " had expired; another instance regenerates its rows");
     return;
   }
   // Length and version first: the rows become claimable for reward on the put.
   dock_.update_info(ids, infos);
-  dock_.put_columns(ids, response_columns(held.samples));
+  dock_.put_columns(ids, response_columns(ordered));
   dock_.ack(held.claim);
 }
 
 void RolloutWorker::renew_leases() {
   if (seconds_from(last_renew_) < options_.lease_s / 4) return;
   last_renew_ = Clock::now();
-  for (auto& [group, held] : held_) {
+  for (auto& [lease, held] : held_) {
     if (!dock_.renew(held.claim, options_.lease_s)) {
-      log_warn("rollout instance ", options_.instance, ": lease of group ", group, " was lost");
+      log_warn("rollout instance ", options_.instance, ": lease ", lease, " was lost");
     }
   }
 }
@@ -169,6 +219,11 @@ void RolloutWorker::post_status(bool exited) {
   status_.exited = exited;
   dock_.post_status(instance_status_key(options_.instance), encode_instance_status(status_));
   last_status_ = Clock::now();
+  if (options_.trace != nullptr) {
+    const std::string name = "instance " + std::to_string(options_.instance);
+    options_.trace->counter(name + " running", static_cast<double>(status_.queue.running));
+    options_.trace->counter(name + " waiting", static_cast<double>(status_.queue.waiting));
+  }
 }
 
 bool RolloutWorker::run_is_over() {
@@ -188,7 +243,7 @@ void RolloutWorker::run() {
   while (!stopping_) {
     refresh_weights();
     // Idle: wait (briefly, to keep weights and status fresh) for a dispatched group.
-    const bool claimed = claim_groups(engine_.has_unfinished() ? 0.0 : 0.05) > 0;
+    const bool claimed = claim_groups(0.05) > 0;
     if (claimed || seconds_from(last_status_) >= options_.status_period_s) {
       post_status(false);
       if (run_is_over()) break;  // what is still generating is not needed any more
@@ -211,12 +266,14 @@ void RolloutWorker::run() {
           std::uniform_int_distribution<int64_t>(0, step_delay_ms_)(jitter)));
     }
     for (Completion& c : finished) {
-      const int64_t group = std::stoll(c.request_id);
-      HeldGroup& held = held_.at(group);
+      // Request ids are "<group>/<lease>".
+      const int64_t lease = std::stoll(c.request_id.substr(c.request_id.find('/') + 1));
+      c.request_id = c.request_id.substr(0, c.request_id.find('/'));
+      HeldClaim& held = held_.at(lease);
       held.samples.push_back(std::move(c));
       if (held.samples.size() < held.claim.rows.size()) continue;
-      finish_group(group, held);
-      held_.erase(group);
+      finish_claim(held);
+      held_.erase(lease);
     }
     renew_leases();
   }

@@ -11,13 +11,22 @@
 //            (ClaimOptions::target) whose admission version is <= the loaded weights'
 //            version: an instance never generates a row with weights older than the
 //            version it was admitted at, so the admission bound of the staleness
-//            control (iteration_engine.h) holds exactly across ranks.
+//            control (iteration_engine.h) holds exactly across ranks. It claims only
+//            while its engine has room for one more group (max_num_seqs); the other
+//            dispatched groups wait in the dock, and an instance with nothing to run
+//            takes one dispatched elsewhere (work stealing: the dispatcher's choice is
+//            a preference, so a misestimated queue never idles an instance).
 //   step     one continuous-batching step over everything claimed.
-//   finish   a group whose n samples are done: response and rollout_logprobs go into
+//   finish   a claim whose samples are all done: response and rollout_logprobs go into
 //            this process's warehouse, the rows' true token counts and policy
 //            versions (of their first token) to the controller (update_info), then the
-//            group's lease is acked. A group the engine cannot take (e.g. longer than
-//            its KV cache) is discarded from the dock, with an error in the log.
+//            lease is acked. Rows the engine cannot take (e.g. longer than its KV
+//            cache) are discarded from the dock, with an error in the log.
+//   unit     a claim is pipeline.dispatch_chunk samples: whole groups by default
+//            (the prompt computed once, its KV blocks shared), or chunks of a group,
+//            so that a long group's samples spread over instances. A row's sample
+//            index (column sample_index) picks its seed: the samples are the same
+//            however a group is split.
 //   leases   every held group's lease is renewed each lease_s / 4, so a live instance
 //            keeps its groups however long they take and a dead one (killed, hung)
 //            loses them after lease_s: the controller returns them to the pool without
@@ -80,13 +89,22 @@ class RolloutWorker {
   void stop() { stopping_ = true; }
 
  private:
-  struct HeldGroup {
+  // The rows of one rollout claim (lease) while they generate.
+  struct HeldClaim {
     Claim claim;
-    std::vector<Completion> samples;
+    std::vector<std::string> requests;  // engine request ids ("<group>/<lease>")
+    std::vector<Completion> samples;    // finished so far
+    bool aborted = false;               // a part the engine refused
   };
   void refresh_weights();
+  bool has_room() const;  // the engine could start one more group now
+  // Claims dispatched groups while the engine has room (waits up to wait_s when it is
+  // idle); returns how many.
   int64_t claim_groups(double wait_s);
-  void finish_group(int64_t group, HeldGroup& held);
+  // Turns a claim into engine requests; false (rows discarded) if none was taken.
+  bool start_claim(Claim claim);
+  // Every row of the claim finished: its columns, lengths and versions go to the dock.
+  void finish_claim(HeldClaim& held);
   void renew_leases();
   void post_status(bool exited);
   bool run_is_over();
@@ -96,7 +114,7 @@ class RolloutWorker {
   RolloutWorkerOptions options_;
   RolloutEngine engine_;
   int track_ = 0;
-  std::map<int64_t, HeldGroup> held_;  // by group id
+  std::map<int64_t, HeldClaim> held_;  // by lease
   InstanceStatus status_;
   std::chrono::steady_clock::time_point last_status_, last_renew_;
   int64_t step_delay_ms_ = 0;

@@ -188,6 +188,8 @@ PipelineSection read_pipeline(ConfigSection s) {
   p.stream_updates = s.get("stream_updates", p.stream_updates);
   p.instances = s.get("instances", p.instances);
   p.dispatch = s.get("dispatch", p.dispatch);
+  p.dispatch_chunk = s.get("dispatch_chunk", p.dispatch_chunk);
+  check_input(p.dispatch_chunk >= 0, "must be >= 0 (0: whole groups)", s.where("dispatch_chunk"));
   check_one_of(p.dispatch, {"round_robin", "least_requests", "queue_aware"}, s.where("dispatch"));
   p.interrupt = s.get("interrupt", p.interrupt);
   p.rollout_threads = s.get("rollout_threads", p.rollout_threads);
@@ -254,6 +256,10 @@ Placement read_placement(ConfigSection s) {
 
 }  // namespace
 
+int64_t dispatch_chunk(const TrainConfig& config) {
+  return config.pipeline.dispatch_chunk > 0 ? config.pipeline.dispatch_chunk : config.rollout.n;
+}
+
 TrainConfig parse_train_config(Config& config) {
   ConfigSection root = config.root();
   TrainConfig result;
@@ -276,6 +282,10 @@ TrainConfig parse_train_config(Config& config) {
               "groups as they finish",
               config.source() + ": algorithm.dynamic_sampling",
               "set algorithm.dynamic_sampling=false or pipeline.mode=sync");
+  check_input(result.pipeline.dispatch_chunk == 0 ||
+                  result.rollout.n % result.pipeline.dispatch_chunk == 0,
+              "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
+              config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
   check_input(!(async && result.placement.swap),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
               "leave memory for the rollout",
@@ -369,6 +379,7 @@ nlohmann::json TrainConfig::as_json() const {
         {"stream_updates", pipeline.stream_updates},
         {"instances", pipeline.instances},
         {"dispatch", pipeline.dispatch},
+        {"dispatch_chunk", pipeline.dispatch_chunk},
         {"interrupt", pipeline.interrupt},
         {"rollout_threads", pipeline.rollout_threads},
         {"rollout_cores", pipeline.rollout_cores},

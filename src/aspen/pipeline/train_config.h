@@ -120,6 +120,11 @@ struct TrainSection {
   DeviceSpec device;
 };
 
+struct PipelineSection;
+struct TrainConfig;
+// The samples of one dispatch unit: pipeline.dispatch_chunk, or rollout.n for 0.
+int64_t dispatch_chunk(const TrainConfig& config);
+
 struct PipelineSection {
   std::string mode = "sync";  // sync (the baseline schedule) | async (ASP)
   // torch intra-op threads of the trainer (and of sync's rollout); 0: torch's default.
@@ -131,6 +136,10 @@ struct PipelineSection {
   int64_t sync_every = 1;                // publish weights to the rollout every N updates
   int64_t instances = 2;                 // rollout instances (one thread each)
   std::string dispatch = "queue_aware";  // round_robin | least_requests | queue_aware
+  // Samples per dispatch unit: 0 = a whole group (its prompt computed once and shared);
+  // a divisor of rollout.n splits each group into chunks dispatched on their own, so a
+  // long group spreads over instances (see dispatch_chunk()).
+  int64_t dispatch_chunk = 0;
   // Train each prompt group as soon as the batch may take it (gradients accumulated,
   // one step when the batch is whole) instead of waiting for the whole batch: removes
   // the sorting bubble. Applies to single-step updates with group-local advantages

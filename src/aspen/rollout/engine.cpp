@@ -9,6 +9,11 @@
 namespace aspen {
 namespace {
 
+// The group sample index of a request's j-th sample.
+int64_t sample_of(const GenerationRequest& request, int64_t j) {
+  return request.sample_indices.empty() ? j : request.sample_indices[static_cast<size_t>(j)];
+}
+
 uint64_t mix_seed(uint64_t seed, uint64_t sample) {
   uint64_t x = seed + 0x9E3779B97F4A7C15ULL * (sample + 1);
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -77,6 +82,16 @@ void RolloutEngine::add_request(GenerationRequest request) {
               source, "raise kv_cache_bytes or lower max_tokens");
   check_input(request.params.stop.empty() || tokenizer_ != nullptr, "stop strings need a tokenizer",
               source);
+  if (!request.sample_indices.empty()) {
+    check_input(static_cast<int64_t>(request.sample_indices.size()) == request.n,
+                std::to_string(request.sample_indices.size()) + " sample indices for n = " +
+                    std::to_string(request.n),
+                source);
+    std::vector<int64_t> sorted = request.sample_indices;
+    std::sort(sorted.begin(), sorted.end());
+    check_input(sorted.front() >= 0 && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+                "sample indices must be distinct and >= 0", source);
+  }
 
   auto record = std::make_unique<RequestRecord>();
   record->index = next_request_index_++;
@@ -88,10 +103,11 @@ void RolloutEngine::add_request(GenerationRequest request) {
   sequence->id = next_sequence_id_++;
   sequence->request_index = record->index;
   sequence->request_id = record->request.id;
-  sequence->sample_index = 0;
+  sequence->sample_index = sample_of(record->request, 0);
   sequence->fanout = record->request.n;
   sequence->params = &record->request.params;
-  sequence->seed = mix_seed(*record->request.params.seed, 0);
+  sequence->seed =
+      mix_seed(*record->request.params.seed, static_cast<uint64_t>(sequence->sample_index));
   sequence->tokens = record->request.prompt;
   sequence->prompt_len = prompt_len;
   requests_[record->index] = std::move(record);
@@ -112,9 +128,9 @@ void RolloutEngine::fork_group(Sequence& parent, std::vector<Sequence*>& samples
     child->id = next_sequence_id_++;
     child->request_index = parent.request_index;
     child->request_id = parent.request_id;
-    child->sample_index = j;
+    child->sample_index = sample_of(record.request, j);
     child->params = parent.params;
-    child->seed = mix_seed(*record.request.params.seed, static_cast<uint64_t>(j));
+    child->seed = mix_seed(*record.request.params.seed, static_cast<uint64_t>(child->sample_index));
     child->tokens = parent.tokens;
     child->prompt_len = parent.prompt_len;
     for (int64_t b = 0; b < full_blocks; ++b) {

@@ -57,6 +57,11 @@ struct GenerationRequest {
   std::vector<TokenId> prompt;
   SamplingParams params;
   int64_t n = 1;  // samples of this prompt (a GRPO group)
+  // Which samples of the prompt's group these n are: their seeds and
+  // Completion::sample_index. Empty: 0..n-1. A group split over several engines
+  // (or requests) gives each part its indices and gets exactly the samples the whole
+  // group would have had.
+  std::vector<int64_t> sample_indices;
 };
 
 // One finished sample.
