@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
@@ -153,19 +154,28 @@ void expect_each_group_trained_once(const std::vector<nlohmann::json>& lines, in
 }
 
 TEST(AsyncAcrossRanks, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceWithJitteryInstances) {
-  for (const int64_t eta : {1, 2}) {
-    SCOPED_TRACE("eta " + std::to_string(eta));
-    const std::string dir = out_dir("jitter_" + std::to_string(eta));
+  // eta 1 and 2; eta 1 again with in-flight samples interrupted and resumed on every
+  // new weight version, and with groups split into single-sample dispatch chunks.
+  struct Case {
+    int64_t eta;
+    std::string extra;
+  };
+  for (const Case& c : std::vector<Case>{{1, ""},
+                                         {2, ""},
+                                         {1, "pipeline.interrupt=true"},
+                                         {1, "pipeline.dispatch_chunk=1"}}) {
+    SCOPED_TRACE("eta " + std::to_string(c.eta) + " " + c.extra);
+    const std::string dir = out_dir("jitter_" + std::to_string(c.eta));
     const auto launched = launch(
         3,
         tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
                  "pipeline.dispatch=round_robin pipeline.max_staleness=" +
-                 std::to_string(eta) + " " + kDisaggregated),
+                 std::to_string(c.eta) + " " + c.extra + " " + kDisaggregated),
         dir, "", "ASPEN_FAULT_STEP_DELAY_MS=20");
     ASSERT_EQ(launched.exit_code, 0) << launched.output;
     const auto lines = read_rl_metrics(dir);
     ASSERT_EQ(lines.size(), 8u);
-    expect_each_group_trained_once(lines, eta, 4);
+    expect_each_group_trained_once(lines, c.eta, 4);
     for (const auto& line : lines) {
       // The dispatcher's view: status_period_s (0.05) + one engine step (<= 20 ms of
       // injected delay + a few ms here) + a dock round trip, with room for scheduling

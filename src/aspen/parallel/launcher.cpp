@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <optional>
 #include <fcntl.h>
 #include "aspen/parallel/launcher.h"
 
@@ -258,6 +259,8 @@ int launch(const LaunchOptions& input) {
     children.push_back({options.node_rank * options.nproc_per_node + local, pid, true});
   }
 
+  // Since when only tolerated ranks run (they get a grace period to finish on their own).
+  std::optional<std::chrono::steady_clock::time_point> tolerated_alone_since;
   while (count_running(children) > 0) {
     if (g_forwarded_signal != 0) {
       std::fprintf(stderr, "aspen launch: received signal %d, stopping all ranks\n",
@@ -269,9 +272,14 @@ int launch(const LaunchOptions& input) {
     Child* which = nullptr;
     int status = 0;
     if (!reap_one(children, which, status)) {
-      if (only_tolerated_left(children, options.tolerate_exit)) {
-        // The job is done; a tolerated rank still running (e.g. a rollout rank whose
-        // peer died inside a collective) must not keep it alive.
+      if (!only_tolerated_left(children, options.tolerate_exit)) {
+        tolerated_alone_since.reset();
+      } else if (!tolerated_alone_since) {
+        tolerated_alone_since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - *tolerated_alone_since >
+                 std::chrono::milliseconds(static_cast<int64_t>(options.grace_period_s * 1000))) {
+        // The job is done; a tolerated rank still running a grace period later (e.g. a
+        // rollout rank whose peer died inside a collective) must not keep it alive.
         std::fprintf(stderr, "aspen launch: every other rank has finished; stopping the rest\n");
         tear_down(children, options.grace_period_s);
         break;

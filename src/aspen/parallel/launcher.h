@@ -15,8 +15,8 @@
 // without stopping the others (a rollout rank whose work the run regenerates
 // elsewhere): its failure is reported as "aspen launch: rank K ...; the others go on"
 // and does not count in the exit status (it was declared survivable). Once every
-// other rank has exited 0, tolerated ranks still running are stopped (SIGTERM, then
-// SIGKILL after grace_period_s): the job is over. Each child runs in its own process group so
+// other rank has exited 0, tolerated ranks still running grace_period_s later are
+// stopped (SIGTERM, then SIGKILL after grace_period_s): the job is over. Each child runs in its own process group so
 // the whole subtree of a rank (e.g. `sh -c ...`) is signalled.
 // Returns: 0 when every child exited 0; otherwise the first failure's exit code
 // (128 + S for a signal, as shells report it), never 0.
