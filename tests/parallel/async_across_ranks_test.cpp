@@ -37,6 +37,17 @@ std::string tiny_run(const std::string& extra) {
          extra;
 }
 
+// As train_across_ranks_test.cpp: a 2-layer model whose vocabulary is padded to 320
+// rows, so TP 2 can split heads, MLP and vocabulary.
+std::string tp_run(const std::string& extra) {
+  return "model.hidden_size=64 model.num_layers=2 model.head_dim=16 model.intermediate_size=128 "
+         "model.vocab_multiple=64 train.sft_steps=500 train.sft_batch_size=16 train.sft_lr=5e-3 "
+         "train.iterations=3 rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=2000 "
+         "data.eval_size=16 logging.console=false logging.eval_every=0 train.lr=1e-3 "
+         "algorithm.kl_coef=0.01 " +
+         extra;
+}
+
 const std::string kDisaggregated =
     "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=2";
 
@@ -56,7 +67,8 @@ testing::CommandResult launch(int ranks, const std::string& config, const std::s
 
 // Rank 0's trace holds every rank's timeline: a process row per rank, a track per
 // role and rollout instance, and generate steps on every instance.
-void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks) {
+void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks,
+                                          const std::vector<int>& instance_ranks) {
   std::ifstream in(path);
   ASSERT_TRUE(static_cast<bool>(in)) << path;
   const nlohmann::json trace = nlohmann::json::parse(in);
@@ -73,10 +85,9 @@ void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks) {
     if (event["ph"] == "X") ++spans[tracks.at({event["pid"], event["tid"]}) + "/" + event["name"].get<std::string>()];
   }
   EXPECT_EQ(spans["trainer (rank 0)/update"], 3);
-  for (int instance = 0; instance < 2; ++instance) {
-    const int rank = ranks == 3 ? instance + 1 : instance;
+  for (size_t instance = 0; instance < instance_ranks.size(); ++instance) {
     EXPECT_GT(spans["rollout instance " + std::to_string(instance) + " (rank " +
-                    std::to_string(rank) + ")/generate step"],
+                    std::to_string(instance_ranks[instance]) + ")/generate step"],
               0)
         << instance;
   }
@@ -84,18 +95,20 @@ void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks) {
 }
 
 void expect_trains_like_one_process_sync(const std::string& name, int ranks,
-                                         const std::string& placement) {
+                                         const std::string& placement,
+                                         const std::vector<int>& instance_ranks,
+                                         std::string (*run)(const std::string&) = tiny_run) {
   const std::string one = out_dir(name + "_sync");
   const std::string many = out_dir(name + "_async");
-  const auto single = run_command(kAspen + " train " + tiny_run("pipeline.mode=sync") + " --out " + one);
+  const auto single = run_command(kAspen + " train " + run("pipeline.mode=sync") + " --out " + one);
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const std::string trace = many + "_trace.json";
   const auto launched = launch(ranks,
-                               tiny_run("pipeline.mode=async pipeline.max_staleness=0 " +
-                                        placement + " logging.trace=" + trace),
+                               run("pipeline.mode=async pipeline.max_staleness=0 " + placement +
+                                   " logging.trace=" + trace),
                                many);
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
-  expect_one_trace_with_a_row_per_rank(trace, ranks);
+  expect_one_trace_with_a_row_per_rank(trace, ranks, instance_ranks);
   const auto a = read_rl_metrics(one);
   const auto b = read_rl_metrics(many);
   ASSERT_EQ(a.size(), 3u);
@@ -124,12 +137,21 @@ void expect_trains_like_one_process_sync(const std::string& name, int ranks,
 }
 
 TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerTwoInstanceRanksTrainsLikeOneProcessSync) {
-  expect_trains_like_one_process_sync("disaggregated", 3, kDisaggregated);
+  expect_trains_like_one_process_sync("disaggregated", 3, kDisaggregated, {1, 2});
+}
+
+// Training ranks as a TP 2 grid: the trainers gather their shards into the full
+// policy after each update (for evaluation, export and the instance's weights).
+TEST(AsyncAcrossRanks, ZeroStalenessTensorParallelTrainersAndOneInstanceTrainLikeOneProcessSync) {
+  expect_trains_like_one_process_sync(
+      "tp2", 3,
+      "placement.mode=disaggregated placement.train.tp=2 placement.rollout.instances=1", {2},
+      tp_run);
 }
 
 TEST(AsyncAcrossRanks, ZeroStalenessColocatedDataParallelTwoTrainsLikeOneProcessSync) {
   expect_trains_like_one_process_sync(
-      "colocated", 2, "placement.train.dp=2 placement.rollout.instances=2");
+      "colocated", 2, "placement.train.dp=2 placement.rollout.instances=2", {0, 1});
 }
 
 // Every trained group once; what was drawn and not trained is at most the admission

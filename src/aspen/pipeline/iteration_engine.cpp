@@ -10,7 +10,9 @@
 
 #include "aspen/dock/claim_codec.h"
 #include "aspen/dock/in_process_transport.h"
+#include "aspen/model/tp_layout.h"
 #include "aspen/parallel/object_collectives.h"
+#include "aspen/parallel/resharder.h"
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/pipeline/distributed_dock.h"
@@ -58,7 +60,8 @@ bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
 // Which ranks train and which run which rollout instances (iteration_engine.h).
 struct EngineLayout {
   int rank = 0;
-  int trainers = 1;            // ranks [0, trainers) train
+  int trainers = 1;            // ranks [0, trainers) train: a DP x TP grid, TP fastest
+  int train_tp = 1;
   int instances = 1;           // rollout instances in the run
   std::vector<int> instances_here;
   std::vector<int> instance_rank;  // [instance] -> rank
@@ -80,14 +83,13 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
   check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp",
               "the asynchronous pipeline across ranks runs each rollout instance on one rank "
               "(rollout.tp 1); use pipeline.mode: sync for tensor-parallel rollout");
-  check_input(p.train_tp == 1, "is " + std::to_string(p.train_tp), "placement.train.tp",
-              "the asynchronous pipeline across ranks trains data-parallel only (train.tp 1)");
   layout.instances = p.rollout_instances;
+  layout.train_tp = p.train_tp;
   if (p.mode == "colocated") {
     layout.trainers = world_size;
     for (int i = 0; i < layout.instances; ++i) layout.instance_rank.push_back(i);
   } else {
-    layout.trainers = p.train_dp;
+    layout.trainers = p.train_dp * p.train_tp;
     for (int i = 0; i < layout.instances; ++i) layout.instance_rank.push_back(layout.trainers + i);
   }
   for (int i = 0; i < layout.instances; ++i) {
@@ -146,6 +148,7 @@ class IterationEngine : public Schedule {
   void train_whole_batch(int64_t index, const std::vector<int64_t>& groups, IterationRecord& record);
   void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& groups,
                     std::vector<Claim>& leases, double& idle, double& sorting);
+  void refresh_full_policy();
   void publish();
   void check_workers() const;
   nlohmann::json rollout_bubbles(double seconds);
@@ -158,6 +161,11 @@ class IterationEngine : public Schedule {
   std::optional<ProcessGroupHandle> world_;
   EngineLayout layout_;
   std::optional<ProcessGroupHandle> trainers_;  // trainer ranks (several trainers only)
+  int dp_rank_ = 0;      // which data-parallel share this trainer computes
+  bool writes_ = true;   // training TP rank 0: writes its share's output columns
+  // train.tp > 1: gathers the trained shards into the full policy (setup.model, and
+  // the weight set the instances load).
+  std::unique_ptr<Resharder> full_resharder_;
   const int64_t batch_groups_;
   const int64_t eta_;
   bool streams_ = false;
@@ -227,6 +235,19 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     weights_from_ = dock_->transport().local_warehouse_id();
   }
   streams_ = layout_.trainers == 1 && can_stream(config_, workers_);
+  dp_rank_ = layout_.rank / layout_.train_tp;
+  writes_ = layout_.rank % layout_.train_tp == 0;
+  if (layout_.trains() && layout_.train_tp > 1) {
+    ReshardPlan plan;
+    plan.train_dp = config_.placement.train_dp;
+    plan.train_tp = config_.placement.train_tp;
+    plan.infer_tp = 1;
+    plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
+    const ModelConfig model_config = setup_.model->config;
+    full_resharder_ = std::make_unique<Resharder>(
+        trainers_, plan,
+        [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
+  }
   const std::string rank_suffix = " (rank " + std::to_string(layout_.rank) + ")";
   if (trace_ != nullptr && layout_.trains()) trainer_track_ = trace_->track("trainer" + rank_suffix);
   if (is_admitter()) {
@@ -475,12 +496,12 @@ void IterationEngine::shared_stage(const char* consumer, const std::vector<int64
   }
   std::string encoded;
   if (is_admitter()) {
-    options.balance_ranks = trainer_count();
+    options.balance_ranks = config_.placement.train_dp;
     encoded = encode_claim(dock_->claim(consumer, options));
   }
   broadcast_bytes(*trainers_, encoded, 0);
   const Claim claim = decode_claim(encoded);
-  fn(share_of(claim, layout_.rank));
+  fn(share_of(claim, dp_rank_));
   trainers_->barrier();  // every share's columns are written
   if (is_admitter()) dock_->ack(claim);
 }
@@ -499,7 +520,9 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
   if (workers_.reference) {
     timed_stage(stages, "reference", trace_, trainer_track_, [&] {
       shared_stage(rl_consumers::kReference, groups, rows,
-                   [&](const Claim& share) { reference_stage(*workers_.reference, *dock_, share); });
+                   [&](const Claim& share) {
+                     reference_stage(*workers_.reference, *dock_, share, writes_);
+                   });
     });
   }
   // Without a decoupled correction the rollout log-probs ARE the right PPO anchor for
@@ -513,13 +536,13 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
   const bool reuse = one_step && (fresh || !decoupled);
   timed_stage(stages, "old_logprobs", trace_, trainer_track_, [&] {
     shared_stage(rl_consumers::kOldLogprobs, groups, rows, [&](const Claim& share) {
-      old_logprob_stage(*workers_.actor, *dock_, share, reuse || proximal_in_update);
+      old_logprob_stage(*workers_.actor, *dock_, share, reuse || proximal_in_update, writes_);
     });
   });
   if (workers_.critic) {
     timed_stage(stages, "values", trace_, trainer_track_, [&] {
       shared_stage(rl_consumers::kValues, groups, rows,
-                   [&](const Claim& share) { value_stage(*workers_.critic, *dock_, share); });
+                   [&](const Claim& share) { value_stage(*workers_.critic, *dock_, share, writes_); });
     });
   }
   timed_stage(stages, "advantage", trace_, trainer_track_, [&] {
@@ -559,7 +582,7 @@ void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t
     std::string actor_encoded, critic_encoded;
     ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
     options.groups = groups;
-    options.balance_ranks = trainer_count();
+    options.balance_ranks = config_.placement.train_dp;
     if (is_admitter()) {
       actor_encoded = encode_claim(dock_->claim(rl_consumers::kActorUpdate, options));
       if (workers_.critic) {
@@ -570,18 +593,20 @@ void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t
     if (workers_.critic) broadcast_bytes(*trainers_, critic_encoded, 0);
     const Claim actor = decode_claim(actor_encoded);
     const Claim critic = workers_.critic ? decode_claim(critic_encoded) : Claim{};
-    stats = update_stage(config_, workers_, *dock_, share_of(actor, layout_.rank),
-                         workers_.critic ? share_of(critic, layout_.rank) : Claim{}, nullptr, seed,
+    stats = update_stage(config_, workers_, *dock_, share_of(actor, dp_rank_),
+                         workers_.critic ? share_of(critic, dp_rank_) : Claim{}, nullptr, seed,
                          proximal);
     trainers_->barrier();
     if (is_admitter()) {
       dock_->ack(actor);
       if (workers_.critic) dock_->ack(critic);
     }
-    // The update's metrics are global already; its row and token counts are this rank's.
-    torch::Tensor counts = torch::tensor(
-        {static_cast<double>(stats.rows), static_cast<double>(stats.response_tokens)},
-        torch::kFloat64);
+    // The update's metrics are global already; its row and token counts are this rank's
+    // (and its tensor-parallel peers': counted once).
+    const double peers = static_cast<double>(layout_.train_tp);
+    torch::Tensor counts = torch::tensor({static_cast<double>(stats.rows) / peers,
+                                          static_cast<double>(stats.response_tokens) / peers},
+                                         torch::kFloat64);
     trainers_->all_reduce_sum(counts);
     stats.rows = std::llround(counts[0].item<double>());
     stats.response_tokens = std::llround(counts[1].item<double>());
@@ -632,9 +657,20 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
               [&] { record.update.actor = finish_update_stage(config_, workers_, seed); });
 }
 
+void IterationEngine::refresh_full_policy() {
+  if (!full_resharder_) return;  // train.tp 1: the actor trains setup.model itself
+  torch::NoGradGuard no_grad;
+  const std::shared_ptr<const WeightSet> full =
+      full_resharder_->reshard(workers_.actor->model()->hf_state(), version_);
+  setup_.model->load_state(
+      std::map<std::string, torch::Tensor>(full->tensors.begin(), full->tensors.end()),
+      "gathered policy");
+}
+
 void IterationEngine::publish() {
-  // Every training rank holds the full policy (train.tp 1) and serves it from its own
-  // warehouse; instances switch to it at their next step boundary.
+  // Every training rank holds the full policy in setup.model (train.tp > 1: gathered
+  // after each update) and serves it from its own warehouse; instances switch to it at
+  // their next step boundary.
   dock_->publish_weights(weight_set_of(setup_.model, version_));
   if (trainers_) trainers_->barrier();  // every trainer's set is up before admission
   if (is_admitter()) published_version_ = version_;
@@ -698,6 +734,11 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   }
   record.stage_seconds["wait"] = idle;
   ++version_;
+  // Evaluation and export read setup.model after every iteration.
+  if (full_resharder_) {
+    timed_stage(record.stage_seconds, "gather", trace_, trainer_track_,
+                [&] { refresh_full_policy(); });
+  }
   if (version_ % config_.pipeline.sync_every == 0) {
     timed_stage(record.stage_seconds, "publish", trace_, trainer_track_, [&] {
       publish();
@@ -772,7 +813,7 @@ void IterationEngine::restore(const nlohmann::json& state) {
   trained_tokens_ = state.at("trained_tokens").get<int64_t>();
   samples_ = state.at("samples").get<int64_t>();
   workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
-  publish();
+  publish();  // setup.model is the restored full policy
   if (!is_admitter()) return;
   prompts_.restore(state.at("prompts"));
   trained_groups_ = state.at("trained_groups").get<int64_t>();

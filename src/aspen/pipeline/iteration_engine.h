@@ -1,7 +1,7 @@
 // IterationEngine: the asynchronous RL pipeline (ASP) as ONE engine for every
 // process layout, with the TransferDock as its only ledger.
 //
-// Layouts (placement.h; rollout instances run at rollout TP 1):
+// Layouts (placement.h; rollout instances run at rollout TP 1, trainers at any DP x TP):
 //   one process      the trainer on the driver thread, pipeline.instances rollout
 //                    instances on threads of their own, a reward thread; the dock is
 //                    in-process.
