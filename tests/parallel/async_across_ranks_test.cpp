@@ -149,6 +149,16 @@ TEST(AsyncAcrossRanks, ZeroStalenessTensorParallelTrainersAndOneInstanceTrainLik
       tp_run);
 }
 
+// A tensor-parallel rollout instance: its two ranks step one engine replica together,
+// the leader's plans keeping them in step.
+TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerAndATensorParallelInstanceTrainLikeOneProcessSync) {
+  expect_trains_like_one_process_sync(
+      "rollout_tp2", 3,
+      "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=1 "
+      "placement.rollout.tp=2",
+      {1}, tp_run);
+}
+
 TEST(AsyncAcrossRanks, ZeroStalenessColocatedDataParallelTwoTrainsLikeOneProcessSync) {
   expect_trains_like_one_process_sync(
       "colocated", 2, "placement.train.dp=2 placement.rollout.instances=2", {0, 1});

@@ -178,12 +178,6 @@ TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   auto dp = run_command(launch);  // the default one-rank placement under two ranks
   EXPECT_NE(dp.exit_code, 0);
   EXPECT_NE(dp.output.find("placement.train.dp"), std::string::npos) << dp.output;
-  // The asynchronous engine runs rollout instances at TP 1 (one rank each).
-  auto async = run_command(launch +
-                           " model.vocab_multiple=64 placement.train.dp=2 "
-                           "placement.rollout.instances=1 placement.rollout.tp=2 pipeline.mode=async");
-  EXPECT_NE(async.exit_code, 0);
-  EXPECT_NE(async.output.find("placement.rollout.tp"), std::string::npos) << async.output;
   // A two-rank placement without aspen launch.
   auto alone =
       run_command(kAspen + " train " + tiny_run("") +

@@ -13,6 +13,7 @@
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/parallel/resharder.h"
+#include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/pipeline/distributed_dock.h"
@@ -63,8 +64,8 @@ struct EngineLayout {
   int trainers = 1;            // ranks [0, trainers) train: a DP x TP grid, TP fastest
   int train_tp = 1;
   int instances = 1;           // rollout instances in the run
-  std::vector<int> instances_here;
-  std::vector<int> instance_rank;  // [instance] -> rank
+  std::vector<int> instances_here;                // this rank's (led or followed)
+  std::vector<std::vector<int>> instance_ranks;   // [instance] -> its ranks, leader first
   bool trains() const { return rank < trainers; }
 };
 
@@ -76,24 +77,23 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
     layout.instances = static_cast<int>(config.pipeline.instances);
     for (int i = 0; i < layout.instances; ++i) {
       layout.instances_here.push_back(i);
-      layout.instance_rank.push_back(0);
+      layout.instance_ranks.push_back({0});
     }
     return layout;
   }
-  check_input(p.rollout_tp == 1, "is " + std::to_string(p.rollout_tp), "placement.rollout.tp",
-              "the asynchronous pipeline across ranks runs each rollout instance on one rank "
-              "(rollout.tp 1); use pipeline.mode: sync for tensor-parallel rollout");
   layout.instances = p.rollout_instances;
   layout.train_tp = p.train_tp;
-  if (p.mode == "colocated") {
-    layout.trainers = world_size;
-    for (int i = 0; i < layout.instances; ++i) layout.instance_rank.push_back(i);
-  } else {
-    layout.trainers = p.train_dp * p.train_tp;
-    for (int i = 0; i < layout.instances; ++i) layout.instance_rank.push_back(layout.trainers + i);
-  }
+  layout.trainers = p.mode == "colocated" ? world_size : p.train_dp * p.train_tp;
+  // Instance i is rollout.tp consecutive ranks: from 0 colocated, after the trainers
+  // disaggregated; its first rank leads.
+  const int first = p.mode == "colocated" ? 0 : layout.trainers;
   for (int i = 0; i < layout.instances; ++i) {
-    if (layout.instance_rank[static_cast<size_t>(i)] == rank) layout.instances_here.push_back(i);
+    std::vector<int> ranks;
+    for (int t = 0; t < p.rollout_tp; ++t) ranks.push_back(first + i * p.rollout_tp + t);
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
+      layout.instances_here.push_back(i);
+    }
+    layout.instance_ranks.push_back(ranks);
   }
   return layout;
 }
@@ -254,7 +254,17 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     dispatcher_.emplace(parse_dispatch_policy(config_.pipeline.dispatch), layout_.instances);
     instances_.resize(static_cast<size_t>(layout_.instances));
   }
-  // The rollout instances of this rank, each with its own copy of the policy.
+  // Every rank creates every tensor-parallel instance's subgroup (a collective).
+  std::map<int, ProcessGroupHandle> instance_groups;
+  if (world_ && config_.placement.rollout_tp > 1) {
+    for (int i = 0; i < layout_.instances; ++i) {
+      if (auto group = world_->new_subgroup(layout_.instance_ranks[static_cast<size_t>(i)])) {
+        instance_groups.emplace(i, *group);
+      }
+    }
+  }
+  // The rollout instances of this rank, each with its own copy of the policy (its
+  // shards, for a tensor-parallel instance).
   for (size_t k = 0; k < layout_.instances_here.size(); ++k) {
     const int instance = layout_.instances_here[k];
     RolloutWorkerOptions options;
@@ -268,9 +278,22 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     options.weights_from = weights_from_;
     options.lease_s = config_.pipeline.instance_timeout_s;
     options.trace = trace_;
-    rollout_workers_.push_back(std::make_unique<RolloutWorker>(
-        config_, copy_model(setup_.model, torch::kFloat, setup_.rollout_device, /*trainable=*/false),
-        setup_.tokenizer, *dock_, options));
+    QwenForCausalLM model{nullptr};
+    auto group = instance_groups.find(instance);
+    if (group != instance_groups.end()) {
+      options.peers = group->second;
+      model = QwenForCausalLM(setup_.model->config, TensorParallel::over(group->second));
+      model->to(setup_.rollout_device);
+      torch::NoGradGuard no_grad;
+      std::map<std::string, torch::Tensor> full;
+      for (const auto& [name, tensor] : setup_.model->hf_state()) full[name] = tensor.detach();
+      model->load_state(full, "rollout weights");
+      for (auto& parameter : model->parameters()) parameter.set_requires_grad(false);
+    } else {
+      model = copy_model(setup_.model, torch::kFloat, setup_.rollout_device, /*trainable=*/false);
+    }
+    rollout_workers_.push_back(
+        std::make_unique<RolloutWorker>(config_, model, setup_.tokenizer, *dock_, options));
   }
   if (!layout_.instances_here.empty()) {
     reward_worker_ = std::make_unique<RewardWorker>(config_, setup_, *dock_, trace_,
@@ -294,7 +317,11 @@ void IterationEngine::start_workers() {
   for (size_t k = main_thread_serves ? 1 : 0; k < rollout_workers_.size(); ++k) {
     threads_.emplace_back([worker = rollout_workers_[k].get()] {
       try {
-        worker->run();
+        if (worker->leads()) {
+          worker->run();
+        } else {
+          worker->follow();
+        }
       } catch (const std::exception& e) {
         log_error("rollout instance: ", e.what());
       }
@@ -305,8 +332,15 @@ void IterationEngine::start_workers() {
 
 void IterationEngine::serve() {
   start_workers();
-  // A rollout-only rank: its one instance runs on this thread until the run is over.
-  if (!rollout_workers_.empty()) rollout_workers_.front()->run();
+  // A rollout-only rank: its one instance runs (or follows, a tensor-parallel peer) on
+  // this thread until the run is over.
+  if (rollout_workers_.empty()) return;
+  RolloutWorker& worker = *rollout_workers_.front();
+  if (worker.leads()) {
+    worker.run();
+  } else {
+    worker.follow();
+  }
 }
 
 void IterationEngine::check_workers() const {
@@ -355,7 +389,7 @@ void IterationEngine::refresh_instances() {
       ++alive;
       continue;
     }
-    const int rank = layout_.instance_rank[i];
+    const int rank = layout_.instance_ranks[i].front();
     const std::string what = "rollout instance " + std::to_string(i) + " on rank " +
                              std::to_string(rank) +
                              (view.status.exited ? " left the run"

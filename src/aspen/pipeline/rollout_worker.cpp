@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "aspen/parallel/object_collectives.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
@@ -62,6 +63,7 @@ void RolloutWorker::refresh_weights() {
   engine_.load_weights(latest->version,
                        std::map<std::string, torch::Tensor>(latest->tensors.begin(),
                                                             latest->tensors.end()));
+  if (options_.peers) plan_weights_ = latest;  // the followers load it before the next step
   if (options_.trace != nullptr) {
     options_.trace->span(track_, "load weights", start, Clock::now(),
                          {{"version", latest->version}});
@@ -131,6 +133,10 @@ bool RolloutWorker::start_claim(Claim claim) {
   held.claim = std::move(claim);
   for (auto& [group, request] : requests) {
     const std::string id = request.id;
+    const nlohmann::json planned = {{"id", request.id},
+                                    {"group", group},
+                                    {"prompt", request.prompt},
+                                    {"samples", request.sample_indices}};
     try {
       engine_.add_request(std::move(request));
     } catch (const Error& e) {
@@ -141,6 +147,7 @@ bool RolloutWorker::start_claim(Claim claim) {
       continue;
     }
     held.requests.push_back(id);
+    if (options_.peers) plan_requests_.push_back(planned);  // the followers add it too
   }
   if (held.requests.empty()) {
     dock_.discard(rows_of(held.claim));
@@ -226,6 +233,62 @@ void RolloutWorker::post_status(bool exited) {
   }
 }
 
+void RolloutWorker::send_plan(bool step, bool stop) {
+  ProcessGroupHandle& peers = *options_.peers;
+  nlohmann::json plan = {{"step", step}, {"stop", stop}, {"requests", plan_requests_}};
+  if (plan_weights_) {
+    nlohmann::json names = nlohmann::json::array(), shapes = nlohmann::json::array();
+    for (const auto& [name, tensor] : plan_weights_->tensors) {
+      names.push_back(name);
+      shapes.push_back(tensor.sizes().vec());
+    }
+    plan["weights"] = {{"version", plan_weights_->version}, {"names", names}, {"shapes", shapes}};
+  }
+  broadcast_json(peers, plan, 0);
+  if (plan_weights_) {
+    for (const auto& [name, tensor] : plan_weights_->tensors) {
+      torch::Tensor data = tensor.to(torch::kFloat).contiguous().clone();
+      peers.broadcast(data, 0);
+    }
+  }
+  plan_weights_.reset();
+  plan_requests_ = nlohmann::json::array();
+}
+
+void RolloutWorker::follow() {
+  at::set_num_threads(std::max(1, options_.intra_op_threads));
+  pin_current_thread(options_.cores, "rollout instance " + std::to_string(options_.instance));
+  torch::NoGradGuard no_grad;
+  ProcessGroupHandle& peers = *options_.peers;
+  while (true) {
+    nlohmann::json plan;
+    broadcast_json(peers, plan, 0);
+    if (plan.contains("weights")) {
+      const nlohmann::json& weights = plan.at("weights");
+      std::map<std::string, torch::Tensor> tensors;
+      const auto& names = weights.at("names");
+      for (size_t i = 0; i < names.size(); ++i) {
+        torch::Tensor data =
+            torch::empty(weights.at("shapes")[i].get<std::vector<int64_t>>(), torch::kFloat);
+        peers.broadcast(data, 0);
+        tensors[names[i].get<std::string>()] = data;
+      }
+      engine_.load_weights(weights.at("version").get<int64_t>(), tensors);
+    }
+    for (const auto& planned : plan.at("requests")) {
+      GenerationRequest request;
+      request.id = planned.at("id").get<std::string>();
+      request.prompt = planned.at("prompt").get<std::vector<TokenId>>();
+      request.sample_indices = planned.at("samples").get<std::vector<int64_t>>();
+      request.n = static_cast<int64_t>(request.sample_indices.size());
+      request.params = rollout_sampling(config_, planned.at("group").get<int64_t>());
+      engine_.add_request(std::move(request));  // the leader's took it: so does this one
+    }
+    if (plan.at("stop").get<bool>()) return;
+    if (plan.at("step").get<bool>()) engine_.step();  // the leader keeps the results
+  }
+}
+
 bool RolloutWorker::run_is_over() {
   const auto entries = dock_.statuses(kRunStatusKey);
   auto it = entries.find(kRunStatusKey);
@@ -249,6 +312,7 @@ void RolloutWorker::run() {
       if (run_is_over()) break;  // what is still generating is not needed any more
     }
     if (!engine_.has_unfinished()) continue;
+    if (options_.peers) send_plan(/*step=*/true, /*stop=*/false);
     const int64_t tokens_before = engine_.stats().scheduled_tokens;
     const auto start = Clock::now();
     std::vector<Completion> finished = engine_.step();
@@ -277,6 +341,7 @@ void RolloutWorker::run() {
     }
     renew_leases();
   }
+  if (options_.peers) send_plan(/*step=*/false, /*stop=*/true);
   post_status(true);
 }
 

@@ -35,6 +35,12 @@
 //            status_period_s while it works (and after every claim), so a dispatcher
 //            anywhere sees its queue state no older than status_period_s + one engine
 //            step + one dock round trip.
+// Tensor-parallel instances (rollout.tp = t > 1): the instance's t ranks each hold
+// their shards of the model and step one engine replica together (the model's
+// collectives over `peers`). The leader (peer rank 0) runs the loop above; before
+// every step it broadcasts a plan over `peers` - new weights (their tensors follow),
+// the requests it added, step or stop - and the followers (follow()) apply it in the
+// same order, so every replica schedules exactly the same batches.
 // Fault injection for tests: ASPEN_FAULT_STEP_DELAY_MS=M sleeps a uniformly random
 // 0..M ms after every engine step (a slow or jittery instance);
 // ASPEN_FAULT_SIGKILL_RANK=R with ASPEN_FAULT_SIGKILL_AFTER_STEPS=S makes the process
@@ -51,7 +57,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "aspen/dock/transfer_dock.h"
+#include "aspen/parallel/process_group.h"
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/train_config.h"
 #include "aspen/rollout/engine.h"
@@ -70,6 +80,8 @@ struct RolloutWorkerOptions {
   double lease_s = 10.0;
   double status_period_s = 0.05;
   TraceWriter* trace = nullptr;  // spans of its steps on its own track
+  // rollout.tp > 1: the instance's ranks, peer rank 0 leading (see above).
+  std::optional<ProcessGroupHandle> peers;
 };
 
 // The run's state on the status board, posted by the trainer that admits groups.
@@ -86,6 +98,10 @@ class RolloutWorker {
   // Runs the loop until stop() or until the run status on the board is "done".
   // Errors of the dock or the engine propagate (aspen::Error).
   void run();
+  // A follower of a tensor-parallel instance: applies the leader's plans until it
+  // says stop.
+  void follow();
+  bool leads() const { return !options_.peers || options_.peers->rank() == 0; }
   void stop() { stopping_ = true; }
 
  private:
@@ -107,6 +123,8 @@ class RolloutWorker {
   void finish_claim(HeldClaim& held);
   void renew_leases();
   void post_status(bool exited);
+  // Leader of a TP instance: sends what changed since the last plan, then step/stop.
+  void send_plan(bool step, bool stop);
   bool run_is_over();
 
   const TrainConfig& config_;
@@ -118,6 +136,9 @@ class RolloutWorker {
   InstanceStatus status_;
   std::chrono::steady_clock::time_point last_status_, last_renew_;
   int64_t step_delay_ms_ = 0;
+  // Leader of a TP instance: what the next plan carries.
+  std::shared_ptr<const WeightSet> plan_weights_;
+  nlohmann::json plan_requests_ = nlohmann::json::array();
   int64_t kill_after_steps_ = -1;  // fault injection: SIGKILL after this many steps
   int64_t steps_ = 0;
   std::atomic<bool> stopping_{false};
