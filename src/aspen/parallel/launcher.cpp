@@ -219,6 +219,13 @@ int launch(const LaunchOptions& input) {
   LaunchOptions options = input;
   if (options.master_port == 0) options.master_port = find_free_port();
 
+  // Opened before the signal handlers go in, so a failure leaves nothing to undo.
+  int stdout_fd = -1;
+  if (!options.stdout_path.empty()) {
+    stdout_fd = open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    check_input(stdout_fd >= 0, std::string("cannot be opened: ") + std::strerror(errno),
+                options.stdout_path, "the ranks' standard output goes there");
+  }
   g_forwarded_signal = 0;
   struct sigaction action {};
   action.sa_handler = on_signal;
@@ -230,12 +237,6 @@ int launch(const LaunchOptions& input) {
 
   std::vector<Child> children;
   int result = 0;
-  int stdout_fd = -1;
-  if (!options.stdout_path.empty()) {
-    stdout_fd = open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    check_input(stdout_fd >= 0, std::string("cannot be opened: ") + std::strerror(errno),
-                options.stdout_path, "the ranks' standard output goes there");
-  }
   std::vector<ExecPlan> plans;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     plans.push_back(make_exec_plan(options, local));
@@ -246,6 +247,9 @@ int launch(const LaunchOptions& input) {
     if (pid < 0) {
       const int err = errno;
       tear_down(children, 0);
+      sigaction(SIGINT, &old_int, nullptr);
+      sigaction(SIGTERM, &old_term, nullptr);
+      if (stdout_fd >= 0) close(stdout_fd);
       throw Error(std::string("fork failed: ") + std::strerror(err), "aspen launch");
     }
     if (pid == 0) {
@@ -261,6 +265,7 @@ int launch(const LaunchOptions& input) {
 
   // Since when only tolerated ranks run (they get a grace period to finish on their own).
   std::optional<std::chrono::steady_clock::time_point> tolerated_alone_since;
+  bool non_tolerated_finished = false;  // a local rank not in tolerate_exit exited 0
   while (count_running(children) > 0) {
     if (g_forwarded_signal != 0) {
       std::fprintf(stderr, "aspen launch: received signal %d, stopping all ranks\n",
@@ -272,7 +277,9 @@ int launch(const LaunchOptions& input) {
     Child* which = nullptr;
     int status = 0;
     if (!reap_one(children, which, status)) {
-      if (!only_tolerated_left(children, options.tolerate_exit)) {
+      // Only once a rank that is not tolerated has finished on this node: a node that
+      // runs nothing but tolerated ranks (rollout ranks) cannot tell the job is over.
+      if (!non_tolerated_finished || !only_tolerated_left(children, options.tolerate_exit)) {
         tolerated_alone_since.reset();
       } else if (!tolerated_alone_since) {
         tolerated_alone_since = std::chrono::steady_clock::now();
@@ -288,9 +295,14 @@ int launch(const LaunchOptions& input) {
       continue;
     }
     if (which == nullptr) continue;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
     const std::vector<int>& tolerated = options.tolerate_exit;
-    if (std::find(tolerated.begin(), tolerated.end(), which->rank) != tolerated.end()) {
+    const bool is_tolerated =
+        std::find(tolerated.begin(), tolerated.end(), which->rank) != tolerated.end();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      non_tolerated_finished = non_tolerated_finished || !is_tolerated;
+      continue;
+    }
+    if (is_tolerated) {
       std::fprintf(stderr, "%s; the others go on\n", describe_status(which->rank, status).c_str());
       continue;
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -98,6 +99,26 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
   return layout;
 }
 
+// Errors of this process's worker threads, for the trainer thread to rethrow.
+class WorkerErrors {
+ public:
+  void add(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    errors_.push_back(std::move(error));
+  }
+  std::vector<std::exception_ptr> errors() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return errors_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::exception_ptr> errors_;  // GUARDED_BY(mutex_)
+};
+
+// Status-board keys of workers that failed: "worker-error/rank <r>" -> the message.
+constexpr const char* kWorkerErrorPrefix = "worker-error/";
+
 // What trainer 0 knows of one rollout instance, from the status board.
 struct InstanceView {
   InstanceStatus status;
@@ -151,6 +172,8 @@ class IterationEngine : public Schedule {
   void refresh_full_policy();
   void publish();
   void check_workers() const;
+  // Polls the status board until `key` is posted; its value as JSON.
+  nlohmann::json await_status(const std::string& key);
   nlohmann::json rollout_bubbles(double seconds);
 
   const TrainConfig& config_;
@@ -177,6 +200,8 @@ class IterationEngine : public Schedule {
   WarehouseId weights_from_ = 0;
 
   std::vector<std::unique_ptr<RolloutWorker>> rollout_workers_;
+  std::shared_ptr<WorkerErrors> worker_errors_ = std::make_shared<WorkerErrors>();
+  void report_worker_error(const std::string& what);
   std::unique_ptr<RewardWorker> reward_worker_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
@@ -192,6 +217,7 @@ class IterationEngine : public Schedule {
 
   int64_t version_ = 0;  // the trainers' policy version
   int64_t samples_ = 0;
+  int64_t samples_before_ = 0;  // generated before a resume (the board restarts at 0)
   int64_t trained_tokens_ = 0;
   int blas_threads_before_ = 0;
 };
@@ -315,7 +341,7 @@ void IterationEngine::start_workers() {
   if (!threads_.empty() || stopped_) return;
   const bool main_thread_serves = serves_only();
   for (size_t k = main_thread_serves ? 1 : 0; k < rollout_workers_.size(); ++k) {
-    threads_.emplace_back([worker = rollout_workers_[k].get()] {
+    threads_.emplace_back([this, worker = rollout_workers_[k].get()] {
       try {
         if (worker->leads()) {
           worker->run();
@@ -324,10 +350,21 @@ void IterationEngine::start_workers() {
         }
       } catch (const std::exception& e) {
         log_error("rollout instance: ", e.what());
+        worker_errors_->add(std::current_exception());
+        report_worker_error(e.what());
       }
     });
   }
   if (reward_worker_) threads_.emplace_back([this] { reward_worker_->run(); });
+}
+
+void IterationEngine::report_worker_error(const std::string& what) {
+  try {
+    dock_->post_status(std::string(kWorkerErrorPrefix) + "rank " + std::to_string(layout_.rank),
+                       what);
+  } catch (const std::exception& e) {
+    log_warn("could not report a worker error to the trainers: ", e.what());
+  }
 }
 
 void IterationEngine::serve() {
@@ -336,16 +373,44 @@ void IterationEngine::serve() {
   // this thread until the run is over.
   if (rollout_workers_.empty()) return;
   RolloutWorker& worker = *rollout_workers_.front();
-  if (worker.leads()) {
-    worker.run();
-  } else {
-    worker.follow();
+  if (reward_worker_) {
+    // The reward thread's failure ends this rank's instance too, and the trainers hear
+    // of it from the board.
+    worker.set_health_check([this] {
+      if (std::exception_ptr error = reward_worker_->error()) std::rethrow_exception(error);
+    });
+  }
+  try {
+    if (worker.leads()) {
+      worker.run();
+    } else {
+      worker.follow();
+    }
+  } catch (const std::exception& e) {
+    report_worker_error(e.what());
+    throw;
   }
 }
 
 void IterationEngine::check_workers() const {
   if (reward_worker_) {
     if (std::exception_ptr error = reward_worker_->error()) std::rethrow_exception(error);
+  }
+  for (const std::exception_ptr& error : worker_errors_->errors()) std::rethrow_exception(error);
+  // A worker on another rank that failed says so on the board (rl_run: its rank then
+  // exits, possibly tolerated, so its error must reach the trainers this way).
+  for (const auto& [key, entry] : dock_->statuses(kWorkerErrorPrefix)) {
+    throw Error(entry.value, key.substr(std::string(kWorkerErrorPrefix).size()));
+  }
+}
+
+nlohmann::json IterationEngine::await_status(const std::string& key) {
+  while (true) {
+    const auto entries = dock_->statuses(key);
+    const auto it = entries.find(key);
+    if (it != entries.end()) return nlohmann::json::parse(it->second.value);
+    check_workers();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
@@ -752,7 +817,15 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
                {"versions", record.rewards.versions}};
     }
     if (trainers_) {
-      broadcast_json(*trainers_, batch, 0);
+      // The wait for a batch has no bound (generation takes as long as it takes), so
+      // it stays out of collectives, which time out: trainer 0 posts the batch on the
+      // status board and the others poll for it.
+      const std::string key = "batch/" + std::to_string(index);
+      if (is_admitter()) {
+        dock_->post_status(key, batch.dump());
+      } else {
+        batch = await_status(key);
+      }
       groups = batch.at("groups").get<std::vector<int64_t>>();
       record.rewards.scores = batch.at("scores").get<std::vector<double>>();
       record.rewards.lengths = batch.at("lengths").get<std::vector<int64_t>>();
@@ -802,7 +875,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
     rollout = shared.at("rollout");
     generated = shared.at("generated").get<int64_t>();
   }
-  samples_ = generated;
+  samples_ = samples_before_ + generated;
   for (const char* key : {"skewness", "rollout_idle"}) bubbles[key] = rollout.value(key, 0.0);
   bubbles["padding_static_equivalent"] = padding_fraction({record.rewards.lengths});
   line["bubbles"] = bubbles;
@@ -845,7 +918,7 @@ void IterationEngine::restore(const nlohmann::json& state) {
   if (!layout_.trains()) return;
   version_ = state.at("version").get<int64_t>();
   trained_tokens_ = state.at("trained_tokens").get<int64_t>();
-  samples_ = state.at("samples").get<int64_t>();
+  samples_before_ = samples_ = state.at("samples").get<int64_t>();
   workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
   publish();  // setup.model is the restored full policy
   if (!is_admitter()) return;
@@ -873,15 +946,20 @@ void IterationEngine::stop() {
   threads_.clear();
   if (is_admitter() && world_) {
     // Keep the controller up until every live instance has seen the end (bounded).
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (Clock::now() < deadline) {
-      bool all_left = true;
-      for (const auto& [key, entry] : dock_->statuses(kInstanceStatusPrefix)) {
-        const InstanceStatus status = decode_instance_status(entry.value);
-        if (!status.exited && entry.age_s < config_.pipeline.instance_timeout_s) all_left = false;
+    try {
+      const auto deadline =
+          Clock::now() + std::chrono::duration<double>(config_.pipeline.instance_timeout_s);
+      while (Clock::now() < deadline) {
+        bool all_left = true;
+        for (const auto& [key, entry] : dock_->statuses(kInstanceStatusPrefix)) {
+          const InstanceStatus status = decode_instance_status(entry.value);
+          if (!status.exited && entry.age_s < config_.pipeline.instance_timeout_s) all_left = false;
+        }
+        if (all_left) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      if (all_left) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } catch (const std::exception& e) {  // stop() also runs while unwinding
+      log_warn("iteration engine: while waiting for the instances to leave: ", e.what());
     }
   }
   if (blas_threads_before_ > 0) set_blas_threads(blas_threads_before_);

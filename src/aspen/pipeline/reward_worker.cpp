@@ -20,11 +20,12 @@ std::exception_ptr RewardWorker::error() const {
 }
 
 void RewardWorker::run() {
-  ClaimOptions options = claim_rows(16 * config_.rollout.n, /*whole_groups=*/true);
-  options.min_rows = 1;      // whatever is ready, up to 16 groups
+  // One group per claim: scoring it is short next to its lease, so a lease never runs
+  // out under a live worker and a dead one's group comes back soon.
+  ClaimOptions options = claim_rows(config_.rollout.n, /*whole_groups=*/true);
   options.timeout_s = 0.05;  // wake often enough to see stop()
-  // A reward process that dies loses nothing either: its groups come back.
-  options.lease_s = config_.pipeline.instance_timeout_s;
+  // A reward process that dies loses nothing either: its group comes back.
+  options.lease_s = std::max(10.0, config_.pipeline.instance_timeout_s);
   try {
     while (!stopping_) {
       const Claim claim = dock_.claim(rl_consumers::kReward, options);

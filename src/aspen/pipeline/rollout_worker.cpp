@@ -72,7 +72,10 @@ void RolloutWorker::refresh_weights() {
 
 bool RolloutWorker::has_room() const {
   const QueueState state = engine_.queue_state();
-  return state.running + state.waiting + dispatch_chunk(config_) <= options_.engine.max_num_seqs;
+  // An empty engine takes a unit whatever its size (the scheduler forks a group past
+  // max_num_seqs), so a chunk larger than max_num_seqs cannot stall the run.
+  return state.running + state.waiting == 0 ||
+         state.running + state.waiting + dispatch_chunk(config_) <= options_.engine.max_num_seqs;
 }
 
 int64_t RolloutWorker::claim_groups(double wait_s) {
@@ -190,10 +193,7 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
     ids.push_back(row.id);
     infos.push_back(info);
     ordered.push_back(c);
-    status_.completed_prompt_tokens += static_cast<int64_t>(c.prompt_token_ids.size());
-    status_.completed_response_tokens += info.tokens;
   }
-  status_.completed_samples += static_cast<int64_t>(ids.size());
   // A lease that ran out (this instance too slow to renew it) may have let another
   // instance regenerate the rows, and they may even have retired: then there is
   // nothing to write (the other instance wrote the same samples).
@@ -202,10 +202,18 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
              " had expired; another instance regenerates its rows");
     return;
   }
+  status_.completed_samples += static_cast<int64_t>(ids.size());
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    status_.completed_prompt_tokens += static_cast<int64_t>(ordered[i].prompt_token_ids.size());
+    status_.completed_response_tokens += infos[i].tokens;
+  }
   // Length and version first: the rows become claimable for reward on the put.
   dock_.update_info(ids, infos);
   dock_.put_columns(ids, response_columns(ordered));
-  dock_.ack(held.claim);
+  if (!dock_.ack(held.claim)) {
+    log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
+             " ran out while its rows were written; they may be generated again");
+  }
 }
 
 void RolloutWorker::renew_leases() {
@@ -253,6 +261,7 @@ void RolloutWorker::send_plan(bool step, bool stop) {
   }
   plan_weights_.reset();
   plan_requests_ = nlohmann::json::array();
+  last_plan_ = Clock::now();
 }
 
 void RolloutWorker::follow() {
@@ -296,14 +305,39 @@ bool RolloutWorker::run_is_over() {
 }
 
 void RolloutWorker::run() {
+  try {
+    run_loop();
+  } catch (...) {
+    // Followers must not wait for a plan that never comes.
+    if (options_.peers) {
+      try {
+        send_plan(/*step=*/false, /*stop=*/true);
+      } catch (const std::exception& e) {
+        log_warn("rollout instance ", options_.instance, ": could not stop its peers: ", e.what());
+      }
+    }
+    throw;
+  }
+  if (options_.peers) send_plan(/*step=*/false, /*stop=*/true);
+  try {
+    post_status(true);
+  } catch (const std::exception& e) {
+    // The run is over: the trainers may already have closed the dock.
+    log_warn("rollout instance ", options_.instance, ": final status not posted: ", e.what());
+  }
+}
+
+void RolloutWorker::run_loop() {
   // OpenMP's thread count is per calling thread, so this budget is this instance's own.
   at::set_num_threads(std::max(1, options_.intra_op_threads));
   pin_current_thread(options_.cores, "rollout instance " + std::to_string(options_.instance));
   torch::NoGradGuard no_grad;
   std::mt19937 jitter(static_cast<uint32_t>(options_.instance * 7919 + options_.rank));
   last_renew_ = Clock::now();
+  last_plan_ = Clock::now();
   post_status(false);
   while (!stopping_) {
+    if (health_check_) health_check_();
     refresh_weights();
     // Idle: wait (briefly, to keep weights and status fresh) for a dispatched group.
     const bool claimed = claim_groups(0.05) > 0;
@@ -311,7 +345,12 @@ void RolloutWorker::run() {
       post_status(false);
       if (run_is_over()) break;  // what is still generating is not needed any more
     }
-    if (!engine_.has_unfinished()) continue;
+    if (!engine_.has_unfinished()) {
+      // Idle followers hear from the leader at least every second: their wait for a
+      // plan is a collective, which would time out.
+      if (options_.peers && seconds_from(last_plan_) >= 1.0) send_plan(false, false);
+      continue;
+    }
     if (options_.peers) send_plan(/*step=*/true, /*stop=*/false);
     const int64_t tokens_before = engine_.stats().scheduled_tokens;
     const auto start = Clock::now();
@@ -341,8 +380,6 @@ void RolloutWorker::run() {
     }
     renew_leases();
   }
-  if (options_.peers) send_plan(/*step=*/false, /*stop=*/true);
-  post_status(true);
 }
 
 }  // namespace aspen

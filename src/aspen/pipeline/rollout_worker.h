@@ -103,6 +103,9 @@ class RolloutWorker {
   void follow();
   bool leads() const { return !options_.peers || options_.peers->rank() == 0; }
   void stop() { stopping_ = true; }
+  // Called every loop iteration; its exception ends run() (e.g. the rank's reward
+  // thread failed).
+  void set_health_check(std::function<void()> check) { health_check_ = std::move(check); }
 
  private:
   // The rows of one rollout claim (lease) while they generate.
@@ -112,6 +115,7 @@ class RolloutWorker {
     std::vector<Completion> samples;    // finished so far
     bool aborted = false;               // a part the engine refused
   };
+  void run_loop();
   void refresh_weights();
   bool has_room() const;  // the engine could start one more group now
   // Claims dispatched groups while the engine has room (waits up to wait_s when it is
@@ -142,6 +146,8 @@ class RolloutWorker {
   int64_t kill_after_steps_ = -1;  // fault injection: SIGKILL after this many steps
   int64_t steps_ = 0;
   std::atomic<bool> stopping_{false};
+  std::function<void()> health_check_;
+  std::chrono::steady_clock::time_point last_plan_;
 };
 
 }  // namespace aspen
