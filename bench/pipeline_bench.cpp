@@ -17,22 +17,21 @@ namespace {
 namespace fs = std::filesystem;
 
 // The default workload; any of it can be overridden from the command line.
-const std::vector<std::string> kDefaultWorkload = {
-    "train.sft_steps=400",
-    "train.iterations=16",
-    "train.compute_dtype=bf16",
-    "train.lr=1e-5",
-    "rollout.prompts_per_iteration=16",
-    "rollout.n=8",
-    "rollout.max_tokens=384",
-    "rollout.long_tail_fraction=0.04",
-    "data.eval_size=50",
-    "logging.console=false",
-    "logging.eval_every=0",
-    "pipeline.instances=1",
-    "pipeline.max_staleness=2",
-    "pipeline.rollout_cores=[0]",
-    "pipeline.trainer_cores=[1]"};
+const std::vector<std::string> kDefaultWorkload = {"train.sft_steps=400",
+                                                   "train.iterations=16",
+                                                   "train.compute_dtype=bf16",
+                                                   "train.lr=1e-5",
+                                                   "rollout.prompts_per_iteration=16",
+                                                   "rollout.n=8",
+                                                   "rollout.max_tokens=384",
+                                                   "rollout.long_tail_fraction=0.04",
+                                                   "data.eval_size=50",
+                                                   "logging.console=false",
+                                                   "logging.eval_every=0",
+                                                   "pipeline.instances=1",
+                                                   "pipeline.max_staleness=2",
+                                                   "pipeline.rollout_cores=[0]",
+                                                   "pipeline.trainer_cores=[1]"};
 
 nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
   double wall = 0.0, tokens = 0.0, rows = 0.0;
@@ -73,7 +72,8 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   std::vector<std::string> arguments = options.arguments;
   bool has_file = false;
   for (const auto& a : arguments) has_file |= a.find('=') == std::string::npos;
-  if (!has_file) arguments.insert(arguments.begin(), kDefaultWorkload.begin(), kDefaultWorkload.end());
+  if (!has_file)
+    arguments.insert(arguments.begin(), kDefaultWorkload.begin(), kDefaultWorkload.end());
   auto parse = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> all = arguments;
     all.insert(all.end(), extra.begin(), extra.end());
@@ -150,9 +150,9 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
                     std::max(result["sync"]["effective_tps"].get<double>(), 1e-9);
   if (options.compare_dispatch) {
     for (const std::string policy : {"round_robin", "least_requests", "queue_aware"}) {
-      result["dispatch"][policy] =
-          run_side("async_" + policy, {"pipeline.mode=async", "pipeline.instances=2",
-                                       "pipeline.rollout_cores=[0]", "pipeline.dispatch=" + policy});
+      result["dispatch"][policy] = run_side(
+          "async_" + policy, {"pipeline.mode=async", "pipeline.instances=2",
+                              "pipeline.rollout_cores=[0]", "pipeline.dispatch=" + policy});
       // Across processes the instance count is the placement's (nproc - 1).
     }
   }

@@ -76,13 +76,15 @@ void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks,
   std::set<std::string> processes;
   for (const auto& event : trace["traceEvents"]) {
     if (event["ph"] != "M") continue;
-    if (event["name"] == "thread_name") tracks[{event["pid"], event["tid"]}] = event["args"]["name"];
+    if (event["name"] == "thread_name")
+      tracks[{event["pid"], event["tid"]}] = event["args"]["name"];
     if (event["name"] == "process_name") processes.insert(event["args"]["name"]);
   }
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(processes.count("rank " + std::to_string(r)), 1u) << r;
   std::map<std::string, int> spans;
   for (const auto& event : trace["traceEvents"]) {
-    if (event["ph"] == "X") ++spans[tracks.at({event["pid"], event["tid"]}) + "/" + event["name"].get<std::string>()];
+    if (event["ph"] == "X")
+      ++spans[tracks.at({event["pid"], event["tid"]}) + "/" + event["name"].get<std::string>()];
   }
   EXPECT_EQ(spans["trainer (rank 0)/update"], 3);
   for (size_t instance = 0; instance < instance_ranks.size(); ++instance) {
@@ -103,10 +105,10 @@ void expect_trains_like_one_process_sync(const std::string& name, int ranks,
   const auto single = run_command(kAspen + " train " + run("pipeline.mode=sync") + " --out " + one);
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const std::string trace = many + "_trace.json";
-  const auto launched = launch(ranks,
-                               run("pipeline.mode=async pipeline.max_staleness=0 " + placement +
-                                   " logging.trace=" + trace),
-                               many);
+  const auto launched = launch(
+      ranks,
+      run("pipeline.mode=async pipeline.max_staleness=0 " + placement + " logging.trace=" + trace),
+      many);
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   expect_one_trace_with_a_row_per_rank(trace, ranks, instance_ranks);
   const auto a = read_rl_metrics(one);
@@ -144,9 +146,8 @@ TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerTwoInstanceRanksTrainsLikeOneProce
 // policy after each update (for evaluation, export and the instance's weights).
 TEST(AsyncAcrossRanks, ZeroStalenessTensorParallelTrainersAndOneInstanceTrainLikeOneProcessSync) {
   expect_trains_like_one_process_sync(
-      "tp2", 3,
-      "placement.mode=disaggregated placement.train.tp=2 placement.rollout.instances=1", {2},
-      tp_run);
+      "tp2", 3, "placement.mode=disaggregated placement.train.tp=2 placement.rollout.instances=1",
+      {2}, tp_run);
 }
 
 // A tensor-parallel rollout instance: its two ranks step one engine replica together,
@@ -160,8 +161,8 @@ TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerAndATensorParallelInstanceTrainLik
 }
 
 TEST(AsyncAcrossRanks, ZeroStalenessColocatedDataParallelTwoTrainsLikeOneProcessSync) {
-  expect_trains_like_one_process_sync(
-      "colocated", 2, "placement.train.dp=2 placement.rollout.instances=2", {0, 1});
+  expect_trains_like_one_process_sync("colocated", 2,
+                                      "placement.train.dp=2 placement.rollout.instances=2", {0, 1});
 }
 
 // Every trained group once; what was drawn and not trained is at most the admission
@@ -192,18 +193,16 @@ TEST(AsyncAcrossRanks, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceWithJitt
     int64_t eta;
     std::string extra;
   };
-  for (const Case& c : std::vector<Case>{{1, ""},
-                                         {2, ""},
-                                         {1, "pipeline.interrupt=true"},
-                                         {1, "pipeline.dispatch_chunk=1"}}) {
+  for (const Case& c : std::vector<Case>{
+           {1, ""}, {2, ""}, {1, "pipeline.interrupt=true"}, {1, "pipeline.dispatch_chunk=1"}}) {
     SCOPED_TRACE("eta " + std::to_string(c.eta) + " " + c.extra);
     const std::string dir = out_dir("jitter_" + std::to_string(c.eta));
-    const auto launched = launch(
-        3,
-        tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
-                 "pipeline.dispatch=round_robin pipeline.max_staleness=" +
-                 std::to_string(c.eta) + " " + c.extra + " " + kDisaggregated),
-        dir, "", "ASPEN_FAULT_STEP_DELAY_MS=20");
+    const auto launched =
+        launch(3,
+               tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
+                        "pipeline.dispatch=round_robin pipeline.max_staleness=" +
+                        std::to_string(c.eta) + " " + c.extra + " " + kDisaggregated),
+               dir, "", "ASPEN_FAULT_STEP_DELAY_MS=20");
     ASSERT_EQ(launched.exit_code, 0) << launched.output;
     const auto lines = read_rl_metrics(dir);
     ASSERT_EQ(lines.size(), 8u);

@@ -6,18 +6,16 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-
 #include <string>
 
 #include "aspen/util/error.h"
-#include "run_command.h"
 #include "parallel/binaries.h"
+#include "run_command.h"
 
 namespace aspen {
 namespace {
 
 using testing::run_command;
-
 
 TEST(Launcher, RankEnvironmentFollowsTorchrun) {
   LaunchOptions options;
@@ -60,22 +58,22 @@ TEST(Launcher, ValidatesOptions) {
 }
 
 TEST(Launcher, AllRanksSucceedAndSeeTheirEnvironment) {
-  const auto result = run_command(
-      kAspen + " launch --nproc-per-node 3 --master-port 0 -- sh -c "
-               "'echo \"r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK a=$MASTER_ADDR\"'");
+  const auto result = run_command(kAspen +
+                                  " launch --nproc-per-node 3 --master-port 0 -- sh -c "
+                                  "'echo \"r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK a=$MASTER_ADDR\"'");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   for (int r = 0; r < 3; ++r) {
-    const std::string line = "r=" + std::to_string(r) + " w=3 l=" + std::to_string(r) +
-                             " a=127.0.0.1";
+    const std::string line =
+        "r=" + std::to_string(r) + " w=3 l=" + std::to_string(r) + " a=127.0.0.1";
     EXPECT_NE(result.output.find(line), std::string::npos) << result.output;
   }
 }
 
 TEST(Launcher, FailingRankStopsTheOthersAndIsNamed) {
   // Rank 1 fails at once; rank 0 would sleep 60 s unless the launcher stops it.
-  const auto result = run_command(
-      kAspen + " launch --nproc-per-node 2 --master-port 0 -- sh -c "
-               "'if [ \"$RANK\" = 1 ]; then exit 3; fi; sleep 60'");
+  const auto result = run_command(kAspen +
+                                  " launch --nproc-per-node 2 --master-port 0 -- sh -c "
+                                  "'if [ \"$RANK\" = 1 ]; then exit 3; fi; sleep 60'");
   EXPECT_EQ(result.exit_code, 3) << result.output;
   EXPECT_NE(result.output.find("aspen launch: rank 1 exited with code 3"), std::string::npos)
       << result.output;
@@ -83,9 +81,10 @@ TEST(Launcher, FailingRankStopsTheOthersAndIsNamed) {
 }
 
 TEST(Launcher, SigtermIgnoringRankIsKilledAfterTheGracePeriod) {
-  const auto result = run_command(
-      kAspen + " launch --nproc-per-node 2 --master-port 0 --grace-period 1 -- sh -c "
-               "'if [ \"$RANK\" = 0 ]; then sleep 1; kill -9 $$; fi; trap \"\" TERM; sleep 60'");
+  const auto result =
+      run_command(kAspen +
+                  " launch --nproc-per-node 2 --master-port 0 --grace-period 1 -- sh -c "
+                  "'if [ \"$RANK\" = 0 ]; then sleep 1; kill -9 $$; fi; trap \"\" TERM; sleep 60'");
   EXPECT_EQ(result.exit_code, 128 + 9) << result.output;
   EXPECT_GE(result.seconds, 1.9);  // 1 s + the 1 s grace period rank 1 sat out
   EXPECT_NE(result.output.find("aspen launch: rank 0 killed by signal 9"), std::string::npos)
@@ -95,21 +94,24 @@ TEST(Launcher, SigtermIgnoringRankIsKilledAfterTheGracePeriod) {
 
 TEST(Launcher, ToleratedRankMayDieAndTheOthersFinish) {
   // Rank 2 is SIGKILLed at once; ranks 0 and 1 finish their work and the job succeeds.
-  const auto result = run_command(
-      kAspen + " launch --nproc-per-node 3 --master-port 0 --tolerate-exit 1,2 -- sh -c "
-               "'if [ \"$RANK\" = 2 ]; then kill -9 $$; fi; sleep 1; echo done-$RANK'");
+  const auto result =
+      run_command(kAspen +
+                  " launch --nproc-per-node 3 --master-port 0 --tolerate-exit 1,2 -- sh -c "
+                  "'if [ \"$RANK\" = 2 ]; then kill -9 $$; fi; sleep 1; echo done-$RANK'");
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("aspen launch: rank 2 killed by signal 9 (Killed); the others go on"),
-            std::string::npos)
+  EXPECT_NE(
+      result.output.find("aspen launch: rank 2 killed by signal 9 (Killed); the others go on"),
+      std::string::npos)
       << result.output;
   EXPECT_NE(result.output.find("done-0"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("done-1"), std::string::npos) << result.output;
 }
 
 TEST(Launcher, ToleratedRanksStillRunningAreStoppedWhenTheOthersHaveFinished) {
-  const auto result = run_command(
-      kAspen + " launch --nproc-per-node 2 --master-port 0 --grace-period 1 --tolerate-exit 1 "
-               "-- sh -c 'if [ \"$RANK\" = 1 ]; then sleep 60; fi'");
+  const auto result =
+      run_command(kAspen +
+                  " launch --nproc-per-node 2 --master-port 0 --grace-period 1 --tolerate-exit 1 "
+                  "-- sh -c 'if [ \"$RANK\" = 1 ]; then sleep 60; fi'");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("every other rank has finished"), std::string::npos)
       << result.output;
@@ -117,8 +119,8 @@ TEST(Launcher, ToleratedRanksStillRunningAreStoppedWhenTheOthersHaveFinished) {
 }
 
 TEST(Launcher, ToleratedRanksMustBeARankList) {
-  const auto result = run_command(kAspen +
-                                  " launch --nproc-per-node 2 --tolerate-exit 1,x -- true");
+  const auto result =
+      run_command(kAspen + " launch --nproc-per-node 2 --tolerate-exit 1,x -- true");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.output.find("--tolerate-exit 1,x"), std::string::npos) << result.output;
 }

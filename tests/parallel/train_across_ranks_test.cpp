@@ -10,15 +10,14 @@
 
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
-#include "run_command.h"
 #include "parallel/binaries.h"
+#include "run_command.h"
 
 namespace aspen {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::run_command;
-
 
 // A 1-layer model that SFT brings to ~30% on 1-digit addition, so rewards vary within
 // groups and every update has a real gradient (not Adam-amplified rounding noise).

@@ -1,6 +1,8 @@
 // The iteration engine (ASP) in one process: eta = 0 reproduces the synchronous schedule, the
 // staleness bound holds under injected random delays, no group is lost or trained
 // twice, and the trace is a valid Chrome trace with a track per role and instance.
+#include "aspen/pipeline/iteration_engine.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,7 +13,6 @@
 
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
-#include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
 #include "tiny_run.h"
 
@@ -36,9 +37,8 @@ TEST(IterationEngine, ZeroStalenessReproducesTheSyncSchedule) {
   }
   // Streamed (groups trained as they arrive, one step at the end) and batched updates;
   // and groups split into single-sample chunks dispatched on their own.
-  for (const std::string variant :
-       {"pipeline.stream_updates=true", "pipeline.stream_updates=false",
-        "pipeline.dispatch_chunk=1"}) {
+  for (const std::string variant : {"pipeline.stream_updates=true", "pipeline.stream_updates=false",
+                                    "pipeline.dispatch_chunk=1"}) {
     SCOPED_TRACE(variant);
     fs::remove_all(async_dir);
     {

@@ -123,7 +123,8 @@ TEST(Resume, AsyncEngineContinuesLikeAnUninterruptedRun) {
       return g;
     };
     EXPECT_EQ(groups(actual[i]), groups(expected[i])) << "at " << i;
-    EXPECT_DOUBLE_EQ(actual[i]["reward_mean"].get<double>(), expected[i]["reward_mean"].get<double>());
+    EXPECT_DOUBLE_EQ(actual[i]["reward_mean"].get<double>(),
+                     expected[i]["reward_mean"].get<double>());
     EXPECT_NEAR(actual[i]["grad_norm"].get<double>(), expected[i]["grad_norm"].get<double>(), 1e-5);
   }
   const auto a = load_model_weights(full + "/final");

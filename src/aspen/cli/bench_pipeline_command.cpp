@@ -25,8 +25,9 @@ void setup(CLI::App& root) {
   command->add_flag("--json", *json, "print JSON (the only format)");
   command->add_flag("--no-dispatch", *no_dispatch, "skip the dispatch-policy comparison");
   add_device_option(command, *device);
-  command->add_option("--nproc", options->nproc,
-                      "processes per side: 1 trainer + N-1 rollout instance ranks (1: one process)")
+  command
+      ->add_option("--nproc", options->nproc,
+                   "processes per side: 1 trainer + N-1 rollout instance ranks (1: one process)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   on_run(command, [options, no_dispatch, device] {

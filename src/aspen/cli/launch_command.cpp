@@ -22,8 +22,9 @@ std::vector<int> parse_rank_list(const std::string& text, const std::string& opt
   std::vector<int> ranks;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
-    const bool digits = !item.empty() && item.size() < 9 &&
-                        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !item.empty() && item.size() < 9 &&
+        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
     check_input(digits, "'" + item + "' is not a rank", option + " " + text,
                 "give global ranks separated by commas, e.g. 1,2");
     ranks.push_back(std::stoi(item));
@@ -42,20 +43,21 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   command->add_option("--master-addr", options->master_addr, "host of rank 0")
       ->capture_default_str();
-  command->add_option("--master-port", options->master_port,
-                      "rank 0's rendezvous port (0: a free one, single node only)")
+  command
+      ->add_option("--master-port", options->master_port,
+                   "rank 0's rendezvous port (0: a free one, single node only)")
       ->capture_default_str();
   command->add_option("--rdzv-timeout", options->rdzv_timeout_s,
                       "seconds the ranks wait for each other at start-up (0: their default, 300)");
-  command->add_option("--grace-period", options->grace_period_s,
-                      "seconds between SIGTERM and SIGKILL when stopping the ranks")
+  command
+      ->add_option("--grace-period", options->grace_period_s,
+                   "seconds between SIGTERM and SIGKILL when stopping the ranks")
       ->capture_default_str();
   auto tolerate = std::make_shared<std::string>();
   command->add_option("--tolerate-exit", *tolerate,
                       "comma-separated global ranks whose failure does not stop the others "
                       "(e.g. the rollout ranks under pipeline.on_instance_failure: regenerate)");
-  command->add_option("cmd", options->command, "the command each rank runs (after --)")
-      ->required();
+  command->add_option("cmd", options->command, "the command each rank runs (after --)")->required();
   on_run(command, [options, tolerate] {
     options->tolerate_exit = parse_rank_list(*tolerate, "--tolerate-exit");
     return launch(*options);

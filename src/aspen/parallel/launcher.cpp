@@ -1,14 +1,15 @@
-#include <algorithm>
-#include <optional>
-#include <fcntl.h>
 #include "aspen/parallel/launcher.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <optional>
 
 extern char** environ;
 
@@ -27,7 +28,9 @@ namespace {
 
 volatile sig_atomic_t g_forwarded_signal = 0;
 
-void on_signal(int sig) { g_forwarded_signal = sig; }
+void on_signal(int sig) {
+  g_forwarded_signal = sig;
+}
 
 struct Child {
   int rank = 0;
@@ -166,8 +169,8 @@ void LaunchOptions::validate() const {
   check_input(nproc_per_node >= 1, "must be >= 1",
               "--nproc-per-node " + std::to_string(nproc_per_node));
   check_input(nnodes >= 1, "must be >= 1", "--nnodes " + std::to_string(nnodes));
-  check_input(node_rank >= 0 && node_rank < nnodes,
-              "must be in [0, --nnodes)", "--node-rank " + std::to_string(node_rank));
+  check_input(node_rank >= 0 && node_rank < nnodes, "must be in [0, --nnodes)",
+              "--node-rank " + std::to_string(node_rank));
   check_input(master_port >= 0 && master_port <= 65535, "must be in [0, 65535]",
               "--master-port " + std::to_string(master_port));
   check_input(master_port != 0 || nnodes == 1,
@@ -200,7 +203,8 @@ EnvVars rank_environment(const LaunchOptions& options, int local_rank) {
 
 int find_free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(std::string("socket() failed: ") + std::strerror(errno), "--master-port 0");
+  if (fd < 0)
+    throw Error(std::string("socket() failed: ") + std::strerror(errno), "--master-port 0");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -230,7 +234,8 @@ int launch(const LaunchOptions& input) {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
   std::fflush(nullptr);  // children inherit stdio buffers

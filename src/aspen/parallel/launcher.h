@@ -16,13 +16,12 @@
 // elsewhere): its failure is reported as "aspen launch: rank K ...; the others go on"
 // and does not count in the exit status (it was declared survivable). Once every
 // other rank has exited 0, tolerated ranks still running grace_period_s later are
-// stopped (SIGTERM, then SIGKILL after grace_period_s): the job is over. Each child runs in its own process group so
-// the whole subtree of a rank (e.g. `sh -c ...`) is signalled.
-// Returns: 0 when every child exited 0; otherwise the first failure's exit code
-// (128 + S for a signal, as shells report it), never 0.
-// Errors: aspen::Error for invalid options (naming the option) or a failed fork; a
-// command that cannot be executed makes that rank exit with code 127.
-// Thread safety: call from the main thread only (installs signal handlers while running).
+// stopped (SIGTERM, then SIGKILL after grace_period_s): the job is over. Each child runs in its own
+// process group so the whole subtree of a rank (e.g. `sh -c ...`) is signalled. Returns: 0 when
+// every child exited 0; otherwise the first failure's exit code (128 + S for a signal, as shells
+// report it), never 0. Errors: aspen::Error for invalid options (naming the option) or a failed
+// fork; a command that cannot be executed makes that rank exit with code 127. Thread safety: call
+// from the main thread only (installs signal handlers while running).
 #pragma once
 
 #include <string>
@@ -36,9 +35,9 @@ struct LaunchOptions {
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;     // 0: pick a free port (single node only)
-  double rdzv_timeout_s = 0;   // 0: the ranks' default (DistEnv)
-  double grace_period_s = 5;   // SIGTERM -> SIGKILL delay when tearing down
+  int master_port = 29500;         // 0: pick a free port (single node only)
+  double rdzv_timeout_s = 0;       // 0: the ranks' default (DistEnv)
+  double grace_period_s = 5;       // SIGTERM -> SIGKILL delay when tearing down
   std::vector<int> tolerate_exit;  // global ranks whose failure does not stop the job
   std::string stdout_path;         // non-empty: the ranks' stdout is appended there
   std::vector<std::string> command;

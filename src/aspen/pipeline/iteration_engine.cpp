@@ -62,11 +62,11 @@ bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
 // Which ranks train and which run which rollout instances (iteration_engine.h).
 struct EngineLayout {
   int rank = 0;
-  int trainers = 1;            // ranks [0, trainers) train: a DP x TP grid, TP fastest
+  int trainers = 1;  // ranks [0, trainers) train: a DP x TP grid, TP fastest
   int train_tp = 1;
-  int instances = 1;           // rollout instances in the run
-  std::vector<int> instances_here;                // this rank's (led or followed)
-  std::vector<std::vector<int>> instance_ranks;   // [instance] -> its ranks, leader first
+  int instances = 1;                             // rollout instances in the run
+  std::vector<int> instances_here;               // this rank's (led or followed)
+  std::vector<std::vector<int>> instance_ranks;  // [instance] -> its ranks, leader first
   bool trains() const { return rank < trainers; }
 };
 
@@ -166,7 +166,8 @@ class IterationEngine : public Schedule {
   template <typename Fn>
   void shared_stage(const char* consumer, const std::vector<int64_t>& groups, int64_t rows,
                     Fn&& fn);
-  void train_whole_batch(int64_t index, const std::vector<int64_t>& groups, IterationRecord& record);
+  void train_whole_batch(int64_t index, const std::vector<int64_t>& groups,
+                         IterationRecord& record);
   void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& groups,
                     std::vector<Claim>& leases, double& idle, double& sorting);
   void refresh_full_policy();
@@ -184,8 +185,8 @@ class IterationEngine : public Schedule {
   std::optional<ProcessGroupHandle> world_;
   EngineLayout layout_;
   std::optional<ProcessGroupHandle> trainers_;  // trainer ranks (several trainers only)
-  int dp_rank_ = 0;      // which data-parallel share this trainer computes
-  bool writes_ = true;   // training TP rank 0: writes its share's output columns
+  int dp_rank_ = 0;                             // which data-parallel share this trainer computes
+  bool writes_ = true;  // training TP rank 0: writes its share's output columns
   // train.tp > 1: gathers the trained shards into the full policy (setup.model, and
   // the weight set the instances load).
   std::unique_ptr<Resharder> full_resharder_;
@@ -194,7 +195,7 @@ class IterationEngine : public Schedule {
   bool streams_ = false;
   int trainer_track_ = 0;
 
-  DistributedDock distributed_;        // across ranks
+  DistributedDock distributed_;               // across ranks
   std::unique_ptr<TransferDock> local_dock_;  // one process
   TransferDock* dock_ = nullptr;
   WarehouseId weights_from_ = 0;
@@ -230,8 +231,8 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
       trace_(context.trace),
       inject_delay_(context.inject_delay),
       world_(std::move(world)),
-      layout_(engine_layout(config_, world_ ? world_->rank() : 0,
-                            world_ ? world_->world_size() : 1)),
+      layout_(
+          engine_layout(config_, world_ ? world_->rank() : 0, world_ ? world_->world_size() : 1)),
       batch_groups_(config_.rollout.prompts_per_iteration),
       eta_(config_.pipeline.max_staleness),
       prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed) {
@@ -275,7 +276,8 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
         [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
   }
   const std::string rank_suffix = " (rank " + std::to_string(layout_.rank) + ")";
-  if (trace_ != nullptr && layout_.trains()) trainer_track_ = trace_->track("trainer" + rank_suffix);
+  if (trace_ != nullptr && layout_.trains())
+    trainer_track_ = trace_->track("trainer" + rank_suffix);
   if (is_admitter()) {
     dispatcher_.emplace(parse_dispatch_policy(config_.pipeline.dispatch), layout_.instances);
     instances_.resize(static_cast<size_t>(layout_.instances));
@@ -322,8 +324,8 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
         std::make_unique<RolloutWorker>(config_, model, setup_.tokenizer, *dock_, options));
   }
   if (!layout_.instances_here.empty()) {
-    reward_worker_ = std::make_unique<RewardWorker>(config_, setup_, *dock_, trace_,
-                                                    "reward" + rank_suffix);
+    reward_worker_ =
+        std::make_unique<RewardWorker>(config_, setup_, *dock_, trace_, "reward" + rank_suffix);
   }
   if (layout_.trains()) {
     pin_current_thread(config_.pipeline.trainer_cores, "trainer");
@@ -434,8 +436,8 @@ void IterationEngine::refresh_instances() {
       view.busy_at_iteration_start = status.busy_seconds;
     }
     if (status.busy_seconds > 0.5) {
-      dispatcher_->on_throughput(status.instance,
-                                 static_cast<double>(status.scheduled_tokens) / status.busy_seconds);
+      dispatcher_->on_throughput(
+          status.instance, static_cast<double>(status.scheduled_tokens) / status.busy_seconds);
     }
     view.status = status;
     view.seen = true;
@@ -455,12 +457,11 @@ void IterationEngine::refresh_instances() {
       continue;
     }
     const int rank = layout_.instance_ranks[i].front();
-    const std::string what = "rollout instance " + std::to_string(i) + " on rank " +
-                             std::to_string(rank) +
-                             (view.status.exited ? " left the run"
-                                                 : " has not reported for " +
-                                                       std::to_string(static_cast<int>(silent)) +
-                                                       " s");
+    const std::string what =
+        "rollout instance " + std::to_string(i) + " on rank " + std::to_string(rank) +
+        (view.status.exited
+             ? " left the run"
+             : " has not reported for " + std::to_string(static_cast<int>(silent)) + " s");
     check_input(config_.pipeline.on_instance_failure != "stop", what + "; stopping the run",
                 "pipeline.on_instance_failure",
                 "set it to regenerate to continue on the other instances");
@@ -618,10 +619,9 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
                                                       config_.train.mini_batch_size >= rows);
   if (workers_.reference) {
     timed_stage(stages, "reference", trace_, trainer_track_, [&] {
-      shared_stage(rl_consumers::kReference, groups, rows,
-                   [&](const Claim& share) {
-                     reference_stage(*workers_.reference, *dock_, share, writes_);
-                   });
+      shared_stage(rl_consumers::kReference, groups, rows, [&](const Claim& share) {
+        reference_stage(*workers_.reference, *dock_, share, writes_);
+      });
     });
   }
   // Without a decoupled correction the rollout log-probs ARE the right PPO anchor for
@@ -640,8 +640,9 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
   });
   if (workers_.critic) {
     timed_stage(stages, "values", trace_, trainer_track_, [&] {
-      shared_stage(rl_consumers::kValues, groups, rows,
-                   [&](const Claim& share) { value_stage(*workers_.critic, *dock_, share, writes_); });
+      shared_stage(rl_consumers::kValues, groups, rows, [&](const Claim& share) {
+        value_stage(*workers_.critic, *dock_, share, writes_);
+      });
     });
   }
   timed_stage(stages, "advantage", trace_, trainer_track_, [&] {
@@ -650,7 +651,8 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
     if (is_admitter()) {
       ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
       options.groups = groups;
-      const AdvantageStats part = advantage_stage(config_.algorithm, workers_.kl_ctrl, *dock_, options);
+      const AdvantageStats part =
+          advantage_stage(config_.algorithm, workers_.kl_ctrl, *dock_, options);
       stats = {part.rows, part.kl_in_reward, part.kl_coef, workers_.kl_ctrl.value()};
     }
     if (trainers_) broadcast_json(*trainers_, stats, 0);  // also: every advantage is written
@@ -734,8 +736,8 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
     all.versions.insert(all.versions.end(), part_rewards.versions.begin(),
                         part_rewards.versions.end());
     all.groups.insert(part_rewards.groups.begin(), part_rewards.groups.end());
-    const bool done = static_cast<int64_t>(groups.size()) >= batch_groups_ &&
-                      part.pending_required_rows == 0;
+    const bool done =
+        static_cast<int64_t>(groups.size()) >= batch_groups_ && part.pending_required_rows == 0;
     leases.push_back(std::move(part));
     const int64_t rows = static_cast<int64_t>(part_groups.size()) * n;
     const bool proximal = pre_update_stages(part_groups, part_rewards.versions, rows, record);
@@ -902,7 +904,8 @@ nlohmann::json IterationEngine::state() const {
   // Groups admitted but not yet trained are regenerated on resume (same group ids,
   // so the same sampling seeds); what was in flight is not saved.
   nlohmann::json pending = nlohmann::json::array();
-  for (const PromptGroup& group : prompts_.open_groups()) pending.push_back({group.group_id, group.example});
+  for (const PromptGroup& group : prompts_.open_groups())
+    pending.push_back({group.group_id, group.example});
   return {{"prompts", prompts_.state()},
           {"pending", pending},
           {"version", version_},
@@ -913,8 +916,7 @@ nlohmann::json IterationEngine::state() const {
 }
 
 void IterationEngine::restore(const nlohmann::json& state) {
-  check_input(threads_.empty(), "restore must come before the first iteration",
-              "iteration engine");
+  check_input(threads_.empty(), "restore must come before the first iteration", "iteration engine");
   if (!layout_.trains()) return;
   version_ = state.at("version").get<int64_t>();
   trained_tokens_ = state.at("trained_tokens").get<int64_t>();

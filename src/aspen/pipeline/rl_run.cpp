@@ -5,11 +5,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "aspen/io/jsonl.h"
 #include "aspen/model/tp_layout.h"
@@ -23,9 +23,9 @@
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
-#include "aspen/util/log.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
+#include "aspen/util/log.h"
 
 namespace aspen {
 namespace {
@@ -248,10 +248,9 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   ScheduleContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
   const bool async = config.pipeline.mode == "async";
-  std::unique_ptr<Schedule> schedule =
-      async   ? make_iteration_engine(context, world)
-      : world ? make_distributed_sync_schedule(context, *world)
-              : make_sync_schedule(context);
+  std::unique_ptr<Schedule> schedule = async   ? make_iteration_engine(context, world)
+                                       : world ? make_distributed_sync_schedule(context, *world)
+                                               : make_sync_schedule(context);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
   if (checkpoint) schedule->restore(checkpoint->schedule_state.at("schedule"));
   if (schedule->serves_only()) {
@@ -292,7 +291,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   // Rank 0's last checkpoint is written before anyone leaves.
   if (eval_ranks) eval_ranks->barrier();
   if (writer) export_policy(setup, final_dir);
-  if (writer && world && !config.logging.trace.empty()) merge_rank_traces(config.logging.trace, *world);
+  if (writer && world && !config.logging.trace.empty())
+    merge_rank_traces(config.logging.trace, *world);
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   nlohmann::json summary = {
       {"eval_accuracy_before_rl", evals["before"]},

@@ -163,10 +163,10 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
     const int64_t example_index =
         dispatched ? find_column(columns, rl_columns::kExample).values[i].item<int64_t>()
                    : prompts->example_of(info.group_id);
-    check_input(example_index >= 0 &&
-                    example_index < static_cast<int64_t>(setup.train_examples.size()),
-                "example " + std::to_string(example_index) + " out of range",
-                "group " + std::to_string(info.group_id));
+    check_input(
+        example_index >= 0 && example_index < static_cast<int64_t>(setup.train_examples.size()),
+        "example " + std::to_string(example_index) + " out of range",
+        "group " + std::to_string(info.group_id));
     const TaskExample& example = setup.train_examples[static_cast<size_t>(example_index)];
     const RewardInput input{example.prompt_text,
                             setup.tokenizer->decode(response, /*skip_special_tokens=*/true),

@@ -60,9 +60,8 @@ void RolloutWorker::refresh_weights() {
       dock_.latest_weights(options_.weights_from, engine_.policy_version());
   if (!latest) return;
   const auto start = Clock::now();
-  engine_.load_weights(latest->version,
-                       std::map<std::string, torch::Tensor>(latest->tensors.begin(),
-                                                            latest->tensors.end()));
+  engine_.load_weights(latest->version, std::map<std::string, torch::Tensor>(
+                                            latest->tensors.begin(), latest->tensors.end()));
   if (options_.peers) plan_weights_ = latest;  // the followers load it before the next step
   if (options_.trace != nullptr) {
     options_.trace->span(track_, "load weights", start, Clock::now(),
@@ -125,7 +124,8 @@ bool RolloutWorker::start_claim(Claim claim) {
     if (request.id.empty()) {
       const torch::Tensor prompt = prompts.values[i].to(torch::kInt64).contiguous();
       request.id = std::to_string(group) + "/" + std::to_string(claim.lease);
-      request.prompt.assign(prompt.data_ptr<int64_t>(), prompt.data_ptr<int64_t>() + prompt.numel());
+      request.prompt.assign(prompt.data_ptr<int64_t>(),
+                            prompt.data_ptr<int64_t>() + prompt.numel());
       request.params = rollout_sampling(config_, group);
       request.n = 0;
     }
@@ -163,10 +163,10 @@ bool RolloutWorker::start_claim(Claim claim) {
 }
 
 void RolloutWorker::finish_claim(HeldClaim& held) {
-  const bool aborted =
-      held.aborted || std::any_of(held.samples.begin(), held.samples.end(), [](const Completion& c) {
-        return c.finish_reason == FinishReason::kAbort;
-      });
+  const bool aborted = held.aborted || std::any_of(held.samples.begin(), held.samples.end(),
+                                                   [](const Completion& c) {
+                                                     return c.finish_reason == FinishReason::kAbort;
+                                                   });
   if (aborted) {
     log_error("rollout instance ", options_.instance, ": rows of lease ", held.claim.lease,
               " were aborted by the engine; dropped");
@@ -360,8 +360,8 @@ void RolloutWorker::run_loop() {
       options_.trace->span(track_, "generate step", start, Clock::now(), {{"tokens", tokens}});
     }
     if (++steps_ == kill_after_steps_) {
-      log_error("rollout instance ", options_.instance, ": fault injection, SIGKILL after ",
-                steps_, " steps");
+      log_error("rollout instance ", options_.instance, ": fault injection, SIGKILL after ", steps_,
+                " steps");
       raise(SIGKILL);
     }
     if (step_delay_ms_ > 0) {

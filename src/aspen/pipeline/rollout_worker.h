@@ -54,11 +54,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/parallel/process_group.h"

@@ -114,8 +114,9 @@ nlohmann::json SyncSchedule::iteration(int64_t index) {
     timed_stage(stages, "rollout", trace_, rollout_track_, [&] { added = rollout(groups); });
     rows += added;
     RewardStats round;
-    timed_stage(stages, "reward", trace_, trainer_track_,
-                [&] { round = reward_stage(config_, setup_, &prompts_, dock_, claim_rows(added)); });
+    timed_stage(stages, "reward", trace_, trainer_track_, [&] {
+      round = reward_stage(config_, setup_, &prompts_, dock_, claim_rows(added));
+    });
     add_sampling_round(groups, round, algorithm.dynamic_sampling, drawn_groups, kept_groups,
                        record.rewards);
   }

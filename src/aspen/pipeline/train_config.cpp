@@ -1,6 +1,6 @@
-#include <cmath>
 #include "aspen/pipeline/train_config.h"
 
+#include <cmath>
 #include <set>
 
 namespace aspen {
@@ -282,10 +282,10 @@ TrainConfig parse_train_config(Config& config) {
               "groups as they finish",
               config.source() + ": algorithm.dynamic_sampling",
               "set algorithm.dynamic_sampling=false or pipeline.mode=sync");
-  check_input(result.pipeline.dispatch_chunk == 0 ||
-                  result.rollout.n % result.pipeline.dispatch_chunk == 0,
-              "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
-              config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
+  check_input(
+      result.pipeline.dispatch_chunk == 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
+      "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
+      config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
   check_input(!(async && result.placement.swap),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
               "leave memory for the rollout",

@@ -84,13 +84,14 @@ void RolloutEngine::add_request(GenerationRequest request) {
               source);
   if (!request.sample_indices.empty()) {
     check_input(static_cast<int64_t>(request.sample_indices.size()) == request.n,
-                std::to_string(request.sample_indices.size()) + " sample indices for n = " +
-                    std::to_string(request.n),
+                std::to_string(request.sample_indices.size()) +
+                    " sample indices for n = " + std::to_string(request.n),
                 source);
     std::vector<int64_t> sorted = request.sample_indices;
     std::sort(sorted.begin(), sorted.end());
-    check_input(sorted.front() >= 0 && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
-                "sample indices must be distinct and >= 0", source);
+    check_input(
+        sorted.front() >= 0 && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+        "sample indices must be distinct and >= 0", source);
   }
 
   auto record = std::make_unique<RequestRecord>();
