@@ -18,6 +18,7 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
 #include "parallel/binaries.h"
+#include "parallel/rank_runs.h"
 #include "run_command.h"
 
 namespace aspen {
@@ -25,28 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::run_command;
+using testing::tiny_rank_run;
+using testing::tp_rank_run;
 
-// As train_across_ranks_test.cpp: SFT brings the 1-layer model to ~30% on 1-digit
-// addition, so rewards vary within groups and updates move the weights.
-std::string tiny_run(const std::string& extra) {
-  return "model.hidden_size=32 model.num_layers=1 model.head_dim=8 model.intermediate_size=64 "
-         "train.sft_steps=300 train.sft_lr=5e-3 train.sft_batch_size=8 train.iterations=3 "
-         "rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=200 data.eval_size=16 "
-         "'data.task_options={digits: 1}' logging.console=false logging.eval_every=0 "
-         "train.lr=1e-3 " +
-         extra;
-}
 
-// As train_across_ranks_test.cpp: a 2-layer model whose vocabulary is padded to 320
-// rows, so TP 2 can split heads, MLP and vocabulary.
-std::string tp_run(const std::string& extra) {
-  return "model.hidden_size=64 model.num_layers=2 model.head_dim=16 model.intermediate_size=128 "
-         "model.vocab_multiple=64 train.sft_steps=500 train.sft_batch_size=16 train.sft_lr=5e-3 "
-         "train.iterations=3 rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=2000 "
-         "data.eval_size=16 logging.console=false logging.eval_every=0 train.lr=1e-3 "
-         "algorithm.kl_coef=0.01 " +
-         extra;
-}
+
 
 const std::string kDisaggregated =
     "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=2";
@@ -99,7 +83,7 @@ void expect_one_trace_with_a_row_per_rank(const std::string& path, int ranks,
 void expect_trains_like_one_process_sync(const std::string& name, int ranks,
                                          const std::string& placement,
                                          const std::vector<int>& instance_ranks,
-                                         std::string (*run)(const std::string&) = tiny_run) {
+                                         std::string (*run)(const std::string&) = tiny_rank_run) {
   const std::string one = out_dir(name + "_sync");
   const std::string many = out_dir(name + "_async");
   const auto single = run_command(kAspen + " train " + run("pipeline.mode=sync") + " --out " + one);
@@ -147,7 +131,7 @@ TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerTwoInstanceRanksTrainsLikeOneProce
 TEST(AsyncAcrossRanks, ZeroStalenessTensorParallelTrainersAndOneInstanceTrainLikeOneProcessSync) {
   expect_trains_like_one_process_sync(
       "tp2", 3, "placement.mode=disaggregated placement.train.tp=2 placement.rollout.instances=1",
-      {2}, tp_run);
+      {2}, tp_rank_run);
 }
 
 // A tensor-parallel rollout instance: its two ranks step one engine replica together,
@@ -157,7 +141,7 @@ TEST(AsyncAcrossRanks, ZeroStalenessOneTrainerAndATensorParallelInstanceTrainLik
       "rollout_tp2", 3,
       "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=1 "
       "placement.rollout.tp=2",
-      {1}, tp_run);
+      {1}, tp_rank_run);
 }
 
 TEST(AsyncAcrossRanks, ZeroStalenessColocatedDataParallelTwoTrainsLikeOneProcessSync) {
@@ -199,7 +183,7 @@ TEST(AsyncAcrossRanks, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceWithJitt
     const std::string dir = out_dir("jitter_" + std::to_string(c.eta));
     const auto launched =
         launch(3,
-               tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
+               tiny_rank_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
                         "pipeline.dispatch=round_robin pipeline.max_staleness=" +
                         std::to_string(c.eta) + " " + c.extra + " " + kDisaggregated),
                dir, "", "ASPEN_FAULT_STEP_DELAY_MS=20");
@@ -220,7 +204,7 @@ TEST(AsyncAcrossRanks, KilledInstanceRankLosesNothingUnderRegenerate) {
   const std::string dir = out_dir("kill_regenerate");
   const auto launched =
       launch(3,
-             tiny_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
+             tiny_rank_run("pipeline.mode=async train.iterations=8 rollout.max_tokens=12 "
                       "pipeline.max_staleness=1 pipeline.instance_timeout_s=2 "
                       "pipeline.dispatch=round_robin pipeline.on_instance_failure=regenerate " +
                       kDisaggregated),
@@ -243,7 +227,7 @@ TEST(AsyncAcrossRanks, KilledInstanceRankStopsTheRunNamingItUnderStop) {
   const std::string dir = out_dir("kill_stop");
   const auto launched =
       launch(3,
-             tiny_run("pipeline.mode=async train.iterations=50 rollout.max_tokens=12 "
+             tiny_rank_run("pipeline.mode=async train.iterations=50 rollout.max_tokens=12 "
                       "pipeline.instance_timeout_s=2 pipeline.dispatch=round_robin "
                       "pipeline.on_instance_failure=stop " +
                       kDisaggregated),

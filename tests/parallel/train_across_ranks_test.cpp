@@ -11,6 +11,7 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
 #include "parallel/binaries.h"
+#include "parallel/rank_runs.h"
 #include "run_command.h"
 
 namespace aspen {
@@ -18,17 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::run_command;
+using testing::tiny_rank_run;
+using testing::tp_rank_run;
 
-// A 1-layer model that SFT brings to ~30% on 1-digit addition, so rewards vary within
-// groups and every update has a real gradient (not Adam-amplified rounding noise).
-std::string tiny_run(const std::string& extra) {
-  return "model.hidden_size=32 model.num_layers=1 model.head_dim=8 model.intermediate_size=64 "
-         "train.sft_steps=300 train.sft_lr=5e-3 train.sft_batch_size=8 train.iterations=3 "
-         "rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=200 data.eval_size=16 "
-         "'data.task_options={digits: 1}' logging.console=false logging.eval_every=0 "
-         "train.lr=1e-3 " +
-         extra;
-}
+
 
 std::string out_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("aspen_ranks_" + name);
@@ -64,15 +58,6 @@ void expect_same_training(const std::string& one, const std::string& two, int ra
   }
 }
 
-// A 2-layer model on 2-digit addition whose vocabulary is padded to 320 rows (the
-// built-in tokenizer has 259 tokens), so TP 2 can split heads, MLP and vocabulary.
-std::string tp_run() {
-  return "model.hidden_size=64 model.num_layers=2 model.head_dim=16 model.intermediate_size=128 "
-         "model.vocab_multiple=64 train.sft_steps=500 train.sft_batch_size=16 train.sft_lr=5e-3 "
-         "train.iterations=3 rollout.n=4 rollout.prompts_per_iteration=4 data.train_size=2000 "
-         "data.eval_size=16 logging.console=false logging.eval_every=0 train.lr=1e-3 "
-         "algorithm.kl_coef=0.01";
-}
 
 void run_pair(const std::string& name, const std::string& config,
               const std::string& placement = "placement.train.dp=2 placement.rollout.instances=2",
@@ -93,13 +78,13 @@ void run_pair(const std::string& name, const std::string& config,
 }
 
 TEST(TrainAcrossRanks, TwoRanksGrpoTrainsLikeOneProcess) {
-  run_pair("grpo", tiny_run(""));
+  run_pair("grpo", tiny_rank_run(""));
 }
 
 TEST(TrainAcrossRanks, TwoRanksPpoWithCriticKlAndSwapTrainsLikeOneProcess) {
   // Critic values, reference log-probs, KL in the reward (its controller on rank 0) and
   // the optimizer state swapped out during every rollout after the first update.
-  run_pair("ppo", tiny_run("algorithm.name=ppo algorithm.kl_in_reward=true "
+  run_pair("ppo", tiny_rank_run("algorithm.name=ppo algorithm.kl_in_reward=true "
                            "algorithm.kl_coef=0.01 placement.swap=true"));
 }
 
@@ -107,11 +92,11 @@ TEST(TrainAcrossRanks, TwoRanksPpoWithCriticKlAndSwapTrainsLikeOneProcess) {
 // (vocab-parallel head, full-model clip norm) and the resharder all-gathers their
 // shards into each rank's rollout engine.
 TEST(TrainAcrossRanks, TensorParallelTwoRanksTrainLikeOneProcess) {
-  run_pair("tp2", tp_run(), "placement.train.tp=2 placement.rollout.instances=2");
+  run_pair("tp2", tp_rank_run(), "placement.train.tp=2 placement.rollout.instances=2");
 }
 
 TEST(TrainAcrossRanks, DataTimesTensorParallelFourRanksTrainLikeOneProcess) {
-  run_pair("dp2tp2", tp_run(),
+  run_pair("dp2tp2", tp_rank_run(),
            "placement.train.dp=2 placement.train.tp=2 placement.rollout.instances=4", 4);
 }
 
@@ -119,28 +104,28 @@ TEST(TrainAcrossRanks, DataTimesTensorParallelFourRanksTrainLikeOneProcess) {
 // kv heads in their caches, vocab-parallel logits gathered) and keep one copy of its
 // rows; the resharder slices (train TP 1 -> 2: nothing moves) or keeps (2 -> 2) shards.
 TEST(TrainAcrossRanks, TensorParallelRolloutTrainsLikeOneProcess) {
-  run_pair("rollout_tp2", tp_run(),
+  run_pair("rollout_tp2", tp_rank_run(),
            "placement.train.dp=2 placement.rollout.instances=1 placement.rollout.tp=2");
-  run_pair("train_tp2_rollout_tp2", tp_run(),
+  run_pair("train_tp2_rollout_tp2", tp_rank_run(),
            "placement.train.tp=2 placement.rollout.instances=1 placement.rollout.tp=2");
 }
 
 // Four data-parallel trainers serving two rollout instances of TP 2: instance and TP
 // rank follow the resharder's placement (each trainer slices its inference shard).
 TEST(TrainAcrossRanks, FourTrainersServeTwoTensorParallelInstances) {
-  run_pair("dp4_rollout_2x2", tp_run(),
+  run_pair("dp4_rollout_2x2", tp_rank_run(),
            "placement.train.dp=4 placement.rollout.instances=2 placement.rollout.tp=2", 4);
 }
 
 // Disaggregated: ranks [0, dp x tp) train, the others serve rollout; train rank 0
 // broadcasts whole tensors (gathered over training TP first) to the rollout ranks.
 TEST(TrainAcrossRanks, DisaggregatedTrainerAndRolloutRanksTrainLikeOneProcess) {
-  run_pair("disaggregated_1_1", tp_run(),
+  run_pair("disaggregated_1_1", tp_rank_run(),
            "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=1");
 }
 
 TEST(TrainAcrossRanks, DisaggregatedTensorParallelTrainerFeedsTwoInstances) {
-  run_pair("disaggregated_tp2_2", tp_run(),
+  run_pair("disaggregated_tp2_2", tp_rank_run(),
            "placement.mode=disaggregated placement.train.tp=2 placement.rollout.instances=2", 4);
 }
 
@@ -148,7 +133,7 @@ TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
   const std::string dir = out_dir("swap");
   const auto result =
       run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen + " train " +
-                  tiny_run("placement.swap=true") +
+                  tiny_rank_run("placement.swap=true") +
                   " placement.train.dp=2 placement.rollout.instances=2 --out " + dir);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto lines = read_rl_metrics(dir);
@@ -161,7 +146,7 @@ TEST(TrainAcrossRanks, SwapMovesTheOptimizerStateOutDuringRollout) {
 
 TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   const std::string launch = kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen +
-                             " train " + tiny_run("") + " --out " + out_dir("refused");
+                             " train " + tiny_rank_run("") + " --out " + out_dir("refused");
   const std::string tp2 =
       " placement.train.tp=2 placement.rollout.instances=2 model.vocab_multiple=64";
   auto ppo = run_command(launch + tp2 + " algorithm.name=ppo");
@@ -179,7 +164,7 @@ TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   EXPECT_NE(dp.output.find("placement.train.dp"), std::string::npos) << dp.output;
   // A two-rank placement without aspen launch.
   auto alone =
-      run_command(kAspen + " train " + tiny_run("") +
+      run_command(kAspen + " train " + tiny_rank_run("") +
                   " placement.train.dp=2 placement.rollout.instances=2 --out " + out_dir("alone"));
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.output.find("aspen launch --nproc-per-node 2"), std::string::npos)

@@ -47,6 +47,19 @@ std::vector<nlohmann::json> metrics_without_timing(const std::string& dir) {
   return lines;
 }
 
+// Copies the finished 4-iteration run `full` as it was on disk right after its
+// iteration-2 checkpoint into `resumed`, and resumes it there.
+void resume_after_iteration_two(const TrainConfig& config, const std::string& full,
+                                const std::string& resumed) {
+  fs::copy(full, resumed, fs::copy_options::recursive);
+  fs::remove_all(resumed + "/checkpoints/iter_000004");
+  fs::remove_all(resumed + "/final");
+  fs::remove(resumed + "/summary.json");
+  RlSetup setup = build_rl_setup(config);
+  const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
+  EXPECT_EQ(summary["resumed_from_iteration"], 2);
+}
+
 TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
   const TrainConfig config = resume_config();
   const std::string full = ::testing::TempDir() + "/aspen_resume_full";
@@ -63,15 +76,7 @@ TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
   // The interrupted run: what the full run had on disk right after iteration 2
   // (its metrics file then held the SFT/eval lines and two RL lines; the resume
   // must also cut the two later lines away).
-  fs::copy(full, resumed, fs::copy_options::recursive);
-  fs::remove_all(resumed + "/checkpoints/iter_000004");
-  fs::remove_all(resumed + "/final");
-  fs::remove(resumed + "/summary.json");
-  {
-    RlSetup setup = build_rl_setup(config);
-    const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
-    EXPECT_EQ(summary["resumed_from_iteration"], 2);
-  }
+  resume_after_iteration_two(config, full, resumed);
 
   const auto expected = metrics_without_timing(full);
   const auto actual = metrics_without_timing(resumed);
@@ -99,15 +104,7 @@ TEST(Resume, AsyncEngineContinuesLikeAnUninterruptedRun) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{full});
   }
-  fs::copy(full, resumed, fs::copy_options::recursive);
-  fs::remove_all(resumed + "/checkpoints/iter_000004");
-  fs::remove_all(resumed + "/final");
-  fs::remove(resumed + "/summary.json");
-  {
-    RlSetup setup = build_rl_setup(config);
-    const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
-    EXPECT_EQ(summary["resumed_from_iteration"], 2);
-  }
+  resume_after_iteration_two(config, full, resumed);
   const auto expected = read_rl_metrics(full);
   const auto actual = read_rl_metrics(resumed);
   ASSERT_EQ(actual.size(), 4u);
