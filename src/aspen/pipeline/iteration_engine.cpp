@@ -25,6 +25,7 @@
 #include "aspen/pipeline/stage_timer.h"
 #include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
+#include "aspen/pipeline/training_state_swap.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
@@ -190,6 +191,9 @@ class IterationEngine : public Schedule {
   // train.tp > 1: gathers the trained shards into the full policy (setup.model, and
   // the weight set the instances load).
   std::unique_ptr<Resharder> full_resharder_;
+  // placement.swap (eta 0: the trainer waits for every batch): the optimizer state
+  // leaves memory while it waits, and comes back for the update.
+  TrainingStateSwap swap_{false};
   const int64_t batch_groups_;
   const int64_t eta_;
   bool streams_ = false;
@@ -261,7 +265,9 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     dock_ = local_dock_.get();
     weights_from_ = dock_->transport().local_warehouse_id();
   }
-  streams_ = layout_.trainers == 1 && can_stream(config_, workers_);
+  swap_ = TrainingStateSwap(config_.placement.swap && layout_.trains());
+  // A streamed update trains while it waits: nothing could be swapped out.
+  streams_ = layout_.trainers == 1 && can_stream(config_, workers_) && !swap_.enabled();
   dp_rank_ = layout_.rank / layout_.train_tp;
   writes_ = layout_.rank % layout_.train_tp == 0;
   if (layout_.trains() && layout_.train_tp > 1) {
@@ -801,9 +807,14 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   std::vector<int64_t> groups;
   std::vector<Claim> leases;  // the batch's claims, acked after the update
   double idle = 0.0, sorting = 0.0;
+  int64_t swapped_bytes = 0;
   if (streams_) {
     stream_batch(index, record, groups, leases, idle, sorting);
   } else {
+    if (swap_.enabled()) {
+      timed_stage(record.stage_seconds, "swap_out", trace_, trainer_track_,
+                  [&] { swapped_bytes = swap_.swap_out(workers_); });
+    }
     nlohmann::json batch = nlohmann::json::object();
     if (is_admitter()) {
       const auto wait_start = Clock::now();
@@ -833,6 +844,10 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
       record.rewards.lengths = batch.at("lengths").get<std::vector<int64_t>>();
       record.rewards.versions = batch.at("versions").get<std::vector<int64_t>>();
       record.rewards.groups.insert(groups.begin(), groups.end());
+    }
+    if (swap_.enabled()) {
+      timed_stage(record.stage_seconds, "swap_in", trace_, trainer_track_,
+                  [&] { swap_.swap_in(); });
     }
     train_whole_batch(index, groups, record);
   }
@@ -883,6 +898,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   line["bubbles"] = bubbles;
   line["trained_groups"] = static_cast<int64_t>(groups.size());
   line["batch_groups"] = groups;
+  if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
   line["rollout_version"] = published_version_;
   if (is_admitter()) {
     // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).
@@ -942,6 +958,7 @@ void IterationEngine::stop() {
       log_warn("iteration engine: could not post the end of the run: ", e.what());
     }
   }
+  swap_.swap_in();  // no-op unless swapped out
   for (auto& worker : rollout_workers_) worker->stop();
   if (reward_worker_) reward_worker_->stop();
   for (std::thread& thread : threads_) thread.join();

@@ -40,6 +40,10 @@
 // trainers the batch is claimed whole and each stage is claimed once by trainer 0
 // with balance_ranks = dp and handed to the others as metadata (claim_codec.h).
 //
+// Swap (placement.swap, eta 0 only): the trainer's optimizer state and gradients
+// leave memory while it waits for its batch and come back before the update
+// (training_state_swap.h); the update is then batched, not streamed.
+//
 // Weights: every trainer rank publishes the policy as a versioned WeightSet on its own
 // warehouse every sync_every updates; an instance loads the newest set of its rank's
 // warehouse (a rollout-only rank: trainer 0's, fetched over the dock) at a step

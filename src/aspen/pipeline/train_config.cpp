@@ -286,11 +286,12 @@ TrainConfig parse_train_config(Config& config) {
       result.pipeline.dispatch_chunk == 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
       "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
       config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
-  check_input(!(async && result.placement.swap),
+  check_input(!(async && result.placement.swap && result.pipeline.max_staleness > 0),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
-              "leave memory for the rollout",
+              "leave memory for the rollout (only with pipeline.max_staleness 0 does the "
+              "trainer wait for each batch)",
               config.source() + ": placement.swap",
-              "set placement.swap=false or pipeline.mode=sync");
+              "set placement.swap=false, pipeline.max_staleness=0 or pipeline.mode=sync");
   return result;
 }
 
