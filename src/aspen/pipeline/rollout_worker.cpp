@@ -144,7 +144,9 @@ bool RolloutWorker::start_claim(Claim claim) {
       engine_.add_request(std::move(request));
     } catch (const Error& e) {
       // Rows no instance can serve (e.g. longer than the KV cache) are dropped from
-      // the dock, not retried forever.
+      // the dock, not retried forever. Every instance runs the same engine settings,
+      // so the other chunks of a split group are refused alike and the whole group
+      // leaves (no batch waits for a partial one).
       log_error("rollout instance ", options_.instance, ": group ", group, " dropped: ", e.what());
       held.aborted = true;
       continue;
