@@ -1,8 +1,16 @@
 // The `aspen train` configurations the multi-rank tests run (as key=value overrides),
-// shared so every such test trains the same small models.
+// shared so every such test trains the same small models, and the check that a
+// multi-rank run trained like a one-process run.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "aspen/io/model_dir.h"
+#include "aspen/pipeline/rl_run.h"
 
 namespace aspen::testing {
 
@@ -26,6 +34,35 @@ inline std::string tp_rank_run(const std::string& extra = "") {
          "data.eval_size=16 logging.console=false logging.eval_every=0 train.lr=1e-3 "
          "algorithm.kl_coef=0.01 " +
          extra;
+}
+
+// The run in `many` (on `ranks` ranks) trained like the one in `one`: the same samples
+// (sampling is seeded per group and sample, whichever rank runs it), the same update
+// (global denominators, summed gradients) and final weights within 1e-4.
+inline void expect_same_training(const std::string& one, const std::string& many, int ranks) {
+  const auto a = read_rl_metrics(one);
+  const auto b = read_rl_metrics(many);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), a.size());
+  double gradient = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i]["reward_mean"], a[i]["reward_mean"]) << "iteration " << i;
+    EXPECT_EQ(b[i]["response_length_mean"], a[i]["response_length_mean"]) << "iteration " << i;
+    EXPECT_EQ(b[i]["trained_rows"], a[i]["trained_rows"]) << "iteration " << i;
+    EXPECT_EQ(b[i]["trained_tokens"], a[i]["trained_tokens"]) << "iteration " << i;
+    EXPECT_NEAR(b[i]["grad_norm"].get<double>(), a[i]["grad_norm"].get<double>(),
+                1e-4 * (1.0 + a[i]["grad_norm"].get<double>()))
+        << "iteration " << i;
+    EXPECT_EQ(b[i]["ranks"], ranks);
+    gradient += a[i]["grad_norm"].get<double>();
+  }
+  EXPECT_GT(gradient, 0.1) << "the comparison needs updates that move the weights";
+  const auto wa = load_model_weights(one + "/final");
+  const auto wb = load_model_weights(many + "/final");
+  ASSERT_EQ(wa.size(), wb.size());
+  for (const auto& [name, tensor] : wa) {
+    EXPECT_TRUE(torch::allclose(wb.at(name), tensor, 1e-4, 1e-4)) << name;
+  }
 }
 
 }  // namespace aspen::testing

@@ -18,46 +18,16 @@ namespace aspen {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_same_training;
 using testing::run_command;
 using testing::tiny_rank_run;
 using testing::tp_rank_run;
-
-
 
 std::string out_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("aspen_ranks_" + name);
   fs::remove_all(dir);
   return dir.string();
 }
-
-void expect_same_training(const std::string& one, const std::string& two, int ranks) {
-  const auto a = read_rl_metrics(one);
-  const auto b = read_rl_metrics(two);
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), a.size());
-  double gradient = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    // The same samples: sampling is seeded per group and sample, whichever rank runs it.
-    EXPECT_EQ(b[i]["reward_mean"], a[i]["reward_mean"]) << "iteration " << i;
-    EXPECT_EQ(b[i]["response_length_mean"], a[i]["response_length_mean"]) << "iteration " << i;
-    EXPECT_EQ(b[i]["trained_rows"], a[i]["trained_rows"]) << "iteration " << i;
-    EXPECT_EQ(b[i]["trained_tokens"], a[i]["trained_tokens"]) << "iteration " << i;
-    // The same update: global denominators and summed gradients over the two shares.
-    EXPECT_NEAR(b[i]["grad_norm"].get<double>(), a[i]["grad_norm"].get<double>(),
-                1e-4 * (1.0 + a[i]["grad_norm"].get<double>()))
-        << "iteration " << i;
-    EXPECT_EQ(b[i]["ranks"], ranks);
-    gradient += a[i]["grad_norm"].get<double>();
-  }
-  EXPECT_GT(gradient, 0.1) << "the comparison needs updates that move the weights";
-  const auto wa = load_model_weights(one + "/final");
-  const auto wb = load_model_weights(two + "/final");
-  ASSERT_EQ(wa.size(), wb.size());
-  for (const auto& [name, tensor] : wa) {
-    EXPECT_TRUE(torch::allclose(wb.at(name), tensor, 1e-4, 1e-4)) << name;
-  }
-}
-
 
 void run_pair(const std::string& name, const std::string& config,
               const std::string& placement = "placement.train.dp=2 placement.rollout.instances=2",
@@ -85,7 +55,7 @@ TEST(TrainAcrossRanks, TwoRanksPpoWithCriticKlAndSwapTrainsLikeOneProcess) {
   // Critic values, reference log-probs, KL in the reward (its controller on rank 0) and
   // the optimizer state swapped out during every rollout after the first update.
   run_pair("ppo", tiny_rank_run("algorithm.name=ppo algorithm.kl_in_reward=true "
-                           "algorithm.kl_coef=0.01 placement.swap=true"));
+                                "algorithm.kl_coef=0.01 placement.swap=true"));
 }
 
 // Tensor parallelism inside aspen train: the TP ranks of a share train it together

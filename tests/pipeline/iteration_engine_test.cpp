@@ -77,10 +77,10 @@ TEST(IterationEngine, SwappingTheOptimizerStateOutWhileWaitingAtZeroStalenessCha
   // PPO (actor and critic moments) at eta 0: the trainer waits for every batch, the
   // state leaves memory meanwhile and comes back bit for bit before the update.
   auto run = [](bool swap) {
-    const TrainConfig config = tiny_config(
-        {"pipeline.mode=async", "pipeline.max_staleness=0", "train.iterations=3",
-         "algorithm.name=ppo", "train.epochs=2", "train.mini_batch_size=8",
-         std::string("placement.swap=") + (swap ? "true" : "false")});
+    const TrainConfig config =
+        tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "train.iterations=3",
+                     "algorithm.name=ppo", "train.epochs=2", "train.mini_batch_size=8",
+                     std::string("placement.swap=") + (swap ? "true" : "false")});
     RlSetup setup = build_rl_setup(config);
     const std::string dir = ::testing::TempDir() + "/aspen_engine_swap_" + std::to_string(swap);
     fs::remove_all(dir);
