@@ -14,6 +14,7 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/schedule.h"
+#include "swap_check.h"
 #include "tiny_run.h"
 
 namespace aspen {
@@ -74,33 +75,10 @@ TEST(IterationEngine, ZeroStalenessReproducesTheSyncSchedule) {
 }
 
 TEST(IterationEngine, SwappingTheOptimizerStateOutWhileWaitingAtZeroStalenessChangesNothing) {
-  // PPO (actor and critic moments) at eta 0: the trainer waits for every batch, the
-  // state leaves memory meanwhile and comes back bit for bit before the update.
-  auto run = [](bool swap) {
-    const TrainConfig config =
-        tiny_config({"pipeline.mode=async", "pipeline.max_staleness=0", "train.iterations=3",
-                     "algorithm.name=ppo", "train.epochs=2", "train.mini_batch_size=8",
-                     std::string("placement.swap=") + (swap ? "true" : "false")});
-    RlSetup setup = build_rl_setup(config);
-    const std::string dir = ::testing::TempDir() + "/aspen_engine_swap_" + std::to_string(swap);
-    fs::remove_all(dir);
-    run_rl(config, setup, RunOptions{dir});
-    return dir;
-  };
-  const std::string plain = run(false);
-  const std::string swapped = run(true);
-  const auto lines = read_rl_metrics(swapped);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0]["swapped_bytes"], 0);  // no moments before the first step
-  EXPECT_GT(lines[1]["swapped_bytes"].get<int64_t>(), 0);
-  const auto reference = read_rl_metrics(plain);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    EXPECT_EQ(lines[i]["policy_loss"], reference[i]["policy_loss"]) << i;
-    EXPECT_EQ(lines[i]["value_loss"], reference[i]["value_loss"]) << i;
-  }
-  const auto a = load_model_weights(plain + "/final");
-  const auto b = load_model_weights(swapped + "/final");
-  for (const auto& [name, tensor] : a) EXPECT_TRUE(torch::equal(tensor, b.at(name))) << name;
+  // At eta 0 the trainer waits for every batch: the state leaves memory meanwhile and
+  // comes back bit for bit before the update.
+  testing::expect_swap_changes_nothing({"pipeline.mode=async", "pipeline.max_staleness=0"},
+                                       "engine");
 }
 
 TEST(IterationEngine, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRandomDelays) {

@@ -10,6 +10,7 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/pipeline/rl_run.h"
+#include "swap_check.h"
 #include "tiny_run.h"
 
 namespace aspen {
@@ -58,32 +59,8 @@ TEST(SyncSchedule, ShortRunWritesFiniteMetricsAndAnHfCheckpoint) {
 }
 
 TEST(SyncSchedule, SwappingTheOptimizerStateOutDuringRolloutChangesNothing) {
-  // PPO: actor and critic moments leave memory before each rollout and come back
-  // before the update; the run must be bit-identical to one that never swaps.
-  auto run = [](bool swap) {
-    const TrainConfig parsed = testing::tiny_run_config(
-        {"train.iterations=3", "algorithm.name=ppo", "train.epochs=2", "train.mini_batch_size=8",
-         std::string("placement.swap=") + (swap ? "true" : "false")});
-    RlSetup setup = build_rl_setup(parsed);
-    const std::string dir = ::testing::TempDir() + "/aspen_sync_swap_" + std::to_string(swap);
-    std::filesystem::remove_all(dir);
-    run_rl(parsed, setup, RunOptions{dir});
-    return dir;
-  };
-  const std::string plain = run(false);
-  const std::string swapped = run(true);
-  const auto lines = read_rl_metrics(swapped);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0]["swapped_bytes"], 0);  // no moments before the first step
-  EXPECT_GT(lines[1]["swapped_bytes"].get<int64_t>(), 0);
-  const auto reference = read_rl_metrics(plain);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    EXPECT_EQ(lines[i]["grad_norm"], reference[i]["grad_norm"]) << i;
-    EXPECT_EQ(lines[i]["value_loss"], reference[i]["value_loss"]) << i;
-  }
-  const auto a = load_model_weights(plain + "/final");
-  const auto b = load_model_weights(swapped + "/final");
-  for (const auto& [name, tensor] : a) EXPECT_TRUE(torch::equal(b.at(name), tensor)) << name;
+  // Moments leave memory before each rollout and come back before the update.
+  testing::expect_swap_changes_nothing({}, "sync");
 }
 
 }  // namespace
