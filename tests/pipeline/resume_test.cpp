@@ -34,7 +34,10 @@ std::vector<nlohmann::json> metrics_without_timing(const std::string& dir) {
   std::ifstream in(dir + "/metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     nlohmann::json json = nlohmann::json::parse(line);
-    for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps"}) {
+    // Also what depends on thread timing: how old the instances' states were, and how
+    // many groups an idle instance took over (counted since the process started).
+    for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps",
+                               "instance_status_age_max_s", "stolen_groups"}) {
       json.erase(timing);
     }
     if (json.contains("bubbles")) {

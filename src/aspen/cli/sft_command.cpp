@@ -14,7 +14,7 @@
 #include "aspen/io/jsonl.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
-#include "aspen/pipeline/sync_schedule.h"
+#include "aspen/pipeline/greedy_eval.h"
 #include "aspen/pipeline/train_config.h"
 #include "aspen/util/file.h"
 

@@ -21,9 +21,9 @@
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/reward_worker.h"
+#include "aspen/pipeline/rollout_requests.h"
 #include "aspen/pipeline/rollout_worker.h"
 #include "aspen/pipeline/stage_timer.h"
-#include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
 #include "aspen/train/model_copy.h"
@@ -41,6 +41,10 @@ using Clock = std::chrono::steady_clock;
 // The batch lease: the trainer acks it after the update; its failure ends the run.
 constexpr double kBatchLeaseSeconds = 24 * 3600.0;
 constexpr double kPollSeconds = 0.02;  // the trainer's wait between batch claims
+// DAPO dynamic sampling: sampling rounds per batch before it trains on what it has
+// (DAPO's max_num_gen_batches; verl's recipe default is unbounded, 4 keeps a run whose
+// policy has collapsed to uniform rewards from stalling).
+constexpr int kMaxSamplingRounds = 4;
 
 std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int64_t version) {
   auto set = std::make_shared<WeightSet>();
@@ -50,11 +54,14 @@ std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int
 }
 
 // Streaming needs a single optimizer step whose loss and advantages decompose over
-// groups: group-local advantage estimators, no batch-level KL controller, no critic.
+// groups: group-local advantage estimators, no batch-level KL controller, no critic,
+// and every group it receives kept (no dynamic sampling). Sync mode trains each batch
+// whole, so its updates do not depend on the order in which groups finished.
 bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
   const std::string& name = config.algorithm.name;
   const int64_t rows = config.rollout.prompts_per_iteration * config.rollout.n;
-  return config.pipeline.stream_updates && config.train.epochs == 1 &&
+  return config.pipeline.mode == "async" && config.pipeline.stream_updates &&
+         !config.algorithm.dynamic_sampling && config.train.epochs == 1 &&
          (config.train.mini_batch_size <= 0 || config.train.mini_batch_size >= rows) &&
          !workers.critic && !config.algorithm.kl_in_reward &&
          (name == "grpo" || name == "dapo" || name == "dr_grpo" || name == "rloo");
@@ -154,6 +161,12 @@ class IterationEngine : public Schedule {
   void admit();
   void admit_group(const PromptGroup& group, int64_t version_bound);
   int choose_instance(const GroupShape& shape);
+  // Trainer 0: update `index`'s whole batch (with dynamic sampling, its informative
+  // groups): its leases, the groups to train and their rows' versions; every drawn
+  // row's rewards go into `record`.
+  void choose_batch(int64_t index, IterationRecord& record, std::vector<Claim>& leases,
+                    std::vector<int64_t>& groups, std::vector<int64_t>& versions, double& idle,
+                    double& sorting);
   // Trainer 0: claims update `index`'s batch (whole or, streaming, the next part).
   Claim claim_batch(int64_t index, int64_t groups_wanted, bool whole, double& idle,
                     double& sorting);
@@ -168,7 +181,7 @@ class IterationEngine : public Schedule {
   void shared_stage(const char* consumer, const std::vector<int64_t>& groups, int64_t rows,
                     Fn&& fn);
   void train_whole_batch(int64_t index, const std::vector<int64_t>& groups,
-                         IterationRecord& record);
+                         const std::vector<int64_t>& versions, IterationRecord& record);
   void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& groups,
                     std::vector<Claim>& leases, double& idle, double& sorting);
   void refresh_full_policy();
@@ -217,12 +230,15 @@ class IterationEngine : public Schedule {
   std::vector<InstanceView> instances_;
   Clock::time_point started_ = Clock::now();
   int64_t published_version_ = 0;
-  int64_t trained_groups_ = 0;
+  // Groups that left the backlog through a batch: trained, or dropped by dynamic
+  // sampling. Those dropped before a batch's last round are replaced (refilled), so
+  // admission keeps consumed - refilled + waiting below its bound.
+  int64_t consumed_groups_ = 0;
+  int64_t refilled_groups_ = 0;
   double status_age_max_s_ = 0.0;  // oldest live instance state read, this iteration
 
   int64_t version_ = 0;  // the trainers' policy version
-  int64_t samples_ = 0;
-  int64_t samples_before_ = 0;  // generated before a resume (the board restarts at 0)
+  int64_t samples_ = 0;  // rows generated and drawn into batches (trained or dropped)
   int64_t trained_tokens_ = 0;
   int blas_threads_before_ = 0;
 };
@@ -238,7 +254,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
       layout_(
           engine_layout(config_, world_ ? world_->rank() : 0, world_ ? world_->world_size() : 1)),
       batch_groups_(config_.rollout.prompts_per_iteration),
-      eta_(config_.pipeline.max_staleness),
+      eta_(config_.pipeline.mode == "async" ? config_.pipeline.max_staleness : 0),
       prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed) {
   RlSchemaOptions schema = workers_.schema;
   schema.with_dispatch = true;
@@ -537,14 +553,14 @@ void IterationEngine::admit_group(const PromptGroup& group, int64_t version_boun
 void IterationEngine::admit() {
   refresh_instances();
   // Groups admitted and not yet given to a batch are the controller's backlog of the
-  // batch consumer; discarded ones (no instance could serve them) left it and free
-  // their slot.
+  // batch consumer; discarded ones (no instance could serve them, or dropped by
+  // dynamic sampling) left it and free their slot.
   // A batch being trained holds its groups leased until the update acks them: they
   // are not trained yet either (every group has rollout.n rows).
   const ConsumerBacklog backlog = dock_->backlog(rl_consumers::kBatch);
   int64_t waiting = backlog.groups + backlog.leased_rows / config_.rollout.n;
   const int64_t bound = (published_version_ + eta_ + 1) * batch_groups_;
-  while (trained_groups_ + waiting < bound) {
+  while (consumed_groups_ - refilled_groups_ + waiting < bound) {
     admit_group(prompts_.next(1).front(), published_version_);
     ++waiting;
   }
@@ -580,12 +596,68 @@ Claim IterationEngine::claim_batch(int64_t index, int64_t groups_wanted, bool wh
 void IterationEngine::read_back_rewards(const Claim& batch, RewardStats& rewards) {
   const std::vector<ColumnData> columns = dock_->get(batch);
   const ColumnData& scores = find_column(columns, rl_columns::kVerifierScore);
+  const ColumnData& shaped = find_column(columns, rl_columns::kScores);
+  std::map<int64_t, std::pair<double, double>> range;  // group -> shaped (min, max)
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const RowInfo& info = batch.rows[i].info;
     rewards.scores.push_back(scores.values[i].item<double>());
     rewards.lengths.push_back(info.tokens);
     rewards.versions.push_back(info.version);
     rewards.groups.insert(info.group_id);
+    const double r = shaped.values[i].item<double>();
+    auto [it, first] = range.try_emplace(info.group_id, r, r);
+    if (!first) it->second = {std::min(it->second.first, r), std::max(it->second.second, r)};
+  }
+  for (const auto& [group, low_high] : range) {
+    if (low_high.first != low_high.second) rewards.informative.insert(group);
+  }
+}
+
+void IterationEngine::choose_batch(int64_t index, IterationRecord& record,
+                                   std::vector<Claim>& leases, std::vector<int64_t>& groups,
+                                   std::vector<int64_t>& versions, double& idle, double& sorting) {
+  const bool filter = config_.algorithm.dynamic_sampling;
+  const int rounds = filter ? kMaxSamplingRounds : 1;
+  std::set<int64_t> kept;
+  record.sampling_rounds = 0;
+  while (static_cast<int64_t>(kept.size()) < batch_groups_ && record.sampling_rounds < rounds) {
+    ++record.sampling_rounds;
+    const int64_t wanted = batch_groups_ - static_cast<int64_t>(kept.size());
+    Claim claim = claim_batch(index, wanted, /*whole=*/true, idle, sorting);
+    RewardStats round;
+    read_back_rewards(claim, round);
+    RewardStats& all = record.rewards;  // the metrics cover every row generated
+    all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
+    all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
+    all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
+    all.groups.insert(round.groups.begin(), round.groups.end());
+    // DAPO: a group whose rewards are all equal has zero advantage everywhere; it
+    // leaves the dock, and (before the last round) a new group takes its slot.
+    std::vector<RowId> dropped;
+    std::set<int64_t> dropped_groups;
+    for (const ClaimedRow& row : claim.rows) {
+      const int64_t group = row.info.group_id;
+      if (!filter || round.informative.count(group)) {
+        kept.insert(group);
+        versions.push_back(row.info.version);
+      } else {
+        dropped.push_back(row.id);
+        dropped_groups.insert(group);
+      }
+    }
+    if (!dropped.empty()) {
+      dock_->discard(dropped);
+      for (int64_t group : dropped_groups) prompts_.close(group);
+      const auto count = static_cast<int64_t>(dropped_groups.size());
+      consumed_groups_ += count;
+      if (record.sampling_rounds < rounds) refilled_groups_ += count;
+    }
+    leases.push_back(std::move(claim));
+  }
+  groups.assign(kept.begin(), kept.end());
+  if (groups.empty()) {
+    log_warn("iteration ", index + 1, ": no informative group in ", rounds,
+             " sampling rounds; the update is skipped (the policy version still advances)");
   }
 }
 
@@ -671,10 +743,11 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
 }
 
 void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t>& groups,
+                                        const std::vector<int64_t>& versions,
                                         IterationRecord& record) {
   const int64_t rows = static_cast<int64_t>(groups.size()) * config_.rollout.n;
   const uint64_t seed = config_.train.seed + static_cast<uint64_t>(index);
-  const bool proximal = pre_update_stages(groups, record.rewards.versions, rows, record);
+  const bool proximal = pre_update_stages(groups, versions, rows, record);
   if (inject_delay_) inject_delay_("trainer");
   timed_stage(record.stage_seconds, "update", trace_, trainer_track_, [&] {
     if (!trainers_) {
@@ -717,7 +790,7 @@ void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t
     trainers_->all_reduce_sum(counts);
     stats.rows = std::llround(counts[0].item<double>());
     stats.response_tokens = std::llround(counts[1].item<double>());
-    stats.row_versions = record.rewards.versions;
+    stats.row_versions = versions;
     record.update = stats;
   });
 }
@@ -816,18 +889,20 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
                   [&] { swapped_bytes = swap_.swap_out(workers_); });
     }
     nlohmann::json batch = nlohmann::json::object();
+    std::vector<int64_t> versions;  // of the rows to train
     if (is_admitter()) {
       const auto wait_start = Clock::now();
-      leases.push_back(claim_batch(index, batch_groups_, /*whole=*/true, idle, sorting));
-      read_back_rewards(leases.back(), record.rewards);
+      choose_batch(index, record, leases, groups, versions, idle, sorting);
       if (trace_ != nullptr && idle > 0) {
         trace_->span(trainer_track_, "wait", wait_start, Clock::now(), {{"sorting_s", sorting}});
       }
-      groups.assign(record.rewards.groups.begin(), record.rewards.groups.end());
       batch = {{"groups", groups},
+               {"trained_versions", versions},
+               {"sampling_rounds", record.sampling_rounds},
                {"scores", record.rewards.scores},
                {"lengths", record.rewards.lengths},
-               {"versions", record.rewards.versions}};
+               {"versions", record.rewards.versions},
+               {"drawn_groups", record.rewards.groups}};
     }
     if (trainers_) {
       // The wait for a batch has no bound (generation takes as long as it takes), so
@@ -840,21 +915,26 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
         batch = await_status(key);
       }
       groups = batch.at("groups").get<std::vector<int64_t>>();
+      versions = batch.at("trained_versions").get<std::vector<int64_t>>();
+      record.sampling_rounds = batch.at("sampling_rounds").get<int64_t>();
       record.rewards.scores = batch.at("scores").get<std::vector<double>>();
       record.rewards.lengths = batch.at("lengths").get<std::vector<int64_t>>();
       record.rewards.versions = batch.at("versions").get<std::vector<int64_t>>();
-      record.rewards.groups.insert(groups.begin(), groups.end());
+      const auto drawn = batch.at("drawn_groups").get<std::vector<int64_t>>();
+      record.rewards.groups.insert(drawn.begin(), drawn.end());
     }
+    record.update.row_versions = versions;
     if (swap_.enabled()) {
       timed_stage(record.stage_seconds, "swap_in", trace_, trainer_track_,
                   [&] { swap_.swap_in(); });
     }
-    train_whole_batch(index, groups, record);
+    // Every group dropped (dynamic sampling) in every round: no update this time.
+    if (!groups.empty()) train_whole_batch(index, groups, versions, record);
   }
   if (is_admitter()) {
     for (const Claim& lease : leases) dock_->ack(lease);
     for (int64_t group : groups) prompts_.close(group);
-    trained_groups_ += static_cast<int64_t>(groups.size());
+    consumed_groups_ += static_cast<int64_t>(groups.size());
   }
   record.stage_seconds["wait"] = idle;
   ++version_;
@@ -877,26 +957,23 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   BubbleAccounting trainer(1, 1);
   trainer.add_idle(BubbleRole::kTrainer, idle);
   trainer.add_sorting_wait(sorting);
-  for (int64_t v : record.rewards.versions) trainer.add_staleness(index - v, 1);
+  for (int64_t v : record.update.row_versions) trainer.add_staleness(index - v, 1);
   nlohmann::json bubbles = trainer.to_json(record.seconds);
   nlohmann::json rollout = nlohmann::json::object();
-  int64_t generated = 0;
   if (is_admitter()) {
     refresh_instances();
     rollout = rollout_bubbles(record.seconds);
-    for (const InstanceView& view : instances_) generated += view.status.completed_samples;
   }
-  if (trainers_) {
-    nlohmann::json shared = {{"rollout", rollout}, {"generated", generated}};
-    broadcast_json(*trainers_, shared, 0);
-    rollout = shared.at("rollout");
-    generated = shared.at("generated").get<int64_t>();
-  }
-  samples_ = samples_before_ + generated;
+  if (trainers_) broadcast_json(*trainers_, rollout, 0);
+  // Counted at the batch, not at the instances: rows still generating are not yet
+  // samples of the run (and are regenerated after a resume).
+  samples_ += static_cast<int64_t>(record.rewards.scores.size());
   for (const char* key : {"skewness", "rollout_idle"}) bubbles[key] = rollout.value(key, 0.0);
   bubbles["padding_static_equivalent"] = padding_fraction({record.rewards.lengths});
   line["bubbles"] = bubbles;
   line["trained_groups"] = static_cast<int64_t>(groups.size());
+  // Dynamic sampling: groups drawn for this batch and dropped (all rewards equal).
+  line["dropped_groups"] = static_cast<int64_t>(record.rewards.groups.size() - groups.size());
   line["batch_groups"] = groups;
   if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
   line["rollout_version"] = published_version_;
@@ -927,7 +1004,8 @@ nlohmann::json IterationEngine::state() const {
           {"version", version_},
           {"samples", samples_},
           {"trained_tokens", trained_tokens_},
-          {"trained_groups", trained_groups_},
+          {"consumed_groups", consumed_groups_},
+          {"refilled_groups", refilled_groups_},
           {"kl_reward_coef", workers_.kl_ctrl.value()}};
 }
 
@@ -936,13 +1014,20 @@ void IterationEngine::restore(const nlohmann::json& state) {
   if (!layout_.trains()) return;
   version_ = state.at("version").get<int64_t>();
   trained_tokens_ = state.at("trained_tokens").get<int64_t>();
-  samples_before_ = samples_ = state.at("samples").get<int64_t>();
+  samples_ = state.at("samples").get<int64_t>();
   workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
   publish();  // setup.model is the restored full policy
   if (!is_admitter()) return;
   prompts_.restore(state.at("prompts"));
-  trained_groups_ = state.at("trained_groups").get<int64_t>();
-  for (const auto& entry : state.at("pending")) {
+  if (state.contains("consumed_groups")) {
+    consumed_groups_ = state.at("consumed_groups").get<int64_t>();
+    refilled_groups_ = state.at("refilled_groups").get<int64_t>();
+  } else {
+    // A checkpoint of the schedules before the engine (sync, or async with its own
+    // ledger): every finished version consumed one batch of groups, none pending.
+    consumed_groups_ = state.value("trained_groups", version_ * batch_groups_);
+  }
+  for (const auto& entry : state.value("pending", nlohmann::json::array())) {
     admit_group(PromptGroup{entry.at(0).get<int64_t>(), entry.at(1).get<int64_t>()}, version_);
   }
 }

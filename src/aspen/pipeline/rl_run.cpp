@@ -17,11 +17,10 @@
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
-#include "aspen/pipeline/distributed_sync_schedule.h"
+#include "aspen/pipeline/greedy_eval.h"
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
-#include "aspen/pipeline/sync_schedule.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
@@ -247,10 +246,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   TraceWriter trace(trace_path, rank + 1, "rank " + std::to_string(rank));
   ScheduleContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
-  const bool async = config.pipeline.mode == "async";
-  std::unique_ptr<Schedule> schedule = async   ? make_iteration_engine(context, world)
-                                       : world ? make_distributed_sync_schedule(context, *world)
-                                               : make_sync_schedule(context);
+  // Every mode and layout is the one engine (sync: eta = 0).
+  std::unique_ptr<Schedule> schedule = make_iteration_engine(context, world);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
   if (checkpoint) schedule->restore(checkpoint->schedule_state.at("schedule"));
   if (schedule->serves_only()) {

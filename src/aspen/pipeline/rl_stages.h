@@ -96,7 +96,7 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
 // Each stage comes in two forms: with ClaimOptions it claims its rows, computes and
 // acks; with a Claim it computes on rows claimed elsewhere and leaves the ack to the
 // claimer (a multi-rank schedule claims once and hands each rank its share:
-// distributed_sync_schedule.h). The Claim forms do nothing for an empty claim; with
+// iteration_engine.h). The Claim forms do nothing for an empty claim; with
 // write = false they compute but put nothing (the tensor-parallel peers of the rank
 // that writes: they must run the same collectives, and one copy of a column is enough).
 void reference_stage(ReferencePolicy& reference, TransferDock& dock, const ClaimOptions& claim);

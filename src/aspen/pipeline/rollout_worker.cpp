@@ -8,7 +8,7 @@
 
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/pipeline/rl_rows.h"
-#include "aspen/pipeline/sync_schedule.h"
+#include "aspen/pipeline/rollout_requests.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"

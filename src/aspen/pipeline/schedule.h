@@ -56,6 +56,4 @@ struct ScheduleContext {
   std::function<void(const std::string& role)> inject_delay = {};
 };
 
-std::unique_ptr<Schedule> make_sync_schedule(const ScheduleContext& context);
-
 }  // namespace aspen

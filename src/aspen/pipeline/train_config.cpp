@@ -205,9 +205,11 @@ PipelineSection read_pipeline(ConfigSection s) {
   check_positive(p.sync_every, s.where("sync_every"));
   check_positive(p.instances, s.where("instances"));
   check_positive(p.rollout_threads, s.where("rollout_threads"));
-  check_input(p.sync_every <= p.max_staleness + 1,
-              "must be <= max_staleness + 1: rows from weights older than that could not be "
-              "trained within the staleness bound",
+  // Sync mode is the engine at eta = 0 whatever max_staleness says.
+  const int64_t eta = p.mode == "async" ? p.max_staleness : 0;
+  check_input(p.sync_every <= eta + 1,
+              "must be <= max_staleness + 1 (1 in sync mode): rows from weights older than "
+              "that could not be trained within the staleness bound",
               s.where("sync_every"));
   s.finish();
   return p;
@@ -277,11 +279,6 @@ TrainConfig parse_train_config(Config& config) {
   if (result.algorithm.off_policy == "auto") {
     result.algorithm.off_policy = async ? "decoupled" : "none";
   }
-  check_input(!(async && result.algorithm.dynamic_sampling),
-              "DAPO dynamic sampling refills a synchronous batch; the async pipeline trains "
-              "groups as they finish",
-              config.source() + ": algorithm.dynamic_sampling",
-              "set algorithm.dynamic_sampling=false or pipeline.mode=sync");
   check_input(
       result.pipeline.dispatch_chunk == 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
       "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",

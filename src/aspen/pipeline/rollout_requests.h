@@ -1,0 +1,30 @@
+// What a training rollout asks of a RolloutEngine: the engine settings of the run's
+// rollout instances, the sampling parameters of a prompt group (seeded per group, so
+// the same group samples the same tokens on any instance, rank or resume), and the
+// request of one group. Shared by the iteration engine (admission) and the rollout
+// workers (requests from claimed rows).
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+
+#include "aspen/pipeline/prompt_source.h"
+#include "aspen/pipeline/rl_setup.h"
+#include "aspen/pipeline/train_config.h"
+#include "aspen/rollout/engine.h"
+
+namespace aspen {
+
+// Engine settings of the run's rollout instances (KV cache, batch limits, EOS, seed).
+EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& setup);
+
+// The sampling parameters of a training rollout, seeded per prompt group. With
+// rollout.long_tail_fraction a fixed pseudo-random share of the groups must run to
+// max_tokens (min_tokens = max_tokens): the long tail of a real length distribution.
+SamplingParams rollout_sampling(const TrainConfig& config, int64_t group_id);
+
+// The rollout request of one prompt group (rollout.n samples), named by its group id.
+GenerationRequest group_request(const TrainConfig& config, const RlSetup& setup,
+                                const PromptGroup& group);
+
+}  // namespace aspen
