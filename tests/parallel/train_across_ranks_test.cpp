@@ -23,10 +23,22 @@ using testing::run_command;
 using testing::tiny_rank_run;
 using testing::tp_rank_run;
 
+std::string dir_of(const std::string& name) {
+  return (fs::path(::testing::TempDir()) / ("aspen_ranks_" + name)).string();
+}
+
 std::string out_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("aspen_ranks_" + name);
-  fs::remove_all(dir);
-  return dir.string();
+  fs::remove_all(dir_of(name));
+  return dir_of(name);
+}
+
+// What rank 0 received per publish to build its inference shards (allgather-swap).
+std::vector<int64_t> reshard_bytes(const std::string& name) {
+  std::vector<int64_t> bytes;
+  for (const auto& line : read_rl_metrics(dir_of(name + "_two"))) {
+    bytes.push_back(line.value("reshard_bytes_moved", int64_t{-1}));
+  }
+  return bytes;
 }
 
 void run_pair(const std::string& name, const std::string& config,
@@ -76,8 +88,18 @@ TEST(TrainAcrossRanks, DataTimesTensorParallelFourRanksTrainLikeOneProcess) {
 TEST(TrainAcrossRanks, TensorParallelRolloutTrainsLikeOneProcess) {
   run_pair("rollout_tp2", tp_rank_run(),
            "placement.train.dp=2 placement.rollout.instances=1 placement.rollout.tp=2");
+  EXPECT_EQ(reshard_bytes("rollout_tp2"), std::vector<int64_t>(3, 0)) << "a split moves nothing";
   run_pair("train_tp2_rollout_tp2", tp_rank_run(),
            "placement.train.tp=2 placement.rollout.instances=1 placement.rollout.tp=2");
+  EXPECT_EQ(reshard_bytes("train_tp2_rollout_tp2"), std::vector<int64_t>(3, 0));
+}
+
+// Train TP 4 -> two instances of TP 2: each pair of training ranks all-gathers its
+// halves of one inference shard (and only those), and the instances generate with them.
+TEST(TrainAcrossRanks, TensorParallelInstancesAllGatherTheirShardsFromTheTrainers) {
+  run_pair("train_tp4_rollout_2x2", tp_rank_run("model.num_kv_heads=4"),
+           "placement.train.tp=4 placement.rollout.instances=2 placement.rollout.tp=2", 4);
+  for (int64_t bytes : reshard_bytes("train_tp4_rollout_2x2")) EXPECT_GT(bytes, 0);
 }
 
 // Four data-parallel trainers serving two rollout instances of TP 2: instance and TP

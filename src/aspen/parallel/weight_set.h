@@ -5,12 +5,17 @@
 // version that produced them. Rollout instances read `latest()` at a step boundary
 // and switch when the version changed; a set is immutable once published, so an
 // instance may keep using the previous one while a newer one is being built.
-// Thread safety: WeightBoard is safe to use from any number of threads.
+// WeightHistory keeps every published set a consumer has not passed yet, for the
+// ranks of a tensor-parallel rollout instance that each hold their own shards: the
+// leader picks a version, and every peer takes exactly that version of its shards,
+// however many newer ones were published meanwhile.
+// Thread safety: WeightBoard and WeightHistory are safe to use from any threads.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +52,39 @@ class WeightBoard {
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<const WeightSet> latest_;
+};
+
+// Sets by version for ONE consumer: publish adds; take(v) returns set v and forgets
+// every older one (the consumer never goes back), keeping the newer ones.
+class WeightHistory {
+ public:
+  void publish(std::shared_ptr<const WeightSet> weights) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t version = weights->version;
+    sets_[version] = std::move(weights);
+  }
+  // The newest version published; -1 before the first publish.
+  int64_t latest_version() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sets_.empty() ? -1 : sets_.rbegin()->first;
+  }
+  // Set `version` (null when it was never published or is already passed).
+  std::shared_ptr<const WeightSet> take(int64_t version) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sets_.find(version);
+    if (it == sets_.end()) return nullptr;
+    std::shared_ptr<const WeightSet> set = it->second;
+    sets_.erase(sets_.begin(), it);
+    return set;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sets_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<int64_t, std::shared_ptr<const WeightSet>> sets_;  // GUARDED_BY(mutex_)
 };
 
 }  // namespace aspen

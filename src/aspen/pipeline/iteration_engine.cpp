@@ -78,6 +78,22 @@ struct EngineLayout {
   bool trains() const { return rank < trainers; }
 };
 
+// Colocated tensor-parallel instances take their shards from the resharder, so an
+// instance is the ranks the inference layout groups (resharder.h): inference TP rank
+// s of replica i is instance i's peer s.
+ReshardPlan instance_reshard_plan(const Placement& p) {
+  ReshardPlan plan;
+  plan.train_dp = p.train_dp;
+  plan.train_tp = p.train_tp;
+  plan.infer_tp = p.rollout_tp;
+  plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
+  return plan;
+}
+
+bool instances_take_resharded_shards(const TrainConfig& config, int world_size) {
+  return world_size > 1 && config.placement.mode == "colocated" && config.placement.rollout_tp > 1;
+}
+
 EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) {
   EngineLayout layout;
   layout.rank = rank;
@@ -93,12 +109,24 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
   layout.instances = p.rollout_instances;
   layout.train_tp = p.train_tp;
   layout.trainers = p.mode == "colocated" ? world_size : p.train_dp * p.train_tp;
-  // Instance i is rollout.tp consecutive ranks: from 0 colocated, after the trainers
-  // disaggregated; its first rank leads.
+  // Instance i is rollout.tp ranks: consecutive after the trainers disaggregated,
+  // the inference layout's replica i colocated; its first rank leads.
   const int first = p.mode == "colocated" ? 0 : layout.trainers;
+  std::vector<std::vector<int>> colocated(static_cast<size_t>(layout.instances),
+                                          std::vector<int>(static_cast<size_t>(p.rollout_tp)));
+  if (instances_take_resharded_shards(config, world_size)) {
+    const ReshardPlan plan = instance_reshard_plan(p);
+    plan.validate(world_size);
+    for (int r = 0; r < world_size; ++r) {
+      const InferencePlacement at = inference_placement(plan, r);
+      colocated.at(static_cast<size_t>(at.replica)).at(static_cast<size_t>(at.tp_rank)) = r;
+    }
+  }
   for (int i = 0; i < layout.instances; ++i) {
     std::vector<int> ranks;
     for (int t = 0; t < p.rollout_tp; ++t) ranks.push_back(first + i * p.rollout_tp + t);
+    if (instances_take_resharded_shards(config, world_size))
+      ranks = colocated[static_cast<size_t>(i)];
     if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
       layout.instances_here.push_back(i);
     }
@@ -185,6 +213,7 @@ class IterationEngine : public Schedule {
   void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& groups,
                     std::vector<Claim>& leases, double& idle, double& sorting);
   void refresh_full_policy();
+  void publish_weights();  // this rank's set of version_ (collective over the trainers)
   void publish();
   void check_workers() const;
   // Polls the status board until `key` is posted; its value as JSON.
@@ -204,6 +233,12 @@ class IterationEngine : public Schedule {
   // train.tp > 1: gathers the trained shards into the full policy (setup.model, and
   // the weight set the instances load).
   std::unique_ptr<Resharder> full_resharder_;
+  // Colocated tensor-parallel instances (allgather-swap): the trained shards become
+  // this rank's inference shards after each update, and its instance peer takes them
+  // from `own_shards_` (nothing goes through the dock's weight board).
+  std::unique_ptr<Resharder> instance_resharder_;
+  std::shared_ptr<WeightHistory> own_shards_;
+  int64_t reshard_bytes_moved_ = 0;  // received by this rank in the last reshard
   // placement.swap (eta 0: the trainer waits for every batch): the optimizer state
   // leaves memory while it waits, and comes back for the update.
   TrainingStateSwap swap_{false};
@@ -297,6 +332,13 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
         trainers_, plan,
         [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
   }
+  if (world_ && instances_take_resharded_shards(config_, world_->world_size())) {
+    const ModelConfig model_config = setup_.model->config;
+    instance_resharder_ = std::make_unique<Resharder>(
+        trainers_, instance_reshard_plan(config_.placement),
+        [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
+    own_shards_ = std::make_shared<WeightHistory>();
+  }
   const std::string rank_suffix = " (rank " + std::to_string(layout_.rank) + ")";
   if (trace_ != nullptr && layout_.trains())
     trainer_track_ = trace_->track("trainer" + rank_suffix);
@@ -328,6 +370,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     options.weights_from = weights_from_;
     options.lease_s = config_.pipeline.instance_timeout_s;
     options.trace = trace_;
+    options.own_shards = own_shards_;
     QwenForCausalLM model{nullptr};
     auto group = instance_groups.find(instance);
     if (group != instance_groups.end()) {
@@ -356,7 +399,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     blas_threads_before_ = blas_threads();
     set_blas_threads(std::max(1, config_.pipeline.threads));
     // The weights every instance starts from (version 0, or the resumed version).
-    dock_->publish_weights(weight_set_of(setup_.model, version_));
+    publish_weights();
   }
   if (world_) world_->barrier();  // weights are on the board before any instance looks
 }
@@ -847,11 +890,22 @@ void IterationEngine::refresh_full_policy() {
       "gathered policy");
 }
 
-void IterationEngine::publish() {
+void IterationEngine::publish_weights() {
+  if (instance_resharder_) {
+    // Collective over the trainers (every rank, colocated): each gets its own shard.
+    own_shards_->publish(
+        instance_resharder_->reshard(workers_.actor->model()->hf_state(), version_));
+    reshard_bytes_moved_ = instance_resharder_->last_stats().bytes_moved;
+    return;
+  }
   // Every training rank holds the full policy in setup.model (train.tp > 1: gathered
-  // after each update) and serves it from its own warehouse; instances switch to it at
-  // their next step boundary.
+  // after each update) and serves it from its own warehouse.
   dock_->publish_weights(weight_set_of(setup_.model, version_));
+}
+
+void IterationEngine::publish() {
+  // Instances switch to the new weights at their next step boundary.
+  publish_weights();
   if (trainers_) trainers_->barrier();  // every trainer's set is up before admission
   if (is_admitter()) published_version_ = version_;
 }
@@ -976,6 +1030,9 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   line["dropped_groups"] = static_cast<int64_t>(record.rewards.groups.size() - groups.size());
   line["batch_groups"] = groups;
   if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
+  // Allgather-swap: bytes rank 0 received to build its inference shards (0 when the
+  // inference layout is a split of the training one: every rank slices locally).
+  if (instance_resharder_) line["reshard_bytes_moved"] = reshard_bytes_moved_;
   line["rollout_version"] = published_version_;
   if (is_admitter()) {
     // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).

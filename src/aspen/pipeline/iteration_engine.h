@@ -1,15 +1,18 @@
-// IterationEngine: the asynchronous RL pipeline (ASP) as ONE engine for every
-// process layout, with the TransferDock as its only ledger.
+// IterationEngine: the RL pipeline as ONE engine for every mode and process layout,
+// with the TransferDock as its only ledger. pipeline.mode async is ASP at
+// eta = pipeline.max_staleness; sync is the same engine at eta = 0 with whole-batch
+// updates (never streamed, so each update is the same computation however the
+// groups finished).
 //
 // Layouts (placement.h; rollout instances run at rollout TP 1, trainers at any DP x TP):
 //   one process      the trainer on the driver thread, pipeline.instances rollout
 //                    instances on threads of their own, a reward thread; the dock is
 //                    in-process.
-//   colocated        (aspen launch) every rank trains (data-parallel over the ranks)
-//                    AND runs one rollout instance thread and a reward thread.
-//   disaggregated    (aspen launch) ranks [0, train.dp) train; each of the next
-//                    rollout.instances ranks runs one rollout instance (its main
-//                    thread) and a reward thread.
+//   colocated        (aspen launch) every rank trains (the DP x TP grid) AND runs a
+//                    rollout instance thread (a rank of one, rollout.tp ranks per
+//                    instance) and a reward thread.
+//   disaggregated    (aspen launch) ranks [0, dp x tp) train; each instance is the
+//                    next rollout.tp ranks (its main thread) with a reward thread.
 // The engine decides only WHEN things happen; every stage is the shared dock consumer
 // of rl_stages.h, and rollout instances and reward are the RolloutWorker and
 // RewardWorker loops (rollout_worker.h, reward_worker.h), wherever they run.
@@ -34,6 +37,12 @@
 // schedule (B groups per version, all trained by the next update). Rewards, lengths
 // and versions for the metrics are read back from the batch's rows and columns.
 //
+// DAPO dynamic sampling (algorithm.dynamic_sampling): the batch is claimed in rounds;
+// a group whose shaped rewards are all equal is discarded from the dock and, before
+// the 4th round, replaced by a newly admitted group (admission counts consumed minus
+// refilled groups). After the 4th round the batch trains on the informative groups it
+// has; with none, the update is skipped and the version still advances.
+//
 // Streaming (pipeline.stream_updates, one trainer, single-step group-local updates):
 // the batch is claimed in parts (complete_window = false), each trained as it comes
 // (gradients accumulated), one optimizer step when the batch is whole. With several
@@ -47,7 +56,9 @@
 // Weights: every trainer rank publishes the policy as a versioned WeightSet on its own
 // warehouse every sync_every updates; an instance loads the newest set of its rank's
 // warehouse (a rollout-only rank: trainer 0's, fetched over the dock) at a step
-// boundary.
+// boundary. Colocated tensor-parallel instances instead take the shard their own rank
+// resharded from the training layout (allgather-swap, resharder.h): an instance is
+// the ranks of one inference replica, and its leader tells the peers which version.
 //
 // Where rows live: a training rank keeps what it writes in its own warehouse; a
 // rollout-only rank keeps none and writes its finished rows into trainer 0's

@@ -2,8 +2,8 @@
 // whole generated groups of consumer "reward" from the dock (whichever warehouse
 // holds them), scores them (reward_stage: verifier, DAPO overlong shaping; the
 // example comes from the rows' `example` column) and acks, which makes them ready
-// for the trainer's batch claim. (DAPO dynamic sampling stays with the synchronous
-// schedule: train_config.cpp refuses it with pipeline.mode async.)
+// for the trainer's batch claim (which drops DAPO's uninformative groups:
+// iteration_engine.h).
 // Runs beside the rollout instances of a process, on its own thread.
 // Thread safety: run() on one thread; stop() from any thread. The first error ends
 // run() and is kept for error() (the trainer rethrows it).

@@ -56,8 +56,13 @@ RolloutWorker::RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
 }
 
 void RolloutWorker::refresh_weights() {
-  std::shared_ptr<const WeightSet> latest =
-      dock_.latest_weights(options_.weights_from, engine_.policy_version());
+  std::shared_ptr<const WeightSet> latest;
+  if (options_.own_shards) {
+    const int64_t version = options_.own_shards->latest_version();
+    if (version > engine_.policy_version()) latest = options_.own_shards->take(version);
+  } else {
+    latest = dock_.latest_weights(options_.weights_from, engine_.policy_version());
+  }
   if (!latest) return;
   const auto start = Clock::now();
   engine_.load_weights(latest->version, std::map<std::string, torch::Tensor>(
@@ -246,6 +251,11 @@ void RolloutWorker::post_status(bool exited) {
 void RolloutWorker::send_plan(bool step, bool stop) {
   ProcessGroupHandle& peers = *options_.peers;
   nlohmann::json plan = {{"step", step}, {"stop", stop}, {"requests", plan_requests_}};
+  if (plan_weights_ && options_.own_shards) {
+    // Every peer holds its own shards of this version: only the version travels.
+    plan["weights"] = {{"version", plan_weights_->version}, {"own_shards", true}};
+    plan_weights_.reset();
+  }
   if (plan_weights_) {
     nlohmann::json names = nlohmann::json::array(), shapes = nlohmann::json::array();
     for (const auto& [name, tensor] : plan_weights_->tensors) {
@@ -274,7 +284,19 @@ void RolloutWorker::follow() {
   while (true) {
     nlohmann::json plan;
     broadcast_json(peers, plan, 0);
-    if (plan.contains("weights")) {
+    if (plan.contains("weights") && plan.at("weights").value("own_shards", false)) {
+      const int64_t version = plan.at("weights").at("version").get<int64_t>();
+      check_input(options_.own_shards != nullptr,
+                  "the leader loaded its own shards; this peer has none",
+                  "rollout instance " + std::to_string(options_.instance));
+      const std::shared_ptr<const WeightSet> set = options_.own_shards->take(version);
+      check_input(set != nullptr,
+                  "weights of version " + std::to_string(version) + " were never published here",
+                  "rollout instance " + std::to_string(options_.instance) + " (rank " +
+                      std::to_string(options_.rank) + ")");
+      engine_.load_weights(
+          version, std::map<std::string, torch::Tensor>(set->tensors.begin(), set->tensors.end()));
+    } else if (plan.contains("weights")) {
       const nlohmann::json& weights = plan.at("weights");
       std::map<std::string, torch::Tensor> tensors;
       const auto& names = weights.at("names");

@@ -38,9 +38,11 @@
 // Tensor-parallel instances (rollout.tp = t > 1): the instance's t ranks each hold
 // their shards of the model and step one engine replica together (the model's
 // collectives over `peers`). The leader (peer rank 0) runs the loop above; before
-// every step it broadcasts a plan over `peers` - new weights (their tensors follow),
-// the requests it added, step or stop - and the followers (follow()) apply it in the
-// same order, so every replica schedules exactly the same batches.
+// every step it broadcasts a plan over `peers` - new weights (their tensors follow,
+// or, colocated, only their version: each peer takes that version of the shards its
+// own rank resharded, `own_shards`), the requests it added, step or stop - and the
+// followers (follow()) apply it in the same order, so every replica schedules exactly
+// the same batches.
 // Fault injection for tests: ASPEN_FAULT_STEP_DELAY_MS=M sleeps a uniformly random
 // 0..M ms after every engine step (a slow or jittery instance);
 // ASPEN_FAULT_SIGKILL_RANK=R with ASPEN_FAULT_SIGKILL_AFTER_STEPS=S makes the process
@@ -61,6 +63,7 @@
 
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/parallel/process_group.h"
+#include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/train_config.h"
 #include "aspen/rollout/engine.h"
@@ -81,6 +84,10 @@ struct RolloutWorkerOptions {
   TraceWriter* trace = nullptr;  // spans of its steps on its own track
   // rollout.tp > 1: the instance's ranks, peer rank 0 leading (see above).
   std::optional<ProcessGroupHandle> peers;
+  // Colocated tensor-parallel instance: this rank's inference shards, resharded from
+  // the training layout on this very rank (allgather-swap), replace the dock's weight
+  // board; the leader's plan then names only the version each peer takes.
+  std::shared_ptr<WeightHistory> own_shards;
 };
 
 // The run's state on the status board, posted by the trainer that admits groups.

@@ -126,12 +126,13 @@ struct TrainConfig;
 int64_t dispatch_chunk(const TrainConfig& config);
 
 struct PipelineSection {
-  std::string mode = "sync";  // sync (the baseline schedule) | async (ASP)
+  // Both run the iteration engine: sync (the baseline: eta 0, whole batches) | async (ASP)
+  std::string mode = "sync";
   // torch intra-op threads of the trainer (and of sync's rollout); 0: torch's default.
   // 1 by default: on the tiny demo model 2 OpenMP threads measured ~3x slower than 1
   // (spin-waits outweigh the small ops).
   int threads = 1;
-  // async only:
+  // async only (sync is eta 0): max_staleness, stream_updates, interrupt.
   int64_t max_staleness = 1;             // eta: a row generated at version v trains at v..v+eta
   int64_t sync_every = 1;                // publish weights to the rollout every N updates
   int64_t instances = 2;                 // rollout instances (one thread each)
