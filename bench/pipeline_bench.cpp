@@ -123,7 +123,7 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
     LaunchOptions launch_options;
     launch_options.nproc_per_node = options.nproc;
     launch_options.master_port = 0;
-    if (config.pipeline.mode == "async") {
+    if (config.pipeline.mode == PipelineMode::kAsync) {
       for (int r = config.placement.train_dp * config.placement.train_tp; r < options.nproc; ++r) {
         launch_options.tolerate_exit.push_back(r);
       }

@@ -11,7 +11,7 @@ TEST(TrainConfig, EmptyConfigIsTheBuiltInDemo) {
   EXPECT_TRUE(parsed.model.path.empty());
   EXPECT_EQ(parsed.data.task, "arithmetic");
   EXPECT_EQ(parsed.algorithm.name, "grpo");
-  EXPECT_EQ(parsed.pipeline.mode, "sync");
+  EXPECT_EQ(parsed.pipeline.mode, PipelineMode::kSync);
 }
 
 TEST(TrainConfig, DapoTurnsOnItsPublishedDefaults) {
@@ -50,6 +50,24 @@ TEST(TrainConfig, ErrorsNameTheKeyPath) {
   expect_error_at("placement:\n  mode: disaggregated\n  swap: true\n", "run.yaml: placement.swap");
   expect_error_at("pipeline:\n  mode: async\nplacement:\n  swap: true\n",
                   "run.yaml: placement.swap");
+  expect_error_at("pipeline:\n  mode: fast\n", "run.yaml: pipeline.mode");
+  expect_error_at("pipeline:\n  on_instance_failure: retry\n",
+                  "run.yaml: pipeline.on_instance_failure");
+  // Sync is eta 0 whatever max_staleness says: weights must reach the rollout each update.
+  expect_error_at("pipeline:\n  sync_every: 2\n", "run.yaml: pipeline.sync_every");
+}
+
+TEST(TrainConfig, PipelineEnumsAreParsedOnceAndWrittenBackAsSpelled) {
+  Config config = Config::parse(
+      "pipeline:\n  mode: async\n  on_instance_failure: stop\nalgorithm:\n  name: dapo\n",
+      "run.yaml");
+  const TrainConfig parsed = parse_train_config(config);
+  EXPECT_EQ(parsed.pipeline.mode, PipelineMode::kAsync);
+  EXPECT_EQ(parsed.pipeline.on_instance_failure, InstanceFailurePolicy::kStop);
+  EXPECT_TRUE(parsed.algorithm.dynamic_sampling);  // with async too: a batch rule now
+  const nlohmann::json json = parsed.as_json();
+  EXPECT_EQ(json["pipeline"]["mode"], "async");
+  EXPECT_EQ(json["pipeline"]["on_instance_failure"], "stop");
 }
 
 TEST(TrainConfig, DevicesAreParsedOnceAndWrittenBackAsTheyWereSpelled) {

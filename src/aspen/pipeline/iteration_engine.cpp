@@ -18,6 +18,7 @@
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/pipeline/distributed_dock.h"
+#include "aspen/pipeline/engine_layout.h"
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/reward_worker.h"
@@ -60,79 +61,11 @@ std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int
 bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
   const std::string& name = config.algorithm.name;
   const int64_t rows = config.rollout.prompts_per_iteration * config.rollout.n;
-  return config.pipeline.mode == "async" && config.pipeline.stream_updates &&
+  return config.pipeline.mode == PipelineMode::kAsync && config.pipeline.stream_updates &&
          !config.algorithm.dynamic_sampling && config.train.epochs == 1 &&
          (config.train.mini_batch_size <= 0 || config.train.mini_batch_size >= rows) &&
          !workers.critic && !config.algorithm.kl_in_reward &&
          (name == "grpo" || name == "dapo" || name == "dr_grpo" || name == "rloo");
-}
-
-// Which ranks train and which run which rollout instances (iteration_engine.h).
-struct EngineLayout {
-  int rank = 0;
-  int trainers = 1;  // ranks [0, trainers) train: a DP x TP grid, TP fastest
-  int train_tp = 1;
-  int instances = 1;                             // rollout instances in the run
-  std::vector<int> instances_here;               // this rank's (led or followed)
-  std::vector<std::vector<int>> instance_ranks;  // [instance] -> its ranks, leader first
-  bool trains() const { return rank < trainers; }
-};
-
-// Colocated tensor-parallel instances take their shards from the resharder, so an
-// instance is the ranks the inference layout groups (resharder.h): inference TP rank
-// s of replica i is instance i's peer s.
-ReshardPlan instance_reshard_plan(const Placement& p) {
-  ReshardPlan plan;
-  plan.train_dp = p.train_dp;
-  plan.train_tp = p.train_tp;
-  plan.infer_tp = p.rollout_tp;
-  plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
-  return plan;
-}
-
-bool instances_take_resharded_shards(const TrainConfig& config, int world_size) {
-  return world_size > 1 && config.placement.mode == "colocated" && config.placement.rollout_tp > 1;
-}
-
-EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) {
-  EngineLayout layout;
-  layout.rank = rank;
-  const Placement& p = config.placement;
-  if (world_size == 1) {
-    layout.instances = static_cast<int>(config.pipeline.instances);
-    for (int i = 0; i < layout.instances; ++i) {
-      layout.instances_here.push_back(i);
-      layout.instance_ranks.push_back({0});
-    }
-    return layout;
-  }
-  layout.instances = p.rollout_instances;
-  layout.train_tp = p.train_tp;
-  layout.trainers = p.mode == "colocated" ? world_size : p.train_dp * p.train_tp;
-  // Instance i is rollout.tp ranks: consecutive after the trainers disaggregated,
-  // the inference layout's replica i colocated; its first rank leads.
-  const int first = p.mode == "colocated" ? 0 : layout.trainers;
-  std::vector<std::vector<int>> colocated(static_cast<size_t>(layout.instances),
-                                          std::vector<int>(static_cast<size_t>(p.rollout_tp)));
-  if (instances_take_resharded_shards(config, world_size)) {
-    const ReshardPlan plan = instance_reshard_plan(p);
-    plan.validate(world_size);
-    for (int r = 0; r < world_size; ++r) {
-      const InferencePlacement at = inference_placement(plan, r);
-      colocated.at(static_cast<size_t>(at.replica)).at(static_cast<size_t>(at.tp_rank)) = r;
-    }
-  }
-  for (int i = 0; i < layout.instances; ++i) {
-    std::vector<int> ranks;
-    for (int t = 0; t < p.rollout_tp; ++t) ranks.push_back(first + i * p.rollout_tp + t);
-    if (instances_take_resharded_shards(config, world_size))
-      ranks = colocated[static_cast<size_t>(i)];
-    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
-      layout.instances_here.push_back(i);
-    }
-    layout.instance_ranks.push_back(ranks);
-  }
-  return layout;
 }
 
 // Errors of this process's worker threads, for the trainer thread to rethrow.
@@ -289,7 +222,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
       layout_(
           engine_layout(config_, world_ ? world_->rank() : 0, world_ ? world_->world_size() : 1)),
       batch_groups_(config_.rollout.prompts_per_iteration),
-      eta_(config_.pipeline.mode == "async" ? config_.pipeline.max_staleness : 0),
+      eta_(config_.pipeline.mode == PipelineMode::kAsync ? config_.pipeline.max_staleness : 0),
       prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed) {
   RlSchemaOptions schema = workers_.schema;
   schema.with_dispatch = true;
@@ -527,8 +460,8 @@ void IterationEngine::refresh_instances() {
         (view.status.exited
              ? " left the run"
              : " has not reported for " + std::to_string(static_cast<int>(silent)) + " s");
-    check_input(config_.pipeline.on_instance_failure != "stop", what + "; stopping the run",
-                "pipeline.on_instance_failure",
+    check_input(config_.pipeline.on_instance_failure != InstanceFailurePolicy::kStop,
+                what + "; stopping the run", "pipeline.on_instance_failure",
                 "set it to regenerate to continue on the other instances");
     view.failed = true;
     // Its undispatched groups go to any instance now; the ones it held come back when

@@ -295,7 +295,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       {"eval_accuracy_before_rl", evals["before"]},
       {"eval_accuracy_after_rl", evals["after"]},
       {"eval_accuracy_untrained", evals["initial"]},
-      {"schedule", config.pipeline.mode},
+      {"schedule", name_of(config.pipeline.mode)},
       {"iterations", config.train.iterations},
       {"resumed_from_iteration", first},
       {"samples", schedule->samples()},

@@ -14,6 +14,38 @@ void check_one_of(const std::string& value, const std::set<std::string>& allowed
   throw Error("unsupported value \"" + value + "\"", where, "use one of: " + list);
 }
 
+// An enum field read by its spelled names (aspen::Error naming the field and listing
+// the names for anything else).
+template <typename E>
+E read_enum(ConfigSection& s, const std::string& key, E fallback,
+            const std::vector<std::pair<std::string, E>>& names) {
+  std::string spelled;
+  for (const auto& [name, value] : names) {
+    if (value == fallback) spelled = name;
+  }
+  spelled = s.get(key, spelled);
+  std::set<std::string> allowed;
+  for (const auto& [name, value] : names) {
+    if (name == spelled) return value;
+    allowed.insert(name);
+  }
+  check_one_of(spelled, allowed, s.where(key));
+  return fallback;  // not reached: check_one_of threw
+}
+
+const std::vector<std::pair<std::string, PipelineMode>> kPipelineModes = {
+    {"sync", PipelineMode::kSync}, {"async", PipelineMode::kAsync}};
+const std::vector<std::pair<std::string, InstanceFailurePolicy>> kFailurePolicies = {
+    {"regenerate", InstanceFailurePolicy::kRegenerate}, {"stop", InstanceFailurePolicy::kStop}};
+
+template <typename E>
+const char* spelling(const std::vector<std::pair<std::string, E>>& names, E value) {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name.c_str();
+  }
+  return "?";
+}
+
 void check_positive(int64_t value, const std::string& where) {
   check_input(value > 0, "must be > 0, got " + std::to_string(value), where);
 }
@@ -180,8 +212,7 @@ TrainSection read_train(ConfigSection s) {
 
 PipelineSection read_pipeline(ConfigSection s) {
   PipelineSection p;
-  p.mode = s.get("mode", p.mode);
-  check_one_of(p.mode, {"sync", "async"}, s.where("mode"));
+  p.mode = read_enum(s, "mode", p.mode, kPipelineModes);
   p.threads = s.get("threads", p.threads);
   p.max_staleness = s.get("max_staleness", p.max_staleness);
   p.sync_every = s.get("sync_every", p.sync_every);
@@ -196,8 +227,8 @@ PipelineSection read_pipeline(ConfigSection s) {
   p.rollout_cores = read_cores(s, "rollout_cores");
   p.trainer_cores = read_cores(s, "trainer_cores");
   p.instance_timeout_s = s.get("instance_timeout_s", p.instance_timeout_s);
-  p.on_instance_failure = s.get("on_instance_failure", p.on_instance_failure);
-  check_one_of(p.on_instance_failure, {"regenerate", "stop"}, s.where("on_instance_failure"));
+  p.on_instance_failure =
+      read_enum(s, "on_instance_failure", p.on_instance_failure, kFailurePolicies);
   check_input(std::isfinite(p.instance_timeout_s) && p.instance_timeout_s >= 1.0,
               "must be a number of seconds >= 1", s.where("instance_timeout_s"));
   check_input(p.threads >= 0, "must be >= 0", s.where("threads"));
@@ -206,7 +237,7 @@ PipelineSection read_pipeline(ConfigSection s) {
   check_positive(p.instances, s.where("instances"));
   check_positive(p.rollout_threads, s.where("rollout_threads"));
   // Sync mode is the engine at eta = 0 whatever max_staleness says.
-  const int64_t eta = p.mode == "async" ? p.max_staleness : 0;
+  const int64_t eta = p.mode == PipelineMode::kAsync ? p.max_staleness : 0;
   check_input(p.sync_every <= eta + 1,
               "must be <= max_staleness + 1 (1 in sync mode): rows from weights older than "
               "that could not be trained within the staleness bound",
@@ -258,6 +289,13 @@ Placement read_placement(ConfigSection s) {
 
 }  // namespace
 
+const char* name_of(PipelineMode mode) {
+  return spelling(kPipelineModes, mode);
+}
+const char* name_of(InstanceFailurePolicy policy) {
+  return spelling(kFailurePolicies, policy);
+}
+
 int64_t dispatch_chunk(const TrainConfig& config) {
   return config.pipeline.dispatch_chunk > 0 ? config.pipeline.dispatch_chunk : config.rollout.n;
 }
@@ -275,7 +313,7 @@ TrainConfig parse_train_config(Config& config) {
   result.checkpoint = read_checkpoint(root.section("checkpoint"));
   result.placement = read_placement(root.section("placement"));
   root.finish();
-  const bool async = result.pipeline.mode == "async";
+  const bool async = result.pipeline.mode == PipelineMode::kAsync;
   if (result.algorithm.off_policy == "auto") {
     result.algorithm.off_policy = async ? "decoupled" : "none";
   }
@@ -370,7 +408,7 @@ nlohmann::json TrainConfig::as_json() const {
         {"critic_lr", train.critic_lr},
         {"device", train.device.text()}}},
       {"pipeline",
-       {{"mode", pipeline.mode},
+       {{"mode", name_of(pipeline.mode)},
         {"threads", pipeline.threads},
         {"max_staleness", pipeline.max_staleness},
         {"sync_every", pipeline.sync_every},
@@ -383,7 +421,7 @@ nlohmann::json TrainConfig::as_json() const {
         {"rollout_cores", pipeline.rollout_cores},
         {"trainer_cores", pipeline.trainer_cores},
         {"instance_timeout_s", pipeline.instance_timeout_s},
-        {"on_instance_failure", pipeline.on_instance_failure}}},
+        {"on_instance_failure", name_of(pipeline.on_instance_failure)}}},
       {"logging",
        {{"eval_every", logging.eval_every},
         {"console", logging.console},

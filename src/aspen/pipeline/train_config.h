@@ -125,9 +125,19 @@ struct TrainConfig;
 // The samples of one dispatch unit: pipeline.dispatch_chunk, or rollout.n for 0.
 int64_t dispatch_chunk(const TrainConfig& config);
 
+// Enum fields are parsed once, when the config is read; name_of gives the spelling
+// the config and its JSON use.
+// pipeline.mode: both run the iteration engine; sync is the baseline (eta 0, whole
+// batches), async is ASP.
+enum class PipelineMode { kSync, kAsync };
+// pipeline.on_instance_failure: a failed instance's groups are generated again
+// elsewhere, or the run stops naming it.
+enum class InstanceFailurePolicy { kRegenerate, kStop };
+const char* name_of(PipelineMode mode);
+const char* name_of(InstanceFailurePolicy policy);
+
 struct PipelineSection {
-  // Both run the iteration engine: sync (the baseline: eta 0, whole batches) | async (ASP)
-  std::string mode = "sync";
+  PipelineMode mode = PipelineMode::kSync;
   // torch intra-op threads of the trainer (and of sync's rollout); 0: torch's default.
   // 1 by default: on the tiny demo model 2 OpenMP threads measured ~3x slower than 1
   // (spin-waits outweigh the small ops).
@@ -157,7 +167,7 @@ struct PipelineSection {
   double instance_timeout_s = 30.0;
   // What a failed rollout instance does to the run: regenerate (its groups are
   // generated again by the others) | stop (the run ends, naming it).
-  std::string on_instance_failure = "regenerate";
+  InstanceFailurePolicy on_instance_failure = InstanceFailurePolicy::kRegenerate;
 };
 
 struct LoggingSection {

@@ -1,0 +1,61 @@
+#include "aspen/pipeline/engine_layout.h"
+
+#include <algorithm>
+
+namespace aspen {
+
+ReshardPlan instance_reshard_plan(const Placement& p) {
+  ReshardPlan plan;
+  plan.train_dp = p.train_dp;
+  plan.train_tp = p.train_tp;
+  plan.infer_tp = p.rollout_tp;
+  plan.dtype = torch::kFloat;
+  return plan;
+}
+
+bool instances_take_resharded_shards(const TrainConfig& config, int world_size) {
+  return world_size > 1 && config.placement.mode == "colocated" && config.placement.rollout_tp > 1;
+}
+
+EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) {
+  EngineLayout layout;
+  layout.rank = rank;
+  const Placement& p = config.placement;
+  if (world_size == 1) {
+    layout.instances = static_cast<int>(config.pipeline.instances);
+    for (int i = 0; i < layout.instances; ++i) {
+      layout.instances_here.push_back(i);
+      layout.instance_ranks.push_back({0});
+    }
+    return layout;
+  }
+  layout.instances = p.rollout_instances;
+  layout.train_tp = p.train_tp;
+  layout.trainers = p.mode == "colocated" ? world_size : p.train_dp * p.train_tp;
+  // Instance i is rollout.tp ranks: consecutive after the trainers disaggregated,
+  // the inference layout's replica i colocated; its first rank leads.
+  const int first = p.mode == "colocated" ? 0 : layout.trainers;
+  std::vector<std::vector<int>> colocated(static_cast<size_t>(layout.instances),
+                                          std::vector<int>(static_cast<size_t>(p.rollout_tp)));
+  if (instances_take_resharded_shards(config, world_size)) {
+    const ReshardPlan plan = instance_reshard_plan(p);
+    plan.validate(world_size);
+    for (int r = 0; r < world_size; ++r) {
+      const InferencePlacement at = inference_placement(plan, r);
+      colocated.at(static_cast<size_t>(at.replica)).at(static_cast<size_t>(at.tp_rank)) = r;
+    }
+  }
+  for (int i = 0; i < layout.instances; ++i) {
+    std::vector<int> ranks;
+    for (int t = 0; t < p.rollout_tp; ++t) ranks.push_back(first + i * p.rollout_tp + t);
+    if (instances_take_resharded_shards(config, world_size))
+      ranks = colocated[static_cast<size_t>(i)];
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {
+      layout.instances_here.push_back(i);
+    }
+    layout.instance_ranks.push_back(ranks);
+  }
+  return layout;
+}
+
+}  // namespace aspen
