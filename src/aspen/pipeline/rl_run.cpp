@@ -89,6 +89,38 @@ void merge_rank_traces(const std::string& path, ProcessGroupHandle& world) {
   for (const std::string& part : parts) fs::remove(part);
 }
 
+// A file at `path` can be created (or rewritten) now: found at the start, not after
+// hours of training. The probe leaves nothing behind that was not there.
+void check_writable_file(const fs::path& path, const std::string& what) {
+  const bool existed = fs::exists(path);
+  check_input(!fs::is_directory(path), "is a directory", path.string(), what + " must be a file");
+  std::error_code error;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
+  {
+    std::ofstream probe(path, std::ios::app);
+    check_input(probe.good(), "cannot be written" + (error ? " (" + error.message() + ")" : ""),
+                path.string(), what + " must be writable");
+  }
+  if (!existed) fs::remove(path);
+}
+
+// Every output path of a run, checked before any work. A fresh run never shares its
+// directory with an earlier run's checkpoints: pruning would delete the new run's,
+// and --resume would continue the old run and overwrite final/ with its model.
+void check_output_paths(const TrainConfig& config, const RunOptions& options) {
+  const fs::path out(options.out_dir);
+  check_input(!fs::exists(out) || fs::is_directory(out), "exists and is not a directory",
+              options.out_dir, "--out names the run directory");
+  if (!options.resume && fs::exists(out / "checkpoints") && !fs::is_empty(out / "checkpoints")) {
+    throw Error("holds the checkpoints of an earlier run", options.out_dir,
+                "continue it with --resume " + options.out_dir +
+                    ", or start this run in a new directory (or delete " +
+                    (out / "checkpoints").string() + ")");
+  }
+  check_writable_file(out / "metrics.jsonl", "the run directory");
+  if (!config.logging.trace.empty()) check_writable_file(config.logging.trace, "logging.trace");
+}
+
 // The placements the RL loop drives. aspen::Error naming the field otherwise.
 void check_multi_rank_placement(const TrainConfig& config, int world_size) {
   const Placement& p = config.placement;
@@ -182,6 +214,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   std::optional<ProcessGroupHandle> world;
   if (world_size > 1) world = init_process_group(read_dist_env());
   const bool writer = !world || world->rank() == 0;  // rank 0 owns the run directory
+  if (writer) check_output_paths(config, options);
   if (config.pipeline.threads > 0) at::set_num_threads(config.pipeline.threads);
   const fs::path out(options.out_dir);
   const std::string metrics_path = (out / "metrics.jsonl").string();
