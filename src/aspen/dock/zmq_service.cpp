@@ -1,5 +1,7 @@
 #include "aspen/dock/zmq_service.h"
 
+#include <c10/util/Exception.h>
+
 #include <zmq_addon.hpp>
 
 #include "aspen/util/log.h"
@@ -17,6 +19,19 @@ std::string unique_inproc_name(const void* owner) {
   static std::atomic<int64_t> counter{0};
   return "inproc://aspen-dock-replies-" + std::to_string(reinterpret_cast<uintptr_t>(owner)) + "-" +
          std::to_string(counter++);
+}
+
+// One line for the error reply and the log: a TORCH_CHECK's c10::Error carries a C++
+// backtrace after its message, and a peer must learn nothing more than what failed.
+std::string one_line(const std::exception& error) {
+  std::string what;
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) {
+    what = c10_error->what_without_backtrace();
+  } else {
+    what = error.what();
+  }
+  const size_t end = what.find('\n');
+  return end == std::string::npos ? what : what.substr(0, end);
 }
 
 size_t frames_bytes(const std::vector<zmq::message_t>& frames) {
@@ -87,14 +102,23 @@ void ZmqService::handle(std::vector<zmq::message_t>& frames, zmq::socket_t& rout
     send_reply(router, identity, error_message(0, "rejected: " + error.problem()),
                /*with_token=*/false);
     return;
+  } catch (const std::exception& error) {  // e.g. std::bad_alloc: still only a rejection
+    rejected_ += 1;
+    log_warn("dock service ", endpoint_, ": rejected a request: ", one_line(error));
+    send_reply(router, identity, error_message(0, "rejected: " + one_line(error)),
+               /*with_token=*/false);
+    return;
   }
+  // Whatever a request makes a handler throw (an aspen::Error, a TORCH_CHECK on a
+  // hostile tensor, an allocation failure) becomes an error reply: a peer, even one
+  // holding the token, can fail its own request but never the service.
   std::optional<WireMessage> reply;
   try {
     reply = handler_->try_handle(request);
   } catch (const std::exception& error) {
     errors_ += 1;
-    log_warn("dock service ", endpoint_, ": request op ", request.op, " failed: ", error.what());
-    reply = error_message(request.op, error.what());
+    log_warn("dock service ", endpoint_, ": request op ", request.op, " failed: ", one_line(error));
+    reply = error_message(request.op, one_line(error));
   }
   if (reply) {
     send_reply(router, identity, *reply, /*with_token=*/true);
@@ -110,7 +134,7 @@ void ZmqService::handle(std::vector<zmq::message_t>& frames, zmq::socket_t& rout
       answer = handler_->handle_blocking(*shared_request);
     } catch (const std::exception& error) {
       errors_ += 1;
-      answer = error_message(shared_request->op, error.what());
+      answer = error_message(shared_request->op, one_line(error));
     }
     zmq::socket_t push(dock_zmq_context(), zmq::socket_type::push);
     push.set(zmq::sockopt::linger, 0);
@@ -146,7 +170,14 @@ void ZmqService::serve() {
     if (items[0].revents & ZMQ_POLLIN) {
       std::vector<zmq::message_t> frames;
       if (zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-        handle(frames, router_);
+        // The last line of defence of the I/O thread: a request that cannot even be
+        // answered (no thread for a blocking op, an unsendable reply) is dropped.
+        try {
+          handle(frames, router_);
+        } catch (const std::exception& error) {
+          errors_ += 1;
+          log_warn("dock service ", endpoint_, ": dropped a request: ", one_line(error));
+        }
       }
     }
     if (items[1].revents & ZMQ_POLLIN) {
