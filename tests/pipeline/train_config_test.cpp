@@ -57,6 +57,26 @@ TEST(TrainConfig, ErrorsNameTheKeyPath) {
   expect_error_at("pipeline:\n  sync_every: 2\n", "run.yaml: pipeline.sync_every");
 }
 
+TEST(TrainConfig, NonsensicalValuesAreErrorsNamingTheKey) {
+  expect_error_at("train:\n  lr: .inf\n", "run.yaml: train.lr");
+  expect_error_at("algorithm:\n  kl_coef: -0.1\n", "run.yaml: algorithm.kl_coef");
+  expect_error_at("algorithm:\n  entropy_coef: -1\n", "run.yaml: algorithm.entropy_coef");
+  expect_error_at("train:\n  mini_batch_size: -8\n", "run.yaml: train.mini_batch_size");
+  expect_error_at("train:\n  sft_steps: -1\n", "run.yaml: train.sft_steps");
+  expect_error_at("train:\n  micro_batch_tokens: 0\n", "run.yaml: train.micro_batch_tokens");
+  expect_error_at("logging:\n  eval_every: -5\n", "run.yaml: logging.eval_every");
+  expect_error_at("rollout:\n  max_num_seqs: 0\n", "run.yaml: rollout.max_num_seqs");
+  expect_error_at("rollout:\n  top_p: 1.5\n", "run.yaml: rollout.top_p");
+  expect_error_at("pipeline:\n  rollout_cores: [100000]\n", "run.yaml: pipeline.rollout_cores");
+  expect_error_at("model:\n  hidden_size: -128\n", "run.yaml: model.hidden_size");
+  // Absurd but parseable: errors, not hangs or terabyte allocations.
+  expect_error_at("data:\n  train_size: 100000000\n", "run.yaml: data.train_size");
+  expect_error_at("pipeline:\n  threads: 1000\n", "run.yaml: pipeline.threads");
+  expect_error_at("pipeline:\n  mode: async\n  max_staleness: 1000000\n",
+                  "run.yaml: pipeline.max_staleness");
+  expect_error_at("model:\n  hidden_size: 1000000000\n", "run.yaml: model.hidden_size");
+}
+
 TEST(TrainConfig, PipelineEnumsAreParsedOnceAndWrittenBackAsSpelled) {
   Config config = Config::parse(
       "pipeline:\n  mode: async\n  on_instance_failure: stop\nalgorithm:\n  name: dapo\n",

@@ -61,5 +61,50 @@ TEST(Config, MalformedYamlNamesTheFileAndLine) {
   }
 }
 
+TEST(Config, ARepeatedKeyIsAnErrorNamingItsPath) {
+  try {
+    Config::parse("train:\n  lr: 1e-5\n  epochs: 2\n  lr: 1e-3\n", "dup.yaml");
+    FAIL() << "the second lr would have been ignored silently";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "dup.yaml: train.lr");
+    EXPECT_NE(e.problem().find("duplicate"), std::string::npos);
+  }
+  EXPECT_THROW(Config::parse("a: 1\na: 1\n", "dup.yaml"), Error);
+  EXPECT_THROW(Config::parse("x:\n  - {k: 1, k: 2}\n", "dup.yaml"), Error);
+  EXPECT_NO_THROW(Config::parse("a: {k: 1}\nb: {k: 1}\n", "same key, two mappings"));
+}
+
+TEST(Config, NonFiniteNumbersAreErrorsNamingTheKey) {
+  for (const std::string value : {".inf", "-.inf", ".nan"}) {
+    Config config = Config::parse("train:\n  lr: " + value + "\n", "run.yaml");
+    try {
+      config.root().section("train").get<double>("lr", 1e-4);
+      FAIL() << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.input(), "run.yaml: train.lr") << value;
+      EXPECT_NE(e.problem().find("finite"), std::string::npos) << e.what();
+    }
+  }
+  // Out of double's range: not a number yaml-cpp converts, so a type error there.
+  EXPECT_THROW(Config::parse("train:\n  lr: 1e999\n", "run.yaml")
+                   .root()
+                   .section("train")
+                   .get<double>("lr", 1e-4),
+               Error);
+  // The same through a command-line override.
+  Config config = Config::empty("defaults");
+  config.apply_override("train.lr=.inf");
+  EXPECT_THROW(config.root().section("train").get<double>("lr", 1e-4), Error);
+}
+
+TEST(Config, ADirectoryIsNotAConfigFile) {
+  try {
+    Config::load_file(::testing::TempDir());
+    FAIL() << "a directory read as an empty config would run the built-in demo";
+  } catch (const Error& e) {
+    EXPECT_NE(e.problem().find("directory"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace aspen

@@ -1,7 +1,9 @@
 #include "aspen/pipeline/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <thread>
 
 namespace aspen {
 namespace {
@@ -50,14 +52,35 @@ void check_positive(int64_t value, const std::string& where) {
   check_input(value > 0, "must be > 0, got " + std::to_string(value), where);
 }
 
+void check_non_negative(double value, const std::string& where) {
+  check_input(value >= 0, "must be >= 0, got " + std::to_string(value), where);
+}
+
+// Bounds on sizes that only a typo reaches, so that it is an error instead of an
+// allocation of terabytes or an hour of generating examples.
+void check_at_most(int64_t value, int64_t bound, const std::string& where, const std::string& why) {
+  check_input(value <= bound,
+              "is " + std::to_string(value) + ", above the bound " + std::to_string(bound), where,
+              why);
+}
+
+int cores_here() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 // A list of CPU core indices, e.g. [0] or [0, 1].
 std::vector<int> read_cores(ConfigSection& s, const std::string& key) {
   const nlohmann::json value = s.json(key, nlohmann::json::array());
   check_input(value.is_array(), "must be a list of core indices", s.where(key));
   std::vector<int> cores;
   for (const auto& core : value) {
-    check_input(core.is_number_integer() && core.get<int>() >= 0,
+    check_input(core.is_number_integer() && core.get<int64_t>() >= 0,
                 "must be a list of core indices >= 0", s.where(key));
+    check_input(core.get<int64_t>() < cores_here(),
+                "core " + std::to_string(core.get<int64_t>()) +
+                    " does not exist: this machine has " + std::to_string(cores_here()) +
+                    " cores (0.." + std::to_string(cores_here() - 1) + ")",
+                s.where(key));
     cores.push_back(core.get<int>());
   }
   return cores;
@@ -74,7 +97,21 @@ ModelSection read_model(ConfigSection s) {
   m.intermediate_size = s.get("intermediate_size", m.intermediate_size);
   m.tokenizer_vocab = s.get("tokenizer_vocab", m.tokenizer_vocab);
   m.vocab_multiple = s.get("vocab_multiple", m.vocab_multiple);
-  check_positive(m.vocab_multiple, s.where("vocab_multiple"));
+  // The built-in model is made from nothing for demos and tests: every size positive,
+  // and none past what a real checkpoint has (Qwen3-235B: hidden 4096, 94 layers).
+  const std::pair<const char*, int64_t> sizes[] = {{"hidden_size", m.hidden_size},
+                                                   {"num_layers", m.num_layers},
+                                                   {"num_heads", m.num_heads},
+                                                   {"num_kv_heads", m.num_kv_heads},
+                                                   {"head_dim", m.head_dim},
+                                                   {"intermediate_size", m.intermediate_size},
+                                                   {"tokenizer_vocab", m.tokenizer_vocab},
+                                                   {"vocab_multiple", m.vocab_multiple}};
+  for (const auto& [key, value] : sizes) {
+    check_positive(value, s.where(key));
+    check_at_most(value, int64_t{1} << 18, s.where(key),
+                  "the built-in model is for demos; load a real one with model.path");
+  }
   s.finish();
   return m;
 }
@@ -100,6 +137,11 @@ DataSection read_data(ConfigSection s) {
               s.where("path"));
   check_positive(d.train_size, s.where("train_size"));
   check_positive(d.eval_size, s.where("eval_size"));
+  // Examples are held in memory (built-in tasks generate them up front).
+  check_at_most(d.train_size, 10'000'000, s.where("train_size"),
+                "examples are held in memory; 10M is more than any RL run here draws");
+  check_at_most(d.eval_size, 1'000'000, s.where("eval_size"),
+                "every evaluation generates one greedy answer per example");
   s.finish();
   return d;
 }
@@ -152,6 +194,12 @@ AlgorithmSection read_algorithm(ConfigSection s) {
               s.where("clip_ratio_low"));
   check_input(a.clip_ratio_c == 0.0 || a.clip_ratio_c > 1.0, "dual-clip constant must be > 1",
               s.where("clip_ratio_c"));
+  check_non_negative(a.kl_coef, s.where("kl_coef"));
+  check_non_negative(a.entropy_coef, s.where("entropy_coef"));
+  check_non_negative(static_cast<double>(a.overlong_buffer), s.where("overlong_buffer"));
+  check_non_negative(a.overlong_penalty, s.where("overlong_penalty"));
+  check_non_negative(a.value_clip, s.where("value_clip"));
+  check_non_negative(a.off_policy_cap, s.where("off_policy_cap"));
   s.finish();
   return a;
 }
@@ -176,6 +224,11 @@ RolloutSection read_rollout(ConfigSection s) {
   check_positive(r.max_tokens, s.where("max_tokens"));
   check_input(r.temperature > 0, "RL rollouts must sample: temperature must be > 0",
               s.where("temperature"));
+  check_input(r.top_p > 0 && r.top_p <= 1, "must be in (0, 1]", s.where("top_p"));
+  check_input(r.top_k >= 0, "must be >= 0 (0: no top-k)", s.where("top_k"));
+  check_positive(r.kv_cache_mb, s.where("kv_cache_mb"));
+  check_positive(r.max_num_seqs, s.where("max_num_seqs"));
+  check_positive(r.max_num_batched_tokens, s.where("max_num_batched_tokens"));
   s.finish();
   return r;
 }
@@ -206,6 +259,17 @@ TrainSection read_train(ConfigSection s) {
   check_input(t.iterations >= 0, "must be >= 0", s.where("iterations"));
   check_input(t.lr > 0, "must be > 0", s.where("lr"));
   check_positive(t.epochs, s.where("epochs"));
+  check_non_negative(static_cast<double>(t.warmup_steps), s.where("warmup_steps"));
+  check_input(t.min_lr_ratio >= 0 && t.min_lr_ratio <= 1, "must be in [0, 1]",
+              s.where("min_lr_ratio"));
+  check_non_negative(t.weight_decay, s.where("weight_decay"));
+  check_non_negative(t.grad_clip, s.where("grad_clip"));
+  check_input(t.mini_batch_size >= 0, "must be >= 0 (0: the whole batch)",
+              s.where("mini_batch_size"));
+  check_positive(t.micro_batch_tokens, s.where("micro_batch_tokens"));
+  check_input(t.sft_steps >= 0, "must be >= 0 (0: no SFT warm-up)", s.where("sft_steps"));
+  check_positive(t.sft_batch_size, s.where("sft_batch_size"));
+  check_input(t.sft_lr > 0, "must be > 0", s.where("sft_lr"));
   s.finish();
   return t;
 }
@@ -233,6 +297,17 @@ PipelineSection read_pipeline(ConfigSection s) {
               "must be a number of seconds >= 1", s.where("instance_timeout_s"));
   check_input(p.threads >= 0, "must be >= 0", s.where("threads"));
   check_input(p.max_staleness >= 0, "must be >= 0", s.where("max_staleness"));
+  // More threads than cores only oversubscribe (1000 OpenMP threads spin for minutes).
+  const std::string oversubscribed = "this machine has " + std::to_string(cores_here()) +
+                                     " cores; more threads than 4x that " +
+                                     "only oversubscribe them";
+  check_at_most(p.threads, 4 * cores_here(), s.where("threads"), oversubscribed);
+  check_at_most(p.rollout_threads, 4 * cores_here(), s.where("rollout_threads"), oversubscribed);
+  // The dock holds (eta + 3) batches of rows; published asynchronous RL uses eta <= 8.
+  check_at_most(p.max_staleness, 64, s.where("max_staleness"),
+                "rows up to 64 versions stale are far outside any off-policy correction's range");
+  check_at_most(p.instances, 1024, s.where("instances"),
+                "each instance is a thread with its own model copy and KV cache");
   check_positive(p.sync_every, s.where("sync_every"));
   check_positive(p.instances, s.where("instances"));
   check_positive(p.rollout_threads, s.where("rollout_threads"));
@@ -251,6 +326,8 @@ LoggingSection read_logging(ConfigSection s) {
   l.eval_every = s.get("eval_every", l.eval_every);
   l.console = s.get("console", l.console);
   l.trace = s.get("trace", l.trace);
+  check_input(l.eval_every >= 0, "must be >= 0 (0: before RL and at the end only)",
+              s.where("eval_every"));
   s.finish();
   return l;
 }

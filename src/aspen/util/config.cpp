@@ -87,7 +87,34 @@ void ConfigSection::finish() const {
   }
 }
 
-Config Config::load_file(const std::string& path) { return parse(read_file(path), path); }
+namespace {
+
+// yaml-cpp keeps every pair of a mapping that repeats a key and answers lookups with
+// the first, so `lr: 1e-5` written twice would silently use the first value.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
+                           const std::string& source) {
+  if (node.IsMap()) {
+    std::set<std::string> keys;
+    for (const auto& item : node) {
+      const std::string key = item.first.Scalar();
+      const std::string here = path.empty() ? key : path + "." + key;
+      if (!keys.insert(key).second) {
+        throw Error("duplicate key", source + ": " + here, "each key may appear once per mapping");
+      }
+      reject_duplicate_keys(item.second, here, source);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      reject_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source);
+    }
+  }
+}
+
+}  // namespace
+
+Config Config::load_file(const std::string& path) {
+  return parse(read_file(path), path);
+}
 
 Config Config::parse(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
@@ -98,6 +125,7 @@ Config Config::parse(const std::string& yaml_text, const std::string& source) {
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw Error("the top level must be a mapping of sections", source);
+  reject_duplicate_keys(root, "", source);
   return Config(root, source);
 }
 

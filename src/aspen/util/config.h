@@ -1,6 +1,9 @@
 // Strict YAML configuration: typed reads that name the key path in every error,
 // unknown keys rejected, and `key.sub=value` command-line overrides.
 //
+// Refused at parse time: a mapping that repeats a key (YAML parsers keep one silently),
+// and a config path that is a directory. Floating-point values must be finite.
+//
 // Usage: a reader asks a ConfigSection for each key it understands (get/section),
 // then calls finish(), which throws for any key it never asked about — so a typo
 // in a config is an error naming "config.yaml: train.lrr", never a silent default.
@@ -14,12 +17,14 @@
 // Thread safety: none; configs are read once at start-up.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "aspen/util/error.h"
@@ -72,7 +77,8 @@ class Config {
   const std::string& source() const { return source_; }
 
  private:
-  Config(YAML::Node root, std::string source) : root_(std::move(root)), source_(std::move(source)) {}
+  Config(YAML::Node root, std::string source)
+      : root_(std::move(root)), source_(std::move(source)) {}
   YAML::Node root_;
   std::string source_;
 };
@@ -83,11 +89,18 @@ template <typename T>
 T ConfigSection::get(const std::string& key, const T& fallback) {
   YAML::Node value = child(key);
   if (!value || value.IsNull()) return fallback;
+  T parsed;
   try {
-    return value.as<T>();
+    parsed = value.as<T>();
   } catch (const YAML::Exception&) {
     throw Error("wrong type for this key (value: " + YAML::Dump(value) + ")", where(key));
   }
+  if constexpr (std::is_floating_point_v<T>) {
+    // YAML spells .inf and .nan; no setting means either (train.lr=.inf trained to NaN).
+    check_input(std::isfinite(parsed), "must be a finite number (value: " + YAML::Dump(value) + ")",
+                where(key));
+  }
+  return parsed;
 }
 
 template <typename T>

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,9 @@
 namespace aspen {
 
 std::string read_file(const std::string& path) {
+  // A directory opens as an empty stream on Linux: it would read as an empty file.
+  std::error_code ignored;
+  check_input(!std::filesystem::is_directory(path, ignored), "is a directory, not a file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(std::string("cannot open for reading: ") + std::strerror(errno), path);
   std::ostringstream buffer;
