@@ -2,8 +2,11 @@
 #include "aspen/parallel/launcher.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -11,6 +14,7 @@
 #include "aspen/util/error.h"
 #include "parallel/binaries.h"
 #include "run_command.h"
+#include "spawn.h"
 
 namespace aspen {
 namespace {
@@ -145,6 +149,45 @@ TEST(Launcher, UnknownCommandFailsWith127) {
                                   " launch --nproc-per-node 1 --master-port 0 -- "
                                   "/nonexistent/aspen-no-such-command");
   EXPECT_EQ(result.exit_code, 127) << result.output;
+}
+
+TEST(Launcher, RanksDieWhenTheLauncherIsKilled) {
+  // SIGKILL gives the launcher no chance to tear down; the kernel must stop its ranks.
+  char dir_template[] = "/tmp/aspen_launch_pdeathsig_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string script = "echo $$ > " + dir + "/tmp-$RANK && mv " + dir + "/tmp-$RANK " + dir +
+                             "/rank-$RANK; exec sleep 300";
+  std::vector<pid_t> ranks;
+  {
+    testing::Spawned launcher(
+        {kAspen, "launch", "--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", script},
+        dir + "/launch.log");
+    const auto rank_file = [&](int r) { return dir + "/rank-" + std::to_string(r); };
+    ASSERT_TRUE(testing::wait_until(
+        [&] {
+          return std::filesystem::exists(rank_file(0)) && std::filesystem::exists(rank_file(1));
+        },
+        30))
+        << launcher.log();
+    for (int r = 0; r < 2; ++r) ranks.push_back(std::stoi(testing::read_text(rank_file(r))));
+    for (pid_t pid : ranks) ASSERT_FALSE(testing::process_gone(pid)) << "rank pid " << pid;
+    ASSERT_TRUE(launcher.signal_and_reap(SIGKILL, 10));
+  }
+  const bool all_gone = testing::wait_until(
+      [&] {
+        for (pid_t pid : ranks) {
+          if (!testing::process_gone(pid)) return false;
+        }
+        return true;
+      },
+      5);
+  for (pid_t pid : ranks) {
+    EXPECT_TRUE(testing::process_gone(pid)) << "rank pid " << pid << " outlived its launcher";
+    if (!testing::process_gone(pid)) kill(pid, SIGKILL);  // leave nothing behind
+  }
+  EXPECT_TRUE(all_gone);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

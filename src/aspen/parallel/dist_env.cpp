@@ -64,6 +64,13 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
   if (const char* local = lookup("LOCAL_RANK")) {
     env.local_rank = parse_int("LOCAL_RANK", local, 0, env.rank);
   }
+  if (const char* local_world = lookup("LOCAL_WORLD_SIZE")) {
+    env.local_world_size = parse_int("LOCAL_WORLD_SIZE", local_world, 1, env.world_size);
+    check_input(env.local_rank < env.local_world_size,
+                "LOCAL_RANK=" + std::to_string(env.local_rank) +
+                    " is not below LOCAL_WORLD_SIZE=" + std::to_string(env.local_world_size),
+                where("LOCAL_WORLD_SIZE"), kHint);
+  }
   if (const char* addr = lookup("MASTER_ADDR")) {
     check_input(*addr != '\0', "MASTER_ADDR is empty", where("MASTER_ADDR"), kHint);
     env.master_addr = addr;
@@ -77,5 +84,9 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
 }
 
 DistEnv read_dist_env() { return read_dist_env(process_getenv); }
+
+std::string store_address(const DistEnv& env) {
+  return env.single_node() ? std::string("127.0.0.1") : env.master_addr;
+}
 
 }  // namespace aspen

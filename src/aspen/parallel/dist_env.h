@@ -3,6 +3,8 @@
 //   RANK          global rank, 0 <= RANK < WORLD_SIZE              (required)
 //   WORLD_SIZE    number of ranks, >= 1                            (required)
 //   LOCAL_RANK    rank on this machine, 0 <= LOCAL_RANK <= RANK    (default: RANK)
+//   LOCAL_WORLD_SIZE  ranks on this machine, LOCAL_RANK < it <= WORLD_SIZE
+//                 (default: unknown; equal to WORLD_SIZE means a single-node job)
 //   MASTER_ADDR   host of rank 0's TCPStore                        (default: 127.0.0.1)
 //   MASTER_PORT   its port, 1..65535                               (default: 29500)
 // plus Aspen's timeouts (seconds, > 0, fractional allowed):
@@ -26,11 +28,21 @@ struct DistEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int local_world_size = 0;  // 0: LOCAL_WORLD_SIZE was not set
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::chrono::milliseconds rendezvous_timeout{300'000};
   std::chrono::milliseconds collective_timeout{60'000};
+
+  // Every rank runs on this machine: WORLD_SIZE is 1 or LOCAL_WORLD_SIZE == WORLD_SIZE.
+  bool single_node() const { return world_size == 1 || local_world_size == world_size; }
 };
+
+// The address rank 0's rendezvous store (c10d TCPStore, which has no authentication)
+// listens on and every rank connects to: 127.0.0.1 for a single-node job, whatever
+// MASTER_ADDR says, so nothing off the machine can reach the store; MASTER_ADDR itself
+// on several nodes (rank 0 binds that address only, not every interface).
+std::string store_address(const DistEnv& env);
 
 // Looks a variable up; returns nullptr when unset. Injectable for tests.
 using EnvLookup = std::function<const char*(const char* name)>;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,7 +90,15 @@ ExecPlan make_exec_plan(const LaunchOptions& options, int local_rank) {
   return plan;
 }
 
-[[noreturn]] void exec_child(const ExecPlan& plan) {
+// `launcher` is the launcher's pid, read before fork().
+[[noreturn]] void exec_child(const ExecPlan& plan, pid_t launcher) {
+  // Die with the launcher: a launcher that is SIGKILLed (or crashes) runs no tear-down,
+  // and its ranks would otherwise run on unsupervised. The signal is sent when the
+  // thread that forked exits, which is the launcher's main thread (launch() is called
+  // from it). It survives exec (unless the command is set-user-ID) and covers the rank
+  // process itself, not processes the rank starts in turn. If the launcher died before
+  // prctl took effect we have already been re-parented: exit at once.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(128 + SIGKILL);
   // Own process group: the launcher signals the rank's whole subtree with kill(-pid).
   setpgid(0, 0);
   if (plan.stdout_fd >= 0) dup2(plan.stdout_fd, STDOUT_FILENO);
@@ -247,6 +256,7 @@ int launch(const LaunchOptions& input) {
     plans.push_back(make_exec_plan(options, local));
     plans.back().stdout_fd = stdout_fd;
   }
+  const pid_t launcher_pid = getpid();
   for (int local = 0; local < options.nproc_per_node; ++local) {
     const pid_t pid = fork();
     if (pid < 0) {
@@ -262,7 +272,7 @@ int launch(const LaunchOptions& input) {
       // but a child that fails before exec must not run ours).
       sigaction(SIGINT, &old_int, nullptr);
       sigaction(SIGTERM, &old_term, nullptr);
-      exec_child(plans[local]);
+      exec_child(plans[local], launcher_pid);
     }
     setpgid(pid, pid);  // also from the parent: no race with the first kill(-pid)
     children.push_back({options.node_rank * options.nproc_per_node + local, pid, true});

@@ -17,7 +17,10 @@
 // and does not count in the exit status (it was declared survivable). Once every
 // other rank has exited 0, tolerated ranks still running grace_period_s later are
 // stopped (SIGTERM, then SIGKILL after grace_period_s): the job is over. Each child runs in its own
-// process group so the whole subtree of a rank (e.g. `sh -c ...`) is signalled. Returns: 0 when
+// process group so the whole subtree of a rank (e.g. `sh -c ...`) is signalled. A launcher that
+// dies without tearing down (SIGKILL, a crash) takes its ranks with it: each rank process gets
+// SIGKILL from the kernel when the launcher exits (PR_SET_PDEATHSIG; processes a rank starts
+// itself are that rank's to stop). Returns: 0 when
 // every child exited 0; otherwise the first failure's exit code (128 + S for a signal, as shells
 // report it), never 0. Errors: aspen::Error for invalid options (naming the option) or a failed
 // fork; a command that cannot be executed makes that rank exit with code 127. Thread safety: call

@@ -20,13 +20,20 @@
 
 #include "aspen/parallel/process_group.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -106,18 +113,61 @@ void wait_for_all_ranks(c10d::Store& store, const DistEnv& env) {
               "nodes use the same MASTER_ADDR/MASTER_PORT, or raise --rdzv-timeout");
 }
 
+// Rank 0's listening socket for the store, bound to `host` only. c10d's TCPStore has no
+// bind-address option (TCPStoreOptions in torch 2.x): left to itself its server listens
+// on every interface ("::" dual stack), and it has no authentication, so anyone who can
+// reach the port could read or forge rendezvous keys. It does take over a socket we
+// bound ourselves (TCPStoreOptions::masterListenFd, both the libuv and the classic
+// backend), which is how the address is chosen here (store_address: 127.0.0.1 on a
+// single node, MASTER_ADDR on several). The store owns the returned descriptor.
+int listen_on(const std::string& host, int port) {
+  const std::string where = "rendezvous store address " + host + ":" + std::to_string(port) +
+                            " (MASTER_ADDR:MASTER_PORT)";
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  check_input(rc == 0 && found != nullptr,
+              std::string("cannot resolve the address: ") + gai_strerror(rc), where,
+              "rank 0 serves the rendezvous store on MASTER_ADDR (--master-addr)");
+  std::string failure;
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      failure = std::string("socket: ") + std::strerror(errno);
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (a->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+      failure = std::strerror(errno);
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  check_input(fd >= 0, "rank 0 cannot listen there: " + failure, where,
+              "is the port in use? pass --master-port 0 for a free one (single node); on "
+              "several nodes MASTER_ADDR must be an address of node 0's own machine");
+  return fd;
+}
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
 std::shared_ptr<::gloo::transport::Device> make_gloo_device(const DistEnv& env) {
   // Same precedence as torch.distributed: an explicit interface wins; otherwise a
-  // loopback master means a single-machine job, so bind loopback (the machine's
-  // hostname may not resolve, or resolve to an unreachable address).
+  // single-node job (or a loopback master, several "nodes" on one machine) binds
+  // loopback (the machine's hostname may not resolve, or resolve to an unreachable
+  // address, and nothing off the machine needs to reach these sockets).
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
   }
-  if (is_loopback(env.master_addr)) {
+  if (env.single_node() || is_loopback(env.master_addr)) {
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
@@ -237,7 +287,8 @@ ProcessGroupHandle init_process_group(const DistEnv& env) {
   impl->rank = env.rank;
   impl->world_size = env.world_size;
   impl->collective_timeout = env.collective_timeout;
-  const std::string endpoint = env.master_addr + ":" + std::to_string(env.master_port);
+  const std::string host = store_address(env);
+  const std::string endpoint = host + ":" + std::to_string(env.master_port);
 
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(env.master_port);
@@ -246,8 +297,12 @@ ProcessGroupHandle init_process_group(const DistEnv& env) {
   // We wait for the ranks ourselves (wait_for_all_ranks) to name the missing ones.
   store_options.waitWorkers = false;
   store_options.timeout = env.rendezvous_timeout;
+  // Bound to `host` only, never to every interface (listen_on). If the store constructor
+  // throws after this, the descriptor may or may not have been taken over; it is left
+  // open rather than risk closing a descriptor twice (the rank is failing anyway).
+  if (store_options.isServer) store_options.masterListenFd = listen_on(host, env.master_port);
   try {
-    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    impl->store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
   } catch (const std::exception& e) {
     if (env.rank == 0) {
       throw Error("rank 0 could not serve the rendezvous store on " + endpoint + ": " + e.what(),
