@@ -1,8 +1,11 @@
 #include "aspen/pipeline/checkpoint.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "aspen/io/model_dir.h"
@@ -17,7 +20,9 @@ namespace fs = std::filesystem;
 
 constexpr const char* kPrefix = "iter_";
 
-fs::path checkpoints_root(const std::string& run_dir) { return fs::path(run_dir) / "checkpoints"; }
+fs::path checkpoints_root(const std::string& run_dir) {
+  return fs::path(run_dir) / "checkpoints";
+}
 
 std::string iteration_name(int64_t iteration) {
   char name[32];
@@ -50,6 +55,17 @@ std::vector<std::pair<std::string, torch::Tensor>> module_tensors(const torch::n
   return tensors;
 }
 
+// Fault injection for tests: ASPEN_FAULT_CHECKPOINT_DELAY_MS=M pauses M ms in the
+// middle of every checkpoint write (policy written, optimizer state not yet), so a
+// test's SIGKILL can land there.
+void checkpoint_fault_delay() {
+  static const int64_t delay_ms = [] {
+    const char* value = std::getenv("ASPEN_FAULT_CHECKPOINT_DELAY_MS");
+    return value != nullptr ? std::max<int64_t>(0, std::atoll(value)) : int64_t{0};
+  }();
+  if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+}
+
 }  // namespace
 
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
@@ -60,13 +76,15 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   export_policy(setup, (tmp / "policy").string());
+  checkpoint_fault_delay();
   workers.actor->optimizer().save((tmp / "actor_optimizer.pt").string());
   if (workers.reference) {
     write_safetensors((tmp / "reference.safetensors").string(),
                       workers.reference->model()->hf_state());
   }
   if (workers.critic) {
-    write_safetensors((tmp / "critic.safetensors").string(), module_tensors(*workers.critic->model()));
+    write_safetensors((tmp / "critic.safetensors").string(),
+                      module_tensors(*workers.critic->model()));
     workers.critic->optimizer().save((tmp / "critic_optimizer.pt").string());
   }
   const nlohmann::json state = {{"iteration", iteration}, {"schedule", schedule_state}};

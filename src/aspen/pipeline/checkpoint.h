@@ -15,6 +15,8 @@
 // while saving leaves the previous checkpoint intact; only keep_last are kept.
 // RNG streams that are not saved are counter-based (sampling seeds derive from the
 // group id, update shuffles from the iteration index), so they need no state.
+// Fault injection for tests: ASPEN_FAULT_CHECKPOINT_DELAY_MS=M pauses M ms halfway
+// through every checkpoint write.
 // Errors: aspen::Error naming the file. Thread safety: call from the trainer thread.
 #pragma once
 
