@@ -5,8 +5,10 @@
 // CUDA collective; each rank's tensors must be on its own device, cuda:LOCAL_RANK).
 //
 // init_process_group(env):
-//   1. Rank 0 serves a c10d TCPStore on MASTER_PORT; every rank (rank 0 included)
-//      connects to MASTER_ADDR:MASTER_PORT within env.rendezvous_timeout.
+//   1. Rank 0 serves a c10d TCPStore on MASTER_PORT, listening only on
+//      store_address(env) (dist_env.h: 127.0.0.1 when every rank is on this node,
+//      MASTER_ADDR otherwise); every rank (rank 0 included) connects there within
+//      env.rendezvous_timeout.
 //   2. Each rank announces itself in the store and waits for all WORLD_SIZE ranks;
 //      a missing rank gives aspen::Error "rank N never arrived within T s" (listing
 //      every missing rank) instead of a hang.
