@@ -93,5 +93,16 @@ TEST(CountdownVerifier, BadGroundTruthOrOptionsAreErrors) {
   EXPECT_THROW(CountdownVerifier(nlohmann::json{{"format", 0.1}}), Error);
 }
 
+// Fuzzer finding (fuzz/reward_answer_fuzz.cpp): a ground truth string that is not valid
+// UTF-8 made the error message's json::dump() throw json::type_error instead of the
+// verifier's aspen::Error.
+TEST(CountdownVerifier, InvalidUtf8GroundTruthIsAnAspenError) {
+  const CountdownVerifier verifier;
+  const nlohmann::json truth = std::string("24 \xFF");
+  EXPECT_THROW(verifier.score({"", "<answer>1+2</answer>", truth}), Error);
+  const nlohmann::json numbers = {{"target", 24}, {"numbers", {1, std::string("\xFF")}}};
+  EXPECT_THROW(verifier.score({"", "<answer>1+2</answer>", numbers}), Error);
+}
+
 }  // namespace
 }  // namespace aspen

@@ -139,5 +139,31 @@ TEST(JsonlDataset, LoadsFromFileAndNamesItInErrors) {
   expect_error([&] { load_jsonl_dataset(path, {}, nullptr); }, {path, "cannot open"});
 }
 
+// Fuzzer finding (fuzz/jsonl_dataset_fuzz.cpp): a number too large for a double let
+// nlohmann's out_of_range escape instead of an aspen::Error naming the line.
+TEST(JsonlDataset, NumberOutOfRangeIsAnErrorNamingTheLine) {
+  try {
+    read("{\"prompt\": \"p\", \"answer\": \"a\"}\n{\"prompt\": \"p\", \"answer\": 1e999}\n");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.jsonl: line 2"), std::string::npos) << e.what();
+  }
+}
+
+// A line nested 100,000 levels deep overflowed the stack once the value was copied; it is
+// refused while parsing (io/bounded_json.h), naming the line.
+TEST(JsonlDataset, DeeplyNestedLineIsAnErrorNamingTheLine) {
+  const std::string deep = "{\"prompt\": \"p\", \"answer\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}\n";
+  try {
+    read(deep);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 512"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("data.jsonl: line 1"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace aspen

@@ -93,5 +93,49 @@ TEST(TokenizerErrors, BadJsonAndMissingFileNameTheInput) {
   EXPECT_THROW(Tokenizer::from_file("/nonexistent/dir/tokenizer.json"), Error);
 }
 
+// Fuzzer finding (fuzz/tokenizer_fuzz.cpp): a string where a boolean belongs, reached
+// through a "Regex" Split pre-tokenizer, let nlohmann::json::type_error escape.
+TEST(TokenizerErrors, WrongJsonTypeInRegexSplitIsAnAspenError) {
+  auto spec = tiny_json();
+  spec["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"},
+         {"invert", "no"}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  EXPECT_NE(load_error(spec).find("wrong JSON type"), std::string::npos);
+  spec = tiny_json();
+  spec["model"]["dropout"] = "0.1";
+  EXPECT_NE(load_error(spec).find("wrong JSON type"), std::string::npos);
+}
+
+// Fuzzer finding: a declared vocab id of 10^8 in a tiny file sized the id tables to
+// 10^8 entries (~3 GB). Ids are bounded by the number of entries (tokenizer.h).
+TEST(TokenizerErrors, HugeVocabIdIsRefusedBeforeAllocating) {
+  auto spec = tiny_json();
+  spec["model"]["vocab"]["far"] = 100000000;
+  const std::string error = load_error(spec);
+  EXPECT_NE(error.find("100000000"), std::string::npos) << error;
+  EXPECT_NE(error.find("model.vocab"), std::string::npos) << error;
+  // A small gap stays accepted (no added tokens, whose ids would follow the vocab).
+  spec = tiny_json();
+  spec["added_tokens"] = nlohmann::json::array();
+  spec["model"]["vocab"]["near"] = 100;
+  EXPECT_EQ(load_error(spec), "");
+}
+
+// Deeply nested JSON (100,000 levels) is refused while parsing, naming the file.
+TEST(TokenizerErrors, DeeplyNestedJsonIsAnAspenError) {
+  const std::string deep = "{\"normalizer\":" + std::string(100000, '[') + "]}";
+  try {
+    Tokenizer::from_json(deep, "deep.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 512"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("deep.json"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace aspen

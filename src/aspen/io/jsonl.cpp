@@ -1,5 +1,6 @@
 #include "aspen/io/jsonl.h"
 
+#include "aspen/io/bounded_json.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -13,11 +14,9 @@ bool JsonlReader::next(nlohmann::json& value) {
     ++line_number_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    try {
-      value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw Error(std::string("malformed JSON: ") + e.what(), location());
-    }
+    // Bounded depth (callers copy and dump values, which recurse per level); any
+    // nlohmann error (syntax, a number out of range) is an aspen::Error naming the line.
+    value = parse_json_bounded(line, location());
     return true;
   }
   return false;

@@ -18,7 +18,8 @@ class JsonlReader {
   JsonlReader(std::istream& in, std::string source);
 
   // Reads the next non-blank line into `value`. Returns false at end of input.
-  // Throws aspen::Error naming source and line for malformed JSON or invalid UTF-8.
+  // Throws aspen::Error naming source and line for malformed JSON, invalid UTF-8, a
+  // number out of range, or nesting deeper than kMaxJsonDepth (io/bounded_json.h).
   bool next(nlohmann::json& value);
 
   // "source: line N" for the line last returned, to name it in callers' errors.

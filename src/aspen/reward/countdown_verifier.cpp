@@ -24,17 +24,19 @@ struct CountdownTruth {
 CountdownTruth read_truth(const nlohmann::json& truth) {
   const std::string where = "reward ground_truth (countdown)";
   check_input(truth.is_object() && truth.contains("target") && truth.contains("numbers"),
-              "expected {\"target\": int, \"numbers\": [int]}, got " + truth.dump(), where);
+              "expected {\"target\": int, \"numbers\": [int]}, got " + json_for_message(truth),
+              where);
   const nlohmann::json& target = truth.at("target");
   const nlohmann::json& numbers = truth.at("numbers");
-  check_input(target.is_number_integer(), "target must be an integer, got " + target.dump(), where);
+  check_input(target.is_number_integer(),
+              "target must be an integer, got " + json_for_message(target), where);
   check_input(numbers.is_array() && !numbers.empty(),
-              "numbers must be a non-empty array, got " + numbers.dump(), where);
+              "numbers must be a non-empty array, got " + json_for_message(numbers), where);
   CountdownTruth out;
   out.target = target.get<int64_t>();
   for (const nlohmann::json& n : numbers) {
     check_input(n.is_number_integer() && n.get<int64_t>() >= 0,
-                "numbers must be non-negative integers, got " + numbers.dump(), where);
+                "numbers must be non-negative integers, got " + json_for_message(numbers), where);
     out.numbers.push_back(n.get<int64_t>());
   }
   return out;

@@ -39,4 +39,9 @@ class JsonOptions {
   std::set<std::string> read_;
 };
 
+// `value` as compact JSON text for error messages. Never throws: strings that are not
+// valid UTF-8 (a ground truth or option built in code, not parsed) print with U+FFFD
+// where nlohmann's dump() would throw json::type_error.
+std::string json_for_message(const nlohmann::json& value);
+
 }  // namespace aspen

@@ -17,10 +17,10 @@ std::string ground_truth_text(const nlohmann::json& value) {
     std::snprintf(buffer, sizeof(buffer), "%.17g", value.get<double>());
     return buffer;
   }
-  check_input(
-      value.is_string(),
-      "math ground truth must be a string, a number or an array of them, got " + value.dump(),
-      "reward ground_truth");
+  check_input(value.is_string(),
+              "math ground truth must be a string, a number or an array of them, got " +
+                  json_for_message(value),
+              "reward ground_truth");
   std::string text = value.get<std::string>();
   // A full worked solution ("... #### 72") is graded by its final answer.
   if (text.find("\\boxed") != std::string::npos || text.find("\\fbox") != std::string::npos ||

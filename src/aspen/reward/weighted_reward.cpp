@@ -23,7 +23,8 @@ WeightedReward::WeightedReward(std::vector<RewardComponent> components)
 }
 
 WeightedReward WeightedReward::from_json(const nlohmann::json& spec, const std::string& source) {
-  check_input(spec.is_array(), "expected an array of {verifier, weight, ...}, got " + spec.dump(),
+  check_input(spec.is_array(),
+              "expected an array of {verifier, weight, ...}, got " + json_for_message(spec),
               source);
   std::vector<RewardComponent> components;
   for (size_t i = 0; i < spec.size(); ++i) {

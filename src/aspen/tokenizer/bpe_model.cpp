@@ -64,6 +64,15 @@ BpeModel BpeModel::from_json(const nlohmann::json& spec, const std::string& sour
     model.vocab_.emplace(token, id);
     max_id = std::max(max_id, id);
   }
+  // Ids index dense tables (tokens_, and the tokenizer's per-id bytes), so a declared id
+  // sizes an allocation: bound it by the number of entries (tokenizer.h documents this).
+  const int64_t id_bound = 2 * static_cast<int64_t>(model.vocab_.size()) + 1024;
+  if (max_id >= id_bound) {
+    throw Error("vocab id " + std::to_string(max_id) + " is far above the " +
+                    std::to_string(model.vocab_.size()) + " vocab entries (ids must be below " +
+                    std::to_string(id_bound) + ")",
+                where + ".vocab", "number the vocab from 0 without large gaps");
+  }
   model.tokens_.resize(static_cast<size_t>(max_id + 1));
   model.has_token_.assign(static_cast<size_t>(max_id + 1), false);
   for (const auto& [token, id] : model.vocab_) {

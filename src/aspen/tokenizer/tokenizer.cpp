@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "aspen/io/bounded_json.h"
 #include "aspen/tokenizer/added_vocabulary.h"
 #include "aspen/tokenizer/bpe_model.h"
 #include "aspen/tokenizer/byte_level.h"
@@ -91,12 +92,18 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 }
 
 Tokenizer Tokenizer::from_json(const std::string& json_text, const std::string& source) {
-  nlohmann::json spec;
+  // Bounded depth: the sections below copy subtrees, which recurses once per level.
+  const nlohmann::json spec = parse_json_bounded(json_text, source);
   try {
-    spec = nlohmann::json::parse(json_text);
+    return from_spec(spec, source);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("invalid JSON: ") + e.what(), source);
+    // A value of the wrong JSON type where the sections read it with value()/get()
+    // (e.g. "invert": "yes" in a Split pre-tokenizer).
+    throw Error(std::string("a value has the wrong JSON type: ") + e.what(), source);
   }
+}
+
+Tokenizer Tokenizer::from_spec(const nlohmann::json& spec, const std::string& source) {
   if (!spec.is_object()) throw Error("tokenizer.json is not a JSON object", source);
   for (const char* key : {"truncation", "padding"}) {
     if (spec.contains(key) && !spec[key].is_null()) {

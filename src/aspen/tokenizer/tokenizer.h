@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +28,11 @@ class Tokenizer {
   // Throws aspen::Error naming the file and the problem for anything unsupported
   // (a model type other than BPE, an unknown normaliser/pre-tokenizer, bad JSON).
   static Tokenizer from_file(const std::string& path);
-  // Parses tokenizer.json text; `source` names it in errors.
+  // Parses tokenizer.json text; `source` names it in errors. Any malformed input is an
+  // aspen::Error: JSON nested deeper than kMaxJsonDepth (io/bounded_json.h), a value of
+  // the wrong JSON type, or a model vocab id at or above 2 x (number of vocab entries)
+  // + 1024 (so a small file cannot declare an id that allocates gigabytes; real files
+  // number their vocab densely from 0).
   static Tokenizer from_json(const std::string& json_text, const std::string& source);
 
   std::vector<TokenId> encode(std::string_view text) const;
@@ -58,6 +63,8 @@ class Tokenizer {
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  // from_json on the parsed document; may let nlohmann::json::exception escape.
+  static Tokenizer from_spec(const nlohmann::json& spec, const std::string& source);
   std::shared_ptr<const Impl> impl_;
 };
 
