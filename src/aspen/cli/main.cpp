@@ -2,8 +2,12 @@
 // through cli/command.h; main only parses, dispatches, and turns errors into one
 // clear line on stderr and a non-zero exit status.
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
 
 #include "aspen/cli/command.h"
 #include "aspen/util/error.h"
@@ -20,6 +24,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const aspen::Error& e) {
     std::fprintf(stderr, "aspen: error: %s\n", e.what());
+    return 1;
+  } catch (const c10::Error& e) {
+    // A libtorch check that no input validation caught: its message without the C++
+    // backtrace, on one line.
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    std::fprintf(stderr, "aspen: error: libtorch: %s\n", what.c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "aspen: error: out of memory: a size in the input (model config, dataset, "
+                 "rollout.kv_cache_mb, batch sizes) is larger than this machine can hold\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aspen: error: %s\n", e.what());
