@@ -74,6 +74,15 @@ TEST(Config, ARepeatedKeyIsAnErrorNamingItsPath) {
   EXPECT_NO_THROW(Config::parse("a: {k: 1}\nb: {k: 1}\n", "same key, two mappings"));
 }
 
+TEST(Config, NonScalarMappingKeysAreErrorsNotYamlExceptions) {
+  // Found by fuzz_config: yaml-cpp's TypedBadConversion escaped for these.
+  EXPECT_THROW(Config::parse("? [a, b]\n: 1\n", "k.yaml"), Error);
+  EXPECT_THROW(Config::parse("a: {:cb: { [1, {d: null}]}}\n", "k.yaml"), Error);
+  Config config = Config::empty("defaults");
+  EXPECT_THROW(config.apply_override("x={[1]: 2}"), Error);
+  EXPECT_THROW(config.apply_override("x={k: 1, k: 2}"), Error);
+}
+
 TEST(Config, NonFiniteNumbersAreErrorsNamingTheKey) {
   for (const std::string value : {".inf", "-.inf", ".nan"}) {
     Config config = Config::parse("train:\n  lr: " + value + "\n", "run.yaml");

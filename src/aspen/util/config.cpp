@@ -96,6 +96,10 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
   if (node.IsMap()) {
     std::set<std::string> keys;
     for (const auto& item : node) {
+      // `? [a, b]: 1` or `{: x}` are YAML but not config: a key is a plain name.
+      check_input(item.first.IsScalar() && !item.first.Scalar().empty(),
+                  "a mapping key must be a plain name",
+                  source + ": " + (path.empty() ? "top level" : path));
       const std::string key = item.first.Scalar();
       const std::string here = path.empty() ? key : path + "." + key;
       if (!keys.insert(key).second) {
@@ -122,6 +126,8 @@ Config Config::parse(const std::string& yaml_text, const std::string& source) {
     root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
     throw Error("malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg, source);
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("unreadable YAML: ") + e.what(), source);
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw Error("the top level must be a mapping of sections", source);
@@ -143,7 +149,10 @@ void Config::apply_override(const std::string& assignment) {
     value = YAML::Load(assignment.substr(equals + 1));
   } catch (const YAML::ParserException& e) {
     throw Error("the value is not valid YAML: " + e.msg, where);
+  } catch (const YAML::Exception& e) {
+    throw Error(std::string("the value is not valid YAML: ") + e.what(), where);
   }
+  reject_duplicate_keys(value, "", where);
   std::vector<std::string> keys;
   std::stringstream stream(path);
   for (std::string key; std::getline(stream, key, '.');) {
