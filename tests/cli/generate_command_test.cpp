@@ -2,9 +2,9 @@
 // HF transformers (tools/python/hf_reference.py) with the real Qwen3 tokenizer.
 // The --json log-probs must equal what `aspen logprobs` computes for prompt + output.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 #include "support/hf_reference.h"
@@ -47,8 +47,9 @@ TEST(GenerateCommand, JsonOutputIsConsistentWithLogprobsCommand) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = json_lines(result.out);
   ASSERT_EQ(lines.size(), 3u);
-  const auto prompt_ids = json_lines(run_command(testing::aspen_cli() + " tokenize --tokenizer " + dir,
-                                                 "\"Hello, world\"\n").out)[0];
+  const auto prompt_ids = json_lines(
+      run_command(testing::aspen_cli() + " tokenize --tokenizer " + dir, "\"Hello, world\"\n")
+          .out)[0];
   for (size_t j = 0; j < lines.size(); ++j) {
     const auto& line = lines[j];
     EXPECT_EQ(line["prompt_index"], 0);
@@ -69,10 +70,11 @@ TEST(GenerateCommand, JsonOutputIsConsistentWithLogprobsCommand) {
     }
   }
   // Same seed, same samples.
-  EXPECT_EQ(run_command(testing::aspen_cli() + " generate --model " + dir +
-                        " --prompt 'Hello, world' --n 3 --max-tokens 6 --temperature 0.9 --seed 5 --json")
-                .out,
-            result.out);
+  EXPECT_EQ(
+      run_command(testing::aspen_cli() + " generate --model " + dir +
+                  " --prompt 'Hello, world' --n 3 --max-tokens 6 --temperature 0.9 --seed 5 --json")
+          .out,
+      result.out);
 }
 
 TEST(GenerateCommand, GreedyPromptsFileWithChatMessages) {
@@ -81,8 +83,9 @@ TEST(GenerateCommand, GreedyPromptsFileWithChatMessages) {
   testing::write_text(prompts,
                       "{\"prompt\": \"2+2=\"}\n"
                       "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
-  const auto result = run_command(testing::aspen_cli() + " generate --model " + dir + " --prompts " +
-                                  prompts + " --n 2 --max-tokens 4 --temperature 0 --json");
+  const auto result =
+      run_command(testing::aspen_cli() + " generate --model " + dir + " --prompts " + prompts +
+                  " --n 2 --max-tokens 4 --temperature 0 --json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = json_lines(result.out);
   ASSERT_EQ(lines.size(), 4u);
@@ -90,15 +93,31 @@ TEST(GenerateCommand, GreedyPromptsFileWithChatMessages) {
   EXPECT_EQ(lines[2]["prompt_index"], 1);
 }
 
+TEST(GenerateCommand, PlainTextIsTheCompletionAloneOrLabelledByPromptAndSample) {
+  const std::string dir = make_model_dir();
+  const std::string base = testing::aspen_cli() + " generate --model " + dir +
+                           " --prompt 'Hello' --max-tokens 4 --temperature 0";
+  const auto one = run_command(base);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto json = json_lines(run_command(base + " --json").out);
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_EQ(one.out, json[0]["text"].get<std::string>() + "\n") << "no unexplained [0.0]";
+  const auto two = run_command(base + " --n 2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.out.rfind("[prompt 0 sample 0] ", 0), 0u) << two.out;
+  EXPECT_NE(two.out.find("\n[prompt 0 sample 1] "), std::string::npos) << two.out;
+}
+
 TEST(GenerateCommand, BadInputsGetClearErrors) {
   const std::string dir = make_model_dir();
   const std::string prompts = testing::scratch_dir() + "/bad.jsonl";
   testing::write_text(prompts, "{\"prompt\": \"ok\"}\n{\"text\": \"no prompt field\"}\n");
-  const auto bad_line = run_command(testing::aspen_cli() + " generate --model " + dir + " --prompts " + prompts);
+  const auto bad_line =
+      run_command(testing::aspen_cli() + " generate --model " + dir + " --prompts " + prompts);
   EXPECT_EQ(bad_line.exit_code, 1);
   EXPECT_NE(bad_line.err.find("bad.jsonl: line 2"), std::string::npos) << bad_line.err;
-  const auto bad_top_p = run_command(testing::aspen_cli() + " generate --model " + dir +
-                                     " --prompt x --top-p 1.5");
+  const auto bad_top_p =
+      run_command(testing::aspen_cli() + " generate --model " + dir + " --prompt x --top-p 1.5");
   EXPECT_EQ(bad_top_p.exit_code, 1);
   EXPECT_NE(bad_top_p.err.find("top_p"), std::string::npos) << bad_top_p.err;
   const auto both = run_command(testing::aspen_cli() + " generate --model " + dir);

@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/util/error.h"
+#include "aspen/util/file.h"
 #include "tiny_configs.h"
 
 namespace aspen {
@@ -140,6 +142,30 @@ TEST(QwenPretrained, SaveThenLoadRoundTripsSingleAndSharded) {
     EXPECT_EQ(as_bf16->lm_head_weight().scalar_type(), torch::kBFloat16);
     fs::remove_all(dir);
   }
+}
+
+TEST(QwenPretrained, AConfigThatDoesNotDescribeTheWeightsIsRefusedBeforeAllocating) {
+  ModelConfig c = testing::tiny_config(ModelFamily::kQwen3, false, 12);
+  const std::string dir = ::testing::TempDir() + "/aspen_model_lying_config";
+  fs::remove_all(dir);
+  save_pretrained_model(dir, make_random_model(c, 7));
+  const std::string good = read_file(dir + "/config.json");
+  // vocab_size 10^12 would be a 256 TB embedding if the model were built first.
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"vocab_size", 1000000000000LL},
+                                                           {"num_hidden_layers", 100000},
+                                                           {"intermediate_size", 1 << 30}}) {
+    nlohmann::json config = nlohmann::json::parse(good);
+    config[key] = value;
+    write_file_atomic(dir + "/config.json", config.dump());
+    try {
+      load_pretrained_model(dir);
+      FAIL() << key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.input(), dir + "/config.json") << e.what();
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(QwenPretrained, MissingDirectoryIsAnError) {

@@ -1,4 +1,4 @@
-// The iteration engine (ASP) in one process: eta = 0 reproduces the synchronous schedule, the
+// The iteration engine (ASP) in one process: async at eta = 0 trains like sync mode, the
 // staleness bound holds under injected random delays, no group is lost or trained
 // twice, and the trace is a valid Chrome trace with a track per role and instance.
 #include "aspen/pipeline/iteration_engine.h"
@@ -26,7 +26,7 @@ TrainConfig tiny_config(const std::vector<std::string>& overrides) {
   return testing::tiny_run_config(overrides);
 }
 
-TEST(IterationEngine, ZeroStalenessReproducesTheSyncSchedule) {
+TEST(IterationEngine, ZeroStalenessAsyncTrainsLikeSyncModeStreamedBatchedAndChunked) {
   const std::string sync_dir = ::testing::TempDir() + "/aspen_async_eq_sync";
   const std::string async_dir = ::testing::TempDir() + "/aspen_async_eq_async";
   fs::remove_all(sync_dir);

@@ -62,7 +62,14 @@ TEST(WeightedReward, ConfigErrorsNameTheEntry) {
 }
 
 TEST(VerifierRegistry, KnowsEveryKind) {
-  for (const std::string& kind : verifier_kinds()) EXPECT_EQ(make_verifier(kind)->name(), kind);
+  for (const std::string& kind : verifier_kinds()) {
+    // A weighted reward is its list of components; the others take default options.
+    const nlohmann::json options = kind == "weighted"
+                                       ? nlohmann::json::parse(R"([{"verifier": "math"}])")
+                                       : nlohmann::json::object();
+    EXPECT_EQ(make_verifier(kind, options)->name(), kind);
+  }
+  EXPECT_THROW(make_verifier("weighted", nlohmann::json::object()), Error);
 }
 
 TEST(WeightedReward, ConcurrentScoringAgreesWithSerial) {

@@ -96,6 +96,8 @@ TEST(JsonlDataset, BadLinesNameFileAndLine) {
                {"data.jsonl: line 3", "missing field \"answer\""});
   expect_error([] { read("{\"answer\": 1}\n"); }, {"line 1", "missing field \"prompt\""});
   expect_error([] { read("[1, 2]\n"); }, {"line 1", "JSON object"});
+  expect_error([] { read("{\"prompt\": \"a\", \"answer\": null}\n"); },
+               {"line 1: answer", "the answer is null"});
   expect_error([] { read("{\"prompt\": 5, \"answer\": 1}\n"); }, {"line 1: prompt", "string"});
   expect_error(
       [] { read("{\"prompt\": [{\"role\": \"user\", \"content\": \"x\"}], \"answer\": 1}\n"); },
@@ -159,8 +161,7 @@ TEST(JsonlDataset, DeeplyNestedLineIsAnErrorNamingTheLine) {
     read(deep);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("nested deeper than 512"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 512"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("data.jsonl: line 1"), std::string::npos) << e.what();
   }
 }

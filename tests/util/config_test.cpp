@@ -83,6 +83,34 @@ TEST(Config, NonScalarMappingKeysAreErrorsNotYamlExceptions) {
   EXPECT_THROW(config.apply_override("x={k: 1, k: 2}"), Error);
 }
 
+TEST(Config, ErrorsInOverridesNameTheOverrideNotTheFile) {
+  Config config = Config::parse("train:\n  lr: 1e-4\n  epochs: x\n", "run.yaml");
+  config.apply_override("train.lr=.inf");
+  config.apply_override("data={task_options: {digits: many}}");
+  ConfigSection train = config.root().section("train");
+  try {
+    train.get<double>("lr", 1e-4);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "override \"train.lr=.inf\": train.lr");
+  }
+  try {
+    train.get<int64_t>("epochs", 1);  // from the file: the file is named
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "run.yaml: train.epochs");
+  }
+  // A value inside an overridden section names the override too.
+  ConfigSection options = config.root().section("data").section("task_options");
+  try {
+    options.get<int64_t>("digits", 2);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(),
+              "override \"data={task_options: {digits: many}}\": data.task_options.digits");
+  }
+}
+
 TEST(Config, NonFiniteNumbersAreErrorsNamingTheKey) {
   for (const std::string value : {".inf", "-.inf", ".nan"}) {
     Config config = Config::parse("train:\n  lr: " + value + "\n", "run.yaml");

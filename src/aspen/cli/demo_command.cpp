@@ -88,7 +88,10 @@ int run_demo() {
 }
 
 void setup(CLI::App& root) {
-  CLI::App* command = root.add_subcommand("demo", "The built-in demo (no downloads needed)");
+  CLI::App* command = root.add_subcommand(
+      "demo",
+      "Generation on a random tiny model made on the spot (a smoke test of the rollout "
+      "engine; the RL demo is aspen train with no config)");
   on_run(command, [] { return run_demo(); });
 }
 

@@ -19,10 +19,10 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
-#include "aspen/parallel/device.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
+#include "aspen/parallel/device.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/tokenizer/chat_template.h"
 
@@ -159,6 +159,9 @@ int run_generate(const GenerateOptions& options) {
   }
 
   RolloutEngine engine(model, engine_config, tokenizer);
+  // Plain text: one prompt and one sample print the text alone; otherwise each
+  // completion is labelled "[prompt P sample S]" (both 0-based, prompts in input order).
+  const bool label = requests.size() > 1 || options.n > 1;
   for (const Completion& completion : engine.generate(std::move(requests))) {
     if (options.json) {
       write_jsonl(std::cout, {{"prompt_index", completion.request_index},
@@ -168,8 +171,11 @@ int run_generate(const GenerateOptions& options) {
                               {"logprobs", completion.logprobs},
                               {"finish_reason", finish_reason_name(completion.finish_reason)}});
     } else {
-      std::cout << "[" << completion.request_index << "." << completion.sample_index << "] "
-                << completion.text << "\n";
+      if (label) {
+        std::cout << "[prompt " << completion.request_index << " sample " << completion.sample_index
+                  << "] ";
+      }
+      std::cout << completion.text << "\n";
     }
   }
   return 0;

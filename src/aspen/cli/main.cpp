@@ -1,9 +1,9 @@
 // The `aspen` command. Each subcommand lives in its own file and registers itself
 // through cli/command.h; main only parses, dispatches, and turns errors into one
 // clear line on stderr and a non-zero exit status.
-#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <new>

@@ -2,8 +2,8 @@
 // on (prompt, answer) data — a built-in task or a JSONL dataset — with the
 // `model`, `data`, `train` (sft_steps, sft_batch_size, sft_lr, optimizer keys) and
 // `logging` sections of docs/config.md. Writes DIR/final in HF layout (with its
-// tokenizer.json), DIR/metrics.jsonl and DIR/summary.json (greedy held-out
-// accuracy before and after).
+// tokenizer.json), DIR/config.json (the configuration as run), DIR/metrics.jsonl and
+// DIR/summary.json (greedy held-out accuracy before and after).
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,9 +12,9 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/config_arguments.h"
 #include "aspen/io/jsonl.h"
+#include "aspen/pipeline/greedy_eval.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
-#include "aspen/pipeline/greedy_eval.h"
 #include "aspen/pipeline/train_config.h"
 #include "aspen/util/file.h"
 
@@ -33,6 +33,9 @@ int run_sft_command(const SftCommandOptions& options) {
   namespace fs = std::filesystem;
   fs::create_directories(options.out_dir);
   std::ofstream metrics((fs::path(options.out_dir) / "metrics.jsonl").string(), std::ios::trunc);
+  // The configuration as run, as aspen train writes it.
+  write_file_atomic((fs::path(options.out_dir) / "config.json").string(),
+                    train_config.as_json().dump(2));
   const auto start = std::chrono::steady_clock::now();
 
   RlSetup setup = build_rl_setup(train_config);

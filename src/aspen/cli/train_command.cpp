@@ -73,6 +73,17 @@ void setup(CLI::App& root) {
   command->add_option("--out", options->out_dir, "run directory")->capture_default_str();
   command->add_option("--resume", options->resume_dir,
                       "continue the run in this directory from its newest checkpoint");
+  command->footer(
+      "Configuration: a YAML file and/or key.sub=value overrides, sections model, data,\n"
+      "algorithm, rollout, train, pipeline, logging, checkpoint, placement; every key,\n"
+      "its default and meaning: docs/config.md. Examples:\n"
+      "  aspen train algorithm.name=dapo rollout.n=16 train.lr=1e-5\n"
+      "  aspen train run.yaml pipeline.mode=async pipeline.max_staleness=2 --out runs/a\n"
+      "Console columns per iteration: reward (mean verifier score), acc (share of\n"
+      "samples scoring >= 1), len (mean response tokens), kl (approximate KL of the\n"
+      "updated policy to the old one), clip (share of tokens the PPO ratio clipped),\n"
+      "seconds; eval_acc is greedy held-out accuracy. Every figure is in\n"
+      "OUT/metrics.jsonl (docs/config.md).");
   on_run(command, [options] { return run_train(*options); });
 }
 

@@ -1,6 +1,10 @@
 #include "aspen/model/pretrained.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "aspen/io/model_dir.h"
 #include "aspen/util/error.h"
@@ -23,15 +27,60 @@ std::string dtype_name(torch::ScalarType dtype) {
   }
 }
 
+// The dimensions config.json declares, checked against the weights on disk BEFORE a
+// model is built from them: a config claiming a vocabulary of 10^12 would otherwise
+// allocate terabytes first (the shapes of every tensor are checked again on load).
+void check_config_matches_weights(const ModelConfig& config,
+                                  const std::map<std::string, torch::Tensor>& weights,
+                                  const std::string& config_path) {
+  auto expect_shape = [&](const std::string& name, std::vector<int64_t> shape,
+                          const std::string& keys) {
+    auto it = weights.find(name);
+    check_input(it != weights.end(), "the weights have no " + name, config_path);
+    const std::vector<int64_t> actual = it->second.sizes().vec();
+    if (actual == shape) return;
+    auto text = [](const std::vector<int64_t>& dims) {
+      std::string out = "[";
+      for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+      return out + "]";
+    };
+    throw Error(keys + " say " + name + " is " + text(shape) + "; the weights hold " + text(actual),
+                config_path, "config.json must describe the checkpoint beside it");
+  };
+  expect_shape("model.embed_tokens.weight", {config.vocab_size, config.hidden_size},
+               "vocab_size and hidden_size");
+  int64_t layers = 0;
+  const std::string prefix = "model.layers.";
+  for (const auto& [name, tensor] : weights) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    layers = std::max<int64_t>(layers, std::stoll(name.substr(prefix.size())) + 1);
+  }
+  check_input(layers == config.num_hidden_layers,
+              "num_hidden_layers is " + std::to_string(config.num_hidden_layers) +
+                  "; the weights have " + std::to_string(layers) + " layers",
+              config_path);
+  if (layers == 0) return;
+  expect_shape("model.layers.0.mlp.gate_proj.weight",
+               {config.intermediate_size, config.hidden_size}, "intermediate_size and hidden_size");
+  expect_shape("model.layers.0.self_attn.q_proj.weight",
+               {config.num_attention_heads * config.head_dim, config.hidden_size},
+               "num_attention_heads, head_dim and hidden_size");
+  expect_shape("model.layers.0.self_attn.k_proj.weight",
+               {config.num_key_value_heads * config.head_dim, config.hidden_size},
+               "num_key_value_heads, head_dim and hidden_size");
+}
+
 }  // namespace
 
 QwenForCausalLM load_pretrained_model(const std::string& dir, torch::ScalarType dtype,
                                       torch::Device device) {
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   ModelConfig config = load_hf_config(config_path);
+  std::map<std::string, torch::Tensor> weights = load_model_weights(dir);
+  check_config_matches_weights(config, weights, config_path);
   QwenForCausalLM model(config);
   model->to(device, dtype);
-  model->load_state(load_model_weights(dir), dir);
+  model->load_state(weights, dir);
   return model;
 }
 

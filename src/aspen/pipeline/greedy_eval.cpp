@@ -30,7 +30,7 @@ double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
     const RewardInput input{example.prompt_text,
                             setup.tokenizer->decode(c.token_ids, /*skip_special_tokens=*/true),
                             example.ground_truth};
-    correct += setup.verifier->score(input) >= 1.0 ? 1 : 0;
+    correct += verifier_for(setup, example).score(input) >= 1.0 ? 1 : 0;
   }
   return examples.empty() ? 0.0
                           : static_cast<double>(correct) / static_cast<double>(examples.size());

@@ -283,6 +283,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   std::unique_ptr<Schedule> schedule = make_iteration_engine(context, world);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
   if (checkpoint) schedule->restore(checkpoint->schedule_state.at("schedule"));
+  const int64_t tokens_before = schedule->trained_tokens();  // trained before a resume
+  double rl_seconds = 0.0;  // this process's RL iterations, SFT and evaluation excluded
   if (schedule->serves_only()) {
     // A rollout-only rank (disaggregated asynchronous): it generates until the
     // trainers end the run, and writes nothing.
@@ -299,6 +301,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   for (int64_t i = first; i < config.train.iterations; ++i) {
     nlohmann::json line = schedule->iteration(i);
     line["phase"] = "rl";
+    rl_seconds += line["seconds"].get<double>();
     const bool last = i + 1 == config.train.iterations;
     if (last || (config.logging.eval_every > 0 && (i + 1) % config.logging.eval_every == 0)) {
       evals["after"] = run_accuracy(eval_ranks, setup, max_tokens);
@@ -334,7 +337,11 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       {"samples", schedule->samples()},
       {"trained_tokens", schedule->trained_tokens()},
       {"wall_seconds", wall},
-      {"tokens_per_second", static_cast<double>(schedule->trained_tokens()) / std::max(wall, 1e-9)},
+      {"rl_seconds", rl_seconds},
+      // Trained response tokens per second of RL iterations (this process's; the SFT
+      // warm-up and evaluations are not training throughput).
+      {"tokens_per_second", static_cast<double>(schedule->trained_tokens() - tokens_before) /
+                                std::max(rl_seconds, 1e-9)},
       {"final_model", final_dir},
       {"metrics", metrics_path}};
   if (!config.logging.trace.empty()) summary["trace"] = config.logging.trace;

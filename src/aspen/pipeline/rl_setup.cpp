@@ -27,23 +27,46 @@ void load_data(const TrainConfig& config, RlSetup& setup) {
     JsonlDatasetOptions options;
     options.prompt_field = data.prompt_field;
     options.answer_field = data.answer_field;
+    options.id_field = data.id_field;
+    options.system_prompt = data.system_prompt;
     options.verifier = data.verifier;
+    options.verifier_field = data.verifier_field;
+    options.enable_thinking = data.enable_thinking;
     std::optional<ChatTemplate> chat_template;
     if (data.chat_template) chat_template = ChatTemplate::from_config(config.model.path);
-    auto examples =
-        load_jsonl_dataset(data.path, options, chat_template ? &*chat_template : nullptr);
-    check_input(static_cast<int64_t>(examples.size()) > data.eval_size,
-                "the dataset has " + std::to_string(examples.size()) +
-                    " examples; need more than eval_size",
-                data.path);
-    // A seeded, deterministic split: the last eval_size examples after a shuffle.
+    const ChatTemplate* render = chat_template ? &*chat_template : nullptr;
+    auto examples = load_jsonl_dataset(data.path, options, render);
     std::mt19937_64 rng(data.seed);
     std::shuffle(examples.begin(), examples.end(), rng);
-    setup.eval_examples.assign(examples.end() - data.eval_size, examples.end());
-    examples.resize(examples.size() - data.eval_size);
+    if (data.eval_path.empty()) {
+      check_input(static_cast<int64_t>(examples.size()) > data.eval_size,
+                  "the dataset has " + std::to_string(examples.size()) +
+                      " examples; need more than eval_size",
+                  data.path, "or give a validation file as data.eval_path");
+      // A seeded, deterministic split: the last eval_size examples after a shuffle.
+      setup.eval_examples.assign(examples.end() - data.eval_size, examples.end());
+      examples.resize(examples.size() - data.eval_size);
+    } else {
+      // A validation file of its own: its first eval_size examples, in file order.
+      auto eval = load_jsonl_dataset(data.eval_path, options, render);
+      check_input(!eval.empty(), "has no examples", data.eval_path);
+      if (static_cast<int64_t>(eval.size()) > data.eval_size) eval.resize(data.eval_size);
+      setup.eval_examples = std::move(eval);
+    }
     if (static_cast<int64_t>(examples.size()) > data.train_size) examples.resize(data.train_size);
     setup.train_examples = std::move(examples);
     setup.verifier = make_verifier(data.verifier, data.verifier_options);
+    // data.verifier_field: each line may name its own verifier kind (default options).
+    for (const auto* split : {&setup.train_examples, &setup.eval_examples}) {
+      for (const TaskExample& example : *split) {
+        if (example.verifier.empty() || example.verifier == data.verifier ||
+            setup.line_verifiers.count(example.verifier)) {
+          continue;
+        }
+        setup.line_verifiers[example.verifier] =
+            make_verifier(example.verifier, nlohmann::json::object());
+      }
+    }
     return;
   }
   setup.task = make_task(data.task, data.task_options);
@@ -83,10 +106,25 @@ void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   setup.eos_token_ids = {eos};
 }
 
+// Files of an HF model directory besides the weights, config.json and tokenizer.json
+// that transformers, vLLM or `aspen generate --chat` read.
+constexpr const char* kCarriedFiles[] = {"tokenizer_config.json",
+                                         "generation_config.json",
+                                         "special_tokens_map.json",
+                                         "vocab.json",
+                                         "merges.txt",
+                                         "chat_template.jinja",
+                                         "chat_template.json"};
+
 void load_pretrained(const TrainConfig& config, RlSetup& setup) {
   const std::string& dir = config.model.path;
   setup.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(dir));
   setup.tokenizer_json = read_file((std::filesystem::path(dir) / "tokenizer.json").string());
+  for (const char* name : kCarriedFiles) {
+    const std::filesystem::path path = std::filesystem::path(dir) / name;
+    if (std::filesystem::is_regular_file(path))
+      setup.carried_files[name] = read_file(path.string());
+  }
   setup.model = load_pretrained_model(dir);
   if (auto generation = read_generation_config(dir)) {
     for (int64_t id : generation->eos_token_ids)
@@ -104,6 +142,14 @@ void load_pretrained(const TrainConfig& config, RlSetup& setup) {
 void export_policy(const RlSetup& setup, const std::string& dir) {
   save_pretrained_model(dir, setup.model);
   write_file_atomic((std::filesystem::path(dir) / "tokenizer.json").string(), setup.tokenizer_json);
+  for (const auto& [name, text] : setup.carried_files) {
+    write_file_atomic((std::filesystem::path(dir) / name).string(), text);
+  }
+}
+
+const Verifier& verifier_for(const RlSetup& setup, const TaskExample& example) {
+  auto it = setup.line_verifiers.find(example.verifier);
+  return it != setup.line_verifiers.end() ? *it->second : *setup.verifier;
 }
 
 std::string sft_answer(const RlSetup& setup, const TaskExample& example) {

@@ -6,6 +6,7 @@
 // in place by its owner).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -24,18 +25,30 @@ struct RlSetup {
   torch::Device rollout_device = torch::kCPU;
   std::shared_ptr<const Tokenizer> tokenizer;
   std::string tokenizer_json;  // the tokenizer.json text, to export with the model
+  // The other files of the source model directory (model.path) a model directory needs
+  // to be used as one: tokenizer_config.json (chat template, special tokens),
+  // generation_config.json, special_tokens_map.json, vocab.json, merges.txt,
+  // chat_template.jinja; by file name, carried into every export unchanged.
+  std::map<std::string, std::string> carried_files;
   QwenForCausalLM model{nullptr};
   std::vector<TokenId> eos_token_ids;
   std::unique_ptr<Task> task;  // null for jsonl data
   std::vector<TaskExample> train_examples;
   std::vector<TaskExample> eval_examples;
   std::unique_ptr<Verifier> verifier;
+  // data.verifier_field: the verifiers lines name other than `verifier`, by kind.
+  std::map<std::string, std::unique_ptr<Verifier>> line_verifiers;
 };
+
+// The verifier that scores `example`: the one its line names (data.verifier_field),
+// else the run's.
+const Verifier& verifier_for(const RlSetup& setup, const TaskExample& example);
 
 RlSetup build_rl_setup(const TrainConfig& config);
 
-// Writes the policy as an HF model directory: config.json, model.safetensors and
-// the tokenizer.json it was trained with.
+// Writes the policy as an HF model directory: config.json, model.safetensors, the
+// tokenizer.json it was trained with and the carried files, so the export loads,
+// chats and stops like the model it came from.
 void export_policy(const RlSetup& setup, const std::string& dir);
 
 // The supervised answer for an example: the task's reference solution, or the

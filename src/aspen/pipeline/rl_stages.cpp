@@ -171,7 +171,7 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
     const RewardInput input{example.prompt_text,
                             setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
                             example.ground_truth};
-    const double score = setup.verifier->score(input);
+    const double score = verifier_for(setup, example).score(input);
     double shaped = score;
     if (algorithm.overlong_buffer > 0) {
       const OverlongBuffer buffer{config.rollout.max_tokens, algorithm.overlong_buffer,

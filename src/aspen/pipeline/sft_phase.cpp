@@ -59,8 +59,8 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
                           {"grad_norm", m.grad_norm},
                           {"seconds", seconds}});
     if (config.logging.console) {
-      std::cout << "sft step " << std::setw(4) << step + 1 << "  nll " << std::fixed
-                << std::setprecision(3) << m.nll << "  lr " << std::scientific
+      std::cout << "sft step " << std::setw(4) << step + 1 << "/" << train.sft_steps << "  nll "
+                << std::fixed << std::setprecision(3) << m.nll << "  lr " << std::scientific
                 << std::setprecision(2) << m.lr << std::defaultfloat << "\n"
                 << std::flush;
     }

@@ -125,11 +125,25 @@ DataSection read_data(ConfigSection s) {
   const nlohmann::json demo_options = {{"digits", 2}, {"ops", {"+"}}, {"teacher_carry_slip", 0.6}};
   d.task_options = s.json("task_options", d.task == "arithmetic" ? demo_options : d.task_options);
   d.path = s.get("path", d.path);
+  d.eval_path = s.get("eval_path", d.eval_path);
   d.prompt_field = s.get("prompt_field", d.prompt_field);
   d.answer_field = s.get("answer_field", d.answer_field);
+  d.id_field = s.get("id_field", d.id_field);
+  d.system_prompt = s.get("system_prompt", d.system_prompt);
   d.verifier = s.get("verifier", d.verifier);
   d.verifier_options = s.json("verifier_options", d.verifier_options);
+  d.verifier_field = s.get("verifier_field", d.verifier_field);
   d.chat_template = s.get("chat_template", d.chat_template);
+  d.enable_thinking = s.get("enable_thinking", d.enable_thinking);
+  for (const auto& [key, value] :
+       {std::pair<const char*, const std::string*>{"eval_path", &d.eval_path},
+        {"id_field", &d.id_field},
+        {"system_prompt", &d.system_prompt},
+        {"verifier_field", &d.verifier_field}}) {
+    check_input(d.task == "jsonl" || value->empty(), "applies to data.task jsonl only",
+                s.where(key));
+  }
+
   d.train_size = s.get("train_size", d.train_size);
   d.eval_size = s.get("eval_size", d.eval_size);
   d.seed = s.get("seed", d.seed);
@@ -423,11 +437,16 @@ nlohmann::json TrainConfig::as_json() const {
        {{"task", data.task},
         {"task_options", data.task_options},
         {"path", data.path},
+        {"eval_path", data.eval_path},
         {"prompt_field", data.prompt_field},
         {"answer_field", data.answer_field},
+        {"id_field", data.id_field},
+        {"system_prompt", data.system_prompt},
         {"verifier", data.verifier},
         {"verifier_options", data.verifier_options},
+        {"verifier_field", data.verifier_field},
         {"chat_template", data.chat_template},
+        {"enable_thinking", data.enable_thinking},
         {"train_size", data.train_size},
         {"eval_size", data.eval_size},
         {"seed", data.seed}}},

@@ -39,11 +39,22 @@ struct DataSection {
   // Otherwise the task's defaults.
   nlohmann::json task_options = nlohmann::json::object();
   std::string path;  // jsonl: dataset file
+  // jsonl: a separate validation file (its first eval_size examples); empty: the
+  // validation set is carved from `path` (a seeded split).
+  std::string eval_path;
   std::string prompt_field = "prompt";
   std::string answer_field = "answer";
-  std::string verifier = "math";  // jsonl: verifier kind
+  std::string id_field;  // jsonl: example ids from this field; empty: "<file>:<line>"
+  // jsonl: a system message (with the chat template; without it, prepended as text)
+  std::string system_prompt;
+  // jsonl: verifier kind (math | format | countdown | weighted: verifier_options is then
+  // the list of {name, verifier, weight, options} components)
+  std::string verifier = "math";
   nlohmann::json verifier_options = nlohmann::json::object();
-  bool chat_template = false;  // jsonl: render prompts with the model's template
+  // jsonl: a field naming each line's own verifier kind (empty: `verifier` for all)
+  std::string verifier_field;
+  bool chat_template = false;   // jsonl: render prompts with the model's template
+  bool enable_thinking = true;  // jsonl + chat_template: Qwen3's thinking switch
   int64_t train_size = 4000;
   int64_t eval_size = 200;
   uint64_t seed = 1;

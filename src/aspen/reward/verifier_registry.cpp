@@ -3,12 +3,13 @@
 #include "aspen/reward/countdown_verifier.h"
 #include "aspen/reward/format_verifier.h"
 #include "aspen/reward/math_verifier.h"
+#include "aspen/reward/weighted_reward.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
 
 std::vector<std::string> verifier_kinds() {
-  return {"countdown", "format", "math"};
+  return {"countdown", "format", "math", "weighted"};
 }
 
 std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann::json& options) {
@@ -16,6 +17,10 @@ std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann:
     return std::make_unique<MathVerifier>(MathVerifierOptions::from_json(options));
   if (kind == "format") return std::make_unique<FormatVerifier>(options);
   if (kind == "countdown") return std::make_unique<CountdownVerifier>(options);
+  // A weighted sum of verifiers: `options` is its list of components (weighted_reward.h).
+  if (kind == "weighted") {
+    return std::make_unique<WeightedReward>(WeightedReward::from_json(options, "verifier_options"));
+  }
   std::string known;
   for (const std::string& name : verifier_kinds()) known += (known.empty() ? "" : ", ") + name;
   throw Error("unknown verifier \"" + kind + "\"", "verifier", "known verifiers: " + known);

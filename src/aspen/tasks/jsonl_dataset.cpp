@@ -89,6 +89,9 @@ std::vector<TaskExample> read_jsonl_dataset(std::istream& in, const std::string&
     example.prompt_text = render_prompt(require_field(row, options.prompt_field, line),
                                         line + ": " + options.prompt_field, options, chat_template);
     example.ground_truth = require_field(row, options.answer_field, line);
+    // A null answer would score every response 0: a row no verifier can grade.
+    check_input(!example.ground_truth.is_null(), "the answer is null",
+                line + ": " + options.answer_field, "every row needs an answer to verify against");
 
     if (options.id_field.empty()) {
       example.id = source + ":" + std::to_string(reader.line_number());

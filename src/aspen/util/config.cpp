@@ -6,18 +6,31 @@
 
 namespace aspen {
 
-ConfigSection::ConfigSection(YAML::Node node, std::string path, std::string source)
+ConfigSection::ConfigSection(YAML::Node node, std::string path, std::string source,
+                             std::shared_ptr<const OverrideOrigins> overrides)
     : node_(std::move(node)),
       path_(std::move(path)),
       source_(std::move(source)),
-      seen_(std::make_shared<std::set<std::string>>()) {
+      seen_(std::make_shared<std::set<std::string>>()),
+      overrides_(std::move(overrides)) {
   if (node_ && !node_.IsNull() && !node_.IsMap()) {
     throw Error("expected a mapping of keys", source_ + (path_.empty() ? "" : ": " + path_));
   }
 }
 
 std::string ConfigSection::where(const std::string& key) const {
-  return source_ + ": " + (path_.empty() ? key : path_ + "." + key);
+  const std::string full = path_.empty() ? key : path_ + "." + key;
+  if (overrides_) {
+    // The value itself, or a section above it, set on the command line.
+    for (std::string prefix = full;;) {
+      auto it = overrides_->find(prefix);
+      if (it != overrides_->end()) return "override \"" + it->second + "\": " + full;
+      const size_t dot = prefix.rfind('.');
+      if (dot == std::string::npos) break;
+      prefix.resize(dot);
+    }
+  }
+  return source_ + ": " + full;
 }
 
 YAML::Node ConfigSection::child(const std::string& key) {
@@ -70,9 +83,9 @@ nlohmann::json ConfigSection::json(const std::string& key, const nlohmann::json&
 ConfigSection ConfigSection::section(const std::string& key) {
   YAML::Node value = child(key);
   const std::string path = path_.empty() ? key : path_ + "." + key;
-  if (!value || value.IsNull()) return ConfigSection(YAML::Node(), path, source_);
+  if (!value || value.IsNull()) return ConfigSection(YAML::Node(), path, source_, overrides_);
   if (!value.IsMap()) throw Error("expected a mapping of keys", where(key));
-  return ConfigSection(value, path, source_);
+  return ConfigSection(value, path, source_, overrides_);
 }
 
 void ConfigSection::finish() const {
@@ -171,6 +184,7 @@ void Config::apply_override(const std::string& assignment) {
     chain.push_back(next);
   }
   chain.back()[keys.back()] = value;
+  (*overrides_)[path] = assignment;
 }
 
 }  // namespace aspen

@@ -20,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -31,9 +32,14 @@
 
 namespace aspen {
 
+// Key paths set by command-line overrides -> the override that set them, so that an
+// error names the override a value came from rather than the file.
+using OverrideOrigins = std::map<std::string, std::string>;
+
 class ConfigSection {
  public:
-  ConfigSection(YAML::Node node, std::string path, std::string source);
+  ConfigSection(YAML::Node node, std::string path, std::string source,
+                std::shared_ptr<const OverrideOrigins> overrides = nullptr);
 
   bool has(const std::string& key) const;
   // The value at `key`, or `fallback` when absent. Wrong type: aspen::Error naming the path.
@@ -50,7 +56,8 @@ class ConfigSection {
   // Throws aspen::Error naming the first key of this mapping nobody asked for.
   void finish() const;
 
-  // "source: path.key" for messages about `key`.
+  // "source: path.key" for messages about `key`; `override "a.b=v": a.b` when that
+  // value (or a section above it) came from a command-line override.
   std::string where(const std::string& key) const;
 
  private:
@@ -60,6 +67,7 @@ class ConfigSection {
   std::string path_;
   std::string source_;
   std::shared_ptr<std::set<std::string>> seen_;
+  std::shared_ptr<const OverrideOrigins> overrides_;
 };
 
 class Config {
@@ -73,14 +81,17 @@ class Config {
   // replaces or creates the key. Malformed overrides are aspen::Error.
   void apply_override(const std::string& assignment);
 
-  ConfigSection root() { return ConfigSection(root_, "", source_); }
+  ConfigSection root() { return ConfigSection(root_, "", source_, overrides_); }
   const std::string& source() const { return source_; }
 
  private:
   Config(YAML::Node root, std::string source)
-      : root_(std::move(root)), source_(std::move(source)) {}
+      : root_(std::move(root)),
+        source_(std::move(source)),
+        overrides_(std::make_shared<OverrideOrigins>()) {}
   YAML::Node root_;
   std::string source_;
+  std::shared_ptr<OverrideOrigins> overrides_;
 };
 
 // ---- template implementation ----
