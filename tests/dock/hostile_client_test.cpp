@@ -20,6 +20,7 @@
 #include "aspen/dock/zmq_service.h"
 #include "aspen/dock/zmq_transport.h"
 #include "dock_test_util.h"
+#include "raw_frames.h"
 
 namespace aspen {
 namespace {
@@ -28,23 +29,6 @@ using Clock = std::chrono::steady_clock;
 constexpr char kHostileToken[] = "hostile-client-test-token";
 constexpr int64_t kHostileRows = 120;
 constexpr size_t kHostileMaxBytes = size_t{1} << 20;
-
-// Sends `frames` on a fresh DEALER; true when a reply came within 5 s (its frames in
-// `reply`).
-bool call(const std::string& endpoint, std::vector<zmq::message_t> frames,
-          std::vector<zmq::message_t>& reply) {
-  zmq::socket_t socket(dock_zmq_context(), zmq::socket_type::dealer);
-  socket.set(zmq::sockopt::linger, 0);
-  socket.connect(endpoint);
-  for (size_t i = 0; i < frames.size(); ++i) {
-    socket.send(frames[i],
-                i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-  }
-  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, std::chrono::milliseconds(5000));
-  if (!(item.revents & ZMQ_POLLIN)) return false;
-  return zmq::recv_multipart(socket, std::back_inserter(reply)).has_value();
-}
 
 // A reply decodes: signed by the service, or (a rejection) unsigned.
 bool well_formed(std::vector<zmq::message_t>& reply) {
@@ -176,9 +160,9 @@ TEST(HostileClients, ServicesKeepServingAWorkloadThroughGarbageAndRandomRequests
   std::discrete_distribution<int> kinds({4, 4, 1, 1});  // garbage, signed, oversize, token
   while (!workload_done || sent < 1000) {
     const int kind = kinds(rng);
-    std::vector<zmq::message_t> reply;
     const std::string& endpoint = endpoints[rng() % endpoints.size()];
-    if (call(endpoint, hostile_request(rng, kind), reply)) {
+    std::vector<zmq::message_t> reply = testing::raw_call(endpoint, hostile_request(rng, kind));
+    if (!reply.empty()) {
       ++answered;
       // Whatever it was, the reply is a well-formed message (an error, mostly).
       EXPECT_TRUE(well_formed(reply)) << "request kind " << kind;

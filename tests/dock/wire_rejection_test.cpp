@@ -9,30 +9,14 @@
 #include "aspen/dock/warehouse_protocol.h"
 #include "aspen/util/error.h"
 #include "dock_test_util.h"
+#include "raw_frames.h"
 
 namespace aspen {
 namespace {
 
-constexpr char kRightToken[] = "the-right-token";
+using testing::raw_call;
 
-// Sends raw frames on a fresh DEALER and returns the reply frames (fails on timeout).
-std::vector<zmq::message_t> raw_call(const std::string& endpoint,
-                                     std::vector<zmq::message_t> frames) {
-  zmq::socket_t socket(dock_zmq_context(), zmq::socket_type::dealer);
-  socket.set(zmq::sockopt::linger, 0);
-  socket.connect(endpoint);
-  for (size_t i = 0; i < frames.size(); ++i) {
-    socket.send(frames[i],
-                i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-  }
-  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, std::chrono::milliseconds(5000));
-  std::vector<zmq::message_t> reply;
-  if (item.revents & ZMQ_POLLIN) {
-    EXPECT_TRUE(zmq::recv_multipart(socket, std::back_inserter(reply)));
-  }
-  return reply;
-}
+constexpr char kRightToken[] = "the-right-token";
 
 std::string rejection_text(std::vector<zmq::message_t>& reply) {
   EXPECT_FALSE(reply.empty()) << "no reply";

@@ -4,21 +4,23 @@
 
 namespace aspen {
 
+const char* name_of(PlacementMode mode) {
+  return mode == PlacementMode::kColocated ? "colocated" : "disaggregated";
+}
+
 int Placement::world_size() const {
   const int train = train_dp * train_tp;
-  return mode == "colocated" ? train : train + rollout_instances * rollout_tp;
+  return mode == PlacementMode::kColocated ? train : train + rollout_instances * rollout_tp;
 }
 
 void Placement::validate(int world, const std::string& where) const {
-  check_input(mode == "colocated" || mode == "disaggregated",
-              "must be colocated or disaggregated, got '" + mode + "'", where + ".mode");
   check_input(train_dp >= 1, "must be >= 1", where + ".train.dp");
   check_input(train_tp >= 1, "must be >= 1", where + ".train.tp");
   check_input(rollout_instances >= 1, "must be >= 1", where + ".rollout.instances");
   check_input(rollout_tp >= 1, "must be >= 1", where + ".rollout.tp");
   const int train = train_dp * train_tp;
   const int rollout = rollout_instances * rollout_tp;
-  if (mode == "colocated") {
+  if (mode == PlacementMode::kColocated) {
     check_input(train == rollout,
                 "colocated: train.dp x train.tp = " + std::to_string(train) +
                     " must equal rollout.instances x rollout.tp = " + std::to_string(rollout),
@@ -46,7 +48,7 @@ RankRoles roles_of(const Placement& placement, int rank) {
     roles.train_tp_rank = rank % placement.train_tp;
     roles.train_dp_rank = rank / placement.train_tp;
   }
-  if (placement.mode == "colocated") {
+  if (placement.mode == PlacementMode::kColocated) {
     if (roles.trains) {
       const InferencePlacement inference =
           inference_placement(placement.reshard_plan(torch::kFloat), rank);

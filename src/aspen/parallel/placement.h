@@ -23,8 +23,12 @@
 
 namespace aspen {
 
+enum class PlacementMode { kColocated, kDisaggregated };
+// "colocated" | "disaggregated": the spelling of placement.mode in configs.
+const char* name_of(PlacementMode mode);
+
 struct Placement {
-  std::string mode = "colocated";  // colocated | disaggregated
+  PlacementMode mode = PlacementMode::kColocated;
   int train_dp = 1;
   int train_tp = 1;
   int rollout_instances = 1;

@@ -4,17 +4,9 @@
 
 namespace aspen {
 
-ReshardPlan instance_reshard_plan(const Placement& p) {
-  ReshardPlan plan;
-  plan.train_dp = p.train_dp;
-  plan.train_tp = p.train_tp;
-  plan.infer_tp = p.rollout_tp;
-  plan.dtype = torch::kFloat;
-  return plan;
-}
-
 bool instances_take_resharded_shards(const TrainConfig& config, int world_size) {
-  return world_size > 1 && config.placement.mode == "colocated" && config.placement.rollout_tp > 1;
+  return world_size > 1 && config.placement.mode == PlacementMode::kColocated &&
+         config.placement.rollout_tp > 1;
 }
 
 EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) {
@@ -31,14 +23,15 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
   }
   layout.instances = p.rollout_instances;
   layout.train_tp = p.train_tp;
-  layout.trainers = p.mode == "colocated" ? world_size : p.train_dp * p.train_tp;
+  layout.trainers = p.mode == PlacementMode::kColocated ? world_size : p.train_dp * p.train_tp;
   // Instance i is rollout.tp ranks: consecutive after the trainers disaggregated,
   // the inference layout's replica i colocated; its first rank leads.
-  const int first = p.mode == "colocated" ? 0 : layout.trainers;
+  const int first = p.mode == PlacementMode::kColocated ? 0 : layout.trainers;
   std::vector<std::vector<int>> colocated(static_cast<size_t>(layout.instances),
                                           std::vector<int>(static_cast<size_t>(p.rollout_tp)));
   if (instances_take_resharded_shards(config, world_size)) {
-    const ReshardPlan plan = instance_reshard_plan(p);
+    // fp32: the rollout engines compute in fp32.
+    const ReshardPlan plan = p.reshard_plan(torch::kFloat);
     plan.validate(world_size);
     for (int r = 0; r < world_size; ++r) {
       const InferencePlacement at = inference_placement(plan, r);

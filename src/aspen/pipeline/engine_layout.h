@@ -4,7 +4,7 @@
 //   colocated       every rank trains (the DP x TP grid, TP fastest) and belongs to
 //                   one instance of rollout.tp ranks. With rollout.tp 1 instance i is
 //                   rank i; with rollout.tp > 1 the instances are the replicas of the
-//                   resharder's inference layout (instance_reshard_plan), so each
+//                   resharder's inference layout (Placement::reshard_plan), so each
 //                   rank's inference shard is what its own reshard produces.
 //   disaggregated   ranks [0, dp x tp) train; instance i is the rollout.tp ranks
 //                   after them starting at dp x tp + i x rollout.tp.
@@ -15,7 +15,6 @@
 
 #include <vector>
 
-#include "aspen/parallel/resharder.h"
 #include "aspen/pipeline/train_config.h"
 
 namespace aspen {
@@ -35,9 +34,5 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size);
 // Colocated tensor-parallel instances (rollout.tp > 1 on a multi-rank colocated
 // placement) take their weights as shards resharded on their own ranks.
 bool instances_take_resharded_shards(const TrainConfig& config, int world_size);
-
-// The resharder plan from the training layout to those instances' layout (fp32: the
-// rollout engines compute in fp32).
-ReshardPlan instance_reshard_plan(const Placement& placement);
 
 }  // namespace aspen

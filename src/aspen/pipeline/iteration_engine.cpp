@@ -268,7 +268,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
   if (world_ && instances_take_resharded_shards(config_, world_->world_size())) {
     const ModelConfig model_config = setup_.model->config;
     instance_resharder_ = std::make_unique<Resharder>(
-        trainers_, instance_reshard_plan(config_.placement),
+        trainers_, config_.placement.reshard_plan(torch::kFloat),
         [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
     own_shards_ = std::make_shared<WeightHistory>();
   }

@@ -136,7 +136,7 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
       "colocated: placement.train.dp x train.tp = rollout.instances x rollout.tp = WORLD_SIZE; "
       "disaggregated: their sum = WORLD_SIZE";
   check_input(p.world_size() == world_size,
-              "needs " + std::to_string(p.world_size()) + " ranks (" + p.mode +
+              "needs " + std::to_string(p.world_size()) + " ranks (" + name_of(p.mode) +
                   "), WORLD_SIZE is " + std::to_string(world_size),
               "placement.train.dp", hint);
   if (p.train_tp > 1) {
@@ -157,7 +157,7 @@ struct TrainGroups {
 
 TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
   TrainGroups groups;
-  const bool every_rank_trains = p.mode == "colocated";
+  const bool every_rank_trains = p.mode == PlacementMode::kColocated;
   if (p.train_tp == 1 && every_rank_trains) {
     groups.data_parallel = world;
     return groups;

@@ -37,6 +37,8 @@ E read_enum(ConfigSection& s, const std::string& key, E fallback,
 
 const std::vector<std::pair<std::string, PipelineMode>> kPipelineModes = {
     {"sync", PipelineMode::kSync}, {"async", PipelineMode::kAsync}};
+const std::vector<std::pair<std::string, PlacementMode>> kPlacementModes = {
+    {"colocated", PlacementMode::kColocated}, {"disaggregated", PlacementMode::kDisaggregated}};
 const std::vector<std::pair<std::string, InstanceFailurePolicy>> kFailurePolicies = {
     {"regenerate", InstanceFailurePolicy::kRegenerate}, {"stop", InstanceFailurePolicy::kStop}};
 
@@ -358,10 +360,9 @@ CheckpointSection read_checkpoint(ConfigSection s) {
 
 Placement read_placement(ConfigSection s) {
   Placement p;
-  p.mode = s.get("mode", p.mode);
-  check_one_of(p.mode, {"colocated", "disaggregated"}, s.where("mode"));
+  p.mode = read_enum(s, "mode", p.mode, kPlacementModes);
   p.swap = s.get("swap", p.swap);
-  check_input(!p.swap || p.mode == "colocated",
+  check_input(!p.swap || p.mode == PlacementMode::kColocated,
               "swap needs mode colocated (nothing shares memory otherwise)", s.where("swap"));
   ConfigSection train = s.section("train");
   p.train_dp = train.get("dp", p.train_dp);
@@ -524,7 +525,7 @@ nlohmann::json TrainConfig::as_json() const {
         {"trace", logging.trace}}},
       {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}},
       {"placement",
-       {{"mode", placement.mode},
+       {{"mode", name_of(placement.mode)},
         {"swap", placement.swap},
         {"train", {{"dp", placement.train_dp}, {"tp", placement.train_tp}}},
         {"rollout", {{"instances", placement.rollout_instances}, {"tp", placement.rollout_tp}}}}}};
