@@ -26,6 +26,7 @@
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/rl_run.h"
 #include "cli_test_util.h"
+#include "support/tiny_run_overrides.h"
 
 extern char** environ;
 
@@ -38,23 +39,16 @@ using testing::aspen_cli;
 using testing::run_command;
 using testing::scratch_dir;
 
-const std::vector<std::string> kRun = {"model.hidden_size=32",
-                                       "model.num_layers=1",
-                                       "model.head_dim=8",
-                                       "model.intermediate_size=64",
-                                       "train.sft_steps=20",
-                                       "train.sft_batch_size=8",
-                                       "train.iterations=6",
-                                       "rollout.n=4",
-                                       "rollout.prompts_per_iteration=4",
-                                       "data.train_size=200",
-                                       "data.eval_size=16",
-                                       "logging.eval_every=2",
-                                       "train.lr=1e-3",
-                                       "checkpoint.every=1",
-                                       "checkpoint.keep_last=2",
-                                       "algorithm.name=ppo",
-                                       "algorithm.kl_coef=0.01"};
+// The tiny run, six iterations, a checkpoint each, PPO with a reference model.
+std::vector<std::string> faults_run() {
+  std::vector<std::string> run = testing::tiny_run_overrides();
+  for (const char* o : {"train.iterations=6", "logging.eval_every=2", "checkpoint.every=1",
+                        "checkpoint.keep_last=2", "algorithm.name=ppo", "algorithm.kl_coef=0.01"}) {
+    run.push_back(o);
+  }
+  return run;
+}
+const std::vector<std::string> kRun = faults_run();
 
 // Starts `aspen train ARGS` with stdout/stderr to `log`; returns its pid.
 pid_t spawn_train(const std::vector<std::string>& args, const std::string& log) {
