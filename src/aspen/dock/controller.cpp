@@ -79,6 +79,7 @@ void DockController::close() {
 WarehouseId DockController::register_warehouse(const std::string& endpoint) {
   std::lock_guard<std::mutex> lock(mutex_);
   warehouses_.push_back(endpoint);
+  warehouse_dead_.push_back(false);
   return static_cast<WarehouseId>(warehouses_.size() - 1);
 }
 
@@ -87,21 +88,33 @@ std::vector<std::string> DockController::warehouse_endpoints() {
   return warehouses_;
 }
 
-std::vector<RowId> DockController::reserve_locked(const std::vector<RowInfo>& rows) {
+void DockController::check_warehouse_locked(WarehouseId where, const std::string& context) const {
+  check_input(where >= 0 && where < static_cast<WarehouseId>(warehouses_.size()),
+              "unregistered warehouse " + std::to_string(where), context);
+  check_input(!warehouse_dead_[where], "warehouse " + std::to_string(where) + " is retired",
+              context, "its process died; a replacement registers a new warehouse");
+}
+
+std::vector<RowId> DockController::reserve_locked(const std::vector<RowInfo>& rows,
+                                                  WarehouseId owner) {
+  if (owner != kNoWarehouse) check_warehouse_locked(owner, "dock allocate owner");
   std::vector<RowId> ids;
   ids.reserve(rows.size());
   for (const RowInfo& info : rows) {
     RowState state;
     state.info = info;
     state.where.assign(schema_.columns().size(), kNoWarehouse);
+    state.owner = owner;
     ids.push_back(next_row_);
     rows_.emplace(next_row_++, std::move(state));
   }
   rows_allocated_ += static_cast<int64_t>(rows.size());
+  if (options_.hooks.allocated) options_.hooks.allocated(ids, rows, owner);
   return ids;
 }
 
-std::optional<std::vector<RowId>> DockController::try_allocate(const std::vector<RowInfo>& rows) {
+std::optional<std::vector<RowId>> DockController::try_allocate(const std::vector<RowInfo>& rows,
+                                                               WarehouseId owner) {
   check_input(static_cast<int64_t>(rows.size()) <= options_.capacity_rows,
               "allocating " + std::to_string(rows.size()) + " rows at once exceeds capacity " +
                   std::to_string(options_.capacity_rows),
@@ -113,14 +126,17 @@ std::optional<std::vector<RowId>> DockController::try_allocate(const std::vector
                 "dock put", "group_size >= 1 and tokens >= 0");
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  // A dead owner is refused even when the dock is full (no waiting for nothing).
+  if (owner != kNoWarehouse) check_warehouse_locked(owner, "dock allocate owner");
   if (static_cast<int64_t>(rows_.size() + rows.size()) > options_.capacity_rows) {
     return std::nullopt;
   }
-  return reserve_locked(rows);
+  return reserve_locked(rows, owner);
 }
 
-std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, double timeout_s) {
-  if (auto ids = try_allocate(rows)) return *ids;  // validates, fast path
+std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, double timeout_s,
+                                            WarehouseId owner) {
+  if (auto ids = try_allocate(rows, owner)) return *ids;  // validates, fast path
   const auto start = Clock::now();
   const auto deadline = start + to_duration(timeout_s);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -129,7 +145,7 @@ std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, do
   });
   producer_wait_s_ += seconds_between(start, Clock::now());
   if (!fits || closed_) return {};
-  return reserve_locked(rows);
+  return reserve_locked(rows, owner);  // throws if the owner died while we waited
 }
 
 bool DockController::ready_for_locked(const RowState& row, int consumer) const {
@@ -148,8 +164,7 @@ void DockController::publish(const std::vector<RowId>& rows,
   bool any_claimable = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    check_input(where >= 0 && where < static_cast<WarehouseId>(warehouses_.size()),
-                "unregistered warehouse " + std::to_string(where), "dock publish");
+    check_warehouse_locked(where, "dock publish");
     for (RowId id : rows) {
       auto it = rows_.find(id);
       check_input(it != rows_.end(), "row " + std::to_string(id) + " is not live", "dock publish",
@@ -441,6 +456,8 @@ AckResult DockController::ack(int64_t lease) {
       if (row->second.consumed != all_consumers_mask_) continue;
       result.retired.push_back(retire_locked(row));
     }
+    // Discarded and lost rows already left the lease: the rest is what was consumed.
+    if (options_.hooks.acked) options_.hooks.acked(it->second.consumer, it->second.rows);
     lease_deadlines_.erase({it->second.deadline, lease});
     leases_.erase(it);
     result.acknowledged = true;
@@ -561,6 +578,42 @@ std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) 
   return retired;
 }
 
+std::vector<RetiredRow> DockController::retire_warehouse(WarehouseId warehouse) {
+  std::vector<RetiredRow> lost;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check_input(warehouse >= 0 && warehouse < static_cast<WarehouseId>(warehouses_.size()),
+                "unregistered warehouse " + std::to_string(warehouse), "dock retire_warehouse");
+    if (warehouse_dead_[warehouse]) return lost;
+    warehouse_dead_[warehouse] = true;
+    warehouses_[warehouse].clear();  // clients fail at once instead of timing out
+    warehouses_retired_ += 1;
+    expire_leases_locked(Clock::now());
+    std::vector<RowId> doomed;
+    for (const auto& [id, row] : rows_) {
+      if (row.owner == warehouse ||
+          std::find(row.where.begin(), row.where.end(), warehouse) != row.where.end()) {
+        doomed.push_back(id);
+      }
+    }
+    std::sort(doomed.begin(), doomed.end());  // allocation order, for a stable answer
+    std::unordered_set<RowId> leased;
+    for (RowId id : doomed) {
+      auto it = rows_.find(id);
+      if (it->second.leased != 0) leased.insert(id);
+      for (std::set<RowId>& pool : claimable_) pool.erase(id);
+      lost.push_back(retire_locked(it));
+    }
+    if (!leased.empty()) drop_from_leases_locked(leased);
+    rows_lost_ += static_cast<int64_t>(lost.size());
+  }
+  if (!lost.empty()) {
+    space_cv_.notify_all();
+    ready_cv_.notify_all();
+  }
+  return lost;
+}
+
 int64_t DockController::retarget(int32_t from, int32_t to) {
   check_input(from >= -1 && to >= -1,
               "retarget from " + std::to_string(from) + " to " + std::to_string(to),
@@ -620,6 +673,8 @@ std::map<std::string, StatusEntry> DockController::statuses(const std::string& p
 nlohmann::json DockController::metrics() {
   std::lock_guard<std::mutex> lock(mutex_);
   expire_leases_locked(Clock::now());
+  int64_t leased_rows = 0;  // rows held by open leases (a row leased by two consumers twice)
+  for (const auto& [id, lease] : leases_) leased_rows += static_cast<int64_t>(lease.rows.size());
   nlohmann::json consumers = nlohmann::json::object();
   for (size_t c = 0; c < stats_.size(); ++c) {
     const ConsumerStats& s = stats_[c];
@@ -637,10 +692,13 @@ nlohmann::json DockController::metrics() {
     };
   }
   return {{"live_rows", rows_.size()},
+          {"leased_rows", leased_rows},
           {"capacity_rows", options_.capacity_rows},
           {"rows_allocated", rows_allocated_},
-          {"rows_retired", rows_retired_},  // discarded rows included
+          {"rows_retired", rows_retired_},  // discarded and lost rows included
           {"rows_discarded", rows_discarded_},
+          {"rows_lost", rows_lost_},  // retired with a dead warehouse (retire_warehouse)
+          {"warehouses_retired", warehouses_retired_},
           {"statuses", statuses_.size()},
           {"open_leases", leases_.size()},
           {"leases_expired", leases_expired_},

@@ -41,6 +41,28 @@
 //   can free it in the warehouses, and capacity is released. discard() retires rows
 //   at once, consumed or not, and takes them out of the leases holding them (whose
 //   ack then succeeds without them).
+// - Warehouse death: allocate(rows, timeout, owner) records the producer's warehouse
+//   as the rows' owner (default kNoWarehouse: unowned). retire_warehouse(w) retires
+//   at once every live row with a column held in w or owned by w (published or not:
+//   a row allocated but not yet published dies with its producer too), takes them
+//   out of the leases holding them (as discard() does: those leases' ack succeeds
+//   without them, and the rows never count as consumed by it), frees their capacity
+//   and counts them in metrics as rows_lost. w stays dead: its endpoint reads "",
+//   allocations owned by it and publishes to it throw aspen::Error (a message the
+//   dead process sent before it died may still arrive), retiring it again returns
+//   nothing; an id never registered is an aspen::Error. A consumer that dies loses nothing (its lease expires, see above).
+// - Consumption is the controller's ack: a row counts as consumed by consumer c
+//   exactly when an ack() of a lease holding it returns acknowledged = true; an ack
+//   after expiry returns false and consumes nothing, so consumption stays exactly
+//   once per consumer however often a row is claimed and processed. A consumer that
+//   must prove what it consumed journals the lease's rows before acking and the
+//   auditor takes consumption from the controller (options.hooks.acked), never from
+//   the consumer's own record of its ack: a kill between the ack and the consumer's
+//   next write then cannot fake a loss or a duplicate (bench/dock_soak.h).
+// - options.hooks (optional) report allocations (ids, infos, owner) and acks
+//   (consumer index, the rows the ack marked consumed) as they happen: an audit
+//   trail. They run under mutex_, in ledger order, so they must be quick and must
+//   not call the controller.
 // - update_info() replaces tokens and version only (the infos' target is ignored: a
 //   claimant's copy of it is stale once its lease expired); readiness does not depend
 //   on them, so the claimable sets stay as they are, and claimants waiting on a
@@ -49,12 +71,13 @@
 //   value's age at the call, by this process's steady clock.
 // Thread safety: all methods are thread-safe. Locking: mutex_ guards every member
 // below it; ready_cv_ (rows became claimable, versions/targets changed, rows
-// discarded, a lease ended, close) and space_cv_ (capacity freed, close) wait on
+// discarded or lost, a lease ended, close) and space_cv_ (capacity freed, close) wait on
 // mutex_. No call blocks while holding any other lock.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -67,8 +90,17 @@
 
 namespace aspen {
 
+// The audit trail of the ledger (see the contract above); either may be empty.
+struct DockLedgerHooks {
+  std::function<void(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos,
+                     WarehouseId owner)>
+      allocated;
+  std::function<void(int consumer, const std::vector<RowId>& rows)> acked;
+};
+
 struct DockControllerOptions {
   int64_t capacity_rows = 4096;  // live (allocated, not retired) rows at most
+  DockLedgerHooks hooks;
 };
 
 class DockController : public ControllerApi {
@@ -79,7 +111,8 @@ class DockController : public ControllerApi {
   const DockSchema& schema() const override { return schema_; }
   WarehouseId register_warehouse(const std::string& endpoint) override;
   std::vector<std::string> warehouse_endpoints() override;
-  std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s) override;
+  std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s,
+                              WarehouseId owner = kNoWarehouse) override;
   void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
                WarehouseId where) override;
   Claim claim(const std::string& consumer, const ClaimOptions& options) override;
@@ -88,6 +121,7 @@ class DockController : public ControllerApi {
   bool renew(int64_t lease, double lease_s) override;
   void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override;
   std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override;
+  std::vector<RetiredRow> retire_warehouse(WarehouseId warehouse) override;
   int64_t retarget(int32_t from, int32_t to) override;
   ConsumerBacklog backlog(const std::string& consumer) override;
   void post_status(const std::string& key, const std::string& value) override;
@@ -96,7 +130,8 @@ class DockController : public ControllerApi {
 
   // Non-blocking variants for services that must not block their I/O thread:
   // nullopt where the blocking call would have waited.
-  std::optional<std::vector<RowId>> try_allocate(const std::vector<RowInfo>& rows);
+  std::optional<std::vector<RowId>> try_allocate(const std::vector<RowInfo>& rows,
+                                                 WarehouseId owner = kNoWarehouse);
   std::optional<Claim> try_claim(const std::string& consumer, const ClaimOptions& options);
 
   // Wakes every waiter and makes later waits return at once (timed out / empty).
@@ -107,6 +142,7 @@ class DockController : public ControllerApi {
   struct RowState {
     RowInfo info;
     std::vector<WarehouseId> where;  // [column]
+    WarehouseId owner = kNoWarehouse;
     uint64_t consumed = 0;           // bit per consumer
     uint64_t leased = 0;             // bit per consumer
   };
@@ -141,7 +177,8 @@ class DockController : public ControllerApi {
   };
 
   void validate_claim(const ClaimOptions& options) const;
-  std::vector<RowId> reserve_locked(const std::vector<RowInfo>& rows);
+  std::vector<RowId> reserve_locked(const std::vector<RowInfo>& rows, WarehouseId owner);
+  void check_warehouse_locked(WarehouseId where, const std::string& context) const;
   std::optional<Claim> claim_locked(int consumer, const ClaimOptions& options,
                                     Selection& selection);
   Selection select_locked(int consumer, const ClaimOptions& options) const;
@@ -168,10 +205,12 @@ class DockController : public ControllerApi {
   std::unordered_map<int64_t, Lease> leases_;  // guarded by mutex_
   std::set<std::pair<Clock::time_point, int64_t>> lease_deadlines_;     // guarded by mutex_
   std::vector<std::string> warehouses_;                                 // guarded by mutex_
+  std::vector<bool> warehouse_dead_;  // [warehouse] retired; guarded by mutex_
   RowId next_row_ = 1;                                                  // guarded by mutex_
   int64_t next_lease_ = 1;                                              // guarded by mutex_
   int64_t rows_allocated_ = 0, rows_retired_ = 0, leases_expired_ = 0;  // guarded by mutex_
   int64_t rows_discarded_ = 0;                                          // guarded by mutex_
+  int64_t rows_lost_ = 0, warehouses_retired_ = 0;                      // guarded by mutex_
   double producer_wait_s_ = 0;                                          // guarded by mutex_
   std::map<std::string, StatusPost> statuses_;                          // guarded by mutex_
   std::vector<ConsumerStats> stats_;  // [consumer]; guarded by mutex_

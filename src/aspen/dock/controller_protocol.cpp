@@ -22,6 +22,7 @@ enum ControllerOp : uint16_t {
   kBacklog = 14,
   kPostStatus = 15,
   kStatuses = 16,
+  kRetireWarehouse = 17,
 };
 
 WireMessage reply(uint16_t op, std::string body) {
@@ -73,6 +74,23 @@ std::vector<RowInfo> decode_infos(ByteReader& r) {
   std::vector<RowInfo> infos;
   for (uint32_t i = 0; i < count; ++i) infos.push_back(get_row_info(r));
   return infos;
+}
+
+// An allocate request: f64 timeout | infos | optional i32 owner (see the header).
+struct AllocateRequest {
+  double timeout_s = 0;
+  std::vector<RowInfo> infos;
+  WarehouseId owner = kNoWarehouse;
+};
+
+AllocateRequest decode_allocate(const std::string& body) {
+  ByteReader r(body);
+  AllocateRequest request;
+  request.timeout_s = r.get<double>();
+  request.infos = decode_infos(r);
+  if (!r.at_end()) request.owner = r.get<int32_t>();  // absent: an unowned allocation
+  r.expect_end();
+  return request;
 }
 
 // Retired rows, as ack and discard return them.
@@ -130,11 +148,10 @@ class ControllerHandler : public ServiceHandler {
         return reply(kWarehouseEndpoints,
                      ByteWriter().put_strings(controller_->warehouse_endpoints()).take());
       case kAllocate: {
-        const double timeout_s = r.get<double>();
-        std::vector<RowInfo> infos = decode_infos(r);
-        r.expect_end();
-        std::optional<std::vector<RowId>> ids = controller_->try_allocate(infos);
-        if (!ids && timeout_s > 0) return std::nullopt;
+        const AllocateRequest allocate = decode_allocate(request.body);
+        std::optional<std::vector<RowId>> ids =
+            controller_->try_allocate(allocate.infos, allocate.owner);
+        if (!ids && allocate.timeout_s > 0) return std::nullopt;
         return reply(kAllocate,
                      ByteWriter().put_vector<int64_t>(ids.value_or(std::vector<RowId>{})).take());
       }
@@ -181,6 +198,7 @@ class ControllerHandler : public ServiceHandler {
       case kBacklog:
       case kPostStatus:
       case kStatuses:
+      case kRetireWarehouse:
         return handle_upkeep(request.op, r);
       default:
         throw Error("unknown controller op " + std::to_string(request.op), "dock controller");
@@ -190,11 +208,12 @@ class ControllerHandler : public ServiceHandler {
   WireMessage handle_blocking(const WireMessage& request) override {
     ByteReader r(request.body);
     if (request.op == kAllocate) {
-      const double timeout_s = r.get<double>();
-      std::vector<RowInfo> infos = decode_infos(r);
-      return reply(
-          kAllocate,
-          ByteWriter().put_vector<int64_t>(controller_->allocate(infos, timeout_s)).take());
+      const AllocateRequest allocate = decode_allocate(request.body);
+      return reply(kAllocate,
+                   ByteWriter()
+                       .put_vector<int64_t>(controller_->allocate(
+                           allocate.infos, allocate.timeout_s, allocate.owner))
+                       .take());
     }
     std::string consumer;
     ClaimOptions options = decode_claim_options(r, consumer);
@@ -204,7 +223,8 @@ class ControllerHandler : public ServiceHandler {
   void close() override { controller_->close(); }
 
  private:
-  // Ops 10..16: leases, row infos, dispatch and the status board; none blocks.
+  // Ops 10..17: leases, row infos, dispatch, the status board and dead warehouses;
+  // none blocks.
   WireMessage handle_upkeep(uint16_t op, ByteReader& r) {
     ByteWriter w;
     switch (op) {
@@ -241,6 +261,12 @@ class ControllerHandler : public ServiceHandler {
         const ConsumerBacklog b = controller_->backlog(consumer);
         w.put<int64_t>(b.rows).put<int64_t>(b.groups).put<int64_t>(b.ready_rows);
         w.put<int64_t>(b.leased_rows);
+        break;
+      }
+      case kRetireWarehouse: {
+        const WarehouseId warehouse = r.get<int32_t>();
+        r.expect_end();
+        put_retired_rows(w, controller_->retire_warehouse(warehouse));
         break;
       }
       case kPostStatus: {
@@ -318,10 +344,13 @@ std::vector<std::string> RemoteController::warehouse_endpoints() {
   return r.get_strings();
 }
 
-std::vector<RowId> RemoteController::allocate(const std::vector<RowInfo>& rows, double timeout_s) {
+std::vector<RowId> RemoteController::allocate(const std::vector<RowInfo>& rows, double timeout_s,
+                                             WarehouseId owner) {
   ByteWriter w;
   w.put<double>(timeout_s);
   put_infos(w, rows);
+  // Only when owned, so an unowned allocation reads the same to an older service.
+  if (owner != kNoWarehouse) w.put<int32_t>(owner);
   WireMessage answer = client_.call(reply(kAllocate, w.take()), timeout_s);
   ByteReader r(answer.body);
   return r.get_vector<int64_t>();
@@ -373,6 +402,13 @@ void RemoteController::update_info(const std::vector<RowId>& rows,
 
 std::vector<RetiredRow> RemoteController::discard(const std::vector<RowId>& rows) {
   WireMessage answer = client_.call(reply(kDiscard, ByteWriter().put_vector<int64_t>(rows).take()));
+  ByteReader r(answer.body);
+  return get_retired_rows(r);
+}
+
+std::vector<RetiredRow> RemoteController::retire_warehouse(WarehouseId warehouse) {
+  WireMessage answer =
+      client_.call(reply(kRetireWarehouse, ByteWriter().put<int32_t>(warehouse).take()));
   ByteReader r(answer.body);
   return get_retired_rows(r);
 }

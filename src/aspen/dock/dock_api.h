@@ -107,7 +107,11 @@ class ControllerApi {
   virtual std::vector<std::string> warehouse_endpoints() = 0;
   // Reserves one row per info, blocking while the dock is at capacity
   // (back-pressure). Returns the new ids, or an empty vector after timeout_s.
-  virtual std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s) = 0;
+  // `owner`: the warehouse of the producer allocating them (kNoWarehouse: unowned);
+  // retire_warehouse(owner) loses the rows with it even before they are published.
+  // Overriders repeat the default (defaults bind to the static type).
+  virtual std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s,
+                                      WarehouseId owner = kNoWarehouse) = 0;
   // Marks `columns` of `rows` ready and held by `where`. Data must be written first.
   virtual void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
                        WarehouseId where) = 0;
@@ -126,6 +130,11 @@ class ControllerApi {
   // aborted, or dropped by dynamic sampling); their leases lose them. Returns them so
   // the caller frees their data; unknown ids are ignored.
   virtual std::vector<RetiredRow> discard(const std::vector<RowId>& rows) = 0;
+  // A warehouse died with its process (a killed producer): retires every live row
+  // with a column held there or owned by it, as discard() does, and returns them
+  // (RetiredRow::warehouses still names the dead one: the caller must skip it). The
+  // rows are lost; the id stays dead (see DockController).
+  virtual std::vector<RetiredRow> retire_warehouse(WarehouseId warehouse) = 0;
   // Re-dispatches every live row targeted to `from` and not leased by anyone to `to`
   // (-1: any target); returns how many rows moved. Rows returned by an expired or
   // released lease lose their target on their own (see DockController).

@@ -59,7 +59,9 @@ void TransferDock::check_columns(const std::vector<ColumnData>& columns, size_t 
 std::vector<RowId> TransferDock::put(const std::vector<RowInfo>& rows,
                                      const std::vector<ColumnData>& columns, double timeout_s) {
   check_columns(columns, rows.size(), &rows);
-  std::vector<RowId> ids = transport_->controller().allocate(rows, timeout_s);
+  // Owned by this process's warehouse: rows it allocated die with it, published or not.
+  std::vector<RowId> ids =
+      transport_->controller().allocate(rows, timeout_s, transport_->local_warehouse_id());
   if (ids.size() != rows.size()) {
     throw Error("dock stayed full for " + std::to_string(timeout_s) + " s", "dock put",
                 "consumers are not keeping up; raise capacity or the timeout");

@@ -1,5 +1,6 @@
 // TransferDock: the facade the RL loop uses. A producer put()s rows with columns:
-// the rows are allocated at the controller (blocking at capacity), the tensors go
+// the rows are allocated at the controller (blocking at capacity; owned by the local
+// warehouse, so they die with it: ControllerApi::retire_warehouse), the tensors go
 // into this process's local warehouse, and the controller receives metadata only.
 // A consumer claim()s rows, get()s their columns straight from the warehouses the
 // claim names (grouped so there is one fetch per warehouse), and ack()s; acked rows

@@ -22,7 +22,9 @@ void Warehouse::put(const std::vector<RowId>& rows, const std::vector<ColumnData
   for (size_t i = 0; i < rows.size(); ++i) {
     auto& cells = cells_[rows[i]];
     for (const ColumnData& column : columns) {
-      cells[column.name] = column.values[i];
+      torch::Tensor& cell = cells[column.name];
+      bytes_held_ += tensor_bytes(column.values[i]) - tensor_bytes(cell);  // a put may replace
+      cell = column.values[i];
       bytes_in_ += tensor_bytes(column.values[i]);
     }
   }
@@ -51,7 +53,12 @@ std::vector<ColumnData> Warehouse::get(const std::vector<RowId>& rows,
 
 void Warehouse::erase(const std::vector<RowId>& rows) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (RowId id : rows) cells_.erase(id);
+  for (RowId id : rows) {
+    auto row = cells_.find(id);
+    if (row == cells_.end()) continue;
+    for (const auto& [name, tensor] : row->second) bytes_held_ -= tensor_bytes(tensor);
+    cells_.erase(row);
+  }
 }
 
 void Warehouse::publish_weights(std::shared_ptr<const WeightSet> weights) {
@@ -74,6 +81,7 @@ nlohmann::json Warehouse::metrics() {
   std::shared_ptr<const WeightSet> weights = weights_.latest();
   std::lock_guard<std::mutex> lock(mutex_);
   return {{"rows_held", cells_.size()},
+          {"bytes_held", bytes_held_},
           {"bytes_in", bytes_in_},
           {"bytes_out", bytes_out_},
           {"weights_version", weights != nullptr ? weights->version : int64_t{-1}}};

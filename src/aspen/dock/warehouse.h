@@ -4,7 +4,8 @@
 // writers must not modify a tensor in place after putting it.
 // It also holds the weights its owner publishes (a WeightBoard): latest_weights()
 // hands out the published set itself, so an in-process reader shares its tensors.
-// Metrics: bytes stored (put), bytes served (get), rows held, weights version.
+// Metrics: bytes stored (put), bytes served (get), rows and bytes held now (back to
+// 0 once every row put here is erased), weights version.
 // Thread safety: all methods are thread-safe. Locking: mutex_ guards cells_ and the
 // byte counters; weights_ is thread-safe on its own (not under mutex_).
 #pragma once
@@ -32,7 +33,7 @@ class Warehouse : public WarehouseApi {
  private:
   std::mutex mutex_;
   std::unordered_map<RowId, std::map<std::string, torch::Tensor>> cells_;  // guarded by mutex_
-  int64_t bytes_in_ = 0, bytes_out_ = 0;                                   // guarded by mutex_
+  int64_t bytes_in_ = 0, bytes_out_ = 0, bytes_held_ = 0;                  // guarded by mutex_
   WeightBoard weights_;
 };
 

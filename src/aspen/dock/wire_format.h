@@ -122,6 +122,8 @@ class ByteReader {
     for (std::string& v : values) v = get_string();
     return values;
   }
+  // For a field a newer sender appends and an older one leaves out.
+  bool at_end() const { return offset_ == bytes_.size(); }
   // Trailing bytes mean the sender and receiver disagree on the layout.
   void expect_end() const {
     check_input(offset_ == bytes_.size(), "message body has trailing bytes", "dock wire");
