@@ -10,6 +10,7 @@
 
 #include "aspen/io/model_dir.h"
 #include "aspen/io/safetensors.h"
+#include "aspen/pipeline/checkpoint_state.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
@@ -112,13 +113,9 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup) {
   const fs::path root(dir);
   const std::string state_path = (root / "state.json").string();
   check_input(fs::exists(state_path), "not a checkpoint (no state.json)", dir);
-  try {
-    const nlohmann::json state = nlohmann::json::parse(read_file(state_path));
-    loaded.iteration = state.at("iteration").get<int64_t>();
-    loaded.schedule_state = state.at("schedule");
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("malformed checkpoint state: ") + e.what(), state_path);
-  }
+  CheckpointState state = read_checkpoint_state(read_file(state_path), state_path);
+  loaded.iteration = state.iteration;
+  loaded.schedule_state = std::move(state.schedule);
   setup.model->load_state(load_model_weights((root / "policy").string()),
                           (root / "policy").string());
   if (fs::exists(root / "reference.safetensors")) {

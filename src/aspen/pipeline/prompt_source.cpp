@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "aspen/util/error.h"
@@ -45,23 +46,71 @@ nlohmann::json PromptSource::state() const {
           {"cursor", cursor_},             {"next_group", next_group_}, {"open", open}};
 }
 
-void PromptSource::restore(const nlohmann::json& state) {
-  try {
-    check_input(state.at("num_examples").get<int64_t>() == num_examples_,
-                "saved for " + state.at("num_examples").dump() + " training examples, the run has " +
-                    std::to_string(num_examples_),
-                "checkpoint prompt state");
-    std::istringstream rng(state.at("rng").get<std::string>());
-    rng >> rng_;
-    check_input(!rng.fail(), "unreadable RNG state", "checkpoint prompt state");
-    order_ = state.at("order").get<std::vector<int64_t>>();
-    cursor_ = state.at("cursor").get<size_t>();
-    next_group_ = state.at("next_group").get<int64_t>();
-    open_.clear();
-    for (const auto& entry : state.at("open")) open_[entry.at(0)] = entry.at(1);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("malformed: ") + e.what(), "checkpoint prompt state");
+void PromptSource::check_state(const nlohmann::json& state, const std::string& source) {
+  const std::string where = "checkpoint prompt state";
+  auto require = [&](bool ok, const std::string& problem) {
+    check_input(ok, where + ": " + problem, source);
+  };
+  require(state.is_object(), "not an object");
+  for (const char* key : {"num_examples", "rng", "order", "cursor", "next_group", "open"}) {
+    require(state.contains(key), std::string("no \"") + key + "\"");
   }
+  const nlohmann::json& examples = state["num_examples"];
+  require(examples.is_number_integer() && examples.get<int64_t>() >= 1,
+          "num_examples must be an integer >= 1");
+  const int64_t num_examples = examples.get<int64_t>();
+  require(state["rng"].is_string(), "rng is not a string");
+  std::mt19937_64 rng;
+  std::istringstream rng_text(state["rng"].get<std::string>());
+  rng_text >> rng;
+  require(!rng_text.fail(), "unreadable RNG state");
+  const nlohmann::json& order = state["order"];
+  require(order.is_array(), "order is not an array");
+  require(order.empty() || static_cast<int64_t>(order.size()) == num_examples,
+          "order has " + std::to_string(order.size()) + " entries for " +
+              std::to_string(num_examples) + " examples");
+  std::vector<bool> seen(order.size(), false);
+  for (const nlohmann::json& entry : order) {
+    const bool in_range = entry.is_number_integer() && entry.get<int64_t>() >= 0 &&
+                          entry.get<int64_t>() < num_examples;
+    require(in_range && !seen[static_cast<size_t>(entry.get<int64_t>())],
+            "order is not a permutation of the examples (at " + entry.dump() + ")");
+    seen[static_cast<size_t>(entry.get<int64_t>())] = true;
+  }
+  const nlohmann::json& cursor = state["cursor"];
+  require(cursor.is_number_integer() && cursor.get<int64_t>() >= 0 &&
+              cursor.get<int64_t>() <= static_cast<int64_t>(order.size()),
+          "cursor must be an integer in [0, " + std::to_string(order.size()) + "]");
+  const nlohmann::json& next_group = state["next_group"];
+  require(next_group.is_number_integer() && next_group.get<int64_t>() >= 0,
+          "next_group must be an integer >= 0");
+  const nlohmann::json& open = state["open"];
+  require(open.is_array(), "open is not an array");
+  std::set<int64_t> groups;
+  for (const nlohmann::json& entry : open) {
+    const bool shaped = entry.is_array() && entry.size() == 2 && entry[0].is_number_integer() &&
+                        entry[1].is_number_integer();
+    require(shaped && entry[0].get<int64_t>() >= 0 &&
+                entry[0].get<int64_t>() < next_group.get<int64_t>() &&
+                entry[1].get<int64_t>() >= 0 && entry[1].get<int64_t>() < num_examples &&
+                groups.insert(entry[0].get<int64_t>()).second,
+            "open holds " + entry.dump() + ", not a distinct [group_id, example] in range");
+  }
+}
+
+void PromptSource::restore(const nlohmann::json& state) {
+  check_state(state, "checkpoint");
+  check_input(state.at("num_examples").get<int64_t>() == num_examples_,
+              "saved for " + state.at("num_examples").dump() + " training examples, the run has " +
+                  std::to_string(num_examples_),
+              "checkpoint prompt state");
+  std::istringstream rng(state.at("rng").get<std::string>());
+  rng >> rng_;
+  order_ = state.at("order").get<std::vector<int64_t>>();
+  cursor_ = state.at("cursor").get<size_t>();
+  next_group_ = state.at("next_group").get<int64_t>();
+  open_.clear();
+  for (const auto& entry : state.at("open")) open_[entry.at(0)] = entry.at(1);
 }
 
 }  // namespace aspen

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace aspen {
@@ -44,6 +45,11 @@ class PromptSource {
   nlohmann::json state() const;
   // aspen::Error when `state` is malformed or was saved for a different dataset size.
   void restore(const nlohmann::json& state);
+  // Checks a saved state on its own: {"num_examples" >= 1, "rng": the text form of an
+  // std::mt19937_64, "order": empty or a permutation of [0, num_examples), "cursor" <=
+  // order's size, "next_group" >= 0, "open": [[group_id < next_group, example in
+  // range], ...] with distinct group ids}. aspen::Error naming `source` and the field.
+  static void check_state(const nlohmann::json& state, const std::string& source);
 
  private:
   int64_t num_examples_;

@@ -1,0 +1,33 @@
+// A checkpoint's state.json: everything a resumed run reads besides tensors, checked
+// in full when it is read, so that a corrupt or hand-edited file is refused with an
+// error naming it instead of reaching an index or a restore() half-way through.
+//
+//   {"iteration": N >= 1,
+//    "schedule": {"evals":    {"initial": a, "before": a, "after": a},  a in [0, 1]
+//                 "schedule": ENGINE}}
+//   ENGINE, as IterationEngine::state() writes it:
+//     {"prompts": PROMPTS (PromptSource::check_state),
+//      "pending": [[group_id, example], ...]   groups admitted, not trained
+//      "version", "samples", "trained_tokens": integers >= 0,
+//      "consumed_groups", "refilled_groups":   integers >= 0, both or neither
+//                                              (neither: written before the engine),
+//      "kl_reward_coef": finite >= 0}
+//   Pending groups must be open groups of PROMPTS with the same example.
+// Errors: aspen::Error naming `source` and the field. Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace aspen {
+
+struct CheckpointState {
+  int64_t iteration = 0;
+  nlohmann::json schedule;  // {"evals": ..., "schedule": ENGINE}, checked
+};
+
+CheckpointState read_checkpoint_state(std::string_view text, const std::string& source);
+
+}  // namespace aspen

@@ -1,0 +1,109 @@
+// A checkpoint's state.json is checked in full when read (pipeline/checkpoint_state.h):
+// a corrupt or hand-edited state is refused naming the field, before any of it reaches
+// an index (the prompt order indexes the training examples).
+#include "aspen/pipeline/checkpoint_state.h"
+
+#include <gtest/gtest.h>
+
+#include "aspen/pipeline/prompt_source.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+nlohmann::json valid_state() {
+  PromptSource source(4, 7);
+  const std::vector<PromptGroup> drawn = source.next(2);
+  source.close(drawn[0].group_id);
+  nlohmann::json engine = {{"prompts", source.state()},
+                           {"pending", {{drawn[1].group_id, drawn[1].example}}},
+                           {"version", 2},
+                           {"samples", 16},
+                           {"trained_tokens", 300},
+                           {"consumed_groups", 1},
+                           {"refilled_groups", 0},
+                           {"kl_reward_coef", 0.01}};
+  return {{"iteration", 2},
+          {"schedule",
+           {{"evals", {{"initial", 0.25}, {"before", 0.5}, {"after", 0.75}}},
+            {"schedule", engine}}}};
+}
+
+std::string refusal(const nlohmann::json& state) {
+  try {
+    read_checkpoint_state(state.dump(), "run/state.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CheckpointState, ReadsWhatTheEngineWrites) {
+  const CheckpointState state = read_checkpoint_state(valid_state().dump(), "state.json");
+  EXPECT_EQ(state.iteration, 2);
+  EXPECT_EQ(state.schedule, valid_state()["schedule"]);
+}
+
+TEST(CheckpointState, AcceptsTheFormBeforeTheEngine) {
+  nlohmann::json state = valid_state();
+  nlohmann::json& engine = state["schedule"]["schedule"];
+  engine.erase("consumed_groups");
+  engine.erase("refilled_groups");
+  engine["trained_groups"] = 1;
+  EXPECT_NO_THROW(read_checkpoint_state(state.dump(), "state.json"));
+}
+
+TEST(CheckpointState, RefusesAPromptOrderThatIsNotAPermutation) {
+  // Before this check, an order entry past the dataset indexed past the examples.
+  nlohmann::json state = valid_state();
+  state["schedule"]["schedule"]["prompts"]["order"] = {0, 1, 2, 999999};
+  const std::string what = refusal(state);
+  EXPECT_NE(what.find("run/state.json"), std::string::npos) << what;
+  EXPECT_NE(what.find("order is not a permutation"), std::string::npos) << what;
+  state["schedule"]["schedule"]["prompts"]["order"] = {0, 1, 1, 2};
+  EXPECT_NE(refusal(state).find("order is not a permutation"), std::string::npos);
+}
+
+TEST(CheckpointState, RefusesACursorPastTheOrder) {
+  nlohmann::json state = valid_state();
+  state["schedule"]["schedule"]["prompts"]["cursor"] = 5;
+  EXPECT_NE(refusal(state).find("cursor must be an integer in [0, 4]"), std::string::npos);
+}
+
+TEST(CheckpointState, RefusesPendingGroupsThatAreNotOpen) {
+  nlohmann::json state = valid_state();
+  state["schedule"]["schedule"]["pending"] = {{0, 1}};  // group 0 was closed
+  EXPECT_NE(refusal(state).find("is not an open prompt group"), std::string::npos);
+}
+
+TEST(CheckpointState, NamesAMissingOrMistypedField) {
+  nlohmann::json state = valid_state();
+  state["schedule"]["schedule"].erase("version");
+  EXPECT_NE(refusal(state).find("schedule.schedule has no \"version\""), std::string::npos);
+  state = valid_state();
+  state["schedule"]["schedule"]["samples"] = "many";
+  EXPECT_NE(refusal(state).find("schedule.schedule.samples must be an integer >= 0"),
+            std::string::npos);
+  state = valid_state();
+  state["schedule"]["evals"]["after"] = 1.5;
+  EXPECT_NE(refusal(state).find("schedule.evals.after must be a number in [0"),
+            std::string::npos);
+  state = valid_state();
+  state["iteration"] = 0;
+  EXPECT_NE(refusal(state).find("state.iteration must be an integer >= 1"), std::string::npos);
+  EXPECT_NE(refusal(nlohmann::json::array()).find("state is not an object"), std::string::npos);
+}
+
+TEST(CheckpointState, RefusesAnUnreadableRngState) {
+  nlohmann::json state = valid_state();
+  state["schedule"]["schedule"]["prompts"]["rng"] = "not numbers";
+  EXPECT_NE(refusal(state).find("unreadable RNG state"), std::string::npos);
+}
+
+TEST(CheckpointState, RefusesDeeplyNestedJson) {
+  const std::string nested(1000, '[');
+  EXPECT_THROW(read_checkpoint_state(nested, "state.json"), Error);
+}
+
+}  // namespace
+}  // namespace aspen
