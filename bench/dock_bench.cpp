@@ -1,7 +1,6 @@
 #include "bench/dock_bench.h"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +15,7 @@
 #include "aspen/dock/warehouse_protocol.h"
 #include "aspen/dock/zmq_transport.h"
 #include "aspen/util/error.h"
-
-extern char** environ;
+#include "bench/worker_process.h"
 
 namespace aspen {
 namespace {
@@ -34,27 +32,11 @@ struct Worker {
 };
 
 Worker spawn_worker(const std::string& exe, std::vector<std::string> args) {
-  int in_pipe[2], out_pipe[2];
-  check_input(pipe(in_pipe) == 0 && pipe(out_pipe) == 0, "pipe() failed", "dock bench");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) {
-    posix_spawn_file_actions_addclose(&actions, fd);
-  }
-  args.insert(args.begin(), exe);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  WorkerProcess process = spawn_worker_process(exe, std::move(args));
   Worker worker;
-  const int rc = posix_spawn(&worker.pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  check_input(rc == 0, "cannot start worker", exe);
-  worker.to = fdopen(in_pipe[1], "w");
-  worker.from = fdopen(out_pipe[0], "r");
+  worker.pid = process.pid;
+  worker.to = fdopen(process.to, "w");
+  worker.from = fdopen(process.from, "r");
   return worker;
 }
 
@@ -87,13 +69,7 @@ nlohmann::json run_one(const DockBenchOptions& options, const std::string& mode,
                                                  ZmqServiceOptions{"tcp://127.0.0.1:*", token});
     controller->register_warehouse(central->endpoint());  // id 0
   }
-  std::string exe = options.worker_exe;
-  if (exe.empty()) {
-    char path[4096];
-    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    check_input(n > 0, "cannot resolve /proc/self/exe", "dock bench");
-    exe.assign(path, static_cast<size_t>(n));
-  }
+  const std::string exe = options.worker_exe.empty() ? self_executable() : options.worker_exe;
   std::vector<Worker> workers;
   for (int p = 0; p < 2 * processes; ++p) {
     const bool consumer = p >= processes;
