@@ -187,8 +187,9 @@ void DockController::validate_claim(const ClaimOptions& options) const {
               "min_rows " + std::to_string(options.min_rows) + " with max_rows " +
                   std::to_string(options.max_rows),
               "claim options", "0 <= min_rows <= max_rows");
-  check_input(options.balance_ranks >= 1, "balance_ranks " + std::to_string(options.balance_ranks),
-              "claim options");
+  check_input(options.balance_ranks >= 1 && options.balance_ranks <= kMaxBalanceRanks,
+              "balance_ranks " + std::to_string(options.balance_ranks), "claim options",
+              "use 1 to " + std::to_string(kMaxBalanceRanks) + " ranks");
   check_input(options.lease_s > 0, "lease_s " + std::to_string(options.lease_s), "claim options",
               "a lease must last a positive time");
   check_input(options.min_version <= options.max_version, "empty policy-version window",

@@ -295,10 +295,15 @@ class ControllerHandler : public ServiceHandler {
 
 }  // namespace
 
+std::shared_ptr<ServiceHandler> make_controller_handler(
+    std::shared_ptr<DockController> controller, std::function<nlohmann::json()> wire_metrics) {
+  return std::make_shared<ControllerHandler>(std::move(controller), std::move(wire_metrics));
+}
+
 ControllerService::ControllerService(std::shared_ptr<DockController> controller,
                                      ZmqServiceOptions options)
     : controller_(std::move(controller)) {
-  auto handler = std::make_shared<ControllerHandler>(controller_, [this] {
+  auto handler = make_controller_handler(controller_, [this] {
     const ZmqService* service = published_service_.load();
     return service != nullptr ? service->metrics() : nlohmann::json::object();
   });

@@ -43,6 +43,12 @@ class ControllerService {
   std::atomic<const ZmqService*> published_service_{nullptr};
 };
 
+// The request handler ControllerService runs: decodes an op's body, calls the
+// controller and encodes the reply. Public so that the fuzz target (fuzz/) can drive
+// it without sockets; wire_metrics answers op 9's "wire" field.
+std::shared_ptr<ServiceHandler> make_controller_handler(
+    std::shared_ptr<DockController> controller, std::function<nlohmann::json()> wire_metrics);
+
 class RemoteController : public ControllerApi {
  public:
   // Connects and fetches the schema; throws aspen::Error if the service does not answer.

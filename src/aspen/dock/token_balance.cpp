@@ -93,8 +93,9 @@ TokenPartition karmarkar_karp(const std::vector<int64_t>& weights, int ranks) {
 }  // namespace
 
 TokenPartition balance_by_tokens(const std::vector<int64_t>& weights, int ranks) {
-  check_input(ranks >= 1, "balance across " + std::to_string(ranks) + " ranks",
-              "claim option balance_ranks", "use 1 or more ranks");
+  check_input(ranks >= 1 && ranks <= kMaxBalanceRanks,
+              "balance across " + std::to_string(ranks) + " ranks", "claim option balance_ranks",
+              "use 1 to " + std::to_string(kMaxBalanceRanks) + " ranks");
   for (int64_t w : weights) {
     check_input(w >= 0, "negative token length " + std::to_string(w), "row tokens");
   }

@@ -22,7 +22,12 @@ struct TokenPartition {
   double imbalance = 0.0;               // max/mean - 1
 };
 
-// Partitions items with non-negative `weights` (token lengths) over `ranks` >= 1.
+// The most ranks a claim may balance over: a bound on what a peer's claim options can
+// make the controller allocate (one load per rank), far above any data-parallel size.
+constexpr int kMaxBalanceRanks = 1 << 16;
+
+// Partitions items with non-negative `weights` (token lengths) over `ranks` in
+// [1, kMaxBalanceRanks].
 // Every index appears in exactly one rank. Deterministic for equal inputs.
 TokenPartition balance_by_tokens(const std::vector<int64_t>& weights, int ranks);
 

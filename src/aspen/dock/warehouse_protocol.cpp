@@ -103,9 +103,13 @@ class WarehouseHandler : public ServiceHandler {
 
 }  // namespace
 
+std::shared_ptr<ServiceHandler> make_warehouse_handler(std::shared_ptr<Warehouse> warehouse) {
+  return std::make_shared<WarehouseHandler>(std::move(warehouse));
+}
+
 WarehouseService::WarehouseService(std::shared_ptr<Warehouse> warehouse, ZmqServiceOptions options)
-    : service_(std::make_unique<ZmqService>(
-          std::move(options), std::make_shared<WarehouseHandler>(std::move(warehouse)))) {}
+    : service_(std::make_unique<ZmqService>(std::move(options),
+                                            make_warehouse_handler(std::move(warehouse)))) {}
 
 void RemoteWarehouse::put(const std::vector<RowId>& rows, const std::vector<ColumnData>& columns) {
   ByteWriter w;

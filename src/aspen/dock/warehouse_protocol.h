@@ -29,6 +29,9 @@ class WarehouseService {
   std::unique_ptr<ZmqService> service_;
 };
 
+// The request handler WarehouseService runs (public for the fuzz target, fuzz/).
+std::shared_ptr<ServiceHandler> make_warehouse_handler(std::shared_ptr<Warehouse> warehouse);
+
 class RemoteWarehouse : public WarehouseApi {
  public:
   explicit RemoteWarehouse(RpcClientOptions options) : client_(std::move(options)) {}
