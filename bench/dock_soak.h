@@ -24,9 +24,10 @@
 // drain the dock (live rows 0), are stopped; then the open leases must be 0 (a
 // killed consumer's lease has expired by then: lease_s), and every surviving
 // producer's warehouse must hold 0 rows and 0 bytes, measured over the wire. A
-// consumer killed between its ack and its erase leaves retired rows in a producer's
-// warehouse; those are swept first (erased by id, all rows the warehouse ever owned)
-// and reported as orphans_swept.
+// consumer killed between its ack and its erase (or whose erase timed out) leaves
+// retired rows in a producer's warehouse; those are swept first (erased by id: all
+// rows the warehouse ever owned) and reported as orphans_swept; anything left after
+// the sweep is a violation.
 // Accounting rule (SoakLedger): consumption is what the controller recorded as
 // acked (DockLedgerHooks::acked), never what a consumer says; the consumer's journal
 // line for a lease is written before its ack, so every acked row must have a journal

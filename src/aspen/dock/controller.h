@@ -100,7 +100,7 @@ struct DockLedgerHooks {
 
 struct DockControllerOptions {
   int64_t capacity_rows = 4096;  // live (allocated, not retired) rows at most
-  DockLedgerHooks hooks;
+  DockLedgerHooks hooks{};  // {}: DockControllerOptions{n} stays warning-free
 };
 
 class DockController : public ControllerApi {
