@@ -238,7 +238,11 @@ void SoakDriver::read_lines(SoakWorker& worker) {
 
 void SoakDriver::pump(int timeout_ms) {
   std::vector<pollfd> fds;
-  for (auto& worker : workers_) fds.push_back({worker->process.from, POLLIN, 0});
+  // A reaped worker's pipe is at end of file for good: left out (-1), or poll would
+  // return at once every time.
+  for (auto& worker : workers_) {
+    fds.push_back({worker->exited ? -1 : worker->process.from, POLLIN, 0});
+  }
   poll(fds.data(), fds.size(), timeout_ms);
   for (size_t i = 0; i < workers_.size(); ++i) {
     SoakWorker& worker = *workers_[i];
