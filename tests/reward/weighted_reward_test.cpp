@@ -63,13 +63,16 @@ TEST(WeightedReward, ConfigErrorsNameTheEntry) {
 
 TEST(VerifierRegistry, KnowsEveryKind) {
   for (const std::string& kind : verifier_kinds()) {
-    // A weighted reward is its list of components; the others take default options.
-    const nlohmann::json options = kind == "weighted"
-                                       ? nlohmann::json::parse(R"([{"verifier": "math"}])")
-                                       : nlohmann::json::object();
+    // A weighted reward is its list of components, a command reward needs its command
+    // (started at the first score, not here); the others take default options.
+    const nlohmann::json options =
+        kind == "weighted"  ? nlohmann::json::parse(R"([{"verifier": "math"}])")
+        : kind == "command" ? nlohmann::json{{"command", "cat"}}
+                            : nlohmann::json::object();
     EXPECT_EQ(make_verifier(kind, options)->name(), kind);
   }
   EXPECT_THROW(make_verifier("weighted", nlohmann::json::object()), Error);
+  EXPECT_THROW(make_verifier("command", nlohmann::json::object()), Error);
 }
 
 TEST(WeightedReward, ConcurrentScoringAgreesWithSerial) {

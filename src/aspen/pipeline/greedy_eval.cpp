@@ -1,5 +1,7 @@
 #include "aspen/pipeline/greedy_eval.h"
 
+#include <map>
+
 #include "aspen/rollout/engine.h"
 
 namespace aspen {
@@ -24,13 +26,18 @@ double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
     requests.push_back(std::move(request));
   }
   const auto completions = engine.generate(std::move(requests));
-  int64_t correct = 0;
+  // One score_batch() per verifier (an external reward sees one batch).
+  std::map<const Verifier*, std::vector<RewardInput>> inputs_by_verifier;
   for (const Completion& c : completions) {
     const TaskExample& example = examples[c.request_index];
-    const RewardInput input{example.prompt_text,
-                            setup.tokenizer->decode(c.token_ids, /*skip_special_tokens=*/true),
-                            example.ground_truth};
-    correct += verifier_for(setup, example).score(input) >= 1.0 ? 1 : 0;
+    inputs_by_verifier[&verifier_for(setup, example)].push_back(
+        RewardInput{example.prompt_text,
+                    setup.tokenizer->decode(c.token_ids, /*skip_special_tokens=*/true),
+                    example.ground_truth, {{"id", example.id}}});
+  }
+  int64_t correct = 0;
+  for (const auto& [verifier, inputs] : inputs_by_verifier) {
+    for (double score : verifier->score_batch(inputs)) correct += score >= 1.0 ? 1 : 0;
   }
   return examples.empty() ? 0.0
                           : static_cast<double>(correct) / static_cast<double>(examples.size());

@@ -156,6 +156,11 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
   ColumnData scores{rl_columns::kScores, {}};
   ColumnData verifier_scores{rl_columns::kVerifierScore, {}};
   std::map<int64_t, std::vector<double>> shaped_by_group;
+  // Inputs first, then one score_batch() per verifier: an external reward (a command,
+  // a service) then sees the whole claim as one batch instead of a call per row.
+  std::vector<RewardInput> inputs;
+  std::vector<int64_t> lengths;
+  std::map<const Verifier*, std::vector<size_t>> rows_by_verifier;
   for (size_t i = 0; i < claim.rows.size(); ++i) {
     const RowInfo& info = claim.rows[i].info;
     const torch::Tensor r = responses.values[i].to(torch::kInt64).contiguous();
@@ -168,18 +173,31 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
         "example " + std::to_string(example_index) + " out of range",
         "group " + std::to_string(info.group_id));
     const TaskExample& example = setup.train_examples[static_cast<size_t>(example_index)];
-    const RewardInput input{example.prompt_text,
-                            setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
-                            example.ground_truth};
-    const double score = verifier_for(setup, example).score(input);
+    inputs.push_back(RewardInput{example.prompt_text,
+                                 setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
+                                 example.ground_truth, {{"id", example.id}}});
+    lengths.push_back(r.numel());
+    rows_by_verifier[&verifier_for(setup, example)].push_back(i);
+  }
+  std::vector<double> row_scores(claim.rows.size(), 0.0);
+  for (const auto& [verifier, rows] : rows_by_verifier) {
+    std::vector<RewardInput> batch;
+    batch.reserve(rows.size());
+    for (size_t i : rows) batch.push_back(std::move(inputs[i]));
+    const std::vector<double> batch_scores = verifier->score_batch(batch);
+    for (size_t k = 0; k < rows.size(); ++k) row_scores[rows[k]] = batch_scores[k];
+  }
+  for (size_t i = 0; i < claim.rows.size(); ++i) {
+    const RowInfo& info = claim.rows[i].info;
+    const double score = row_scores[i];
     double shaped = score;
     if (algorithm.overlong_buffer > 0) {
       const OverlongBuffer buffer{config.rollout.max_tokens, algorithm.overlong_buffer,
                                   algorithm.overlong_penalty};
-      shaped += overlong_penalty(torch::tensor({r.numel()}, torch::kInt64), buffer).item<double>();
+      shaped += overlong_penalty(torch::tensor({lengths[i]}, torch::kInt64), buffer).item<double>();
     }
     stats.scores.push_back(score);
-    stats.lengths.push_back(r.numel());
+    stats.lengths.push_back(lengths[i]);
     stats.versions.push_back(info.version);
     stats.groups.insert(info.group_id);
     shaped_by_group[info.group_id].push_back(shaped);

@@ -4,7 +4,9 @@
 //
 // Contract: score() never throws for any response text (model output is untrusted and a
 // malformed answer is a low score, not an error); it may throw aspen::Error when the
-// ground truth itself is malformed (that is a dataset bug). Construction validates options
+// ground truth itself is malformed (that is a dataset bug), and an external reward
+// (command, http) when its service fails. score_batch() scores many inputs at once, in
+// order; external rewards override it to send one batch per call. Construction validates options
 // and throws aspen::Error naming the bad key.
 // Thread safety: implementations are immutable after construction; score() is const and
 // may be called concurrently from any number of threads.
@@ -12,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace aspen {
 
@@ -19,6 +22,7 @@ struct RewardInput {
   std::string prompt;           // the prompt text as the policy saw it (after any template)
   std::string response;         // the generated text, special tokens already stripped
   nlohmann::json ground_truth;  // verifier-specific: an answer string/number, {target, numbers}...
+  nlohmann::json metadata = nlohmann::json::object();  // {"id": example id}, for external rewards
 };
 
 class Verifier {
@@ -27,6 +31,12 @@ class Verifier {
   // A short kind name: "math", "format", "countdown", "weighted".
   virtual std::string name() const = 0;
   virtual double score(const RewardInput& input) const = 0;
+  virtual std::vector<double> score_batch(const std::vector<RewardInput>& inputs) const {
+    std::vector<double> scores;
+    scores.reserve(inputs.size());
+    for (const RewardInput& input : inputs) scores.push_back(score(input));
+    return scores;
+  }
 };
 
 }  // namespace aspen

@@ -1,5 +1,6 @@
 #include "aspen/reward/verifier_registry.h"
 
+#include "aspen/reward/command_reward.h"
 #include "aspen/reward/countdown_verifier.h"
 #include "aspen/reward/format_verifier.h"
 #include "aspen/reward/math_verifier.h"
@@ -9,7 +10,7 @@
 namespace aspen {
 
 std::vector<std::string> verifier_kinds() {
-  return {"countdown", "format", "math", "weighted"};
+  return {"command", "countdown", "format", "math", "weighted"};
 }
 
 std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann::json& options) {
@@ -17,6 +18,10 @@ std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann:
     return std::make_unique<MathVerifier>(MathVerifierOptions::from_json(options));
   if (kind == "format") return std::make_unique<FormatVerifier>(options);
   if (kind == "countdown") return std::make_unique<CountdownVerifier>(options);
+  // A user's reward script as a child process (command_reward.h).
+  if (kind == "command") {
+    return std::make_unique<CommandReward>(CommandRewardOptions::from_json(options));
+  }
   // A weighted sum of verifiers: `options` is its list of components (weighted_reward.h).
   if (kind == "weighted") {
     return std::make_unique<WeightedReward>(WeightedReward::from_json(options, "verifier_options"));

@@ -47,6 +47,15 @@ WeightedReward WeightedReward::from_json(const nlohmann::json& spec, const std::
   return WeightedReward(std::move(components));
 }
 
+std::vector<double> WeightedReward::score_batch(const std::vector<RewardInput>& inputs) const {
+  std::vector<double> totals(inputs.size(), 0.0);
+  for (const RewardComponent& component : components_) {
+    const std::vector<double> scores = component.verifier->score_batch(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) totals[i] += component.weight * scores[i];
+  }
+  return totals;
+}
+
 RewardBreakdown WeightedReward::evaluate(const RewardInput& input) const {
   RewardBreakdown out;
   out.components.reserve(components_.size());

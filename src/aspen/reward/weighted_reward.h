@@ -41,6 +41,8 @@ class WeightedReward : public Verifier {
 
   std::string name() const override { return "weighted"; }
   double score(const RewardInput& input) const override { return evaluate(input).total; }
+  // Each component scores the whole batch (one call per external reward).
+  std::vector<double> score_batch(const std::vector<RewardInput>& inputs) const override;
   RewardBreakdown evaluate(const RewardInput& input) const;
 
   const std::vector<RewardComponent>& components() const { return components_; }

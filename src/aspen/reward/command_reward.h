@@ -1,0 +1,57 @@
+// CommandReward (verifier kind "command"): a user's reward function as a long-lived
+// child process speaking JSON lines, so that any language can score responses and a
+// Python function is a ten-line script (docs/rewards.md shows one).
+//
+// Protocol, one line per response, in order:
+//   in  (Aspen -> stdin):  {"prompt": str, "response": str, "answer": <ground truth>,
+//                           "metadata": {"id": example id, ...}}
+//   out (stdout -> Aspen): {"score": finite number, "extra": {...}}   ("extra" optional)
+// A batch is written as it is read (the child may answer each line before reading the
+// next); its stderr is Aspen's, for the script's own diagnostics.
+//
+// Options (data.verifier_options, or a weighted component's options):
+//   command      required: run with /bin/sh -c
+//   timeout_s    per batch, default 60: no full reply by then is a failure
+//   max_restarts default 2: a batch whose child died or timed out is retried on a
+//                fresh child this many times, then the error is raised
+// Errors (aspen::Error naming the command): the child cannot start, dies or times out
+// more than max_restarts times in a row, or writes a line that is not such an object
+// (the error quotes the line and the request it answered; this is a script bug, so it
+// is not retried).
+// Thread safety: score()/score_batch() may be called from any thread; calls are
+// serialised on the one child.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aspen/reward/verifier.h"
+#include "aspen/util/line_process.h"
+
+namespace aspen {
+
+struct CommandRewardOptions {
+  std::string command;
+  double timeout_s = 60.0;
+  int max_restarts = 2;
+  static CommandRewardOptions from_json(const nlohmann::json& options);
+};
+
+class CommandReward : public Verifier {
+ public:
+  explicit CommandReward(CommandRewardOptions options);
+  std::string name() const override { return "command"; }
+  double score(const RewardInput& input) const override;
+  std::vector<double> score_batch(const std::vector<RewardInput>& inputs) const override;
+  // Children started so far (restarts included); for tests and metrics.
+  int processes_started() const;
+
+ private:
+  CommandRewardOptions options_;
+  mutable std::mutex mutex_;
+  mutable LineProcess process_;  // GUARDED_BY(mutex_)
+};
+
+}  // namespace aspen

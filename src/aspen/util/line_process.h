@@ -1,0 +1,61 @@
+// LineProcess: a long-lived child process spoken to in lines: we write request lines
+// to its stdin and read one reply line per request from its stdout (its stderr is
+// ours, so its diagnostics reach the user's terminal). Started with `/bin/sh -c
+// command`, so a command line is written as in a shell.
+//
+// exchange() writes every request and reads as many replies, interleaving the two
+// with poll(): a child that answers each line before reading the next never blocks
+// on a full pipe, whatever the batch size. It fails with aspen::Error naming the
+// command when the deadline passes, the child exits or closes its stdout before
+// answering everything, or a reply line exceeds max_line_bytes. After any failure the
+// child is killed (SIGKILL, reaped); the next exchange() starts a fresh one.
+//
+// Writing to a dead child must not kill this process: the first LineProcess sets
+// SIGPIPE to ignored when it is at its default (writes then fail with EPIPE).
+// Thread safety: none; one owner (callers serialise exchange()).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace aspen {
+
+class LineProcess {
+ public:
+  explicit LineProcess(std::string command, size_t max_line_bytes = size_t{16} << 20);
+  ~LineProcess();
+  LineProcess(const LineProcess&) = delete;
+  LineProcess& operator=(const LineProcess&) = delete;
+
+  // Sends each request (a line without its '\n') and returns one reply per request,
+  // in order, without their '\n'. Starts the child if it is not running.
+  std::vector<std::string> exchange(const std::vector<std::string>& requests,
+                                    std::chrono::steady_clock::time_point deadline);
+
+  const std::string& command() const { return command_; }
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // How many children were started so far (1 after the first exchange; more after
+  // restarts).
+  int starts() const { return starts_; }
+  // Kills and reaps the child, if any.
+  void stop();
+
+ private:
+  void start();
+  [[noreturn]] void fail(const std::string& problem);
+
+  std::string command_;
+  size_t max_line_bytes_;
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string pending_;  // bytes read past the last complete line
+  int starts_ = 0;
+};
+
+}  // namespace aspen

@@ -1,0 +1,162 @@
+// A reward script as a child process (reward/command_reward.h): JSON lines in and out,
+// batches in order, restarts after a crash, timeouts and malformed replies as errors
+// naming the command. The scripts are real Python, as a user writes them.
+#include "aspen/reward/command_reward.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "aspen/reward/verifier_registry.h"
+#include "aspen/reward/weighted_reward.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CommandRewardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("aspen_command_reward_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes `body` as a Python script and returns the command that runs it.
+  std::string script(const std::string& body) {
+    const fs::path path = dir_ / "reward.py";
+    std::ofstream(path) << body;
+    return std::string(ASPEN_PYTHON) + " -u " + path.string();
+  }
+
+  CommandReward reward(const std::string& command, double timeout_s = 30, int restarts = 2) {
+    return CommandReward(CommandRewardOptions::from_json(
+        {{"command", command}, {"timeout_s", timeout_s}, {"max_restarts", restarts}}));
+  }
+
+  fs::path dir_;
+};
+
+// The documented example (docs/rewards.md): the answer anywhere in the response.
+const char* kContainsAnswer = R"(import json, sys
+for line in sys.stdin:
+    row = json.loads(line)
+    hit = str(row["answer"]) in row["response"]
+    print(json.dumps({"score": 1.0 if hit else 0.0,
+                      "extra": {"id_length": len(row["metadata"].get("id", ""))}}))
+)";
+
+TEST_F(CommandRewardTest, ScoresABatchInOrderThroughAPythonScript) {
+  CommandReward scorer = reward(script(kContainsAnswer));
+  const std::vector<double> scores = scorer.score_batch({{"p", "the answer is 42", "42"},
+                                                         {"p", "no idea", "7"},
+                                                         {"p", "7 it is", "7", {{"id", "x:1"}}}});
+  EXPECT_EQ(scores, (std::vector<double>{1.0, 0.0, 1.0}));
+  EXPECT_DOUBLE_EQ(scorer.score({"p", "12", "12"}), 1.0);
+  EXPECT_EQ(scorer.processes_started(), 1);  // one long-lived child for every call
+}
+
+TEST_F(CommandRewardTest, ALargeBatchDoesNotDeadlockOnFullPipes) {
+  // 600 inputs of 8 KB: far more than a pipe holds in either direction, answered line
+  // by line while Aspen is still writing.
+  CommandReward scorer = reward(script(kContainsAnswer));
+  std::vector<RewardInput> inputs;
+  for (int i = 0; i < 600; ++i) {
+    inputs.push_back({"p", std::string(8192, 'x') + (i % 2 ? "yes" : "no"), "yes"});
+  }
+  const std::vector<double> scores = scorer.score_batch(inputs);
+  ASSERT_EQ(scores.size(), inputs.size());
+  for (int i = 0; i < 600; ++i) EXPECT_DOUBLE_EQ(scores[i], i % 2 ? 1.0 : 0.0) << i;
+}
+
+TEST_F(CommandRewardTest, AChildThatDiesIsRestartedAndTheBatchRetried) {
+  const std::string marker = (dir_ / "crashed").string();
+  CommandReward scorer = reward(script(std::string(R"(import json, os, sys
+marker = ")") + marker + R"("
+for line in sys.stdin:
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(3)  # the first child dies on its first line
+    print(json.dumps({"score": 0.5}))
+)"));
+  EXPECT_EQ(scorer.score_batch({{"p", "r", "a"}, {"p", "r", "a"}}), (std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ(scorer.processes_started(), 2);
+}
+
+TEST_F(CommandRewardTest, AHangIsATimeoutErrorNamingTheCommand) {
+  const std::string command = script("import sys, time\nsys.stdin.readline()\ntime.sleep(60)\n");
+  CommandReward scorer = reward(command, /*timeout_s=*/0.5, /*restarts=*/1);
+  try {
+    scorer.score({"p", "r", "a"});
+    FAIL() << "a hanging reward command returned";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("before the timeout"), std::string::npos) << what;
+    EXPECT_NE(what.find("2 attempts"), std::string::npos) << what;
+    EXPECT_NE(what.find(command), std::string::npos) << what;
+  }
+  EXPECT_EQ(scorer.processes_started(), 2);
+}
+
+TEST_F(CommandRewardTest, AMalformedReplyQuotesTheLineAndIsNotRetried) {
+  CommandReward scorer =
+      reward(script("import sys\nfor line in sys.stdin:\n    print('score: high')\n"));
+  try {
+    scorer.score_batch({{"p", "r", "a"}});
+    FAIL() << "a malformed reply was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("reply 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("score: high"), std::string::npos) << what;
+  }
+  EXPECT_EQ(scorer.processes_started(), 1);
+  CommandReward non_finite = reward(
+      script("import sys\nfor line in sys.stdin:\n    print('{\"score\": NaN}')\n"));
+  EXPECT_THROW(non_finite.score({"p", "r", "a"}), Error);
+}
+
+TEST_F(CommandRewardTest, ACommandThatCannotRunFailsWithItsName) {
+  CommandReward scorer = reward("/nonexistent/reward-binary", 10, 0);
+  try {
+    scorer.score({"p", "r", "a"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/reward-binary"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(CommandRewardTest, OptionsAreCheckedByName) {
+  auto refusal = [](const nlohmann::json& options) -> std::string {
+    try {
+      make_verifier("command", options);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refusal(nlohmann::json::object()).find("command"), std::string::npos);
+  EXPECT_NE(refusal({{"command", "x"}, {"timeout_s", 0}}).find("timeout_s"), std::string::npos);
+  EXPECT_NE(refusal({{"command", "x"}, {"timeout", 1}}).find("timeout"), std::string::npos);
+}
+
+TEST_F(CommandRewardTest, CombinesByWeightWithBuiltInVerifiers) {
+  const nlohmann::json spec = {
+      {{"name", "script"}, {"verifier", "command"}, {"weight", 0.5},
+       {"options", {{"command", script(kContainsAnswer)}}}},
+      {{"name", "acc"}, {"verifier", "math"}, {"weight", 1.0}}};
+  const std::unique_ptr<Verifier> weighted = make_verifier("weighted", spec);
+  const std::vector<double> scores =
+      weighted->score_batch({{"p", "\\boxed{42}", "42"}, {"p", "\\boxed{41}", "42"}});
+  EXPECT_EQ(scores, (std::vector<double>{1.5, 0.0}));
+}
+
+}  // namespace
+}  // namespace aspen
