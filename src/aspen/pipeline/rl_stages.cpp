@@ -399,11 +399,10 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
     TrainBatch batch = to_train_batch(kept, columns, token_columns);
     ActorUpdateOptions update = actor_update_options(config, seed);
     update.proximal_is_current = proximal_is_current;
-    if (update.policy.correction != OffPolicyCorrection::kNone) {
-      batch.token_columns[columns::kBehaviourLogprobs] =
-          stats.rows > 0 ? packed_column(find_column(columns, rl_columns::kRolloutLogprobs))
-                         : torch::zeros({0});
-    }
+    // Always: the correction reads them when set, the mismatch metrics every time.
+    batch.token_columns[columns::kBehaviourLogprobs] =
+        stats.rows > 0 ? packed_column(find_column(columns, rl_columns::kRolloutLogprobs))
+                       : torch::zeros({0});
     stats.actor = workers.actor->update(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }
@@ -444,10 +443,8 @@ UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& worker
     ActorUpdateOptions update = actor_update_options(config, seed);
     update.mini_batch_size = 0;  // one step over everything accumulated
     update.proximal_is_current = proximal_is_current;
-    if (update.policy.correction != OffPolicyCorrection::kNone) {
-      batch.token_columns[columns::kBehaviourLogprobs] =
-          packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
-    }
+    batch.token_columns[columns::kBehaviourLogprobs] =
+        packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
     workers.actor->accumulate(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }

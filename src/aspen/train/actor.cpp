@@ -1,5 +1,6 @@
 #include "aspen/train/actor.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "aspen/algo/packed.h"
@@ -51,8 +52,8 @@ void ActorTrainer::MetricSums::add(torch::Tensor& slot, const torch::Tensor& val
 void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_batches,
                                           const PolicyLossOptions& policy,
                                           const ActorUpdateOptions& options, double metric_tokens,
-                                          size_t last_backward, ActorMetrics& metrics,
-                                          MetricSums& sums) {
+                                          size_t last_backward, bool measure_mismatch,
+                                          ActorMetrics& metrics, MetricSums& sums) {
   const bool use_kl = options.kl_coef != 0.0;
   const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
   LogprobHeadOptions head = options_.head;
@@ -74,6 +75,18 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     if (use_behaviour) {
       inputs.behaviour_logprobs = mb.token_columns.at(columns::kBehaviourLogprobs).to(dtype);
     }
+    const auto behaviour = mb.token_columns.find(columns::kBehaviourLogprobs);
+    if (measure_mismatch && behaviour != mb.token_columns.end()) {
+      torch::NoGradGuard no_grad;
+      // In double: [R] values only, and a bf16 trainer's differences stay exact.
+      const torch::Tensor diff =
+          (current.logprobs.detach().to(torch::kDouble) - behaviour->second.to(torch::kDouble))
+              .abs();
+      sums.add(sums.mismatch_sum, diff.sum());
+      const torch::Tensor max = diff.max();
+      sums.mismatch_max = sums.mismatch_max.defined() ? torch::maximum(sums.mismatch_max, max) : max;
+      sums.mismatch_tokens += diff.numel();
+    }
     PolicyLossResult pg = policy_loss(inputs, packed, policy);
     torch::Tensor loss = pg.loss;
     if (use_kl) {
@@ -94,6 +107,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     sums.add(sums.entropy, current.entropy.detach().mean() * weight);
     sums.add(sums.clip_frac, pg.clip_frac * weight);
     sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
+    sums.add(sums.capped, pg.correction_capped_frac * weight);
   }
 }
 
@@ -120,6 +134,8 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   const torch::Device device = compute_->lm_head_weight().device();
 
   ActorMetrics metrics;
+  MetricSums first_step;  // the mismatch, measured before any step (see ActorMetrics)
+  bool before_first_step = true;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     for (const auto& rows :
          data_parallel_.mini_batches(batch.num_rows(), global_rows, options.mini_batch_size,
@@ -143,7 +159,13 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       // Token-weighted means over the mini-batch, from each micro-batch's own mean.
       MetricSums sums;
       backward_micro_batches(micro_batches, policy, options, static_cast<double>(mini_tokens),
-                             last_backward, metrics, sums);
+                             last_backward, before_first_step, metrics, sums);
+      if (before_first_step) {
+        first_step.mismatch_sum = sums.mismatch_sum;
+        first_step.mismatch_max = sums.mismatch_max;
+        first_step.mismatch_tokens = sums.mismatch_tokens;
+        before_first_step = false;
+      }
       data_parallel_.reduce_grads();
       const StepResult step = master_.step(optimizer_);
       if (step.skipped) {
@@ -158,8 +180,26 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       metrics.entropy += value_or_zero(sums.entropy);
       metrics.clip_frac += value_or_zero(sums.clip_frac);
       metrics.approx_kl += value_or_zero(sums.approx_kl);
+      metrics.correction_capped_frac += value_or_zero(sums.capped);
     }
   }
+  double mismatch_sum = value_or_zero(first_step.mismatch_sum);
+  double mismatch_max = value_or_zero(first_step.mismatch_max);
+  double mismatch_tokens = static_cast<double>(first_step.mismatch_tokens);
+  if (data_parallel_.enabled()) {
+    // The max over ranks from sums: each rank fills only its own slot.
+    std::vector<double> values(static_cast<size_t>(data_parallel_.world_size()) + 2, 0.0);
+    values[0] = mismatch_sum;
+    values[1] = mismatch_tokens;
+    values[2 + static_cast<size_t>(data_parallel_.rank())] = mismatch_max;
+    data_parallel_.sum_over_ranks(values);
+    mismatch_sum = values[0];
+    mismatch_tokens = values[1];
+    mismatch_max = *std::max_element(values.begin() + 2, values.end());
+  }
+  metrics.rollout_logprob_diff_tokens = std::llround(mismatch_tokens);
+  metrics.rollout_logprob_diff_max = mismatch_max;
+  metrics.rollout_logprob_diff_mean = mismatch_tokens > 0 ? mismatch_sum / mismatch_tokens : 0.0;
   if (data_parallel_.enabled()) {
     // Every summed term is already weighted by GLOBAL denominators: the sum over ranks
     // is the global value. Steps and grad_norm are identical on every rank already.
@@ -169,8 +209,10 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
                                 metrics.clip_frac,
                                 metrics.approx_kl,
                                 static_cast<double>(metrics.tokens),
-                                static_cast<double>(metrics.micro_batches)};
+                                static_cast<double>(metrics.micro_batches),
+                                metrics.correction_capped_frac};
     data_parallel_.sum_over_ranks(sums);
+    metrics.correction_capped_frac = sums[7];
     metrics.policy_loss = sums[0];
     metrics.kl_loss = sums[1];
     metrics.entropy = sums[2];
@@ -186,6 +228,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     metrics.entropy /= attempts;
     metrics.clip_frac /= attempts;
     metrics.approx_kl /= attempts;
+    metrics.correction_capped_frac /= attempts;
   }
   if (metrics.steps > 0) metrics.grad_norm /= metrics.steps;
   return metrics;
@@ -213,8 +256,10 @@ void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& 
   PolicyLossOptions policy = options.policy;
   policy.agg.global_tokens = 1.0;
   policy.agg.global_seqs = 1.0;
+  // No step is taken between parts: every part is measured before the first step.
   backward_micro_batches(micro_batches, policy, options, /*metric_tokens=*/1.0,
-                         micro_batches.size(), streamed_metrics_, streamed_sums_);
+                         micro_batches.size(), /*measure_mismatch=*/true, streamed_metrics_,
+                         streamed_sums_);
   streamed_tokens_ += part.num_response_tokens();
   streamed_rows_ += part.num_rows();
 }
@@ -254,6 +299,13 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   metrics.entropy = value_or_zero(sums.entropy) / static_cast<double>(tokens);
   metrics.clip_frac = value_or_zero(sums.clip_frac) / static_cast<double>(tokens);
   metrics.approx_kl = value_or_zero(sums.approx_kl) / static_cast<double>(tokens);
+  metrics.correction_capped_frac = value_or_zero(sums.capped) / static_cast<double>(tokens);
+  metrics.rollout_logprob_diff_tokens = sums.mismatch_tokens;
+  metrics.rollout_logprob_diff_max = value_or_zero(sums.mismatch_max);
+  metrics.rollout_logprob_diff_mean =
+      sums.mismatch_tokens > 0
+          ? value_or_zero(sums.mismatch_sum) / static_cast<double>(sums.mismatch_tokens)
+          : 0.0;
   return metrics;
 }
 
