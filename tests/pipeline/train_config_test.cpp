@@ -118,13 +118,14 @@ TEST(TrainConfig, AsJsonRoundTripsEveryKey) {
       "train: {lr: 3.0e-5, critic_lr: 2.0e-4, schedule: cosine, warmup_steps: 3}\n"
       "pipeline: {trainer_cores: [1], rollout_cores: [0], max_staleness: 2}\n"
       "checkpoint: {every: 5, keep_last: 1}\n"
-      "logging: {trace: t.json}\n"
+      "logging: {trace: t.json, tensorboard: true}\n"
       "placement: {mode: colocated, train: {dp: 2, tp: 1}, rollout: {instances: 1, tp: 2}}\n"
       "data: {task: countdown, task_options: {}}\n",
       "run.yaml");
   const nlohmann::json first = parse_train_config(config).as_json();
   Config reread = Config::parse(first.dump(), "config.json");
   EXPECT_EQ(parse_train_config(reread).as_json(), first);
+  EXPECT_TRUE(parse_train_config(reread).logging.tensorboard);
 }
 
 TEST(TrainConfig, OverridesApplyBeforeParsing) {

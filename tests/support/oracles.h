@@ -2,7 +2,7 @@
 // real Qwen3 tokenizer takes its paths from here.
 //
 // - python(): the interpreter of scripts/setup's virtualenv, which has HF transformers,
-//   tokenizers, safetensors and numpy at the pinned versions
+//   tokenizers, safetensors, numpy and tensorboard at the pinned versions
 //   (tools/python/requirements.txt). CMake passes it as ASPEN_PYTHON.
 // - qwen3_tokenizer_dir(): the real Qwen3 tokenizer.json and tokenizer_config.json, kept
 //   in shared/fixtures/qwen3-tokenizer beside the clone (CI has it too).

@@ -80,14 +80,13 @@ TEST(TensorBoardEvent, SeveralScalarsShareOneSummaryAndLargeStepsTakeLongVarints
 }
 
 TEST(TensorBoardEvent, FirstEventCarriesTheFileVersion) {
-  const std::string expected = bytes({0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f}) +
-                               bytes({0x1a, 0x0d}) + "brain.Event:2";  // file_version (3)
+  const std::string expected = bytes({0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f}) + bytes({0x1a, 0x0d}) +
+                               "brain.Event:2";  // file_version (3)
   EXPECT_EQ(file_version_event(1.5), expected);
 }
 
 TEST(TensorBoardEvent, SessionStartCarriesStatusStartAtItsStep) {
-  const std::string expected = bytes({0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f}) +
-                               bytes({0x10, 0x03}) +
+  const std::string expected = bytes({0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f}) + bytes({0x10, 0x03}) +
                                bytes({0x3a, 0x02, 0x08, 0x01});  // session_log (7): status 1
   EXPECT_EQ(session_start_event(1.5, 3), expected);
 }

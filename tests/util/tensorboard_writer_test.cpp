@@ -57,47 +57,47 @@ std::string fresh_dir(const std::string& name) {
 
 TEST(TensorBoardWriter, NamesItsFileLikeTensorFlowWithHostAndPid) {
   const std::string dir = fresh_dir("aspen_tb_name");
-  TensorBoardWriter writer(dir);
+  TensorBoardWriter writer(dir, 0);
   const std::string name = fs::path(writer.path()).filename().string();
   EXPECT_EQ(fs::path(writer.path()).parent_path(), fs::path(dir));
-  EXPECT_TRUE(std::regex_match(name, std::regex(R"(events\.out\.tfevents\.\d{10}\..+\.\d+\.aspen)")))
+  EXPECT_TRUE(
+      std::regex_match(name, std::regex(R"(events\.out\.tfevents\.\d{10}\..+\.\d+\.aspen)")))
       << name;
   EXPECT_NE(name.find("." + std::to_string(getpid()) + ".aspen"), std::string::npos) << name;
 }
 
 TEST(TensorBoardWriter, FlushedEventsAreOnDiskInOrderBeforeTheWriterCloses) {
   const std::string dir = fresh_dir("aspen_tb_records");
-  TensorBoardWriter writer(dir);
-  writer.add(1, {{"loss", 0.5}});
-  writer.add(2, {});  // nothing to log: no event
-  writer.restart_at(3);
-  writer.add(3, {{"loss", 0.25}, {"acc", 1.0}});
+  TensorBoardWriter writer(dir, 3);
+  writer.add(3, {{"loss", 0.5}});
+  writer.add(4, {});  // nothing to log: no event
+  writer.add(5, {{"loss", 0.25}, {"acc", 1.0}});
   writer.flush();
   const std::vector<std::string> records = read_records(writer.path());
   ASSERT_EQ(records.size(), 4u);
   // wall_time varies; everything after its 9 bytes is fixed.
   EXPECT_EQ(records[0].substr(9), file_version_event(0.0));
-  EXPECT_EQ(records[1].substr(9), scalars_event(0.0, 1, {{"loss", 0.5}}));
-  EXPECT_EQ(records[2].substr(9), session_start_event(0.0, 3));
-  EXPECT_EQ(records[3].substr(9), scalars_event(0.0, 3, {{"loss", 0.25}, {"acc", 1.0}}));
+  EXPECT_EQ(records[1].substr(9), session_start_event(0.0, 3)) << "where the run (re)starts";
+  EXPECT_EQ(records[2].substr(9), scalars_event(0.0, 3, {{"loss", 0.5}}));
+  EXPECT_EQ(records[3].substr(9), scalars_event(0.0, 5, {{"loss", 0.25}, {"acc", 1.0}}));
   EXPECT_EQ(records[3][0], '\x09') << "wall_time comes first";
 }
 
 TEST(TensorBoardWriter, TwoWritersInOneSecondGetTwoFiles) {
   const std::string dir = fresh_dir("aspen_tb_two");
-  TensorBoardWriter first(dir);
+  TensorBoardWriter first(dir, 0);
   first.add(1, {{"a", 1.0}});
   first.flush();
-  TensorBoardWriter second(dir);
+  TensorBoardWriter second(dir, 2);
   second.flush();
   EXPECT_NE(first.path(), second.path());
-  EXPECT_EQ(read_records(first.path()).size(), 2u) << "the second writer left the first alone";
-  EXPECT_EQ(read_records(second.path()).size(), 1u);
+  EXPECT_EQ(read_records(first.path()).size(), 3u) << "the second writer left the first alone";
+  EXPECT_EQ(read_records(second.path()).size(), 2u);
 }
 
 TEST(TensorBoardWriter, AnUncreatableDirectoryIsAnErrorNamingIt) {
   try {
-    TensorBoardWriter writer("/proc/aspen-no-such-dir/tensorboard");
+    TensorBoardWriter writer("/proc/aspen-no-such-dir/tensorboard", 0);
     FAIL() << "expected aspen::Error";
   } catch (const Error& e) {
     EXPECT_EQ(e.input(), "/proc/aspen-no-such-dir/tensorboard");
@@ -115,9 +115,10 @@ TEST(NumericFields, FlattensNestedObjectsAndSkipsWhatIsNotANumber) {
   const std::vector<TensorBoardScalar> scalars = numeric_fields(line);
   std::vector<std::pair<std::string, double>> got;
   for (const auto& s : scalars) got.emplace_back(s.tag, s.value);
-  const std::vector<std::pair<std::string, double>> expected = {
-      {"bubbles/histogram/0", 128.0}, {"bubbles/padding", 0.5}, {"iteration", 4.0},
-      {"reward_mean", 0.75}};
+  const std::vector<std::pair<std::string, double>> expected = {{"bubbles/histogram/0", 128.0},
+                                                                {"bubbles/padding", 0.5},
+                                                                {"iteration", 4.0},
+                                                                {"reward_mean", 0.75}};
   EXPECT_EQ(got, expected);
   EXPECT_TRUE(numeric_fields(nlohmann::json::array({1, 2})).empty());
 }
@@ -126,7 +127,7 @@ TEST(RemoveEventFiles, RemovesOnlyEventFiles) {
   const std::string dir = fresh_dir("aspen_tb_remove");
   std::string event_path;
   {
-    TensorBoardWriter writer(dir);
+    TensorBoardWriter writer(dir, 0);
     event_path = writer.path();
   }
   std::ofstream(dir + "/notes.txt") << "keep me";

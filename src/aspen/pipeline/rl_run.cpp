@@ -25,6 +25,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
+#include "aspen/util/tensorboard_writer.h"
 
 namespace aspen {
 namespace {
@@ -104,6 +105,13 @@ void check_writable_file(const fs::path& path, const std::string& what) {
   if (!existed) fs::remove(path);
 }
 
+// New files can be created in `dir` now (made if missing, and left for the run).
+void check_writable_directory(const fs::path& dir, const std::string& what) {
+  check_input(!fs::exists(dir) || fs::is_directory(dir), "exists and is not a directory",
+              dir.string(), what + " writes its files there");
+  check_writable_file(dir / ".aspen-write-probe", what);
+}
+
 // Every output path of a run, checked before any work. A fresh run never shares its
 // directory with an earlier run's checkpoints: pruning would delete the new run's,
 // and --resume would continue the old run and overwrite final/ with its model.
@@ -119,6 +127,8 @@ void check_output_paths(const TrainConfig& config, const RunOptions& options) {
   }
   check_writable_file(out / "metrics.jsonl", "the run directory");
   if (!config.logging.trace.empty()) check_writable_file(config.logging.trace, "logging.trace");
+  if (config.logging.tensorboard)
+    check_writable_directory(out / "tensorboard", "logging.tensorboard");
 }
 
 // The placements the RL loop drives. aspen::Error naming the field otherwise.
@@ -240,6 +250,17 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   // Ranks other than 0 write no files: their stream goes nowhere.
   std::ofstream metrics;
   if (writer) metrics.open(metrics_path, std::ios::app);
+  // logging.tensorboard: the eval and RL metrics lines again as TensorBoard scalars,
+  // step = iteration. A fresh run starts the directory empty, as it does metrics.jsonl;
+  // a resumed run adds a file that supersedes the old files' steps after the checkpoint
+  // (the lines cut_metrics removed).
+  std::optional<TensorBoardWriter> tensorboard;
+  const std::string tensorboard_dir = (out / "tensorboard").string();
+  if (writer && config.logging.tensorboard) {
+    if (!checkpoint) remove_event_files(tensorboard_dir);
+    tensorboard.emplace(tensorboard_dir, checkpoint ? checkpoint->iteration + 1 : 0);
+    tensorboard->flush();
+  }
 
   if (!checkpoint) {
     evals["initial"] = run_accuracy(world, setup, max_tokens);
@@ -250,8 +271,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     evals["before"] = run_accuracy(world, setup, max_tokens);
     evals["after"] = evals["before"];
     if (writer) {
-      write_jsonl(metrics,
-                  {{"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}});
+      const nlohmann::json line = {
+          {"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}};
+      write_jsonl(metrics, line);
+      if (tensorboard) tensorboard->add(0, numeric_fields(line));
     }
   }
   if (config.logging.console && writer) {
@@ -310,6 +333,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     if (!writer) continue;
     write_jsonl(metrics, line);
     metrics.flush();
+    if (tensorboard) {
+      tensorboard->add(i + 1, numeric_fields(line));
+      tensorboard->flush();  // a live TensorBoard sees each iteration
+    }
     if (config.logging.console) print_progress(i + 1, line);
     if (config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
@@ -345,6 +372,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       {"final_model", final_dir},
       {"metrics", metrics_path}};
   if (!config.logging.trace.empty()) summary["trace"] = config.logging.trace;
+  if (config.logging.tensorboard) summary["tensorboard"] = tensorboard_dir;
   if (world) summary["ranks"] = world->world_size();
   if (writer) write_file_atomic((out / "summary.json").string(), summary.dump(2));
   return summary;

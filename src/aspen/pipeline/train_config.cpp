@@ -342,6 +342,7 @@ LoggingSection read_logging(ConfigSection s) {
   l.eval_every = s.get("eval_every", l.eval_every);
   l.console = s.get("console", l.console);
   l.trace = s.get("trace", l.trace);
+  l.tensorboard = s.get("tensorboard", l.tensorboard);
   check_input(l.eval_every >= 0, "must be >= 0 (0: before RL and at the end only)",
               s.where("eval_every"));
   s.finish();
@@ -522,7 +523,8 @@ nlohmann::json TrainConfig::as_json() const {
       {"logging",
        {{"eval_every", logging.eval_every},
         {"console", logging.console},
-        {"trace", logging.trace}}},
+        {"trace", logging.trace},
+        {"tensorboard", logging.tensorboard}}},
       {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}},
       {"placement",
        {{"mode", name_of(placement.mode)},

@@ -185,6 +185,8 @@ struct LoggingSection {
   int64_t eval_every = 10;  // iterations between greedy evaluations; 0: start and end only
   bool console = true;
   std::string trace;  // Chrome trace-event JSON path; empty: no trace
+  // TensorBoard event files of the metrics lines in OUT/tensorboard (util/tensorboard_writer.h)
+  bool tensorboard = false;
 };
 
 struct CheckpointSection {

@@ -10,8 +10,8 @@
 //   Value   { string tag = 1; float simple_value = 2; }
 //   SessionLog { Status status = 1; }   (START = 1)
 // A file's first event carries file_version "brain.Event:2"; the others carry a
-// summary of scalars, or a SessionLog START that tells TensorBoard's reader to drop
-// what earlier files logged at steps >= its step (a resumed run).
+// summary of scalars, or a SessionLog START: where a run (re)started, which makes
+// TensorBoard's readers drop what earlier files logged at steps >= its step.
 // Encoding is proto3's canonical one (fields in number order, default values left out),
 // so the bytes equal what the protobuf library writes for the same message.
 #pragma once
@@ -40,8 +40,8 @@ std::string file_version_event(double wall_time);
 std::string scalars_event(double wall_time, int64_t step,
                           const std::vector<TensorBoardScalar>& scalars);
 
-// SessionLog START at `step`: the run restarted there (resumed from a checkpoint);
-// TensorBoard drops events of earlier files at steps >= `step`.
+// SessionLog START at `step`: a run starts (or is resumed) there; TensorBoard drops
+// events of earlier files at steps >= `step` (see util/tensorboard_writer.h).
 std::string session_start_event(double wall_time, int64_t step);
 
 }  // namespace aspen

@@ -14,8 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 double unix_seconds_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string host_name() {
@@ -47,7 +46,7 @@ void add_numeric_fields(const nlohmann::json& object, const std::string& prefix,
 
 }  // namespace
 
-TensorBoardWriter::TensorBoardWriter(const std::string& directory) {
+TensorBoardWriter::TensorBoardWriter(const std::string& directory, int64_t start_step) {
   std::error_code error;
   fs::create_directories(directory, error);
   check_input(!error && fs::is_directory(directory),
@@ -56,11 +55,9 @@ TensorBoardWriter::TensorBoardWriter(const std::string& directory) {
   path_ = new_event_file_path(directory).string();
   file_.open(path_, std::ios::binary | std::ios::trunc);
   check_input(file_.good(), "cannot be written", path_, "TensorBoard event file");
-  write_event(file_version_event(unix_seconds_now()));
-}
-
-void TensorBoardWriter::restart_at(int64_t step) {
-  write_event(session_start_event(unix_seconds_now(), step));
+  const double now = unix_seconds_now();
+  write_event(file_version_event(now));
+  write_event(session_start_event(now, start_step));
 }
 
 void TensorBoardWriter::add(int64_t step, const std::vector<TensorBoardScalar>& scalars) {

@@ -2,8 +2,11 @@
 //   events.out.tfevents.<unix seconds>.<hostname>.<pid>.aspen
 // (".1", ".2", ... appended if that name is taken). TensorBoard reads every file of a
 // directory whose name holds "tfevents", in name order, and merges them, so a resumed
-// run adds a file instead of rewriting one; restart_at() tells the reader which of the
-// earlier files' steps the new file supersedes. The bytes: util/tensorboard_event.h.
+// run adds a file instead of rewriting one. Each file starts with the file version and
+// a SessionLog START at the step the run (re)starts from: TensorBoard's Python readers
+// take a START after the first one as a restart and drop the earlier files' points at
+// steps >= it (its server's loader ignores the first START, so the first run's file
+// needs one too for a resumed run's to count). The bytes: util/tensorboard_event.h.
 //
 // Events are buffered until flush(): call it when a live TensorBoard should see them
 // (after each iteration). The destructor writes what is left, without checking.
@@ -23,12 +26,10 @@ namespace aspen {
 
 class TensorBoardWriter {
  public:
-  // Creates `directory` if needed and a new event file in it (its file_version event).
-  explicit TensorBoardWriter(const std::string& directory);
-
-  // The run restarts at `step` (resumed after step - 1): TensorBoard drops what earlier
-  // files of the directory logged at steps >= `step`.
-  void restart_at(int64_t step);
+  // Creates `directory` if needed and a new event file in it, which supersedes what
+  // earlier files of the directory logged at steps >= `start_step` (0 for a new run,
+  // N + 1 for a run resumed after step N).
+  TensorBoardWriter(const std::string& directory, int64_t start_step);
 
   // One event holding `scalars` at `step`; nothing is written for an empty list.
   void add(int64_t step, const std::vector<TensorBoardScalar>& scalars);
