@@ -3,10 +3,10 @@
 // (".1", ".2", ... appended if that name is taken). TensorBoard reads every file of a
 // directory whose name holds "tfevents", in name order, and merges them, so a resumed
 // run adds a file instead of rewriting one. Each file starts with the file version and
-// a SessionLog START at the step the run (re)starts from: TensorBoard's Python readers
-// take a START after the first one as a restart and drop the earlier files' points at
-// steps >= it (its server's loader ignores the first START, so the first run's file
-// needs one too for a resumed run's to count). The bytes: util/tensorboard_event.h.
+// a SessionLog START at the step the run (re)starts from: on a START, TensorBoard's
+// readers drop the earlier files' points at steps >= it (the server's loader skips a
+// run's first START, so the first run's file needs one too for a resumed run's to
+// count). The bytes: util/tensorboard_event.h.
 //
 // Events are buffered until flush(): call it when a live TensorBoard should see them
 // (after each iteration). The destructor writes what is left, without checking.
@@ -52,7 +52,7 @@ class TensorBoardWriter {
 std::vector<TensorBoardScalar> numeric_fields(const nlohmann::json& object);
 
 // Deletes the event files (names holding "tfevents") directly in `directory`, and
-// nothing else: what a fresh run leaves of an earlier run in its directory. A missing
+// nothing else: what a fresh run clears of an earlier run in its directory. A missing
 // directory is fine.
 void remove_event_files(const std::string& directory);
 
