@@ -158,5 +158,18 @@ TEST_F(CommandRewardTest, CombinesByWeightWithBuiltInVerifiers) {
   EXPECT_EQ(scores, (std::vector<double>{1.5, 0.0}));
 }
 
+TEST_F(CommandRewardTest, TheDocumentedExampleScriptRunsAsWritten) {
+  // docs/rewards.md shows examples/rewards/contains_answer.py verbatim.
+  const std::string path = std::string(ASPEN_SOURCE_DIR) + "/examples/rewards/contains_answer.py";
+  std::ifstream docs(std::string(ASPEN_SOURCE_DIR) + "/docs/rewards.md");
+  std::ifstream example(path);
+  const std::string doc_text((std::istreambuf_iterator<char>(docs)), {});
+  const std::string example_text((std::istreambuf_iterator<char>(example)), {});
+  EXPECT_NE(doc_text.find(example_text), std::string::npos) << "docs/rewards.md is out of date";
+  CommandReward scorer = reward(std::string(ASPEN_PYTHON) + " " + path);
+  EXPECT_EQ(scorer.score_batch({{"p", "so 42.", "42", {{"id", "a"}}}, {"p", "7", "42", {{"id", "b"}}}}),
+            (std::vector<double>{1.0, 0.0}));
+}
+
 }  // namespace
 }  // namespace aspen

@@ -1,0 +1,9 @@
+# A reward for `data.verifier: command` (docs/rewards.md): one JSON line in, one out.
+import json
+import sys
+
+for line in sys.stdin:
+    row = json.loads(line)  # {"prompt", "response", "answer", "metadata": {"id"}}
+    hit = str(row["answer"]).strip() in row["response"]
+    print(json.dumps({"score": 1.0 if hit else 0.0, "extra": {"id": row["metadata"]["id"]}}),
+          flush=True)
