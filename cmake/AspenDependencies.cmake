@@ -51,6 +51,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)  # cppzmq is header-only on top
+# cpp-httplib (Debian's libcpp-httplib-dev, with TLS): the http reward's client.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(Threads REQUIRED)
 
 # Torch's CMake config exports plain variables; wrap them in one target so modules

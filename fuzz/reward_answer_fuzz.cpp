@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // them); it is fuzzed through the {"kind", "options"} truths below.
     if (kind == "weighted") continue;
     // External rewards run programs or call services: never from fuzzed input.
-    if (kind == "command") continue;
+    if (kind == "command" || kind == "http") continue;
     std::unique_ptr<aspen::Verifier> verifier = aspen::make_verifier(kind);
     for (const auto& good : good_truths) {
       // Which truth fits which kind is the verifier's business: an aspen::Error here means
@@ -77,8 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ASPEN_FUZZ_CONTRACT(verifier->score({"prompt", response, truth}));
   }
   if (truth.is_object() && truth.contains("kind") && truth["kind"].is_string() &&
-      truth.contains("options") && truth["kind"] != "command" &&
-      truth["options"].dump().find("command") == std::string::npos) {
+      truth.contains("options") && truth["kind"] != "command" && truth["kind"] != "http" &&
+      truth["options"].dump().find("command") == std::string::npos &&
+      truth["options"].dump().find("http") == std::string::npos) {
     ASPEN_FUZZ_CONTRACT({
       auto verifier = aspen::make_verifier(truth["kind"].get<std::string>(), truth["options"]);
       const nlohmann::json ground = truth.value("truth", nlohmann::json("1"));

@@ -68,11 +68,13 @@ TEST(VerifierRegistry, KnowsEveryKind) {
     const nlohmann::json options =
         kind == "weighted"  ? nlohmann::json::parse(R"([{"verifier": "math"}])")
         : kind == "command" ? nlohmann::json{{"command", "cat"}}
+        : kind == "http"    ? nlohmann::json{{"url", "http://127.0.0.1:9/score"}}
                             : nlohmann::json::object();
     EXPECT_EQ(make_verifier(kind, options)->name(), kind);
   }
   EXPECT_THROW(make_verifier("weighted", nlohmann::json::object()), Error);
   EXPECT_THROW(make_verifier("command", nlohmann::json::object()), Error);
+  EXPECT_THROW(make_verifier("http", nlohmann::json::object()), Error);
 }
 
 TEST(WeightedReward, ConcurrentScoringAgreesWithSerial) {

@@ -3,6 +3,7 @@
 #include "aspen/reward/command_reward.h"
 #include "aspen/reward/countdown_verifier.h"
 #include "aspen/reward/format_verifier.h"
+#include "aspen/reward/http_reward.h"
 #include "aspen/reward/math_verifier.h"
 #include "aspen/reward/weighted_reward.h"
 #include "aspen/util/error.h"
@@ -10,7 +11,7 @@
 namespace aspen {
 
 std::vector<std::string> verifier_kinds() {
-  return {"command", "countdown", "format", "math", "weighted"};
+  return {"command", "countdown", "format", "http", "math", "weighted"};
 }
 
 std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann::json& options) {
@@ -22,6 +23,8 @@ std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann:
   if (kind == "command") {
     return std::make_unique<CommandReward>(CommandRewardOptions::from_json(options));
   }
+  // A reward service over HTTP (http_reward.h).
+  if (kind == "http") return std::make_unique<HttpReward>(HttpRewardOptions::from_json(options));
   // A weighted sum of verifiers: `options` is its list of components (weighted_reward.h).
   if (kind == "weighted") {
     return std::make_unique<WeightedReward>(WeightedReward::from_json(options, "verifier_options"));
