@@ -7,26 +7,13 @@
 
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/util/error.h"
+#include "checkpoint_state_fixture.h"
 
 namespace aspen {
 namespace {
 
 nlohmann::json valid_state() {
-  PromptSource source(4, 7);
-  const std::vector<PromptGroup> drawn = source.next(2);
-  source.close(drawn[0].group_id);
-  nlohmann::json engine = {{"prompts", source.state()},
-                           {"pending", {{drawn[1].group_id, drawn[1].example}}},
-                           {"version", 2},
-                           {"samples", 16},
-                           {"trained_tokens", 300},
-                           {"consumed_groups", 1},
-                           {"refilled_groups", 0},
-                           {"kl_reward_coef", 0.01}};
-  return {{"iteration", 2},
-          {"schedule",
-           {{"evals", {{"initial", 0.25}, {"before", 0.5}, {"after", 0.75}}},
-            {"schedule", engine}}}};
+  return {{"iteration", 2}, {"schedule", testing::example_schedule_state()}};
 }
 
 std::string refusal(const nlohmann::json& state) {

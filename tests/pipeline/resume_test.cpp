@@ -13,6 +13,7 @@
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/util/error.h"
+#include "checkpoint_state_fixture.h"
 #include "tiny_run.h"
 
 namespace aspen {
@@ -154,14 +155,16 @@ TEST(Checkpoint, KeepsOnlyTheNewestAndIgnoresPartialWrites) {
   fs::remove_all(dir);
   RlSetup setup = build_rl_setup(config);
   RlWorkers workers(config, setup);
-  for (int64_t i = 1; i <= 3; ++i) save_checkpoint(dir, i, setup, workers, {{"i", i}}, 2);
+  for (int64_t i = 1; i <= 3; ++i) {
+    save_checkpoint(dir, i, setup, workers, testing::example_schedule_state(i), 2);
+  }
   EXPECT_FALSE(fs::exists(dir + "/checkpoints/iter_000001"));
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/iter_000002"));
   fs::create_directories(dir + "/checkpoints/iter_000009.tmp");  // a save cut short
   EXPECT_EQ(latest_checkpoint(dir), dir + "/checkpoints/iter_000003");
   const LoadedCheckpoint loaded = load_checkpoint(*latest_checkpoint(dir), setup);
   EXPECT_EQ(loaded.iteration, 3);
-  EXPECT_EQ(loaded.schedule_state["i"], 3);
+  EXPECT_EQ(loaded.schedule_state["schedule"]["samples"], 3);
   EXPECT_FALSE(loaded.workers.critic.empty());
   EXPECT_FALSE(loaded.workers.reference.empty());
 }

@@ -105,6 +105,33 @@ TEST_F(CommandRewardTest, AHangIsATimeoutErrorNamingTheCommand) {
   EXPECT_EQ(scorer.processes_started(), 2);
 }
 
+TEST_F(CommandRewardTest, AKilledChildTakesWhatItStartedWithIt) {
+  // The shell runs the script as a child of its own (`; true` defeats exec): killing
+  // only the shell would leave the sleeping script running (and holding ctest's pipes).
+  const std::string marker = (dir_ / "pid").string();
+  const std::string command =
+      script("import os, sys, time\nopen('" + marker + "', 'w').write(str(os.getpid()))\n"
+             "sys.stdin.readline()\ntime.sleep(60)\n") + "; true";
+  CommandReward scorer = reward(command, /*timeout_s=*/0.5, /*restarts=*/0);
+  EXPECT_THROW(scorer.score({"p", "r", "a"}), Error);
+  std::ifstream pid_file(marker);
+  pid_t pid = 0;
+  ASSERT_TRUE(pid_file >> pid);
+  // Dead: gone, or a zombie its new parent has not reaped yet.
+  const auto dead = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const size_t paren = text.rfind(')');
+    return text.empty() || (paren != std::string::npos && text.substr(paren + 2, 1) == "Z");
+  };
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = dead();
+    if (!gone) usleep(20000);
+  }
+  EXPECT_TRUE(gone) << "the script (pid " << pid << ") outlived its reward";
+}
+
 TEST_F(CommandRewardTest, AMalformedReplyQuotesTheLineAndIsNotRetried) {
   CommandReward scorer =
       reward(script("import sys\nfor line in sys.stdin:\n    print('score: high')\n"));

@@ -58,9 +58,17 @@ void LineProcess::start() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  // A process group of its own, so that stop() reaches what the shell started too
+  // (a script's interpreter, its children), not only the shell.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char**>(argv), environ);
+  const int rc =
+      posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char**>(argv), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(in[0]);
   close(out[1]);
@@ -83,7 +91,7 @@ void LineProcess::stop() {
   if (from_child_ >= 0) close(from_child_);
   to_child_ = from_child_ = -1;
   if (pid_ > 0) {
-    kill(pid_, SIGKILL);
+    kill(-pid_, SIGKILL);  // the whole group: the shell and everything it started
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
   }

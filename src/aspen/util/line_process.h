@@ -8,7 +8,8 @@
 // on a full pipe, whatever the batch size. It fails with aspen::Error naming the
 // command when the deadline passes, the child exits or closes its stdout before
 // answering everything, or a reply line exceeds max_line_bytes. After any failure the
-// child is killed (SIGKILL, reaped); the next exchange() starts a fresh one.
+// child is killed (SIGKILL to its process group: the shell and whatever it started,
+// reaped); the next exchange() starts a fresh one.
 //
 // Writing to a dead child must not kill this process: the first LineProcess sets
 // SIGPIPE to ignored when it is at its default (writes then fail with EPIPE).
