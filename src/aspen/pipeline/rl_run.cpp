@@ -17,6 +17,7 @@
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
+#include "aspen/pipeline/console_progress.h"
 #include "aspen/pipeline/greedy_eval.h"
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
@@ -50,19 +51,6 @@ void cut_metrics(const std::string& path, int64_t iteration) {
   std::string text;
   for (const auto& line : kept) text += line + "\n";
   write_file_atomic(path, text);
-}
-
-void print_progress(int64_t iteration, const nlohmann::json& line) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(3) << "iter " << std::setw(3) << iteration << "  reward "
-      << line["reward_mean"].get<double>() << "  acc " << line["accuracy"].get<double>() << "  len "
-      << std::setprecision(1) << line["response_length_mean"].get<double>() << std::setprecision(3)
-      << "  kl " << line["approx_kl"].get<double>() << "  clip " << line["clip_frac"].get<double>()
-      << "  " << std::setprecision(1) << line["seconds"].get<double>() << "s";
-  if (line.contains("eval_accuracy")) {
-    out << "  eval_acc " << std::setprecision(3) << line["eval_accuracy"].get<double>();
-  }
-  std::cout << out.str() << "\n" << std::flush;
 }
 
 std::string rank_trace_path(const std::string& path, int rank) {
@@ -321,6 +309,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   std::optional<ProcessGroupHandle> eval_ranks =
       schedule->evaluates_on_trainers() ? schedule->trainer_group() : world;
 
+  ConsoleProgress progress(std::cout, stdout_is_terminal(), config.train.iterations, first);
   for (int64_t i = first; i < config.train.iterations; ++i) {
     nlohmann::json line = schedule->iteration(i);
     line["phase"] = "rl";
@@ -337,13 +326,14 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       tensorboard->add(i + 1, numeric_fields(line));
       tensorboard->flush();  // a live TensorBoard sees each iteration
     }
-    if (config.logging.console) print_progress(i + 1, line);
+    if (config.logging.console) progress.report(i + 1, line);
     if (config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
                       {{"schedule", schedule->state()}, {"evals", evals}},
                       config.checkpoint.keep_last);
     }
   }
+  progress.finish();
   schedule->stop();
   trace.flush();
 
