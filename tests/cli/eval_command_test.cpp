@@ -18,16 +18,10 @@ namespace {
 using testing::run_command;
 
 std::string eval_model_dir() {
-  const std::string dir = testing::scratch_dir() + "/model";
   nlohmann::json model = {{"arch", "qwen3"}, {"tied", true}, {"seed", 11}, {"vocab", 151936}};
   model["eos_token_id"] = 151645;
-  const std::vector<nlohmann::json> jobs = {testing::hf_make_job(dir, model)};
-  const auto written = testing::run_hf_reference(jobs, testing::scratch_dir());
-  EXPECT_TRUE(written.ok(jobs.size())) << written.errors;
-  const std::string fixtures = testing::qwen3_tokenizer_dir() + "/";
-  std::filesystem::copy_file(fixtures + "tokenizer.json", dir + "/tokenizer.json");
-  std::filesystem::copy_file(fixtures + "tokenizer_config.json", dir + "/tokenizer_config.json");
-  return dir;
+  return testing::hf_model_dir_with_qwen3_tokenizer(testing::scratch_dir() + "/model", model,
+                                                     testing::scratch_dir());
 }
 
 double choose_ratio(int64_t n, int64_t c, int64_t k) {  // C(n-c, k) / C(n, k)

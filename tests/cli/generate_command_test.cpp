@@ -16,20 +16,14 @@ namespace {
 using testing::run_command;
 
 std::string make_model_dir() {
-  const std::string dir = testing::scratch_dir() + "/model";
   // The real vocabulary size, bf16 storage and Qwen's own bos/eos ids, as a real
   // checkpoint has them; the weights are random.
   nlohmann::json model = {{"arch", "qwen3"}, {"tied", false}, {"seed", 3}, {"vocab", 151936}};
   model["dtype"] = "bfloat16";
   model["bos_token_id"] = 151643;
   model["eos_token_id"] = 151645;
-  const std::vector<nlohmann::json> jobs = {testing::hf_make_job(dir, model)};
-  const auto written = testing::run_hf_reference(jobs, testing::scratch_dir());
-  EXPECT_TRUE(written.ok(jobs.size())) << written.errors;
-  const std::string fixtures = testing::qwen3_tokenizer_dir() + "/";
-  std::filesystem::copy_file(fixtures + "tokenizer.json", dir + "/tokenizer.json");
-  std::filesystem::copy_file(fixtures + "tokenizer_config.json", dir + "/tokenizer_config.json");
-  return dir;
+  return testing::hf_model_dir_with_qwen3_tokenizer(testing::scratch_dir() + "/model", model,
+                                                     testing::scratch_dir());
 }
 
 std::vector<nlohmann::json> json_lines(const std::string& text) {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,23 @@ inline HfReferenceRun run_hf_reference(const std::vector<nlohmann::json>& jobs,
     run.results.push_back(nlohmann::json::parse(line));
   }
   return run;
+}
+
+// A random-weight Qwen3 model directory written by transformers with the real Qwen3
+// tokenizer beside it (tokenizer.json and tokenizer_config.json): a checkpoint as a
+// user downloads one, for tests that run the CLI on it. `model`: hf_make_job's
+// options (arch, vocab, seed, dtype, eos_token_id, ...). Returns `dir`.
+inline std::string hf_model_dir_with_qwen3_tokenizer(const std::string& dir,
+                                                     const nlohmann::json& model,
+                                                     const std::string& scratch) {
+  const std::vector<nlohmann::json> jobs = {hf_make_job(dir, model)};
+  const HfReferenceRun written = run_hf_reference(jobs, scratch);
+  if (!written.ok(jobs.size())) throw std::runtime_error("hf_reference make: " + written.errors);
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
+    std::filesystem::copy_file(qwen3_tokenizer_dir() + "/" + file, dir + "/" + file,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  return dir;
 }
 
 }  // namespace aspen::testing
