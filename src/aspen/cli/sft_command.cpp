@@ -12,7 +12,7 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/config_arguments.h"
 #include "aspen/io/jsonl.h"
-#include "aspen/pipeline/greedy_eval.h"
+#include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/train_config.h"

@@ -83,4 +83,14 @@ PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>&
   return result;
 }
 
+double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
+                       int64_t max_tokens) {
+  if (examples.empty()) return 0.0;
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.max_tokens = max_tokens;
+  return evaluate_pass_at_k(setup, examples, greedy, /*n=*/1, /*kv_cache_bytes=*/int64_t{64} << 20)
+      .pass_at.at(1);
+}
+
 }  // namespace aspen

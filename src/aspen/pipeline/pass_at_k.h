@@ -7,6 +7,8 @@
 // examples: 1 - C(n - c, k) / C(n, k) for an example with c correct of n samples,
 // computed as a product so that large n does not overflow. pass@1 = mean c / n.
 // Reported for k = 1, 2, 4, ... up to n, and n itself.
+// Greedy accuracy (the RL loop's eval before, during and after training, and aspen
+// sft's) is the same evaluation with one greedy sample: pass@1 at temperature 0.
 // Errors: aspen::Error for n < 1 or no examples. Thread safety: reads setup.model; the
 // caller must not train it meanwhile.
 #pragma once
@@ -36,5 +38,10 @@ double pass_at_k(int64_t n, int64_t c, int64_t k);
 PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>& examples,
                                  const SamplingParams& params, int64_t n,
                                  int64_t kv_cache_bytes = int64_t{256} << 20);
+
+// The fraction of `examples` whose greedy (temperature 0) answer scores >= 1; 0 for
+// none (a data-parallel rank's share may be empty).
+double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
+                       int64_t max_tokens);
 
 }  // namespace aspen

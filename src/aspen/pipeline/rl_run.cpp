@@ -18,7 +18,7 @@
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/console_progress.h"
-#include "aspen/pipeline/greedy_eval.h"
+#include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
