@@ -11,12 +11,9 @@ namespace aspen {
 namespace {
 
 std::string request_line(const RewardInput& input) {
-  const nlohmann::json request = {{"prompt", input.prompt},
-                                  {"response", input.response},
-                                  {"answer", input.ground_truth},
-                                  {"metadata", input.metadata}};
   // Model output need not be valid UTF-8: replace what is not, as json_for_message does.
-  return request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return external_reward_request(input).dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace);
 }
 
 // The score of one reply line; aspen::Error quoting the line when it is malformed.

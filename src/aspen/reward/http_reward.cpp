@@ -94,12 +94,7 @@ double HttpReward::score(const RewardInput& input) const { return score_batch({i
 std::vector<double> HttpReward::post_batch(const std::vector<RewardInput>& inputs, size_t begin,
                                            size_t end) const {
   nlohmann::json items = nlohmann::json::array();
-  for (size_t i = begin; i < end; ++i) {
-    items.push_back({{"prompt", inputs[i].prompt},
-                     {"response", inputs[i].response},
-                     {"answer", inputs[i].ground_truth},
-                     {"metadata", inputs[i].metadata}});
-  }
+  for (size_t i = begin; i < end; ++i) items.push_back(external_reward_request(inputs[i]));
   // Model output need not be valid UTF-8: replace what is not.
   const std::string body = nlohmann::json{{"inputs", items}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -25,6 +25,15 @@ struct RewardInput {
   nlohmann::json metadata = nlohmann::json::object();  // {"id": example id}, for external rewards
 };
 
+// What an external reward (command, http) receives for one input: the one wire form
+// of a RewardInput, {"prompt", "response", "answer", "metadata"}.
+inline nlohmann::json external_reward_request(const RewardInput& input) {
+  return {{"prompt", input.prompt},
+          {"response", input.response},
+          {"answer", input.ground_truth},
+          {"metadata", input.metadata}};
+}
+
 class Verifier {
  public:
   virtual ~Verifier() = default;
