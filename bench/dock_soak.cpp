@@ -51,6 +51,8 @@ class SoakDriver {
  private:
   void spawn_producer();
   void spawn_consumer(int name);
+  // Starts `args` after the worker arguments; consumer: its name's index, -1 for a producer.
+  void start_worker(const std::vector<std::string>& args, int consumer);
   // Reads every worker's lines for up to timeout_ms; aspen::Error if one died on its own.
   void pump(int timeout_ms);
   // Everything the worker has written so far (all of it, once it is dead).
@@ -156,13 +158,7 @@ void SoakDriver::spawn_producer() {
         std::to_string(options_.batch_rows)}) {
     args.push_back(a);
   }
-  auto worker = std::make_unique<SoakWorker>();
-  worker->process = spawn_worker_process(exe_, args);
-  worker->producer = true;
-  worker->spawned = SoakClock::now();
-  fcntl(worker->process.from, F_SETFL, O_NONBLOCK);
-  workers_.push_back(std::move(worker));
-  spawned_ += 1;
+  start_worker(args, /*consumer=*/-1);
 }
 
 void SoakDriver::spawn_consumer(int name) {
@@ -176,9 +172,14 @@ void SoakDriver::spawn_consumer(int name) {
         std::to_string(options_.lease_s)}) {
     args.push_back(a);
   }
+  start_worker(args, name);
+}
+
+void SoakDriver::start_worker(const std::vector<std::string>& args, int consumer) {
   auto worker = std::make_unique<SoakWorker>();
   worker->process = spawn_worker_process(exe_, args);
-  worker->consumer = name;
+  worker->producer = consumer < 0;
+  worker->consumer = consumer;
   worker->spawned = SoakClock::now();
   fcntl(worker->process.from, F_SETFL, O_NONBLOCK);
   workers_.push_back(std::move(worker));
