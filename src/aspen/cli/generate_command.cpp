@@ -24,6 +24,7 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/rollout/generation_defaults.h"
 #include "aspen/tokenizer/chat_template.h"
 
 namespace aspen::cli {
@@ -88,28 +89,11 @@ std::vector<PromptInput> read_prompts(const GenerateOptions& options) {
   return prompts;
 }
 
-std::vector<TokenId> eos_token_ids(const std::string& dir, const ModelConfig& config,
-                                   const std::optional<GenerationConfig>& generation) {
-  std::vector<TokenId> ids;
-  if (generation) {
-    for (int64_t id : generation->eos_token_ids) ids.push_back(static_cast<TokenId>(id));
-  }
-  if (ids.empty() && config.eos_token_id >= 0)
-    ids.push_back(static_cast<TokenId>(config.eos_token_id));
-  return ids;
-}
-
 SamplingParams sampling_params(const GenerateOptions& options,
                                const std::optional<GenerationConfig>& generation) {
-  SamplingParams params;
+  SamplingParams params = generation_defaults(generation);
   params.max_tokens = options.max_tokens;
   params.seed = options.seed;
-  if (generation) {
-    if (generation->temperature) params.temperature = *generation->temperature;
-    if (generation->top_p) params.top_p = *generation->top_p;
-    if (generation->top_k) params.top_k = *generation->top_k;
-    if (generation->do_sample && !*generation->do_sample) params.temperature = 0.0;
-  }
   if (options.temperature) params.temperature = *options.temperature;
   if (options.top_p) params.top_p = *options.top_p;
   if (options.top_k) params.top_k = *options.top_k;
@@ -132,7 +116,7 @@ int run_generate(const GenerateOptions& options) {
 
   EngineConfig engine_config;
   engine_config.kv_cache_bytes = options.kv_cache_mb << 20;
-  engine_config.eos_token_ids = eos_token_ids(options.model_dir, model->config, generation);
+  engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
   engine_config.seed = options.seed.value_or(0);
   const SamplingParams params = sampling_params(options, generation);
 

@@ -10,6 +10,7 @@
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/reward/verifier_registry.h"
+#include "aspen/rollout/generation_defaults.h"
 #include "aspen/tasks/jsonl_dataset.h"
 #include "aspen/tasks/task_registry.h"
 #include "aspen/tokenizer/bpe_trainer.h"
@@ -126,13 +127,7 @@ void load_pretrained(const TrainConfig& config, RlSetup& setup) {
       setup.carried_files[name] = read_file(path.string());
   }
   setup.model = load_pretrained_model(dir);
-  if (auto generation = read_generation_config(dir)) {
-    for (int64_t id : generation->eos_token_ids)
-      setup.eos_token_ids.push_back(static_cast<TokenId>(id));
-  }
-  if (setup.eos_token_ids.empty() && setup.model->config.eos_token_id >= 0) {
-    setup.eos_token_ids.push_back(static_cast<TokenId>(setup.model->config.eos_token_id));
-  }
+  setup.eos_token_ids = model_eos_token_ids(setup.model->config, read_generation_config(dir));
   check_input(!setup.eos_token_ids.empty(), "the model declares no EOS token",
               dir + "/config.json");
 }

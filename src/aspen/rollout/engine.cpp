@@ -119,6 +119,16 @@ bool RolloutEngine::has_unfinished() const {
   return !scheduler_->running().empty() || !scheduler_->waiting().empty();
 }
 
+bool RolloutEngine::abort_request(const std::string& request_id) {
+  for (auto it = requests_.begin(); it != requests_.end(); ++it) {
+    if (it->second->request.id != request_id) continue;
+    scheduler_->remove_request(it->first);
+    requests_.erase(it);
+    return true;
+  }
+  return false;
+}
+
 void RolloutEngine::fork_group(Sequence& parent, std::vector<Sequence*>& samples) {
   const RequestRecord& record = *requests_.at(parent.request_index);
   const int64_t block_size = config_.block_size;
@@ -278,6 +288,10 @@ std::vector<Completion> RolloutEngine::step() {
     for (size_t i = 0; i < samples.size(); ++i) {
       append_token(*samples[i], sampled[i].token, sampled[i].policy_logprob,
                    sampled[i].sampling_logprob);
+      if (token_listener_) {
+        token_listener_(samples[i]->request_id, samples[i]->sample_index, sampled[i].token,
+                        sampled[i].policy_logprob);
+      }
     }
   }
 

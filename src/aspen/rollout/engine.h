@@ -8,7 +8,11 @@
 // Groups: a request with n > 1 samples computes its prompt once, then forks into
 // n sequences that share the prompt's full KV blocks (the partial last block is
 // copied). Each sample j draws from its own seeded stream, so results do not
-// depend on what else shares the batch.
+// depend on what else shares the batch, up to floating point: a batch of another
+// size may run the GEMMs in another order, and on a large, flat vocabulary a draw
+// that lands within ~1e-6 of a CDF boundary can then pick the neighbouring token
+// (greedy decoding is unaffected short of exact near-ties). vLLM gives the same
+// guarantee outside its batch-invariant mode.
 //
 // Padded vocabularies: with a tokenizer, ids past its vocabulary (rows a checkpoint
 // pads its embedding with, as Qwen's do) are never sampled.
@@ -24,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -109,12 +114,24 @@ class RolloutEngine {
   void add_request(GenerationRequest request);
   std::vector<Completion> step();
   bool has_unfinished() const;
+  // Drops an unfinished request (all its samples) and frees its KV blocks; no
+  // Completion is returned for it. For a client that went away. Returns false when no
+  // unfinished request has this id.
+  bool abort_request(const std::string& request_id);
   // Adds all requests, steps until none is left; completions ordered by
   // (request admission, sample index).
   std::vector<Completion> generate(std::vector<GenerationRequest> requests);
 
   void load_weights(int64_t version, const std::map<std::string, torch::Tensor>& weights);
   int64_t policy_version() const { return version_; }
+
+  // Called on the driving thread for every token appended to a sample, inside step()
+  // (a streaming server forwards tokens as they come). `sample_index` is the one the
+  // sample's Completion will carry; `logprob` its temperature-1 policy log-prob. The
+  // listener must not call back into the engine.
+  using TokenListener = std::function<void(const std::string& request_id, int64_t sample_index,
+                                           TokenId token, float logprob)>;
+  void set_token_listener(TokenListener listener) { token_listener_ = std::move(listener); }
 
   QueueState queue_state() const;
   const EngineStats& stats() const { return stats_; }
@@ -146,6 +163,7 @@ class RolloutEngine {
   int64_t next_sequence_id_ = 0;
   int64_t version_ = 0;
   EngineStats stats_;
+  TokenListener token_listener_;
 };
 
 }  // namespace aspen

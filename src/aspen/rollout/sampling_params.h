@@ -18,7 +18,8 @@ struct SamplingParams {
   double top_p = 1.0;        // (0, 1]; 1: off
   double min_p = 0.0;        // [0, 1]; keep tokens with p >= min_p * p_max
   // Reproducibility: the same seed gives the same tokens whatever else shares the
-  // batch. Unseeded requests get a seed from the engine's own seeded stream.
+  // batch, up to the floating point of other batch sizes (rollout/engine.h). Unseeded
+  // requests get a seed from the engine's own seeded stream.
   std::optional<uint64_t> seed;
   int64_t max_tokens = 16;              // generated tokens at most
   int64_t min_tokens = 0;               // stop ids (and EOS) are suppressed until this many

@@ -141,6 +141,21 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::take_finished() {
   return finished;
 }
 
+int64_t Scheduler::remove_request(int64_t request_index) {
+  auto of_request = [request_index](const auto& s) { return s->request_index == request_index; };
+  int64_t removed = 0;
+  for (auto& sequence : running_) {
+    if (!of_request(sequence)) continue;
+    release_blocks(*sequence);
+    ++removed;
+  }
+  running_.erase(std::remove_if(running_.begin(), running_.end(), of_request), running_.end());
+  const auto waiting_end = std::remove_if(waiting_.begin(), waiting_.end(), of_request);
+  removed += std::distance(waiting_end, waiting_.end());
+  waiting_.erase(waiting_end, waiting_.end());
+  return removed;
+}
+
 void Scheduler::recompute_all() {
   // Newest first to the queue front, so the original admission order is kept.
   while (!running_.empty()) preempt_newest();

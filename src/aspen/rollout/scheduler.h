@@ -57,6 +57,9 @@ class Scheduler {
   // Removes finished sequences from the running list, releasing their blocks, and
   // returns them.
   std::vector<std::unique_ptr<Sequence>> take_finished();
+  // Drops every sequence (running or waiting) of the request with this admission
+  // index, releasing the blocks it holds. Returns how many were dropped.
+  int64_t remove_request(int64_t request_index);
   // Releases every running sequence's blocks and requeues it for recomputation
   // (used when weights change and in-flight requests must continue on new weights).
   void recompute_all();

@@ -1,0 +1,164 @@
+// `aspen serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]
+//   [--max-model-len N] [--kv-cache-mb MB] [--max-num-seqs N] [--threads N]
+//   [--dtype fp32|bf16] [--device cpu|cuda[:N]] [--seed S]`
+//
+// An OpenAI-compatible HTTP server over the rollout engine (serve/openai_server.h):
+// /v1/completions, /v1/chat/completions (with the model's chat template; refused when
+// the model has none), /v1/models and /health. Concurrent requests share one
+// continuously batched engine. Binds to loopback unless --host says otherwise: there is
+// no authentication, so expose it only behind something that has. SIGINT or SIGTERM
+// stops it cleanly.
+//
+// Context: --max-model-len defaults to the model's max_position_embeddings, capped at
+// what one sequence can hold in the KV cache (--kv-cache-mb), so every admitted request
+// fits; a chat request without max_tokens generates up to the rest of that context.
+#include <pthread.h>
+#include <signal.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
+#include "aspen/cli/dtype_option.h"
+#include "aspen/io/model_dir.h"
+#include "aspen/model/pretrained.h"
+#include "aspen/parallel/device.h"
+#include "aspen/rollout/generation_defaults.h"
+#include "aspen/serve/openai_server.h"
+#include "aspen/util/blas_threads.h"
+
+namespace aspen::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model_dir;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string served_model_name;
+  int64_t max_model_len = 0;
+  int64_t kv_cache_mb = 1024;
+  int64_t max_num_seqs = 64;
+  int threads = 0;
+  std::string dtype = "fp32";
+  std::string device = "cpu";
+  uint64_t seed = 0;
+};
+
+std::optional<ChatTemplate> chat_template_of(const std::string& dir) {
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "tokenizer_config.json")) return {};
+  try {
+    return ChatTemplate::from_config(dir);
+  } catch (const Error& error) {
+    std::cerr << "aspen serve: /v1/chat/completions is off: " << error.problem() << "\n";
+    return {};
+  }
+}
+
+int run_serve(const ServeOptions& options) {
+  check_input(options.port >= 0 && options.port <= 65535, "--port must be in [0, 65535]",
+              "command line");
+  check_input(options.kv_cache_mb >= 1, "--kv-cache-mb must be >= 1", "command line");
+  check_input(options.max_num_seqs >= 1, "--max-num-seqs must be >= 1", "command line");
+  check_input(options.threads >= 0, "--threads must be >= 0", "command line");
+  check_input(options.max_model_len >= 0, "--max-model-len must be >= 0", "command line");
+  if (options.threads > 0) {
+    torch::set_num_threads(options.threads);
+    set_blas_threads(options.threads);
+  }
+  const torch::Device device = device_from_option(options.device, "--device");
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
+  QwenForCausalLM model =
+      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
+  const auto generation = read_generation_config(options.model_dir);
+
+  EngineConfig engine_config;
+  engine_config.kv_cache_bytes = options.kv_cache_mb << 20;
+  engine_config.max_num_seqs = options.max_num_seqs;
+  engine_config.max_model_len = options.max_model_len;
+  engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
+  engine_config.seed = options.seed;
+  auto engine = std::make_unique<RolloutEngine>(model, engine_config, tokenizer);
+  const EngineConfig& built = engine->config();
+  const int64_t kv_tokens = built.num_blocks * built.block_size;
+  if (options.max_model_len > 0) {
+    check_input(options.max_model_len <= kv_tokens,
+                "--max-model-len " + std::to_string(options.max_model_len) +
+                    " does not fit the KV cache (" + std::to_string(kv_tokens) + " tokens)",
+                "command line", "raise --kv-cache-mb");
+  }
+
+  ServeContext context;
+  context.model_name = options.served_model_name.empty()
+                           ? std::filesystem::path(options.model_dir).lexically_normal().filename().string()
+                           : options.served_model_name;
+  if (context.model_name.empty()) context.model_name = options.model_dir;
+  context.tokenizer = tokenizer;
+  context.chat_template = chat_template_of(options.model_dir);
+  context.max_model_len = std::min(built.max_model_len, kv_tokens);
+  context.defaults = generation_defaults(generation);
+
+  // SIGINT/SIGTERM are taken by one thread with sigwait (blocked everywhere else, set
+  // before any thread starts), which stops the server outside signal context.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  EngineService service(std::move(engine));
+  ServerOptions server_options;
+  server_options.host = options.host;
+  server_options.port = options.port;
+  OpenAiServer server(context, service, server_options);
+  server.bind();
+  std::thread watcher([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    std::cerr << "aspen serve: stopping (signal " << signal_number << ")\n";
+    server.stop();
+  });
+  std::cerr << "aspen serve: " << context.model_name << " on http://" << options.host << ":"
+            << server.bound_port() << " (max_model_len " << context.max_model_len << ", chat "
+            << (context.chat_template ? context.chat_template->name() : "off") << ")" << std::endl;
+  server.run();
+  // run() also returns if listening failed; make the watcher return in every case.
+  pthread_kill(watcher.native_handle(), SIGTERM);
+  watcher.join();
+  return 0;
+}
+
+void setup(CLI::App& root) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* command =
+      root.add_subcommand("serve", "OpenAI-compatible HTTP server over the rollout engine");
+  command->add_option("--model", options->model_dir, "HF model directory")->required();
+  command->add_option("--host", options->host, "address to listen on (no authentication)")
+      ->capture_default_str();
+  command->add_option("--port", options->port, "TCP port (0: any free port)")
+      ->capture_default_str();
+  command->add_option("--served-model-name", options->served_model_name,
+                      "the model id clients name (default: the directory's name)");
+  command->add_option("--max-model-len", options->max_model_len,
+                      "prompt + generated tokens at most (0: the model's, capped by the KV cache)")
+      ->capture_default_str();
+  command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
+      ->capture_default_str();
+  command->add_option("--max-num-seqs", options->max_num_seqs, "sequences decoded at once")
+      ->capture_default_str();
+  command->add_option("--threads", options->threads, "torch and BLAS threads (0: torch's default)")
+      ->capture_default_str();
+  command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
+      ->capture_default_str();
+  add_device_option(command, options->device);
+  command->add_option("--seed", options->seed, "seeds requests that give no seed")
+      ->capture_default_str();
+  on_run(command, [options] { return run_serve(*options); });
+}
+
+ASPEN_REGISTER_COMMAND(26, setup);
+
+}  // namespace
+}  // namespace aspen::cli

@@ -1,0 +1,83 @@
+// EngineService: one RolloutEngine driven by its own thread, shared by any number of
+// client threads. Requests submitted concurrently join the same continuous batch, as
+// in vLLM's AsyncLLMEngine: a request arriving while others decode is admitted at the
+// next step.
+//
+// submit() takes one client request's prompts (one GenerationRequest each), gives each a
+// service-unique id (any id it had is replaced) and returns their RequestStream. The
+// engine validates each on its thread; a refused one puts a kFailed event with the
+// engine's message (client_error) on the stream. cancel() drops a stream's unfinished
+// requests (a client that went away or failed) and frees their KV blocks; the stream
+// gets no further events.
+//
+// If a step throws (a bug or an allocation failure), every in-flight request fails
+// with that message, is dropped from the engine, and the service keeps serving.
+//
+// Thread safety: submit() and cancel() from any thread. The destructor stops the
+// thread; requests still in flight then fail with "server shutting down".
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aspen/rollout/engine.h"
+#include "aspen/serve/request_stream.h"
+
+namespace aspen {
+
+class EngineService {
+ public:
+  explicit EngineService(std::unique_ptr<RolloutEngine> engine);
+  ~EngineService();
+  EngineService(const EngineService&) = delete;
+  EngineService& operator=(const EngineService&) = delete;
+
+  std::shared_ptr<RequestStream> submit(std::vector<GenerationRequest> requests);
+  void cancel(const RequestStream& stream);
+
+  // Read-only facts of the engine, fixed at construction.
+  const EngineConfig& engine_config() const { return engine_->config(); }
+
+  // The engine's queue and counters as of its last loop iteration.
+  struct Snapshot {
+    QueueState queue;
+    EngineStats stats;
+    int64_t in_flight = 0;  // admitted client requests' prompts not yet finished
+  };
+  Snapshot snapshot() const;
+
+ private:
+  struct Pending {
+    GenerationRequest request;
+    int64_t prompt_index = 0;
+    std::shared_ptr<RequestStream> stream;
+  };
+  void run();
+  void admit(std::vector<Pending> pending);
+  void fail_all(const std::string& message);
+
+  std::unique_ptr<RolloutEngine> engine_;
+  mutable std::mutex mutex_;  // guards pending_, cancelled_, stopping_, next_id_, snapshot_
+  std::condition_variable wake_;
+  std::vector<Pending> pending_;
+  std::vector<std::string> cancelled_;
+  bool stopping_ = false;
+  Snapshot snapshot_;
+  int64_t next_id_ = 0;
+  // Engine thread only: the streams of admitted, unfinished requests, and how many of
+  // their samples are still to finish.
+  struct InFlight {
+    std::shared_ptr<RequestStream> stream;
+    int64_t prompt_index = 0;
+    int64_t remaining = 0;  // samples not yet finished
+  };
+  std::map<std::string, InFlight> in_flight_;
+  std::thread thread_;
+};
+
+}  // namespace aspen

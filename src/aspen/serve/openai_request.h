@@ -1,0 +1,83 @@
+// The OpenAI-compatible request bodies `aspen serve` accepts, parsed once into a
+// ServeRequest (token prompts + SamplingParams), with the field meanings of OpenAI's
+// API and vLLM's extensions:
+//
+//   /v1/completions       prompt (string | [string] | [int] | [[int]]), max_tokens (16)
+//   /v1/chat/completions  messages ([{role, content: string | [{type: "text", text}]}]),
+//                         max_tokens or max_completion_tokens (default: what the context
+//                         leaves), chat_template_kwargs.enable_thinking (Qwen3)
+//   both                  model, n, temperature, top_p, stop (string | [string]), seed,
+//                         stream, stream_options.include_usage, user;
+//                         vLLM's top_k, min_p, min_tokens, ignore_eos, stop_token_ids;
+//                         completions: logprobs (0 only) and echo (false only);
+//                         chat: logprobs (bool) and top_logprobs (0 only).
+// Sampling fields that are absent take the model's generation_config.json values
+// (temperature, top_p, top_k), else OpenAI's defaults, as vLLM does.
+//
+// Decisions, each refused with a 400 that names the field rather than silently ignored:
+// top-N alternatives (logprobs > 0, top_logprobs > 0) are not computed; penalties,
+// logit_bias, echo, suffix, best_of != n and tools are not implemented; unknown fields
+// are errors (a misspelt "temprature" must not sample at the default).
+//
+// Errors: RequestError (an aspen::Error) whose input() is the field, with the HTTP
+// status to answer: 400 for a bad field, 404 for a model this server does not serve.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "aspen/rollout/sampling_params.h"
+#include "aspen/tokenizer/chat_template.h"
+#include "aspen/tokenizer/tokenizer.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+class RequestError : public Error {
+ public:
+  RequestError(int status, std::string problem, std::string field)
+      : Error(std::move(problem), std::move(field)), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+// What the server knows that requests are checked and rendered against.
+struct ServeContext {
+  std::string model_name;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat_template;  // nullopt: /v1/chat/completions is refused
+  int64_t max_model_len = 0;                  // prompt + generated tokens, at most
+  SamplingParams defaults;                    // generation_config.json's sampling values
+};
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+struct ServeRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::vector<std::vector<TokenId>> prompts;  // chat: exactly one
+  SamplingParams params;                      // max_tokens resolved per prompt at submit
+  bool max_tokens_given = false;              // chat without it: the context's remainder
+  int64_t n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;
+};
+
+// The most samples one request may ask for (n x prompts), as a bound on work.
+constexpr int64_t kMaxSamplesPerRequest = 1024;
+
+ServeRequest parse_completion_request(const nlohmann::json& body, const ServeContext& context);
+ServeRequest parse_chat_request(const nlohmann::json& body, const ServeContext& context);
+
+// max_tokens for one prompt: the request's (checked to fit max_model_len) or, for chat
+// without one, whatever max_model_len leaves after the prompt.
+int64_t resolve_max_tokens(const ServeRequest& request, int64_t prompt_tokens,
+                           const ServeContext& context);
+
+}  // namespace aspen

@@ -1,0 +1,257 @@
+#include "aspen/serve/openai_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <optional>
+
+#include "aspen/io/bounded_json.h"
+#include "aspen/serve/openai_response.h"
+#include "aspen/serve/text_streamer.h"
+#include "aspen/util/log.h"
+
+namespace aspen {
+namespace {
+
+using nlohmann::json;
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void send_error(httplib::Response& response, int status, const std::string& message,
+                const std::string& param) {
+  response.status = status;
+  response.set_content(error_body(status, message, param).dump(), "application/json");
+}
+
+// One GenerationRequest per prompt, n samples each.
+std::vector<GenerationRequest> generation_requests(const ServeRequest& request,
+                                                   const ServeContext& context) {
+  std::vector<GenerationRequest> requests;
+  for (size_t i = 0; i < request.prompts.size(); ++i) {
+    GenerationRequest generation;
+    generation.prompt = request.prompts[i];
+    generation.params = request.params;
+    generation.params.max_tokens =
+        resolve_max_tokens(request, static_cast<int64_t>(request.prompts[i].size()), context);
+    // Distinct, reproducible streams per prompt (as `aspen generate` seeds them).
+    if (request.params.seed) generation.params.seed = *request.params.seed + i;
+    generation.n = request.n;
+    requests.push_back(std::move(generation));
+  }
+  return requests;
+}
+
+Usage prompt_usage(const ServeRequest& request) {
+  Usage usage;
+  for (const auto& prompt : request.prompts) usage.prompt_tokens += prompt.size();
+  return usage;
+}
+
+TokenLogprob token_logprob(const Tokenizer& tokenizer, TokenId token, float logprob) {
+  return {tokenizer.decode({token}), logprob};
+}
+
+// Everything a streamed response carries between calls of the content provider.
+struct StreamState {
+  ServeRequest request;
+  ResponseHeader header;
+  std::shared_ptr<RequestStream> stream;
+  std::vector<TextStreamer> streamers;  // per choice
+  std::vector<bool> started;            // per choice: its first chunk was sent
+  Usage usage;
+  int64_t finished = 0;
+  bool done = false;
+};
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(ServeContext context, EngineService& service, ServerOptions options)
+    : context_(std::move(context)),
+      service_(service),
+      options_(std::move(options)),
+      server_(std::make_unique<httplib::Server>()) {
+  const int threads = options_.worker_threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+  register_routes();
+}
+
+OpenAiServer::~OpenAiServer() = default;
+
+void OpenAiServer::bind() {
+  if (options_.port == 0) {
+    port_ = server_->bind_to_any_port(options_.host);
+  } else {
+    port_ = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  check_input(port_ > 0, "cannot listen", options_.host + ":" + std::to_string(options_.port),
+              "is the port in use, or the host not an address of this machine?");
+}
+
+void OpenAiServer::run() { server_->listen_after_bind(); }
+
+void OpenAiServer::stop() { server_->stop(); }
+
+void OpenAiServer::register_routes() {
+  server_->Get("/health", [](const httplib::Request&, httplib::Response& response) {
+    response.status = 200;
+  });
+  server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& response) {
+    const json model = {{"id", context_.model_name},
+                        {"object", "model"},
+                        {"created", unix_seconds()},
+                        {"owned_by", "aspen"},
+                        {"max_model_len", context_.max_model_len}};
+    response.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(),
+                         "application/json");
+  });
+
+  auto handle = [this](Endpoint endpoint, const httplib::Request& http_request,
+                       httplib::Response& response) {
+    ServeRequest request;
+    try {
+      const json body = parse_json_bounded(http_request.body, "request body", 64);
+      request = endpoint == Endpoint::kCompletions ? parse_completion_request(body, context_)
+                                                   : parse_chat_request(body, context_);
+    } catch (const RequestError& error) {
+      return send_error(response, error.status(), error.problem(), error.input());
+    } catch (const Error& error) {
+      return send_error(response, 400, error.problem(), error.input());
+    }
+    ResponseHeader header;
+    header.endpoint = endpoint;
+    header.created = unix_seconds();
+    header.model = context_.model_name;
+    auto stream = service_.submit(generation_requests(request, context_));
+    header.id = (endpoint == Endpoint::kCompletions ? "cmpl-" : "chatcmpl-") +
+                stream->request_ids().front();
+    const int64_t num_choices = request.n * static_cast<int64_t>(request.prompts.size());
+
+    if (!request.stream) {
+      std::vector<ChoiceResult> choices(num_choices);
+      Usage usage = prompt_usage(request);
+      for (int64_t finished = 0; finished < num_choices;) {
+        StreamEvent event = stream->next();
+        if (event.kind == StreamEvent::Kind::kFailed) {
+          service_.cancel(*stream);
+          return send_error(response, event.client_error ? 400 : 500, event.error, "");
+        }
+        if (event.kind != StreamEvent::Kind::kFinished) continue;
+        ChoiceResult& choice = choices[event.prompt_index * request.n + event.sample_index];
+        const Completion& completion = event.completion;
+        choice.text = completion.text;
+        choice.finish_reason = finish_reason_name(completion.finish_reason);
+        if (request.logprobs) {
+          for (size_t t = 0; t < completion.token_ids.size(); ++t) {
+            choice.tokens.push_back(
+                token_logprob(*context_.tokenizer, completion.token_ids[t], completion.logprobs[t]));
+          }
+        }
+        usage.completion_tokens += completion.token_ids.size();
+        ++finished;
+      }
+      response.set_content(response_body(header, choices, request.logprobs, usage).dump(),
+                           "application/json");
+      return;
+    }
+
+    auto state = std::make_shared<StreamState>();
+    state->request = std::move(request);
+    state->header = header;
+    state->stream = stream;
+    state->usage = prompt_usage(state->request);
+    for (int64_t c = 0; c < num_choices; ++c) {
+      state->streamers.emplace_back(*context_.tokenizer, state->request.params.stop);
+    }
+    state->started.assign(num_choices, false);
+    const Tokenizer* tokenizer = context_.tokenizer.get();
+    response.set_chunked_content_provider(
+        "text/event-stream",
+        [state, tokenizer, num_choices](size_t, httplib::DataSink& sink) {
+          auto write = [&sink](const std::string& text) { return sink.write(text.data(), text.size()); };
+          if (state->done) {
+            sink.done();
+            return true;
+          }
+          StreamEvent event = state->stream->next();
+          if (event.kind == StreamEvent::Kind::kFailed) {
+            state->done = true;
+            write(sse_event(error_body(event.client_error ? 400 : 500, event.error, "")));
+            write("data: [DONE]\n\n");
+            sink.done();
+            return true;
+          }
+          const int64_t index = event.prompt_index * state->request.n + event.sample_index;
+          TextStreamer& streamer = state->streamers[index];
+          const int64_t offset = static_cast<int64_t>(streamer.sent().size());
+          const bool first = !state->started[index];
+          state->started[index] = true;
+          bool ok = true;
+          if (event.kind == StreamEvent::Kind::kToken) {
+            const std::string delta = streamer.append(event.token);
+            if (state->request.logprobs) {
+              const std::vector<TokenLogprob> tokens = {
+                  token_logprob(*tokenizer, event.token, event.logprob)};
+              ok = write(sse_event(chunk_body(state->header, index, delta, &tokens, offset, first,
+                                              std::nullopt)));
+            } else if (!delta.empty() || first) {
+              ok = write(sse_event(
+                  chunk_body(state->header, index, delta, nullptr, offset, first, std::nullopt)));
+            }
+          } else {
+            const Completion& completion = event.completion;
+            const std::string delta = streamer.finish(completion.text);
+            const std::vector<TokenLogprob> none;
+            ok = write(sse_event(chunk_body(state->header, index, delta,
+                                            state->request.logprobs ? &none : nullptr, offset,
+                                            first, finish_reason_name(completion.finish_reason))));
+            state->usage.completion_tokens += completion.token_ids.size();
+            if (++state->finished == num_choices) {
+              if (state->request.include_usage) {
+                ok = ok && write(sse_event(usage_chunk_body(state->header, state->usage)));
+              }
+              ok = ok && write("data: [DONE]\n\n");
+              state->done = true;
+              sink.done();
+            }
+          }
+          return ok;  // false: the client went away; httplib closes the connection
+        },
+        [this, state](bool) {
+          if (!state->done) service_.cancel(*state->stream);
+        });
+  };
+  server_->Post("/v1/completions", [handle](const httplib::Request& request,
+                                            httplib::Response& response) {
+    handle(Endpoint::kCompletions, request, response);
+  });
+  server_->Post("/v1/chat/completions", [handle](const httplib::Request& request,
+                                                 httplib::Response& response) {
+    handle(Endpoint::kChatCompletions, request, response);
+  });
+  server_->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
+    if (!response.body.empty()) return;
+    const std::string message = response.status == 404
+                                    ? "no route " + request.method + " " + request.path
+                                    : "HTTP " + std::to_string(response.status);
+    response.set_content(error_body(response.status, message, "").dump(), "application/json");
+  });
+  server_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& response, std::exception_ptr error) {
+        std::string message = "internal error";
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          message = e.what();
+        } catch (...) {
+        }
+        log_error("serve: ", message);
+        send_error(response, 500, message, "");
+      });
+}
+
+}  // namespace aspen

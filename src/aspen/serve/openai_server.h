@@ -1,0 +1,58 @@
+// OpenAiServer: the HTTP front of `aspen serve` (cpp-httplib). Routes:
+//   GET  /health               200, empty body, while the server runs
+//   GET  /v1/models            the one served model, with its max_model_len
+//   POST /v1/completions       openai_request.h / openai_response.h
+//   POST /v1/chat/completions  with the model's chat template
+// Every request is answered by its own worker thread, which submits the prompts to the
+// shared EngineService and waits for (or streams, as server-sent events ending in
+// "data: [DONE]") the samples; concurrent requests therefore share the continuous
+// batch. A bad request gets a 400 (unknown model: 404) with an OpenAI-style JSON error
+// naming the field, and the server keeps serving. A streaming client that disconnects
+// has its request cancelled and its KV blocks freed.
+//
+// Thread safety: run() blocks the calling thread; stop() may be called from any thread
+// (or a signal-watching one) to make run() return.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "aspen/serve/engine_service.h"
+#include "aspen/serve/openai_request.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace aspen {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;             // 0: any free port (bound_port() tells which)
+  int worker_threads = 64;     // HTTP requests answered at once; more wait in the queue
+  int64_t max_body_bytes = 32LL << 20;
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(ServeContext context, EngineService& service, ServerOptions options);
+  ~OpenAiServer();
+
+  // Binds the socket; throws aspen::Error naming host:port when it cannot.
+  void bind();
+  int bound_port() const { return port_; }
+  // Serves until stop().
+  void run();
+  void stop();
+
+ private:
+  void register_routes();
+
+  ServeContext context_;
+  EngineService& service_;
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace aspen
