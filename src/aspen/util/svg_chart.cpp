@@ -1,0 +1,143 @@
+#include "aspen/util/svg_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace aspen {
+namespace {
+
+constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+std::string format_number(double value) {
+  char buffer[32];
+  if (value != 0.0 && (std::fabs(value) >= 1e5 || std::fabs(value) < 1e-3)) {
+    std::snprintf(buffer, sizeof(buffer), "%.3g", value);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.4g", value);
+  }
+  return buffer;
+}
+
+}  // namespace
+
+std::string chart_color(size_t index) { return kPalette[index % (sizeof(kPalette) / sizeof(*kPalette))]; }
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<double> nice_ticks(double low, double high) {
+  if (!(high > low)) return {low};
+  const double span = high - low;
+  const double raw = span / 5.0;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (double factor : {1.0, 2.0, 5.0, 10.0}) {
+    step = factor * magnitude;
+    if (span / step <= 6.0) break;
+  }
+  std::vector<double> ticks;
+  for (double tick = std::ceil(low / step - 1e-9) * step; tick <= high + step * 1e-9; tick += step) {
+    ticks.push_back(std::fabs(tick) < step * 1e-9 ? 0.0 : tick);
+  }
+  return ticks;
+}
+
+std::string render_svg_chart(const ChartSpec& spec) {
+  const double left = 58, right = 12, top = 28, bottom = 44;
+  const double plot_w = spec.width - left - right, plot_h = spec.height - top - bottom;
+  double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min;
+  double y_min = x_min, y_max = -x_min;
+  for (const auto& series : spec.series) {
+    for (const auto& [x, y] : series.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      x_min = std::min(x_min, x), x_max = std::max(x_max, x);
+      y_min = std::min(y_min, y), y_max = std::max(y_max, y);
+    }
+  }
+  std::ostringstream svg;
+  svg << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << spec.width
+      << "\" height=\"" << spec.height << "\" viewBox=\"0 0 " << spec.width << " " << spec.height
+      << "\" role=\"img\" aria-label=\"" << html_escape(spec.title) << "\">";
+  svg << "<text x=\"" << left << "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">"
+      << html_escape(spec.title) << "</text>";
+  if (!std::isfinite(x_min)) {
+    svg << "<text x=\"" << spec.width / 2 << "\" y=\"" << spec.height / 2
+        << "\" text-anchor=\"middle\" fill=\"#888\">no data</text></svg>";
+    return svg.str();
+  }
+  // A flat series still gets a visible band around it.
+  if (y_max - y_min < 1e-12) {
+    const double pad = std::max(std::fabs(y_max) * 0.1, 1e-3);
+    y_min -= pad, y_max += pad;
+  }
+  if (x_max - x_min < 1e-12) x_min -= 1, x_max += 1;
+  const std::vector<double> x_ticks = nice_ticks(x_min, x_max);
+  const std::vector<double> y_ticks = nice_ticks(y_min, y_max);
+  x_min = std::min(x_min, x_ticks.front()), x_max = std::max(x_max, x_ticks.back());
+  y_min = std::min(y_min, y_ticks.front()), y_max = std::max(y_max, y_ticks.back());
+  auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * plot_w; };
+  auto py = [&](double y) { return top + (1.0 - (y - y_min) / (y_max - y_min)) * plot_h; };
+
+  svg << "<g font-size=\"11\" fill=\"#444\">";
+  for (double tick : y_ticks) {
+    svg << "<line x1=\"" << left << "\" x2=\"" << left + plot_w << "\" y1=\"" << py(tick)
+        << "\" y2=\"" << py(tick) << "\" stroke=\"#e5e5e5\"/>";
+    svg << "<text x=\"" << left - 6 << "\" y=\"" << py(tick) + 4 << "\" text-anchor=\"end\">"
+        << format_number(tick) << "</text>";
+  }
+  for (double tick : x_ticks) {
+    svg << "<text x=\"" << px(tick) << "\" y=\"" << top + plot_h + 16
+        << "\" text-anchor=\"middle\">" << format_number(tick) << "</text>";
+  }
+  svg << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << spec.height - 6
+      << "\" text-anchor=\"middle\">" << html_escape(spec.x_label) << "</text></g>";
+  svg << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\""
+      << plot_h << "\" fill=\"none\" stroke=\"#999\"/>";
+
+  for (size_t s = 0; s < spec.series.size(); ++s) {
+    const ChartSeries& series = spec.series[s];
+    const std::string color = chart_color(s);
+    std::ostringstream points, markers;
+    size_t finite = 0;
+    for (const auto& [x, y] : series.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      ++finite;
+      points << px(x) << "," << py(y) << " ";
+      markers << "<circle cx=\"" << px(x) << "\" cy=\"" << py(y) << "\" r=\"2.5\" fill=\"" << color
+              << "\"><title>" << html_escape(series.name) << " @ " << format_number(x) << ": "
+              << format_number(y) << "</title></circle>";
+    }
+    if (finite > 1) {
+      svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\""
+          << points.str() << "\"/>";
+    }
+    svg << markers.str();
+    // Legend, top right, one row per series.
+    const double legend_y = top + 12 + 14 * static_cast<double>(s);
+    svg << "<rect x=\"" << left + plot_w - 150 << "\" y=\"" << legend_y - 8
+        << "\" width=\"10\" height=\"10\" fill=\"" << color << "\"/><text x=\""
+        << left + plot_w - 136 << "\" y=\"" << legend_y + 1 << "\" font-size=\"11\">"
+        << html_escape(series.name) << "</text>";
+  }
+  svg << "</svg>";
+  return svg.str();
+}
+
+}  // namespace aspen

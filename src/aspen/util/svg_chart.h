@@ -1,0 +1,42 @@
+// SvgChart: a line chart as an inline SVG element, for self-contained HTML reports
+// (aspen report) that must render with no scripts, fonts or files from elsewhere.
+//
+// Each series is a polyline in its own colour (a fixed 10-colour palette, in series
+// order) with a legend entry; each point carries a <title> with its x and y, which the
+// browser shows on hover. Axes get 4-6 "nice" ticks (1, 2, 5 x 10^k). Non-finite
+// points are skipped; a chart with no finite point says "no data".
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aspen {
+
+struct ChartSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), in x order
+};
+
+struct ChartSpec {
+  std::string title;
+  std::string x_label;
+  std::vector<ChartSeries> series;
+  int width = 520;
+  int height = 280;
+};
+
+std::string render_svg_chart(const ChartSpec& spec);
+
+// The palette colour of series `index` ("#1f77b4", ...), for tests and legends.
+std::string chart_color(size_t index);
+
+// Escapes &, <, >, " and ' for HTML text and attribute values.
+std::string html_escape(const std::string& text);
+
+// Tick positions covering [low, high]: 4-6 multiples of 1, 2 or 5 x 10^k.
+std::vector<double> nice_ticks(double low, double high);
+
+}  // namespace aspen
