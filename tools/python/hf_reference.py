@@ -3,7 +3,9 @@
 
 Subcommands:
   make --arch qwen2|qwen3 --out DIR [--tied|--untied] [--seed S] [sizes...]
-      Writes a tiny random Qwen2ForCausalLM / Qwen3ForCausalLM with save_pretrained
+       [--head causal_lm|seqcls --num-labels N --pad-token-id P]
+      Writes a tiny random Qwen2ForCausalLM / Qwen3ForCausalLM (or, with --head seqcls,
+      Qwen2/Qwen3ForSequenceClassification: a reward model) with save_pretrained
       (config.json + model.safetensors).
   logprobs --model DIR
       stdin {"tokens": [...]} per line -> stdout {"logprobs": [...]}, entry i =
@@ -13,8 +15,11 @@ Subcommands:
       "margins": [...]}: N greedy tokens (EOS never stops them), the log-prob of each
       and the top1 - top2 logit gap at each step, so a caller can stop comparing at
       the first near-tie, where the argmax legitimately depends on rounding.
+  score (run op only): {"op": "score", "model": DIR, "tokens": [...]} -> {"scores":
+      [num_labels floats]}: a sequence-classification model's logits on one unpadded
+      sequence (batch 1), pooled as transformers pools them.
   run
-      stdin: one job per line, {"op": "make"|"logprobs"|"greedy", ...} with the
+      stdin: one job per line, {"op": "make"|"logprobs"|"greedy"|"score", ...} with the
       options above as keys (e.g. {"op": "make", "arch": "qwen2", "out": DIR,
       "tied": true} or {"op": "logprobs", "model": DIR, "tokens": [...]});
       stdout: one result line per job, in order. Importing transformers costs
@@ -34,14 +39,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import (AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM,  # noqa: E402
-                          Qwen3Config, Qwen3ForCausalLM)
+from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,  # noqa: E402
+                          Qwen2Config, Qwen2ForCausalLM, Qwen2ForSequenceClassification,
+                          Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification)
 
 # Progress bars and advice on stderr would bury a real error in a test's log.
 transformers.utils.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
 
 ARCHS = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+CLASSIFIERS = {"qwen2": Qwen2ForSequenceClassification, "qwen3": Qwen3ForSequenceClassification}
 
 # Stand-ins for HF's init (std 0.02, biases 0, norm weights 1), which gives almost
 # uniform next-token distributions and leaves biases and norm weights without
@@ -68,6 +75,9 @@ def make_config(args):
         bos_token_id=args.bos_token_id,
         eos_token_id=args.eos_token_id,
     )
+    if args.head == "seqcls":
+        options["num_labels"] = args.num_labels
+        options["pad_token_id"] = args.pad_token_id
     if args.arch == "qwen3":
         # Qwen3 states head_dim; the default makes it differ from hidden / heads,
         # which catches code that derives it.
@@ -88,7 +98,7 @@ def randomize(model, seed):
                 param.copy_(1.0 + NORM_STD * noise)
             elif name.endswith(".bias"):
                 param.copy_(BIAS_STD * noise)
-            elif "embed_tokens" in name or name.startswith("lm_head"):
+            elif "embed_tokens" in name or name.startswith("lm_head") or name.startswith("score"):
                 param.copy_(EMBEDDING_STD * noise)
             else:
                 param.copy_(LINEAR_STD * noise)
@@ -96,7 +106,7 @@ def randomize(model, seed):
 
 def make(args):
     config = make_config(args)
-    _, model_class = ARCHS[args.arch]
+    model_class = CLASSIFIERS[args.arch] if args.head == "seqcls" else ARCHS[args.arch][1]
     torch.manual_seed(args.seed)  # HF's own init runs first; randomize() replaces it all
     model = model_class(config)
     randomize(model, args.seed)
@@ -117,9 +127,9 @@ class Models:
     def __init__(self):
         self._models = {}
 
-    def get(self, directory):
+    def get(self, directory, auto_class=AutoModelForCausalLM):
         if directory not in self._models:
-            model = AutoModelForCausalLM.from_pretrained(
+            model = auto_class.from_pretrained(
                 directory, dtype=torch.float32, attn_implementation="eager")
             self._models[directory] = model.eval()
         return self._models[directory]
@@ -168,6 +178,14 @@ def greedy(model, tokens, max_new_tokens):
     return {"tokens": generated, "logprobs": token_logprobs, "margins": margins}
 
 
+@torch.inference_mode()
+def score(model, tokens):
+    check_tokens(model, tokens)
+    if not tokens:
+        raise ValueError("score needs a non-empty sequence")
+    return {"scores": model(torch.tensor([tokens])).logits[0].float().tolist()}
+
+
 def add_make_options(parser):
     parser.add_argument("--arch", choices=sorted(ARCHS), required=True)
     parser.add_argument("--out", required=True)
@@ -194,6 +212,10 @@ def add_make_options(parser):
                         help="qwen3: q/k/v AND o_proj biases (qwen2 always has q/k/v ones)")
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                         help="dtype the weights are stored in")
+    parser.add_argument("--head", choices=["causal_lm", "seqcls"], default="causal_lm",
+                        help="seqcls: a sequence-classification (reward) model")
+    parser.add_argument("--num-labels", type=int, default=1)
+    parser.add_argument("--pad-token-id", type=int, default=None)
 
 
 def finish_make_args(args):
@@ -244,7 +266,9 @@ def run_job(models, job):
         return logprobs(models.get(job["model"]), job["tokens"])
     if op == "greedy":
         return greedy(models.get(job["model"]), job["tokens"], int(job["max_new_tokens"]))
-    raise ValueError("unknown op %r; expected make, logprobs or greedy" % op)
+    if op == "score":
+        return score(models.get(job["model"], AutoModelForSequenceClassification), job["tokens"])
+    raise ValueError("unknown op %r; expected make, logprobs, greedy or score" % op)
 
 
 def serve(handle):

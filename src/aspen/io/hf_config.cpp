@@ -91,8 +91,14 @@ ModelFamily parse_family(const ConfigReader& config) {
   if (config.has("architectures")) {
     const Json& architectures = config.required("architectures");
     if (!architectures.is_array()) throw config.error("architectures", "must be a list");
+    // The same decoder under a sequence-classification head (a reward model,
+    // io/hf_head.h) has the same config otherwise.
+    const std::string classifier =
+        architecture.substr(0, architecture.size() - std::string("ForCausalLM").size()) +
+        "ForSequenceClassification";
     for (const Json& item : architectures) {
-      if (!item.is_string() || item.get<std::string>() != architecture) {
+      if (!item.is_string() ||
+          (item.get<std::string>() != architecture && item.get<std::string>() != classifier)) {
         throw config.error("architectures", "expected [\"" + architecture + "\"] for " +
                                                 model_type + ", got " + architectures.dump());
       }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "aspen/io/hf_head.h"
 #include "aspen/io/model_dir.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
@@ -27,9 +28,8 @@ std::string dtype_name(torch::ScalarType dtype) {
   }
 }
 
-// The dimensions config.json declares, checked against the weights on disk BEFORE a
-// model is built from them: a config claiming a vocabulary of 10^12 would otherwise
-// allocate terabytes first (the shapes of every tensor are checked again on load).
+}  // namespace
+
 void check_config_matches_weights(const ModelConfig& config,
                                   const std::map<std::string, torch::Tensor>& weights,
                                   const std::string& config_path) {
@@ -70,12 +70,14 @@ void check_config_matches_weights(const ModelConfig& config,
                "num_key_value_heads, head_dim and hidden_size");
 }
 
-}  // namespace
 
 QwenForCausalLM load_pretrained_model(const std::string& dir, torch::ScalarType dtype,
                                       torch::Device device) {
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   ModelConfig config = load_hf_config(config_path);
+  check_input(load_hf_head(config_path).head == HfHead::kCausalLM,
+              "a sequence-classification (reward) model, not a causal LM", config_path,
+              "use it as a reward: data.verifier: model with verifier_options.path");
   std::map<std::string, torch::Tensor> weights = load_model_weights(dir);
   check_config_matches_weights(config, weights, config_path);
   QwenForCausalLM model(config);

@@ -13,6 +13,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "aspen/io/hf_config.h"
@@ -23,6 +24,14 @@ namespace aspen {
 QwenForCausalLM load_pretrained_model(const std::string& dir,
                                       torch::ScalarType dtype = torch::kFloat,
                                       torch::Device device = torch::kCPU);
+
+// The decoder dimensions config.json declares, checked against the weights on disk
+// BEFORE a model is built from them: a config claiming a vocabulary of 10^12 would
+// otherwise allocate terabytes first (every tensor's shape is checked again on load).
+// aspen::Error naming `config_path` and the keys.
+void check_config_matches_weights(const ModelConfig& config,
+                                  const std::map<std::string, torch::Tensor>& weights,
+                                  const std::string& config_path);
 
 // max_shard_bytes <= 0 writes a single model.safetensors.
 void save_pretrained_model(const std::string& dir, const QwenForCausalLM& model,

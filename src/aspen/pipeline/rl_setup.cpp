@@ -9,6 +9,7 @@
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/dist_env.h"
+#include "aspen/pipeline/reward_model_verifier.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/tasks/jsonl_dataset.h"
@@ -24,6 +25,7 @@ constexpr const char* kEndOfText = "<|endoftext|>";
 
 void load_data(const TrainConfig& config, RlSetup& setup) {
   const DataSection& data = config.data;
+  register_reward_model_verifier();  // data.verifier: model (and as a weighted component)
   if (data.task == "jsonl") {
     JsonlDatasetOptions options;
     options.prompt_field = data.prompt_field;

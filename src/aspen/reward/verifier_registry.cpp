@@ -8,10 +8,38 @@
 #include "aspen/reward/weighted_reward.h"
 #include "aspen/util/error.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+
 namespace aspen {
+namespace {
+
+struct RegisteredKinds {
+  std::mutex mutex;
+  std::map<std::string, VerifierFactory> factories;
+};
+
+RegisteredKinds& registered_kinds() {
+  static RegisteredKinds kinds;
+  return kinds;
+}
+
+}  // namespace
+
+void register_verifier_kind(const std::string& kind, VerifierFactory factory) {
+  RegisteredKinds& kinds = registered_kinds();
+  std::lock_guard<std::mutex> lock(kinds.mutex);
+  kinds.factories[kind] = std::move(factory);
+}
 
 std::vector<std::string> verifier_kinds() {
-  return {"command", "countdown", "format", "http", "math", "weighted"};
+  std::vector<std::string> kinds = {"command", "countdown", "format", "http", "math", "weighted"};
+  RegisteredKinds& registered = registered_kinds();
+  std::lock_guard<std::mutex> lock(registered.mutex);
+  for (const auto& [kind, factory] : registered.factories) kinds.push_back(kind);
+  std::sort(kinds.begin(), kinds.end());
+  return kinds;
 }
 
 std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann::json& options) {
@@ -29,6 +57,14 @@ std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann:
   if (kind == "weighted") {
     return std::make_unique<WeightedReward>(WeightedReward::from_json(options, "verifier_options"));
   }
+  VerifierFactory factory;
+  {
+    RegisteredKinds& registered = registered_kinds();
+    std::lock_guard<std::mutex> lock(registered.mutex);
+    auto it = registered.factories.find(kind);
+    if (it != registered.factories.end()) factory = it->second;
+  }
+  if (factory) return factory(options);
   std::string known;
   for (const std::string& name : verifier_kinds()) known += (known.empty() ? "" : ", ") + name;
   throw Error("unknown verifier \"" + kind + "\"", "verifier", "known verifiers: " + known);
