@@ -42,7 +42,13 @@ int run_eval(const EvalOptions& options) {
                   *options.verifier == "command",
               "give --verifier or --reward-command, not both", "aspen eval");
   const auto start = std::chrono::steady_clock::now();
-  Config arguments = config_from_arguments(options.overrides);
+  // The file is a JSONL dataset: the jsonl-only data.* keys (id_field, chat_template,
+  // ...) are checked against data.task, so that comes first.
+  // (A JSON string is a YAML scalar whatever the path holds.)
+  std::vector<std::string> overrides = {"data.task=jsonl",
+                                        "data.path=" + nlohmann::json(options.data).dump()};
+  overrides.insert(overrides.end(), options.overrides.begin(), options.overrides.end());
+  Config arguments = config_from_arguments(overrides);
   TrainConfig config = parse_train_config(arguments);
   config.model.path = options.model_dir;
   config.data.task = "jsonl";
