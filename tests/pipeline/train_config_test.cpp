@@ -9,8 +9,8 @@ TEST(TrainConfig, EmptyConfigIsTheBuiltInDemo) {
   Config config = Config::empty();
   const TrainConfig parsed = parse_train_config(config);
   EXPECT_TRUE(parsed.model.path.empty());
-  EXPECT_EQ(parsed.data.task, "arithmetic");
-  EXPECT_EQ(parsed.algorithm.name, "grpo");
+  EXPECT_EQ(parsed.data.task, TaskKind::kArithmetic);
+  EXPECT_EQ(parsed.algorithm.name, AlgorithmName::kGrpo);
   EXPECT_EQ(parsed.pipeline.mode, PipelineMode::kSync);
 }
 
@@ -134,7 +134,7 @@ TEST(TrainConfig, OverridesApplyBeforeParsing) {
   config.apply_override("algorithm.name=rloo");
   const TrainConfig parsed = parse_train_config(config);
   EXPECT_EQ(parsed.rollout.n, 4);
-  EXPECT_EQ(parsed.algorithm.name, "rloo");
+  EXPECT_EQ(parsed.algorithm.name, AlgorithmName::kRloo);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ int run_eval(const EvalOptions& options) {
   Config arguments = config_from_arguments(overrides);
   TrainConfig config = parse_train_config(arguments);
   config.model.path = options.model_dir;
-  config.data.task = "jsonl";
+  config.data.task = TaskKind::kJsonl;
   config.data.path = options.data;
   config.data.eval_path = options.data;  // every line, in file order
   config.data.eval_size = 1'000'000;

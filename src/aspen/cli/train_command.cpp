@@ -25,9 +25,17 @@ struct TrainOptions {
   std::vector<std::string> arguments;  // CONFIG.yaml and/or key.sub=value overrides
   std::string out_dir = "runs/latest";
   std::string resume_dir;
+  bool config_reference = false;
 };
 
 int run_train(const TrainOptions& options) {
+  if (options.config_reference) {
+    // The key tables of docs/config.md, from the field description that reads them.
+    for (const std::string& section : config_sections()) {
+      std::cout << "## " << section << "\n\n" << config_reference_markdown(section) << "\n";
+    }
+    return 0;
+  }
   RunOptions run;
   run.out_dir = options.out_dir;
   std::vector<std::string> arguments = options.arguments;
@@ -73,10 +81,12 @@ void setup(CLI::App& root) {
   command->add_option("--out", options->out_dir, "run directory")->capture_default_str();
   command->add_option("--resume", options->resume_dir,
                       "continue the run in this directory from its newest checkpoint");
+  command->add_flag("--config-reference", options->config_reference,
+                    "print every config key with its default and meaning (markdown) and exit");
   command->footer(
       "Configuration: a YAML file and/or key.sub=value overrides, sections model, data,\n"
       "algorithm, rollout, train, pipeline, logging, checkpoint, placement; every key,\n"
-      "its default and meaning: docs/config.md. Examples:\n"
+      "its default and meaning: docs/config.md or --config-reference. Examples:\n"
       "  aspen train algorithm.name=dapo rollout.n=16 train.lr=1e-5\n"
       "  aspen train run.yaml pipeline.mode=async pipeline.max_staleness=2 --out runs/a\n"
       "Console columns per iteration: reward (mean verifier score), acc (share of\n"

@@ -59,13 +59,14 @@ std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int
 // and every group it receives kept (no dynamic sampling). Sync mode trains each batch
 // whole, so its updates do not depend on the order in which groups finished.
 bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
-  const std::string& name = config.algorithm.name;
+  const AlgorithmName name = config.algorithm.name;
   const int64_t rows = config.rollout.prompts_per_iteration * config.rollout.n;
   return config.pipeline.mode == PipelineMode::kAsync && config.pipeline.stream_updates &&
          !config.algorithm.dynamic_sampling && config.train.epochs == 1 &&
          (config.train.mini_batch_size <= 0 || config.train.mini_batch_size >= rows) &&
          !workers.critic && !config.algorithm.kl_in_reward &&
-         (name == "grpo" || name == "dapo" || name == "dr_grpo" || name == "rloo");
+         (name == AlgorithmName::kGrpo || name == AlgorithmName::kDapo ||
+          name == AlgorithmName::kDrGrpo || name == AlgorithmName::kRloo);
 }
 
 // Errors of this process's worker threads, for the trainer thread to rethrow.
@@ -276,7 +277,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
   if (trace_ != nullptr && layout_.trains())
     trainer_track_ = trace_->track("trainer" + rank_suffix);
   if (is_admitter()) {
-    dispatcher_.emplace(parse_dispatch_policy(config_.pipeline.dispatch), layout_.instances);
+    dispatcher_.emplace(config_.pipeline.dispatch, layout_.instances);
     instances_.resize(static_cast<size_t>(layout_.instances));
   }
   // Every rank creates every tensor-parallel instance's subgroup (a collective).
@@ -684,7 +685,7 @@ bool IterationEngine::pre_update_stages(const std::vector<int64_t>& groups,
   // update that is the current policy, which the update's own forward pass provides
   // (the old_logprobs column then holds the rollout's and is not read); otherwise it
   // is recomputed here.
-  const bool decoupled = config_.algorithm.off_policy == "decoupled";
+  const bool decoupled = config_.algorithm.off_policy == OffPolicy::kDecoupled;
   const bool proximal_in_update = one_step && decoupled && !fresh;
   const bool reuse = one_step && (fresh || !decoupled);
   timed_stage(stages, "old_logprobs", trace_, trainer_track_, [&] {

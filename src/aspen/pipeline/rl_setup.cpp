@@ -26,7 +26,7 @@ constexpr const char* kEndOfText = "<|endoftext|>";
 void load_data(const TrainConfig& config, RlSetup& setup) {
   const DataSection& data = config.data;
   register_reward_model_verifier();  // data.verifier: model (and as a weighted component)
-  if (data.task == "jsonl") {
+  if (data.task == TaskKind::kJsonl) {
     JsonlDatasetOptions options;
     options.prompt_field = data.prompt_field;
     options.answer_field = data.answer_field;
@@ -72,7 +72,7 @@ void load_data(const TrainConfig& config, RlSetup& setup) {
     }
     return;
   }
-  setup.task = make_task(data.task, data.task_options);
+  setup.task = make_task(name_of(data.task), data.task_options);
   setup.train_examples = setup.task->make_split(Split::kTrain, data.train_size, data.seed);
   setup.eval_examples = setup.task->make_split(Split::kEval, data.eval_size, data.seed);
   setup.verifier = setup.task->make_verifier();

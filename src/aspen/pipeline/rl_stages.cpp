@@ -39,17 +39,19 @@ std::vector<torch::Tensor> split_lengths(const torch::Tensor& packed,
 }
 
 // Outcome estimators: per-token advantages from per-row scores.
-torch::Tensor outcome_advantages(const std::string& algorithm, double gamma,
+torch::Tensor outcome_advantages(AlgorithmName algorithm, double gamma,
                                  const torch::Tensor& scores, const torch::Tensor& group_ids,
                                  const PackedSeqs& packed, const torch::Tensor& token_rewards) {
-  if (algorithm == "grpo" || algorithm == "dapo") return grpo_advantages(scores, group_ids, packed);
-  if (algorithm == "dr_grpo") {
+  if (algorithm == AlgorithmName::kGrpo || algorithm == AlgorithmName::kDapo) {
+    return grpo_advantages(scores, group_ids, packed);
+  }
+  if (algorithm == AlgorithmName::kDrGrpo) {
     GrpoOptions options;
     options.norm_by_std = false;
     return grpo_advantages(scores, group_ids, packed, options);
   }
-  if (algorithm == "rloo") return rloo_advantages(scores, group_ids, packed);
-  if (algorithm == "reinforce_pp_baseline") {
+  if (algorithm == AlgorithmName::kRloo) return rloo_advantages(scores, group_ids, packed);
+  if (algorithm == AlgorithmName::kReinforcePpBaseline) {
     return reinforce_pp_baseline_advantages(scores, group_ids, packed);
   }
   return reinforce_pp_advantages(token_rewards, packed, gamma).advantages;
@@ -57,7 +59,7 @@ torch::Tensor outcome_advantages(const std::string& algorithm, double gamma,
 
 KlController make_kl_controller(const AlgorithmSection& a) {
   if (!a.kl_in_reward) return KlController::fixed(0.0);
-  if (a.kl_ctrl == "adaptive") {
+  if (a.kl_ctrl == KlControl::kAdaptive) {
     return KlController::adaptive(a.kl_reward_coef, a.kl_target, a.kl_horizon);
   }
   return KlController::fixed(a.kl_reward_coef);
@@ -94,7 +96,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   actor_options.data_parallel.group = data_parallel;
   QwenForCausalLM trained = setup.model;
   if (tensor_parallel.enabled()) {
-    check_input(config.algorithm.name != "ppo", "the critic is not tensor-parallel",
+    check_input(config.algorithm.name != AlgorithmName::kPpo, "the critic is not tensor-parallel",
                 "algorithm.name", "use placement.train.tp=1 for ppo");
     trained = QwenForCausalLM(setup.model->config, tensor_parallel);
     trained->to(setup.train_device);
@@ -105,7 +107,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   actor = std::make_unique<ActorTrainer>(trained, actor_options);
   schema.kl_in_reward = config.algorithm.kl_in_reward;
   schema.with_reference = config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward;
-  schema.with_critic = config.algorithm.name == "ppo";
+  schema.with_critic = config.algorithm.name == AlgorithmName::kPpo;
   if (schema.with_reference) {
     reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
     if (saved != nullptr) reference->model()->load_state(saved->reference, "checkpoint reference");
@@ -291,7 +293,7 @@ AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& 
     // verl's apply_kl_penalty: the old policy's KL from the reference, per token.
     kl = kl_penalty(packed_column(find_column(columns, rl_columns::kOldLogprobs)),
                     packed_column(find_column(columns, rl_columns::kRefLogprobs)),
-                    parse_kl_estimator(algorithm.kl_estimator));
+                    algorithm.kl_estimator);
     stats.kl_in_reward = kl.mean().item<double>();
     stats.kl_coef = kl_ctrl.value();
   }
@@ -300,7 +302,7 @@ AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& 
   if (algorithm.kl_in_reward) scores = segment_sum(token_rewards, packed);
 
   std::vector<ColumnData> out;
-  if (algorithm.name == "ppo") {
+  if (algorithm.name == AlgorithmName::kPpo) {
     const torch::Tensor values = packed_column(find_column(columns, rl_columns::kValues));
     const AdvantagesAndReturns gae =
         gae_advantages(token_rewards, values, packed, algorithm.gamma, algorithm.lambda);
@@ -347,16 +349,16 @@ ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed
   options.policy.clip_ratio_low = algorithm.clip_ratio_low;
   options.policy.clip_ratio_high = algorithm.clip_ratio_high;
   if (algorithm.clip_ratio_c > 0) options.policy.clip_ratio_c = algorithm.clip_ratio_c;
-  options.policy.agg.mode = parse_agg_mode(algorithm.loss_agg);
-  if (algorithm.off_policy == "decoupled") {
+  options.policy.agg.mode = algorithm.loss_agg;
+  if (algorithm.off_policy == OffPolicy::kDecoupled) {
     options.policy.correction = OffPolicyCorrection::kDecoupled;
     if (algorithm.off_policy_cap > 0) options.policy.correction_cap = algorithm.off_policy_cap;
-  } else if (algorithm.off_policy == "tis") {
+  } else if (algorithm.off_policy == OffPolicy::kTis) {
     options.policy.correction = OffPolicyCorrection::kTruncatedIS;
     options.policy.correction_cap = algorithm.off_policy_cap;
   }
   options.kl_coef = algorithm.kl_coef;
-  options.kl_estimator = parse_kl_estimator(algorithm.kl_estimator);
+  options.kl_estimator = algorithm.kl_estimator;
   options.entropy_coef = algorithm.entropy_coef;
   return options;
 }
@@ -420,7 +422,7 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
       update.epochs = config.train.epochs;
       update.seed = seed;
       update.clip_range = config.algorithm.value_clip;
-      update.agg.mode = parse_agg_mode(config.algorithm.loss_agg);
+      update.agg.mode = config.algorithm.loss_agg;
       stats.critic = workers.critic->update(batch, update);
     }
   }

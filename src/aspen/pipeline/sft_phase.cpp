@@ -16,11 +16,12 @@ TrainerOptions trainer_options(const TrainSection& train, double lr, int64_t tot
   options.optimizer.weight_decay = train.weight_decay;
   options.optimizer.max_grad_norm = train.grad_clip;
   options.optimizer.schedule.kind =
-      train.schedule == "cosine" ? LrScheduleKind::kCosine : LrScheduleKind::kConstant;
+      train.schedule;
   options.optimizer.schedule.warmup_steps = train.warmup_steps;
   options.optimizer.schedule.total_steps = std::max(total_steps, train.warmup_steps);
   options.optimizer.schedule.min_lr_ratio = train.min_lr_ratio;
-  options.compute_dtype = train.compute_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  options.compute_dtype =
+      train.compute_dtype == ComputeDtype::kBf16 ? torch::kBFloat16 : torch::kFloat;
   options.recompute = train.recompute;
   options.max_tokens_per_micro_batch = train.micro_batch_tokens;
   return options;
@@ -40,7 +41,7 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
     examples.push_back(std::move(sft));
   }
   TrainSection sft_train = train;
-  sft_train.schedule = "cosine";
+  sft_train.schedule = LrScheduleKind::kCosine;
   SftTrainer trainer(setup.model, trainer_options(sft_train, train.sft_lr, train.sft_steps));
   std::mt19937_64 rng(train.seed + 1);
   const auto start = std::chrono::steady_clock::now();

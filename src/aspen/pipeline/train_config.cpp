@@ -1,9 +1,14 @@
 #include "aspen/pipeline/train_config.h"
 
+#include <cstdio>
+#include <type_traits>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <thread>
+
+#include "aspen/pipeline/train_config_fields.h"
 
 namespace aspen {
 namespace {
@@ -16,16 +21,11 @@ void check_one_of(const std::string& value, const std::set<std::string>& allowed
   throw Error("unsupported value \"" + value + "\"", where, "use one of: " + list);
 }
 
-// An enum field read by its spelled names (aspen::Error naming the field and listing
-// the names for anything else).
+// An enum field read by its spellings (aspen::Error naming the field and listing the
+// names for anything else).
 template <typename E>
-E read_enum(ConfigSection& s, const std::string& key, E fallback,
-            const std::vector<std::pair<std::string, E>>& names) {
-  std::string spelled;
-  for (const auto& [name, value] : names) {
-    if (value == fallback) spelled = name;
-  }
-  spelled = s.get(key, spelled);
+E read_enum(ConfigSection& s, const std::string& key, E fallback, const EnumNames<E>& names) {
+  const std::string spelled = s.get(key, std::string(spelling(names, fallback)));
   std::set<std::string> allowed;
   for (const auto& [name, value] : names) {
     if (name == spelled) return value;
@@ -33,21 +33,6 @@ E read_enum(ConfigSection& s, const std::string& key, E fallback,
   }
   check_one_of(spelled, allowed, s.where(key));
   return fallback;  // not reached: check_one_of threw
-}
-
-const std::vector<std::pair<std::string, PipelineMode>> kPipelineModes = {
-    {"sync", PipelineMode::kSync}, {"async", PipelineMode::kAsync}};
-const std::vector<std::pair<std::string, PlacementMode>> kPlacementModes = {
-    {"colocated", PlacementMode::kColocated}, {"disaggregated", PlacementMode::kDisaggregated}};
-const std::vector<std::pair<std::string, InstanceFailurePolicy>> kFailurePolicies = {
-    {"regenerate", InstanceFailurePolicy::kRegenerate}, {"stop", InstanceFailurePolicy::kStop}};
-
-template <typename E>
-const char* spelling(const std::vector<std::pair<std::string, E>>& names, E value) {
-  for (const auto& [name, v] : names) {
-    if (v == value) return name.c_str();
-  }
-  return "?";
 }
 
 void check_positive(int64_t value, const std::string& where) {
@@ -88,17 +73,170 @@ std::vector<int> read_cores(ConfigSection& s, const std::string& key) {
   return cores;
 }
 
+
+// ---- the three visitors of train_config_fields.h ----
+
+// YAML -> section: each key read over the member's current value (its default).
+class FieldReader {
+ public:
+  explicit FieldReader(ConfigSection& section) : s_(section) {}
+  template <typename T>
+  void field(const char* key, T& value, const char*) {
+    value = s_.get(key, value);
+  }
+  template <typename E>
+  void enum_field(const char* key, E& value, const EnumNames<E>& names, const char*) {
+    value = read_enum(s_, key, value, names);
+  }
+  void json_field(const char* key, nlohmann::json& value, const char*) {
+    value = s_.json(key, value);
+  }
+  void device_field(const char* key, DeviceSpec& value, const char*) {
+    value = parse_device_spec(s_.get(key, value.text()), s_.where(key));
+  }
+  void cores_field(const char* key, std::vector<int>& value, const char*) {
+    value = read_cores(s_, key);
+  }
+  template <typename Visit>
+  void nested(const char* key, Visit visit) {
+    ConfigSection sub = s_.section(key);
+    FieldReader reader(sub);
+    visit(reader);
+    sub.finish();
+  }
+
+ private:
+  ConfigSection& s_;
+};
+
+// Section -> JSON, every key as a config file spells it.
+class FieldWriter {
+ public:
+  explicit FieldWriter(nlohmann::json& out) : out_(out) {}
+  template <typename T>
+  void field(const char* key, const T& value, const char*) {
+    out_[key] = value;
+  }
+  template <typename E>
+  void enum_field(const char* key, E value, const EnumNames<E>& names, const char*) {
+    out_[key] = spelling(names, value);
+  }
+  void json_field(const char* key, const nlohmann::json& value, const char*) { out_[key] = value; }
+  void device_field(const char* key, const DeviceSpec& value, const char*) {
+    out_[key] = value.text();
+  }
+  void cores_field(const char* key, const std::vector<int>& value, const char*) {
+    out_[key] = value;
+  }
+  template <typename Visit>
+  void nested(const char* key, Visit visit) {
+    nlohmann::json sub = nlohmann::json::object();
+    FieldWriter writer(sub);
+    visit(writer);
+    out_[key] = std::move(sub);
+  }
+
+ private:
+  nlohmann::json& out_;
+};
+
+// Section -> docs/config.md rows: | `key` | default | meaning |.
+class FieldDocumenter {
+ public:
+  explicit FieldDocumenter(std::string& out, std::string prefix = "")
+      : out_(out), prefix_(std::move(prefix)) {}
+  void field(const char* key, const std::string& value, const char* meaning) {
+    row(key, value.empty() ? "`\"\"`" : "`" + value + "`", meaning);
+  }
+  void field(const char* key, bool value, const char* meaning) {
+    row(key, value ? "`true`" : "`false`", meaning);
+  }
+  void field(const char* key, double value, const char* meaning) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.15g", value);
+    row(key, text, meaning);
+  }
+  template <typename T>
+  void field(const char* key, const T& value, const char* meaning) {
+    static_assert(std::is_integral_v<T>);
+    row(key, std::to_string(value), meaning);
+  }
+  template <typename E>
+  void enum_field(const char* key, E value, const EnumNames<E>& names, const char* meaning) {
+    row(key, std::string("`") + spelling(names, value) + "`", meaning);
+  }
+  void json_field(const char* key, const nlohmann::json& value, const char* meaning) {
+    row(key, "`" + value.dump() + "`", meaning);
+  }
+  void device_field(const char* key, const DeviceSpec& value, const char* meaning) {
+    row(key, "`" + value.text() + "`", meaning);
+  }
+  void cores_field(const char* key, const std::vector<int>& value, const char* meaning) {
+    row(key, "`" + nlohmann::json(value).dump() + "`", meaning);
+  }
+  template <typename Visit>
+  void nested(const char* key, Visit visit) {
+    FieldDocumenter documenter(out_, prefix_ + key + ".");
+    visit(documenter);
+  }
+
+ private:
+  void row(const char* key, const std::string& value, const char* meaning) {
+    out_ += "| `" + prefix_ + key + "` | " + value + " | " + meaning + " |\n";
+  }
+  std::string& out_;
+  std::string prefix_;
+};
+
+// Reads `section`'s keys over its current values.
+template <typename Section>
+Section read_fields(ConfigSection& s, Section section) {
+  FieldReader reader(s);
+  visit_fields(section, reader);
+  return section;
+}
+
+template <typename Section>
+nlohmann::json write_fields(Section section) {
+  nlohmann::json out = nlohmann::json::object();
+  FieldWriter writer(out);
+  visit_fields(section, writer);
+  return out;
+}
+
+template <typename Section>
+std::string documented_fields(Section section) {
+  std::string rows;
+  FieldDocumenter documenter(rows);
+  visit_fields(section, documenter);
+  return rows;
+}
+
+// The demo: 2-digit addition taught by a sloppy teacher that drops the units carry
+// 60% of the time; the verifier-driven RL phase must beat the demonstrations.
+DataSection data_defaults(TaskKind task) {
+  DataSection d;
+  d.task = task;
+  if (task == TaskKind::kArithmetic) {
+    d.task_options = {{"digits", 2}, {"ops", {"+"}}, {"teacher_carry_slip", 0.6}};
+  }
+  return d;
+}
+
+// DAPO's published defaults, which the keys given in the config override.
+AlgorithmSection algorithm_defaults(AlgorithmName name) {
+  AlgorithmSection a;
+  a.name = name;
+  if (name == AlgorithmName::kDapo) {
+    a.clip_ratio_high = 0.28;
+    a.dynamic_sampling = true;
+    a.loss_agg = AggMode::kTokenMean;
+  }
+  return a;
+}
+
 ModelSection read_model(ConfigSection s) {
-  ModelSection m;
-  m.path = s.get("path", m.path);
-  m.hidden_size = s.get("hidden_size", m.hidden_size);
-  m.num_layers = s.get("num_layers", m.num_layers);
-  m.num_heads = s.get("num_heads", m.num_heads);
-  m.num_kv_heads = s.get("num_kv_heads", m.num_kv_heads);
-  m.head_dim = s.get("head_dim", m.head_dim);
-  m.intermediate_size = s.get("intermediate_size", m.intermediate_size);
-  m.tokenizer_vocab = s.get("tokenizer_vocab", m.tokenizer_vocab);
-  m.vocab_multiple = s.get("vocab_multiple", m.vocab_multiple);
+  ModelSection m = read_fields(s, ModelSection{});
   // The built-in model is made from nothing for demos and tests: every size positive,
   // and none past what a real checkpoint has (Qwen3-235B: hidden 4096, 94 layers).
   const std::pair<const char*, int64_t> sizes[] = {{"hidden_size", m.hidden_size},
@@ -119,37 +257,17 @@ ModelSection read_model(ConfigSection s) {
 }
 
 DataSection read_data(ConfigSection s) {
-  DataSection d;
-  d.task = s.get("task", d.task);
-  check_one_of(d.task, {"arithmetic", "countdown", "jsonl"}, s.where("task"));
-  // The demo: 2-digit addition taught by a sloppy teacher that drops the units carry
-  // 60% of the time; the verifier-driven RL phase must beat the demonstrations.
-  const nlohmann::json demo_options = {{"digits", 2}, {"ops", {"+"}}, {"teacher_carry_slip", 0.6}};
-  d.task_options = s.json("task_options", d.task == "arithmetic" ? demo_options : d.task_options);
-  d.path = s.get("path", d.path);
-  d.eval_path = s.get("eval_path", d.eval_path);
-  d.prompt_field = s.get("prompt_field", d.prompt_field);
-  d.answer_field = s.get("answer_field", d.answer_field);
-  d.id_field = s.get("id_field", d.id_field);
-  d.system_prompt = s.get("system_prompt", d.system_prompt);
-  d.verifier = s.get("verifier", d.verifier);
-  d.verifier_options = s.json("verifier_options", d.verifier_options);
-  d.verifier_field = s.get("verifier_field", d.verifier_field);
-  d.chat_template = s.get("chat_template", d.chat_template);
-  d.enable_thinking = s.get("enable_thinking", d.enable_thinking);
+  // data.task first: task_options' default depends on it.
+  DataSection d = read_fields(s, data_defaults(read_enum(s, "task", TaskKind::kArithmetic, kTaskKinds)));
   for (const auto& [key, value] :
        {std::pair<const char*, const std::string*>{"eval_path", &d.eval_path},
         {"id_field", &d.id_field},
         {"system_prompt", &d.system_prompt},
         {"verifier_field", &d.verifier_field}}) {
-    check_input(d.task == "jsonl" || value->empty(), "applies to data.task jsonl only",
+    check_input(d.task == TaskKind::kJsonl || value->empty(), "applies to data.task jsonl only",
                 s.where(key));
   }
-
-  d.train_size = s.get("train_size", d.train_size);
-  d.eval_size = s.get("eval_size", d.eval_size);
-  d.seed = s.get("seed", d.seed);
-  check_input(d.task != "jsonl" || !d.path.empty(), "a jsonl task needs data.path",
+  check_input(d.task != TaskKind::kJsonl || !d.path.empty(), "a jsonl task needs data.path",
               s.where("path"));
   check_positive(d.train_size, s.where("train_size"));
   check_positive(d.eval_size, s.where("eval_size"));
@@ -163,43 +281,10 @@ DataSection read_data(ConfigSection s) {
 }
 
 AlgorithmSection read_algorithm(ConfigSection s) {
-  AlgorithmSection a;
-  a.name = s.get("name", a.name);
-  check_one_of(a.name,
-               {"grpo", "dr_grpo", "dapo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "ppo"},
-               s.where("name"));
-  if (a.name == "dapo") {  // DAPO's published defaults, overridable below
-    a.clip_ratio_high = 0.28;
-    a.dynamic_sampling = true;
-    a.loss_agg = "token-mean";
-  }
-  a.clip_ratio_low = s.get("clip_ratio_low", a.clip_ratio_low);
-  a.clip_ratio_high = s.get("clip_ratio_high", a.clip_ratio_high);
-  a.clip_ratio_c = s.get("clip_ratio_c", a.clip_ratio_c);
-  a.loss_agg = s.get("loss_agg", a.loss_agg);
-  check_one_of(a.loss_agg, {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum"},
-               s.where("loss_agg"));
-  a.kl_coef = s.get("kl_coef", a.kl_coef);
-  a.kl_estimator = s.get("kl_estimator", a.kl_estimator);
-  check_one_of(a.kl_estimator, {"k1", "kl", "k2", "mse", "k3", "low_var_kl", "abs"},
-               s.where("kl_estimator"));
-  a.entropy_coef = s.get("entropy_coef", a.entropy_coef);
-  a.dynamic_sampling = s.get("dynamic_sampling", a.dynamic_sampling);
-  a.overlong_buffer = s.get("overlong_buffer", a.overlong_buffer);
-  a.overlong_penalty = s.get("overlong_penalty", a.overlong_penalty);
-  a.gamma = s.get("gamma", a.gamma);
-  a.lambda = s.get("lambda", a.lambda);
-  a.value_clip = s.get("value_clip", a.value_clip);
-  a.kl_in_reward = s.get("kl_in_reward", a.kl_in_reward);
-  a.kl_ctrl = s.get("kl_ctrl", a.kl_ctrl);
-  check_one_of(a.kl_ctrl, {"fixed", "adaptive"}, s.where("kl_ctrl"));
-  a.kl_reward_coef = s.get("kl_reward_coef", a.kl_reward_coef);
-  a.kl_target = s.get("kl_target", a.kl_target);
-  a.kl_horizon = s.get("kl_horizon", a.kl_horizon);
-  a.off_policy = s.get("off_policy", a.off_policy);
-  check_one_of(a.off_policy, {"auto", "none", "decoupled", "tis"}, s.where("off_policy"));
-  a.off_policy_cap = s.get("off_policy_cap", a.off_policy_cap);
-  check_input(a.off_policy != "tis" || a.off_policy_cap > 0,
+  // algorithm.name first: it presets other keys' defaults (dapo).
+  AlgorithmSection a = read_fields(
+      s, algorithm_defaults(read_enum(s, "name", AlgorithmName::kGrpo, kAlgorithmNames)));
+  check_input(a.off_policy != OffPolicy::kTis || a.off_policy_cap > 0,
               "truncated importance sampling needs a cap > 0", s.where("off_policy_cap"));
   check_input(a.gamma > 0 && a.gamma <= 1, "must be in (0, 1]", s.where("gamma"));
   check_input(a.lambda >= 0 && a.lambda <= 1, "must be in [0, 1]", s.where("lambda"));
@@ -221,18 +306,7 @@ AlgorithmSection read_algorithm(ConfigSection s) {
 }
 
 RolloutSection read_rollout(ConfigSection s) {
-  RolloutSection r;
-  r.n = s.get("n", r.n);
-  r.prompts_per_iteration = s.get("prompts_per_iteration", r.prompts_per_iteration);
-  r.max_tokens = s.get("max_tokens", r.max_tokens);
-  r.temperature = s.get("temperature", r.temperature);
-  r.top_p = s.get("top_p", r.top_p);
-  r.top_k = s.get("top_k", r.top_k);
-  r.kv_cache_mb = s.get("kv_cache_mb", r.kv_cache_mb);
-  r.max_num_seqs = s.get("max_num_seqs", r.max_num_seqs);
-  r.max_num_batched_tokens = s.get("max_num_batched_tokens", r.max_num_batched_tokens);
-  r.long_tail_fraction = s.get("long_tail_fraction", r.long_tail_fraction);
-  r.device = parse_device_spec(s.get("device", r.device.text()), s.where("device"));
+  RolloutSection r = read_fields(s, RolloutSection{});
   check_input(r.long_tail_fraction >= 0 && r.long_tail_fraction <= 1, "must be in [0, 1]",
               s.where("long_tail_fraction"));
   check_positive(r.n, s.where("n"));
@@ -250,27 +324,7 @@ RolloutSection read_rollout(ConfigSection s) {
 }
 
 TrainSection read_train(ConfigSection s) {
-  TrainSection t;
-  t.iterations = s.get("iterations", t.iterations);
-  t.lr = s.get("lr", t.lr);
-  t.schedule = s.get("schedule", t.schedule);
-  check_one_of(t.schedule, {"constant", "cosine"}, s.where("schedule"));
-  t.warmup_steps = s.get("warmup_steps", t.warmup_steps);
-  t.min_lr_ratio = s.get("min_lr_ratio", t.min_lr_ratio);
-  t.weight_decay = s.get("weight_decay", t.weight_decay);
-  t.grad_clip = s.get("grad_clip", t.grad_clip);
-  t.mini_batch_size = s.get("mini_batch_size", t.mini_batch_size);
-  t.epochs = s.get("epochs", t.epochs);
-  t.micro_batch_tokens = s.get("micro_batch_tokens", t.micro_batch_tokens);
-  t.compute_dtype = s.get("compute_dtype", t.compute_dtype);
-  check_one_of(t.compute_dtype, {"fp32", "bf16"}, s.where("compute_dtype"));
-  t.recompute = s.get("recompute", t.recompute);
-  t.seed = s.get("seed", t.seed);
-  t.sft_steps = s.get("sft_steps", t.sft_steps);
-  t.sft_batch_size = s.get("sft_batch_size", t.sft_batch_size);
-  t.sft_lr = s.get("sft_lr", t.sft_lr);
-  t.critic_lr = s.get("critic_lr", t.critic_lr);
-  t.device = parse_device_spec(s.get("device", t.device.text()), s.where("device"));
+  TrainSection t = read_fields(s, TrainSection{});
   check_input(t.critic_lr > 0, "must be > 0", s.where("critic_lr"));
   check_input(t.iterations >= 0, "must be >= 0", s.where("iterations"));
   check_input(t.lr > 0, "must be > 0", s.where("lr"));
@@ -291,24 +345,8 @@ TrainSection read_train(ConfigSection s) {
 }
 
 PipelineSection read_pipeline(ConfigSection s) {
-  PipelineSection p;
-  p.mode = read_enum(s, "mode", p.mode, kPipelineModes);
-  p.threads = s.get("threads", p.threads);
-  p.max_staleness = s.get("max_staleness", p.max_staleness);
-  p.sync_every = s.get("sync_every", p.sync_every);
-  p.stream_updates = s.get("stream_updates", p.stream_updates);
-  p.instances = s.get("instances", p.instances);
-  p.dispatch = s.get("dispatch", p.dispatch);
-  p.dispatch_chunk = s.get("dispatch_chunk", p.dispatch_chunk);
+  PipelineSection p = read_fields(s, PipelineSection{});
   check_input(p.dispatch_chunk >= 0, "must be >= 0 (0: whole groups)", s.where("dispatch_chunk"));
-  check_one_of(p.dispatch, {"round_robin", "least_requests", "queue_aware"}, s.where("dispatch"));
-  p.interrupt = s.get("interrupt", p.interrupt);
-  p.rollout_threads = s.get("rollout_threads", p.rollout_threads);
-  p.rollout_cores = read_cores(s, "rollout_cores");
-  p.trainer_cores = read_cores(s, "trainer_cores");
-  p.instance_timeout_s = s.get("instance_timeout_s", p.instance_timeout_s);
-  p.on_instance_failure =
-      read_enum(s, "on_instance_failure", p.on_instance_failure, kFailurePolicies);
   check_input(std::isfinite(p.instance_timeout_s) && p.instance_timeout_s >= 1.0,
               "must be a number of seconds >= 1", s.where("instance_timeout_s"));
   check_input(p.threads >= 0, "must be >= 0", s.where("threads"));
@@ -338,11 +376,7 @@ PipelineSection read_pipeline(ConfigSection s) {
 }
 
 LoggingSection read_logging(ConfigSection s) {
-  LoggingSection l;
-  l.eval_every = s.get("eval_every", l.eval_every);
-  l.console = s.get("console", l.console);
-  l.trace = s.get("trace", l.trace);
-  l.tensorboard = s.get("tensorboard", l.tensorboard);
+  LoggingSection l = read_fields(s, LoggingSection{});
   check_input(l.eval_every >= 0, "must be >= 0 (0: before RL and at the end only)",
               s.where("eval_every"));
   s.finish();
@@ -350,9 +384,7 @@ LoggingSection read_logging(ConfigSection s) {
 }
 
 CheckpointSection read_checkpoint(ConfigSection s) {
-  CheckpointSection c;
-  c.every = s.get("every", c.every);
-  c.keep_last = s.get("keep_last", c.keep_last);
+  CheckpointSection c = read_fields(s, CheckpointSection{});
   check_input(c.every >= 0, "must be >= 0", s.where("every"));
   check_input(c.keep_last >= 0, "must be >= 0", s.where("keep_last"));
   s.finish();
@@ -360,19 +392,9 @@ CheckpointSection read_checkpoint(ConfigSection s) {
 }
 
 Placement read_placement(ConfigSection s) {
-  Placement p;
-  p.mode = read_enum(s, "mode", p.mode, kPlacementModes);
-  p.swap = s.get("swap", p.swap);
+  Placement p = read_fields(s, Placement{});
   check_input(!p.swap || p.mode == PlacementMode::kColocated,
               "swap needs mode colocated (nothing shares memory otherwise)", s.where("swap"));
-  ConfigSection train = s.section("train");
-  p.train_dp = train.get("dp", p.train_dp);
-  p.train_tp = train.get("tp", p.train_tp);
-  train.finish();
-  ConfigSection rollout = s.section("rollout");
-  p.rollout_instances = rollout.get("instances", p.rollout_instances);
-  p.rollout_tp = rollout.get("tp", p.rollout_tp);
-  rollout.finish();
   s.finish();
   // The grid's own consistency; the job's WORLD_SIZE is checked where ranks exist.
   const std::string section = s.where("");  // "source: placement."
@@ -382,12 +404,17 @@ Placement read_placement(ConfigSection s) {
 
 }  // namespace
 
-const char* name_of(PipelineMode mode) {
-  return spelling(kPipelineModes, mode);
-}
-const char* name_of(InstanceFailurePolicy policy) {
-  return spelling(kFailurePolicies, policy);
-}
+const char* name_of(TaskKind value) { return spelling(kTaskKinds, value); }
+const char* name_of(AlgorithmName value) { return spelling(kAlgorithmNames, value); }
+const char* name_of(AggMode value) { return spelling(kAggModes, value); }
+const char* name_of(KlEstimator value) { return spelling(kKlEstimators, value); }
+const char* name_of(KlControl value) { return spelling(kKlControls, value); }
+const char* name_of(OffPolicy value) { return spelling(kOffPolicies, value); }
+const char* name_of(LrScheduleKind value) { return spelling(kLrSchedules, value); }
+const char* name_of(ComputeDtype value) { return spelling(kComputeDtypes, value); }
+const char* name_of(DispatchPolicyKind value) { return spelling(kDispatchPolicies, value); }
+const char* name_of(PipelineMode value) { return spelling(kPipelineModes, value); }
+const char* name_of(InstanceFailurePolicy value) { return spelling(kFailurePolicies, value); }
 
 int64_t dispatch_chunk(const TrainConfig& config) {
   return config.pipeline.dispatch_chunk > 0 ? config.pipeline.dispatch_chunk : config.rollout.n;
@@ -407,8 +434,8 @@ TrainConfig parse_train_config(Config& config) {
   result.placement = read_placement(root.section("placement"));
   root.finish();
   const bool async = result.pipeline.mode == PipelineMode::kAsync;
-  if (result.algorithm.off_policy == "auto") {
-    result.algorithm.off_policy = async ? "decoupled" : "none";
+  if (result.algorithm.off_policy == OffPolicy::kAuto) {
+    result.algorithm.off_policy = async ? OffPolicy::kDecoupled : OffPolicy::kNone;
   }
   check_input(
       result.pipeline.dispatch_chunk == 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
@@ -424,113 +451,33 @@ TrainConfig parse_train_config(Config& config) {
 }
 
 nlohmann::json TrainConfig::as_json() const {
-  return {
-      {"model",
-       {{"path", model.path},
-        {"hidden_size", model.hidden_size},
-        {"num_layers", model.num_layers},
-        {"num_heads", model.num_heads},
-        {"num_kv_heads", model.num_kv_heads},
-        {"head_dim", model.head_dim},
-        {"intermediate_size", model.intermediate_size},
-        {"tokenizer_vocab", model.tokenizer_vocab},
-        {"vocab_multiple", model.vocab_multiple}}},
-      {"data",
-       {{"task", data.task},
-        {"task_options", data.task_options},
-        {"path", data.path},
-        {"eval_path", data.eval_path},
-        {"prompt_field", data.prompt_field},
-        {"answer_field", data.answer_field},
-        {"id_field", data.id_field},
-        {"system_prompt", data.system_prompt},
-        {"verifier", data.verifier},
-        {"verifier_options", data.verifier_options},
-        {"verifier_field", data.verifier_field},
-        {"chat_template", data.chat_template},
-        {"enable_thinking", data.enable_thinking},
-        {"train_size", data.train_size},
-        {"eval_size", data.eval_size},
-        {"seed", data.seed}}},
-      {"algorithm",
-       {{"name", algorithm.name},
-        {"clip_ratio_low", algorithm.clip_ratio_low},
-        {"clip_ratio_high", algorithm.clip_ratio_high},
-        {"clip_ratio_c", algorithm.clip_ratio_c},
-        {"loss_agg", algorithm.loss_agg},
-        {"kl_coef", algorithm.kl_coef},
-        {"kl_estimator", algorithm.kl_estimator},
-        {"entropy_coef", algorithm.entropy_coef},
-        {"dynamic_sampling", algorithm.dynamic_sampling},
-        {"overlong_buffer", algorithm.overlong_buffer},
-        {"overlong_penalty", algorithm.overlong_penalty},
-        {"gamma", algorithm.gamma},
-        {"lambda", algorithm.lambda},
-        {"value_clip", algorithm.value_clip},
-        {"kl_in_reward", algorithm.kl_in_reward},
-        {"kl_ctrl", algorithm.kl_ctrl},
-        {"kl_reward_coef", algorithm.kl_reward_coef},
-        {"kl_target", algorithm.kl_target},
-        {"kl_horizon", algorithm.kl_horizon},
-        {"off_policy", algorithm.off_policy},
-        {"off_policy_cap", algorithm.off_policy_cap}}},
-      {"rollout",
-       {{"n", rollout.n},
-        {"prompts_per_iteration", rollout.prompts_per_iteration},
-        {"max_tokens", rollout.max_tokens},
-        {"temperature", rollout.temperature},
-        {"top_p", rollout.top_p},
-        {"top_k", rollout.top_k},
-        {"kv_cache_mb", rollout.kv_cache_mb},
-        {"max_num_seqs", rollout.max_num_seqs},
-        {"max_num_batched_tokens", rollout.max_num_batched_tokens},
-        {"long_tail_fraction", rollout.long_tail_fraction},
-        {"device", rollout.device.text()}}},
-      {"train",
-       {{"iterations", train.iterations},
-        {"lr", train.lr},
-        {"schedule", train.schedule},
-        {"warmup_steps", train.warmup_steps},
-        {"min_lr_ratio", train.min_lr_ratio},
-        {"weight_decay", train.weight_decay},
-        {"grad_clip", train.grad_clip},
-        {"mini_batch_size", train.mini_batch_size},
-        {"epochs", train.epochs},
-        {"micro_batch_tokens", train.micro_batch_tokens},
-        {"compute_dtype", train.compute_dtype},
-        {"recompute", train.recompute},
-        {"seed", train.seed},
-        {"sft_steps", train.sft_steps},
-        {"sft_batch_size", train.sft_batch_size},
-        {"sft_lr", train.sft_lr},
-        {"critic_lr", train.critic_lr},
-        {"device", train.device.text()}}},
-      {"pipeline",
-       {{"mode", name_of(pipeline.mode)},
-        {"threads", pipeline.threads},
-        {"max_staleness", pipeline.max_staleness},
-        {"sync_every", pipeline.sync_every},
-        {"stream_updates", pipeline.stream_updates},
-        {"instances", pipeline.instances},
-        {"dispatch", pipeline.dispatch},
-        {"dispatch_chunk", pipeline.dispatch_chunk},
-        {"interrupt", pipeline.interrupt},
-        {"rollout_threads", pipeline.rollout_threads},
-        {"rollout_cores", pipeline.rollout_cores},
-        {"trainer_cores", pipeline.trainer_cores},
-        {"instance_timeout_s", pipeline.instance_timeout_s},
-        {"on_instance_failure", name_of(pipeline.on_instance_failure)}}},
-      {"logging",
-       {{"eval_every", logging.eval_every},
-        {"console", logging.console},
-        {"trace", logging.trace},
-        {"tensorboard", logging.tensorboard}}},
-      {"checkpoint", {{"every", checkpoint.every}, {"keep_last", checkpoint.keep_last}}},
-      {"placement",
-       {{"mode", name_of(placement.mode)},
-        {"swap", placement.swap},
-        {"train", {{"dp", placement.train_dp}, {"tp", placement.train_tp}}},
-        {"rollout", {{"instances", placement.rollout_instances}, {"tp", placement.rollout_tp}}}}}};
+  return {{"model", write_fields(model)},         {"data", write_fields(data)},
+          {"algorithm", write_fields(algorithm)}, {"rollout", write_fields(rollout)},
+          {"train", write_fields(train)},         {"pipeline", write_fields(pipeline)},
+          {"logging", write_fields(logging)},     {"checkpoint", write_fields(checkpoint)},
+          {"placement", write_fields(placement)}};
+}
+
+const std::vector<std::string>& config_sections() {
+  static const std::vector<std::string> sections = {"model",    "data",    "algorithm",
+                                                    "rollout",  "train",   "pipeline",
+                                                    "logging",  "checkpoint", "placement"};
+  return sections;
+}
+
+std::string config_reference_markdown(const std::string& section) {
+  // Defaults as a config without the key gets them (the demo task's options included).
+  std::string rows;
+  if (section == "model") rows = documented_fields(ModelSection{});
+  if (section == "data") rows = documented_fields(data_defaults(TaskKind::kArithmetic));
+  if (section == "algorithm") rows = documented_fields(AlgorithmSection{});
+  if (section == "rollout") rows = documented_fields(RolloutSection{});
+  if (section == "train") rows = documented_fields(TrainSection{});
+  if (section == "pipeline") rows = documented_fields(PipelineSection{});
+  if (section == "logging") rows = documented_fields(LoggingSection{});
+  if (section == "checkpoint") rows = documented_fields(CheckpointSection{});
+  if (section == "placement") rows = documented_fields(Placement{});
+  return rows.empty() ? rows : "| key | default | meaning |\n|---|---|---|\n" + rows;
 }
 
 }  // namespace aspen

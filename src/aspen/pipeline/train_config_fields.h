@@ -1,0 +1,398 @@
+// The field description of TrainConfig: one visit_fields per section names every key,
+// the member it sets and what it means, once. train_config.cpp runs three visitors over
+// it: a reader (YAML -> section), a writer (section -> JSON: TrainConfig::as_json, the
+// run's config.json) and a documenter (the key tables of docs/config.md). Cross-field
+// rules and ranges are checked after reading, in train_config.cpp.
+//
+// A visitor provides:
+//   field(key, T& member, meaning)                 string, bool, int, int64_t, uint64_t, double
+//   enum_field(key, E& member, names, meaning)     names: EnumNames<E> below
+//   json_field(key, nlohmann::json& member, meaning)   a free-form options block
+//   device_field(key, DeviceSpec& member, meaning)
+//   cores_field(key, std::vector<int>& member, meaning)
+//   nested(key, visit)                             a sub-mapping; visit(sub_visitor)
+//
+// Internal to train_config.cpp.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "aspen/pipeline/train_config.h"
+
+namespace aspen {
+
+// Spellings of an enum: the first entry of each value is its name (name_of); later
+// entries of the same value are aliases accepted on reading.
+template <typename E>
+using EnumNames = std::vector<std::pair<const char*, E>>;
+
+inline const EnumNames<TaskKind> kTaskKinds = {
+    {"arithmetic", TaskKind::kArithmetic}, {"countdown", TaskKind::kCountdown}, {"jsonl", TaskKind::kJsonl}};
+inline const EnumNames<AlgorithmName> kAlgorithmNames = {
+    {"grpo", AlgorithmName::kGrpo},
+    {"dr_grpo", AlgorithmName::kDrGrpo},
+    {"dapo", AlgorithmName::kDapo},
+    {"rloo", AlgorithmName::kRloo},
+    {"reinforce_pp", AlgorithmName::kReinforcePp},
+    {"reinforce_pp_baseline", AlgorithmName::kReinforcePpBaseline},
+    {"ppo", AlgorithmName::kPpo}};
+inline const EnumNames<AggMode> kAggModes = {
+    {"token-mean", AggMode::kTokenMean},
+    {"seq-mean-token-mean", AggMode::kSeqMeanTokenMean},
+    {"seq-mean-token-sum", AggMode::kSeqMeanTokenSum},
+    {"seq-mean-token-sum-norm", AggMode::kSeqMeanTokenSumNorm}};
+// verl's names first; k1/k2/k3 (Schulman's) as aliases.
+inline const EnumNames<KlEstimator> kKlEstimators = {
+    {"kl", KlEstimator::kK1},         {"abs", KlEstimator::kAbs}, {"mse", KlEstimator::kK2},
+    {"low_var_kl", KlEstimator::kK3}, {"k1", KlEstimator::kK1},   {"k2", KlEstimator::kK2},
+    {"k3", KlEstimator::kK3}};
+inline const EnumNames<KlControl> kKlControls = {{"fixed", KlControl::kFixed},
+                                                 {"adaptive", KlControl::kAdaptive}};
+inline const EnumNames<OffPolicy> kOffPolicies = {{"auto", OffPolicy::kAuto},
+                                                  {"none", OffPolicy::kNone},
+                                                  {"decoupled", OffPolicy::kDecoupled},
+                                                  {"tis", OffPolicy::kTis}};
+inline const EnumNames<LrScheduleKind> kLrSchedules = {{"constant", LrScheduleKind::kConstant},
+                                                       {"cosine", LrScheduleKind::kCosine}};
+inline const EnumNames<ComputeDtype> kComputeDtypes = {{"fp32", ComputeDtype::kFp32},
+                                                       {"bf16", ComputeDtype::kBf16}};
+inline const EnumNames<DispatchPolicyKind> kDispatchPolicies = {
+    {"round_robin", DispatchPolicyKind::kRoundRobin},
+    {"least_requests", DispatchPolicyKind::kLeastRequests},
+    {"queue_aware", DispatchPolicyKind::kQueueAware}};
+inline const EnumNames<PipelineMode> kPipelineModes = {{"sync", PipelineMode::kSync},
+                                                       {"async", PipelineMode::kAsync}};
+inline const EnumNames<InstanceFailurePolicy> kFailurePolicies = {
+    {"regenerate", InstanceFailurePolicy::kRegenerate}, {"stop", InstanceFailurePolicy::kStop}};
+inline const EnumNames<PlacementMode> kPlacementModes = {
+    {name_of(PlacementMode::kColocated), PlacementMode::kColocated},
+    {name_of(PlacementMode::kDisaggregated), PlacementMode::kDisaggregated}};
+
+// The name of `value` in `names` (its first spelling).
+template <typename E>
+const char* spelling(const EnumNames<E>& names, E value) {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+template <typename Visitor>
+void visit_fields(ModelSection& s, Visitor& v) {
+  v.field("path", s.path,
+        "HF model directory (Qwen2/Qwen2.5/Qwen3). Empty: build the built-in model "
+        "from nothing (a BPE tokenizer trained on the task text and a random "
+        "Qwen3-architecture model of the shape below).");
+  v.field("hidden_size", s.hidden_size,
+        "built-in model: hidden size");
+  v.field("num_layers", s.num_layers,
+        "built-in model: decoder layers");
+  v.field("num_heads", s.num_heads,
+        "built-in model: attention heads");
+  v.field("num_kv_heads", s.num_kv_heads,
+        "built-in model: key/value heads (GQA)");
+  v.field("head_dim", s.head_dim,
+        "built-in model: head dimension");
+  v.field("intermediate_size", s.intermediate_size,
+        "built-in model: MLP width");
+  v.field("tokenizer_vocab", s.tokenizer_vocab,
+        "built-in tokenizer: vocabulary size (256 bytes + merges + 3 specials)");
+  v.field("vocab_multiple", s.vocab_multiple,
+        "built-in model: embedding and head rows padded up to a multiple of this "
+        "(Megatron's `make_vocab_size_divisible_by`, as Qwen checkpoints pad theirs); "
+        "tensor parallelism splits the vocabulary, so `placement.train.tp` must "
+        "divide the padded size. The rollout never samples padded ids");
+}
+
+template <typename Visitor>
+void visit_fields(DataSection& s, Visitor& v) {
+  v.enum_field("task", s.task, kTaskKinds,
+        "`arithmetic`, `countdown` (built-in procedural tasks) or `jsonl`");
+  v.json_field("task_options", s.task_options,
+        "(the default shown is `arithmetic`'s, the demo; other tasks: `{}`) "
+        "options of the built-in task (arithmetic: `digits`, `min_digits`, "
+        "`max_digits`, `ops`, `allow_negative`, `eval_fraction`, `teacher_carry_slip` "
+        "(probability that the SFT target of an addition drops the carry out of the "
+        "units column: a sloppy demonstrator RL must beat); countdown: see "
+        "`src/aspen/tasks/countdown_task.h`)");
+  v.field("path", s.path,
+        "`jsonl`: the dataset file");
+  v.field("eval_path", s.eval_path,
+        "`jsonl`: a separate validation file (its first `eval_size` lines, in order; "
+        "`path` is then trained on whole); empty: the validation set is a seeded "
+        "split of `path`");
+  v.field("prompt_field", s.prompt_field,
+        "`jsonl`: dotted path of the prompt (a string or a chat `messages` array)");
+  v.field("answer_field", s.answer_field,
+        "`jsonl`: dotted path of the ground truth (a null answer is an error naming "
+        "the line)");
+  v.field("id_field", s.id_field,
+        "`jsonl`: dotted path of each example's id (unique); empty: `FILE:LINE`");
+  v.field("system_prompt", s.system_prompt,
+        "`jsonl`: a system message for every prompt (through the chat template; "
+        "without it, prepended as text)");
+  v.field("verifier", s.verifier,
+        "`jsonl`: verifier kind (`math`, `format`, `countdown`, `command`: your own "
+        "reward script speaking JSON lines, `verifier_options` `{command, timeout_s, "
+        "max_restarts}`; `http`: a reward service, `{url, timeout_s, retries, "
+        "concurrency, batch_size, token_env}`; `model`: a reward model, `{path, "
+        "label, dtype, device, batch_tokens}`; docs/rewards.md; or `weighted`: a "
+        "weighted sum, `verifier_options` then being the list of components `{name, "
+        "verifier, weight, options}`, e.g. `[{verifier: math, weight: 1.0}, "
+        "{verifier: format, weight: 0.1}]`)");
+  v.json_field("verifier_options", s.verifier_options,
+        "`jsonl`: verifier options (`src/aspen/reward/*_verifier.h`, "
+        "`weighted_reward.h`)");
+  v.field("verifier_field", s.verifier_field,
+        "`jsonl`: dotted path of each line's own verifier kind (lines without it use "
+        "`verifier`; the kinds a line names take their default options)");
+  v.field("chat_template", s.chat_template,
+        "`jsonl`: render prompts with the model's chat template");
+  v.field("enable_thinking", s.enable_thinking,
+        "`jsonl` with `chat_template`: Qwen3's thinking switch in the template");
+  v.field("train_size", s.train_size,
+        "training prompts");
+  v.field("eval_size", s.eval_size,
+        "held-out prompts for greedy evaluation (disjoint from training)");
+  v.field("seed", s.seed,
+        "data generation / split seed");
+}
+
+template <typename Visitor>
+void visit_fields(AlgorithmSection& s, Visitor& v) {
+  v.enum_field("name", s.name, kAlgorithmNames,
+        "advantage estimator: `grpo`, `dr_grpo` (no std division), `dapo` (GRPO "
+        "advantages + clip-higher 0.28 + dynamic sampling), `rloo`, `reinforce_pp`, "
+        "`reinforce_pp_baseline`, `ppo` (a critic on the policy's architecture + GAE)");
+  v.field("clip_ratio_low", s.clip_ratio_low,
+        "PPO clip below: ratio >= 1 - low");
+  v.field("clip_ratio_high", s.clip_ratio_high,
+        "PPO clip above: ratio <= 1 + high (DAPO clip-higher: 0.28)");
+  v.field("clip_ratio_c", s.clip_ratio_c,
+        "dual-clip constant (> 1) for negative advantages; 0: off");
+  v.enum_field("loss_agg", s.loss_agg, kAggModes,
+        "`token-mean`, `seq-mean-token-mean`, `seq-mean-token-sum`");
+  v.field("kl_coef", s.kl_coef,
+        "KL-in-loss coefficient against a frozen reference; 0: no reference model");
+  v.enum_field("kl_estimator", s.kl_estimator, kKlEstimators,
+        "`k1`/`kl`, `k2`/`mse`, `k3`/`low_var_kl`, `abs`");
+  v.field("entropy_coef", s.entropy_coef,
+        "entropy bonus");
+  v.field("dynamic_sampling", s.dynamic_sampling,
+        "(`dapo`: true unless given) "
+        "drop groups whose rewards are all equal and draw more prompts (at most 4 "
+        "rounds per batch; after the 4th the batch trains on the groups it has, and "
+        "skips the update when it has none); sync and async; metrics report "
+        "`sampling_rounds` and `dropped_groups`");
+  v.field("overlong_buffer", s.overlong_buffer,
+        "DAPO overlong shaping buffer in tokens (penalty ramps over the last "
+        "`overlong_buffer` tokens before `rollout.max_tokens`); 0: off");
+  v.field("overlong_penalty", s.overlong_penalty,
+        "DAPO overlong penalty factor");
+  v.field("gamma", s.gamma,
+        "REINFORCE++ and GAE discount, in (0, 1]");
+  v.field("lambda", s.lambda,
+        "GAE lambda (`ppo`), in [0, 1]");
+  v.field("value_clip", s.value_clip,
+        "`ppo`: clip range of the critic's value loss");
+  v.field("kl_in_reward", s.kl_in_reward,
+        "KL penalty in the reward (r_t -= beta * kl(old, ref)_t; outcome estimators "
+        "see the row's shaped sum); needs a reference model, built automatically");
+  v.enum_field("kl_ctrl", s.kl_ctrl, kKlControls,
+        "beta controller for `kl_in_reward`: `fixed` or `adaptive` (Ziegler et al.)");
+  v.field("kl_reward_coef", s.kl_reward_coef,
+        "initial beta");
+  v.field("kl_target", s.kl_target,
+        "`adaptive`: target KL");
+  v.field("kl_horizon", s.kl_horizon,
+        "`adaptive`: horizon in samples");
+  v.enum_field("off_policy", s.off_policy, kOffPolicies,
+        "correction for rows from older weights: `none`, `decoupled` (AReaL decoupled "
+        "PPO: proximal = recomputed, behaviour = rollout log-probs), `tis` (truncated "
+        "importance sampling); `auto` = `decoupled` in `pipeline.mode: async`, `none` "
+        "in sync");
+  v.field("off_policy_cap", s.off_policy_cap,
+        "`decoupled`: drop tokens whose behaviour weight exceeds it (0: no cap); "
+        "`tis`: truncation C (required, > 0)");
+}
+
+template <typename Visitor>
+void visit_fields(RolloutSection& s, Visitor& v) {
+  v.field("n", s.n,
+        "samples per prompt (the group)");
+  v.field("prompts_per_iteration", s.prompts_per_iteration,
+        "prompts per iteration (batch = n x prompts)");
+  v.field("max_tokens", s.max_tokens,
+        "response tokens at most");
+  v.field("temperature", s.temperature,
+        "sampling temperature (> 0 for RL)");
+  v.field("top_p", s.top_p,
+        "nucleus sampling");
+  v.field("top_k", s.top_k,
+        "top-k sampling; 0: off");
+  v.field("kv_cache_mb", s.kv_cache_mb,
+        "KV cache budget of the rollout engine");
+  v.field("max_num_seqs", s.max_num_seqs,
+        "running sequences at most");
+  v.field("max_num_batched_tokens", s.max_num_batched_tokens,
+        "tokens per engine step (chunked prefill budget)");
+  v.field("long_tail_fraction", s.long_tail_fraction,
+        "synthetic long-tail workload for benchmarks: this fraction of prompt groups "
+        "(fixed per group id) must generate `max_tokens`");
+  v.device_field("device", s.device,
+        "where the rollout engine runs (its weights and KV cache): `cpu`, `cuda` or "
+        "`cuda:N`; under `aspen launch`, plain `cuda` is `cuda:LOCAL_RANK`. A GPU "
+        "asked for but not usable is an error naming the key");
+}
+
+template <typename Visitor>
+void visit_fields(TrainSection& s, Visitor& v) {
+  v.field("iterations", s.iterations,
+        "RL iterations");
+  v.field("lr", s.lr,
+        "AdamW learning rate for RL");
+  v.enum_field("schedule", s.schedule, kLrSchedules,
+        "`constant` or `cosine` (linear warm-up then cosine to `min_lr_ratio`)");
+  v.field("warmup_steps", s.warmup_steps,
+        "warm-up optimizer steps");
+  v.field("min_lr_ratio", s.min_lr_ratio,
+        "cosine floor as a fraction of `lr`");
+  v.field("weight_decay", s.weight_decay,
+        "AdamW decoupled weight decay (matrices only)");
+  v.field("grad_clip", s.grad_clip,
+        "clip by global norm; <= 0: off");
+  v.field("mini_batch_size", s.mini_batch_size,
+        "rows per optimizer step; 0: the whole batch (exactly on-policy)");
+  v.field("epochs", s.epochs,
+        "passes over each batch (PPO epochs)");
+  v.field("micro_batch_tokens", s.micro_batch_tokens,
+        "packed tokens per forward/backward (gradient accumulation above it)");
+  v.enum_field("compute_dtype", s.compute_dtype, kComputeDtypes,
+        "`fp32` or `bf16` (bf16 compute, fp32 master weights)");
+  v.field("recompute", s.recompute,
+        "per-layer activation recompute");
+  v.field("seed", s.seed,
+        "seeds sampling, shuffling and the built-in model");
+  v.field("sft_steps", s.sft_steps,
+        "supervised warm-up steps before RL (0: none)");
+  v.field("sft_batch_size", s.sft_batch_size,
+        "examples per SFT step");
+  v.field("sft_lr", s.sft_lr,
+        "SFT peak learning rate (cosine schedule)");
+  v.field("critic_lr", s.critic_lr,
+        "`ppo`: the critic's learning rate");
+  v.device_field("device", s.device,
+        "where the trainer runs (policy, reference, critic, optimizer state): `cpu`, "
+        "`cuda` or `cuda:N`; under `aspen launch`, plain `cuda` is `cuda:LOCAL_RANK`");
+}
+
+template <typename Visitor>
+void visit_fields(PipelineSection& s, Visitor& v) {
+  v.enum_field("mode", s.mode, kPipelineModes,
+        "both run the one iteration engine (src/aspen/pipeline/iteration_engine.h), "
+        "in one process or across the ranks of `aspen launch`. `sync`: the "
+        "synchronous baseline, η = 0 with whole-batch updates (each update trains "
+        "exactly the groups its weights generated; `max_staleness` and "
+        "`stream_updates` do not apply); `async`: ASP, η = `max_staleness`");
+  v.field("threads", s.threads,
+        "trainer's torch intra-op threads; 0: torch's default (all cores). 1 because "
+        "on the demo's tiny model two OpenMP threads ran about 3x slower than one");
+  v.field("max_staleness", s.max_staleness,
+        "async: eta; a row generated by weights v trains at an update in v..v+eta (0 "
+        "reproduces sync)");
+  v.field("sync_every", s.sync_every,
+        "publish weights to the rollout every N updates; must be <= `max_staleness` + "
+        "1 (async) or 1 (sync)");
+  v.field("stream_updates", s.stream_updates,
+        "async: train each prompt group as soon as the batch may take it (stages and "
+        "forward/backward at once, gradients accumulated as sums and divided at the "
+        "one step) instead of waiting for the whole batch — removes the sorting "
+        "bubble; applies to single-step updates with group-local advantages (grpo, "
+        "dapo, dr_grpo, rloo) without a critic or KL-in-reward, otherwise the batch "
+        "trains whole");
+  v.field("instances", s.instances,
+        "in one process: rollout instances (one thread and engine each); across ranks "
+        "`placement.rollout.instances` counts them");
+  v.enum_field("dispatch", s.dispatch, kDispatchPolicies,
+        "`round_robin`, `least_requests` or `queue_aware` (least expected completion "
+        "time; src/aspen/pipeline/dispatch_policy.h). The choice is a preference: an "
+        "instance with nothing to run takes work dispatched elsewhere");
+  v.field("dispatch_chunk", s.dispatch_chunk,
+        "samples per dispatch unit; 0 = whole groups (the prompt computed once per "
+        "group), a divisor of `rollout.n` splits each group into chunks dispatched on "
+        "their own (a long group spreads over instances; each sample keeps its seed, "
+        "so the samples do not change)");
+  v.field("interrupt", s.interrupt,
+        "async: in-flight requests on new weights continue (false) or are interrupted "
+        "and resumed on the new weights");
+  v.field("rollout_threads", s.rollout_threads,
+        "torch intra-op threads per rollout instance");
+  v.cores_field("rollout_cores", s.rollout_cores,
+        "cores the rollout instance threads are pinned to (instance i gets entry i "
+        "mod length); empty: no pinning");
+  v.cores_field("trainer_cores", s.trainer_cores,
+        "cores the trainer thread is pinned to");
+  v.field("instance_timeout_s", s.instance_timeout_s,
+        "a rollout instance silent this long has failed; also the lease of the groups "
+        "it generates (renewed while it lives)");
+  v.enum_field("on_instance_failure", s.on_instance_failure, kFailurePolicies,
+        "a failed rollout instance's groups are generated again by the others "
+        "(`regenerate`), or the run stops with an error naming it (`stop`). Across "
+        "ranks, start `aspen launch` with `--tolerate-exit` for the rollout ranks "
+        "under `regenerate`");
+}
+
+template <typename Visitor>
+void visit_fields(LoggingSection& s, Visitor& v) {
+  v.field("eval_every", s.eval_every,
+        "iterations between greedy evaluations (always before RL and at the end)");
+  v.field("console", s.console,
+        "print a progress line per iteration");
+  v.field("trace", s.trace,
+        "Chrome trace-event JSON (opens in Perfetto / chrome://tracing): a track per "
+        "role and rollout instance with spans for generate steps, reward batches, "
+        "trainer stages, publishes and waits; empty: none");
+  v.field("tensorboard", s.tensorboard,
+        "`aspen train` also writes the metrics to TensorBoard event files in "
+        "`OUT/tensorboard/` (below)");
+}
+
+template <typename Visitor>
+void visit_fields(CheckpointSection& s, Visitor& v) {
+  v.field("every", s.every,
+        "write a checkpoint every N iterations under `OUT/checkpoints/iter_NNNNNN` "
+        "(policy HF dir, optimizer states, reference, critic, prompt "
+        "order/RNG/counters); 0: none. `aspen train --resume OUT` continues from the "
+        "newest one: in sync mode the metrics then equal an uninterrupted run's");
+  v.field("keep_last", s.keep_last,
+        "checkpoints kept; 0: all");
+}
+
+template <typename Visitor>
+void visit_fields(Placement& s, Visitor& v) {
+  v.enum_field("mode", s.mode, kPlacementModes,
+        "`colocated`: every rank trains and serves rollout, time-sliced (optimizer "
+        "state swapped out during rollout); `disaggregated`: the training ranks come "
+        "first, the rollout ranks after them");
+  v.nested("train", [&](auto& train) {
+    train.field("dp", s.train_dp, "the training grid's data-parallel size");
+    train.field("tp", s.train_tp, "the training grid's tensor-parallel size");
+  });
+  v.nested("rollout", [&](auto& rollout) {
+    rollout.field("instances", s.rollout_instances,
+        "rollout instances and the TP size of each; colocated needs `train.dp x "
+        "train.tp = rollout.instances x rollout.tp` and `rollout.tp` dividing or a "
+        "multiple of `train.tp` (the resharder's layouts)");
+    rollout.field("tp", s.rollout_tp, "the tensor-parallel size of each rollout instance");
+  });
+  v.field("swap", s.swap,
+        "colocated, sync mode or async with `pipeline.max_staleness: 0` (the trainer "
+        "then waits for every batch): the trainer's optimizer moments and gradients "
+        "(actor and critic) leave memory before each rollout — to a swap file on CPU, "
+        "host memory on an accelerator — and come back before the update "
+        "(bit-identical training, tested); each RL metrics line then reports "
+        "`swapped_bytes`");
+}
+
+}  // namespace aspen
