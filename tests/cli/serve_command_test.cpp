@@ -168,6 +168,27 @@ TEST(ServeCommand, TheOpenAiClientGetsCompletionsChatStreamsAndErrorsFromOneEngi
   EXPECT_EQ(server.terminate(), 0) << testing::read_text(log);
 }
 
+// `aspen bench serve`: both phases do the same work (every request exactly max_tokens)
+// and report what they measured.
+TEST(ServeCommand, TheBenchmarkSendsTheSameRequestsAloneAndConcurrently) {
+  const std::string model = serve_model_dir();
+  const auto bench = run_command(testing::aspen_cli() + " bench serve --model " + model +
+                                 " --clients 3 --requests 5 --max-tokens 4 --threads 1 --json");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const nlohmann::json result = nlohmann::json::parse(bench.out);
+  for (const char* phase : {"sequential", "concurrent"}) {
+    EXPECT_EQ(result[phase]["tokens"], 5 * 4) << phase;
+    EXPECT_GT(result[phase]["tokens_per_second"].get<double>(), 0) << phase;
+    EXPECT_LE(result[phase]["latency_p50_s"].get<double>(),
+              result[phase]["latency_p90_s"].get<double>());
+  }
+  EXPECT_GT(result["throughput_ratio"].get<double>(), 0);
+  // One request at a time: one step per token (a prefill that samples, then decodes).
+  EXPECT_EQ(result["engine_steps"]["sequential"], 5 * 4);
+  // Sharing steps is likely here but timing-dependent; EngineService's tests pin it.
+  EXPECT_LE(result["engine_steps"]["concurrent"].get<int64_t>(), 5 * 4);
+}
+
 TEST(ServeCommand, RefusesAnOutOfRangePortWithAOneLineError) {
   const auto result = run_command(testing::aspen_cli() +
                                   " serve --model /nonexistent --port 70000");

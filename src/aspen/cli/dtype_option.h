@@ -5,15 +5,13 @@
 
 #include <string>
 
-#include "aspen/util/error.h"
+#include "aspen/model/compute_dtype.h"
 
 namespace aspen::cli {
 
 // "fp32" | "bf16" -> torch dtype; anything else is an aspen::Error naming --dtype.
 inline torch::ScalarType parse_compute_dtype(const std::string& name) {
-  if (name == "fp32" || name == "float32") return torch::kFloat32;
-  if (name == "bf16" || name == "bfloat16") return torch::kBFloat16;
-  throw Error("unsupported compute dtype \"" + name + "\"", "--dtype", "use fp32 or bf16");
+  return aspen::parse_compute_dtype(name, "--dtype");
 }
 
 }  // namespace aspen::cli

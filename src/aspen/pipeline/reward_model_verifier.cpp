@@ -1,20 +1,12 @@
 #include "aspen/pipeline/reward_model_verifier.h"
 
+#include "aspen/model/compute_dtype.h"
 #include "aspen/parallel/device.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
-namespace {
-
-torch::ScalarType compute_dtype(const std::string& name, const std::string& where) {
-  if (name == "fp32") return torch::kFloat;
-  if (name == "bf16") return torch::kBFloat16;
-  throw Error("unsupported dtype \"" + name + "\"", where, "use fp32 or bf16");
-}
-
-}  // namespace
 
 RewardModelOptions RewardModelOptions::from_json(const nlohmann::json& options) {
   JsonOptions reader(options, "verifier options (model)");
@@ -29,7 +21,7 @@ RewardModelOptions RewardModelOptions::from_json(const nlohmann::json& options) 
               "e.g. path: /models/my-reward-model");
   check_input(parsed.batch_tokens >= 1 && parsed.batch_tokens <= (1 << 24),
               "must be in [1, 16777216]", reader.path("batch_tokens"));
-  compute_dtype(parsed.dtype, reader.path("dtype"));
+  parse_compute_dtype(parsed.dtype, reader.path("dtype"));
   return parsed;
 }
 
@@ -38,7 +30,7 @@ RewardModelVerifier::RewardModelVerifier(RewardModelOptions options)
       device_(device_from_option(options_.device, "verifier options (model).device")) {
   tokenizer_ = std::make_shared<const Tokenizer>(Tokenizer::from_file(options_.path));
   model_ = load_pretrained_reward_model(
-      options_.path, compute_dtype(options_.dtype, "verifier options (model).dtype"), device_);
+      options_.path, parse_compute_dtype(options_.dtype, "verifier options (model).dtype"), device_);
   model_->eval();
   check_input(options_.label >= 0 && options_.label < model_->num_labels,
               "label " + std::to_string(options_.label) + " is not one of the model's " +
