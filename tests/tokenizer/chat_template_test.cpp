@@ -207,6 +207,22 @@ TEST(ChatTemplateTest, Qwen25MathDefaultPromptIsUnescaped) {
             "\\boxed{}.<|im_end|>\n<|im_start|>user\n1+1<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Found by fuzz_chat_template: a default system prompt of some thousands of characters
+// overflowed the stack in std::regex's recursive matcher. It is read in one pass now.
+TEST(ChatTemplateTest, ALongDefaultSystemPromptIsReadWithoutRecursion) {
+  std::string prompt;
+  for (int i = 0; i < 4000; ++i) prompt += "Be helpful, brief and kind. ";  // 112,000 chars
+  prompt += "It\\'s fine.";  // an escaped quote inside the literal
+  std::string jinja = kQwen25Template;
+  const std::string stock = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+  jinja = replace_once(jinja, stock, prompt);
+  jinja = replace_once(jinja, stock, prompt);
+  const ChatTemplate t = ChatTemplate::from_template_text(jinja, "long");
+  ASSERT_TRUE(t.default_system_prompt().has_value());
+  EXPECT_EQ(t.default_system_prompt()->size(), 4000 * 28 + 10);
+  EXPECT_EQ(t.default_system_prompt()->substr(4000 * 28), "It's fine.");
+}
+
 TEST(ChatTemplateTest, Qwen2TemplateRendersToolAsPlainTurn) {
   const ChatTemplate t = ChatTemplate::from_template_text(kQwen2Template, "qwen2");
   EXPECT_EQ(*t.default_system_prompt(), "You are a helpful assistant.");

@@ -3,7 +3,6 @@
 #include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
@@ -59,18 +58,30 @@ std::string unescape_jinja(const std::string& literal) {
 // Finds the literal `<|im_start|>system\n...<|im_end|>\n` a Qwen2-style template prints
 // when the conversation has no system message; returns its text and replaces it in
 // `jinja` by kDefaultPlaceholder.
+//
+// A Jinja string literal is scanned by hand, one pass: std::regex (libstdc++) recurses
+// once per character of a repeated group, and a template with a system prompt of a few
+// thousand characters overflowed the stack (found by fuzz_chat_template; the regression
+// test is ChatTemplateTest.ALongDefaultSystemPromptIsReadWithoutRecursion).
 std::optional<std::string> take_default_system(std::string& jinja) {
-  static const std::regex single_quoted(
-      R"('<\|im_start\|>system\\n((?:[^'\\]|\\.)+)<\|im_end\|>\\n')");
-  static const std::regex double_quoted(
-      R"("<\|im_start\|>system\\n((?:[^"\\]|\\.)+)<\|im_end\|>\\n")");
-  for (const std::regex* pattern : {&single_quoted, &double_quoted}) {
-    std::smatch match;
-    if (!std::regex_search(jinja, match, *pattern)) continue;
-    std::string text = unescape_jinja(match[1].str());
-    jinja.replace(static_cast<size_t>(match.position(1)), static_cast<size_t>(match.length(1)),
-                  kDefaultPlaceholder);
-    return text;
+  const std::string suffix = "<|im_end|>\\n";  // as the template spells it: \n escaped
+  for (const char quote : {'\'', '"'}) {
+    const std::string open = std::string(1, quote) + "<|im_start|>system\\n";
+    for (size_t at = jinja.find(open); at != std::string::npos; at = jinja.find(open, at + 1)) {
+      const size_t body = at + open.size();
+      // The literal runs to the first quote that no backslash escapes.
+      size_t end = body;
+      while (end < jinja.size() && jinja[end] != quote) end += jinja[end] == '\\' ? 2 : 1;
+      if (end >= jinja.size()) break;  // unterminated: no later literal can close either
+      const size_t length = end - body;
+      if (length <= suffix.size() || jinja.compare(end - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      const size_t text_length = length - suffix.size();
+      std::string text = unescape_jinja(jinja.substr(body, text_length));
+      jinja.replace(body, text_length, kDefaultPlaceholder);
+      return text;
+    }
   }
   return std::nullopt;
 }
