@@ -1,7 +1,9 @@
 // What a new user met on a first walkthrough (issue 16), pinned: `aspen train --help`
 // points at every key and explains the console columns; `aspen sft` reports progress
 // against its total and writes the configuration it ran; summary.json's throughput is
-// that of the RL iterations alone; `aspen demo` says it is not the RL demo.
+// that of the RL iterations alone; `aspen demo` says it is not the RL demo; the demo
+// script builds only the binary it runs (the first run had built the whole test suite,
+// over an hour on 2 cores).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -59,6 +61,15 @@ TEST(FirstRunFindings, TheGenerationDemoSaysItIsNotTheRlDemo) {
   ASSERT_EQ(help.exit_code, 0) << help.err;
   EXPECT_NE(help.out.find("the RL demo is aspen train with no config"), std::string::npos)
       << help.out;
+}
+
+TEST(FirstRunFindings, TheDemoScriptBuildsOnlyTheBinaryItRuns) {
+  const std::string root = ASPEN_SOURCE_DIR;
+  const std::string demo = testing::read_text(root + "/scripts/demo");
+  const std::string build = testing::read_text(root + "/scripts/build");
+  EXPECT_NE(demo.find("ASPEN_BUILD_TARGET=aspen_cli \"$root/scripts/build\""), std::string::npos)
+      << demo;
+  EXPECT_NE(build.find("--target \"$ASPEN_BUILD_TARGET\""), std::string::npos) << build;
 }
 
 }  // namespace
