@@ -10,6 +10,7 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/util/blas_threads.h"
 #include "aspen/util/seconds_since.h"
 
 namespace aspen {
@@ -33,39 +34,54 @@ std::vector<GenerationRequest> fixed_requests(int64_t count, int64_t prompt_len,
   return requests;
 }
 
-EngineConfig bench_engine_config(int64_t parallel, int64_t batched_tokens) {
+// KV: `kv_cache_mb` when given; otherwise exactly enough blocks for `parallel`
+// sequences of `longest` tokens, so no workload preempts (a fixed 256 MiB held only
+// ~1,200 fp32 tokens of Qwen3-0.6B, and 8 sequences thrashed).
+EngineConfig bench_engine_config(int64_t parallel, int64_t batched_tokens, int64_t longest,
+                                 int64_t kv_cache_mb) {
   EngineConfig config;
   config.max_num_seqs = parallel;
   config.max_num_batched_tokens = batched_tokens;
+  if (kv_cache_mb > 0) {
+    config.kv_cache_bytes = kv_cache_mb << 20;
+  } else {
+    config.num_blocks = parallel * ((longest + config.block_size - 1) / config.block_size) + 1;
+  }
   config.enable_prefix_caching = false;  // random prompts: measure compute, not cache hits
   return config;
 }
 
+// Seconds to generate `requests`; `preemptions` (if given) gets the engine's count.
 double time_generate(QwenForCausalLM& model, const EngineConfig& config,
-                     std::vector<GenerationRequest> requests) {
+                     std::vector<GenerationRequest> requests, int64_t* preemptions = nullptr) {
   RolloutEngine engine(model, config);
   const auto start = Clock::now();
   engine.generate(std::move(requests));
-  return seconds_since(start);
+  const double seconds = seconds_since(start);
+  if (preemptions) *preemptions = engine.stats().preemptions;
+  return seconds;
 }
 
 nlohmann::json grid_point(QwenForCausalLM& model, int64_t prompt_len, int64_t gen_len,
-                          int64_t parallel) {
+                          int64_t parallel, int64_t kv_cache_mb) {
   const int64_t vocab = model->config.vocab_size;
   // All prompts are prefilled in one step, as batched-bench does.
-  const EngineConfig config = bench_engine_config(parallel, parallel * prompt_len);
+  const EngineConfig config =
+      bench_engine_config(parallel, parallel * prompt_len, prompt_len + gen_len, kv_cache_mb);
   // Prefill time: generating one token is the prefill plus one sampling.
   const double prefill_seconds =
       time_generate(model, config, fixed_requests(parallel, prompt_len, 1, vocab, 1));
-  const double total_seconds =
-      time_generate(model, config, fixed_requests(parallel, prompt_len, gen_len, vocab, 1));
+  int64_t preemptions = 0;
+  const double total_seconds = time_generate(
+      model, config, fixed_requests(parallel, prompt_len, gen_len, vocab, 1), &preemptions);
   const double decode_seconds = std::max(total_seconds - prefill_seconds, 1e-9);
   return {{"prompt_len", prompt_len},
           {"gen_len", gen_len},
           {"parallel", parallel},
           {"prefill_tps", static_cast<double>(parallel * prompt_len) / prefill_seconds},
           {"decode_tps", static_cast<double>(parallel * (gen_len - 1)) / decode_seconds},
-          {"seconds", total_seconds}};
+          {"seconds", total_seconds},
+          {"preemptions", preemptions}};
 }
 
 // Long-tail lengths: most responses short, a few at the cap (as RL rollouts are).
@@ -79,11 +95,16 @@ std::vector<GenerationRequest> long_tail_requests(int64_t count, int64_t vocab) 
   return requests;
 }
 
-nlohmann::json long_tail(QwenForCausalLM& model, int64_t count, int64_t parallel) {
+nlohmann::json long_tail(QwenForCausalLM& model, int64_t count, int64_t parallel,
+                         int64_t kv_cache_mb) {
   const auto requests = long_tail_requests(count, model->config.vocab_size);
   int64_t tokens = 0;
   for (const auto& r : requests) tokens += r.params.max_tokens;
-  const EngineConfig config = bench_engine_config(parallel, 1024);
+  int64_t longest = 0;
+  for (const auto& r : requests) {
+    longest = std::max<int64_t>(longest, r.prompt.size() + r.params.max_tokens);
+  }
+  const EngineConfig config = bench_engine_config(parallel, 1024, longest, kv_cache_mb);
   const double continuous = time_generate(model, config, requests);
   // Static batching: the next batch starts only when every sequence of this one is done.
   double static_seconds = 0.0;
@@ -118,7 +139,10 @@ QwenForCausalLM make_bench_model(uint64_t seed) {
 }
 
 nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
-  if (options.threads > 0) at::set_num_threads(options.threads);
+  if (options.threads > 0) {
+    at::set_num_threads(options.threads);
+    set_blas_threads(options.threads);  // torch's setting does not reach OpenBLAS' pool
+  }
   torch::NoGradGuard no_grad;
   const torch::Device device = device_from_option(options.device, "--device");
   QwenForCausalLM model =
@@ -130,19 +154,25 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   result["model"] = {{"source", options.model_dir.empty() ? "random qwen3" : options.model_dir},
                      {"parameters", parameters},
                      {"threads", at::get_num_threads()},
+                     {"blas_threads", blas_threads()},
+                     {"kv_cache", options.kv_cache_mb > 0
+                                      ? std::to_string(options.kv_cache_mb) + " MiB"
+                                      : std::string("sized to each workload")},
                      {"device", device.str()}};
   // Warm-up: first calls pay for allocator and thread-pool start-up.
-  time_generate(model, bench_engine_config(2, 256),
+  time_generate(model, bench_engine_config(2, 256, 20, options.kv_cache_mb),
                 fixed_requests(2, 16, 4, model->config.vocab_size, 0));
   result["grid"] = nlohmann::json::array();
   for (int64_t prompt_len : options.prompt_lens) {
     for (int64_t gen_len : options.gen_lens) {
       for (int64_t parallel : options.parallel) {
-        result["grid"].push_back(grid_point(model, prompt_len, gen_len, parallel));
+        result["grid"].push_back(
+            grid_point(model, prompt_len, gen_len, parallel, options.kv_cache_mb));
       }
     }
   }
-  result["long_tail"] = long_tail(model, options.long_tail_requests, options.long_tail_parallel);
+  result["long_tail"] = long_tail(model, options.long_tail_requests, options.long_tail_parallel,
+                                  options.kv_cache_mb);
   return result;
 }
 

@@ -22,7 +22,8 @@ struct RolloutBenchOptions {
   std::vector<int64_t> parallel = {1, 4, 16};
   int64_t long_tail_requests = 48;
   int64_t long_tail_parallel = 8;
-  int threads = 0;  // torch intra-op threads; 0: leave as is
+  int threads = 0;  // torch intra-op and BLAS threads; 0: leave as they are
+  int64_t kv_cache_mb = 0;  // 0: each workload's KV cache sized to hold it whole
   std::string device = "cpu";  // cpu | cuda | cuda:N (parallel/device.h)
 };
 

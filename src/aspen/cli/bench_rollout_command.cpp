@@ -16,7 +16,11 @@ void setup(CLI::App& root) {
   CLI::App* command = bench_group(root).add_subcommand("rollout", "Rollout engine throughput");
   command->add_option("--model", options->model_dir,
                       "HF model directory (default: random ~10M Qwen3)");
-  command->add_option("--threads", options->threads, "torch intra-op threads (0: default)");
+  command->add_option("--threads", options->threads,
+                      "torch intra-op and BLAS threads (0: as they are)");
+  command->add_option("--kv-cache-mb", options->kv_cache_mb,
+                      "KV cache budget (0: each workload's cache sized to hold it)")
+      ->capture_default_str();
   add_device_option(command, options->device);
   command->add_option("--prompt-lens", options->prompt_lens, "grid prompt lengths")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 // `aspen generate --model DIR (--prompt TEXT | --prompts FILE.jsonl) [--chat] [--n N]
-//   [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--json]`
+//   [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]
+//   [--threads N] [--json]`
 //
 // Runs the rollout engine over the prompts. Temperature 0 is greedy. A prompts
 // file holds one {"prompt": "..."} or {"messages": [...]} per line; messages are
@@ -26,6 +27,7 @@
 #include "aspen/rollout/engine.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/tokenizer/chat_template.h"
+#include "aspen/util/blas_threads.h"
 
 namespace aspen::cli {
 namespace {
@@ -43,6 +45,7 @@ struct GenerateOptions {
   std::string dtype = "fp32";
   std::string device = "cpu";
   int64_t kv_cache_mb = 512;
+  int threads = 0;  // torch intra-op and BLAS threads; 0: as they are
   bool json = false;
 };
 
@@ -106,6 +109,11 @@ int run_generate(const GenerateOptions& options) {
   check_input(options.prompt.has_value() != options.prompts_file.has_value(),
               "give exactly one of --prompt and --prompts", "command line");
   check_input(options.n >= 1, "--n must be >= 1", "command line");
+  check_input(options.threads >= 0, "--threads must be >= 0", "command line");
+  if (options.threads > 0) {
+    torch::set_num_threads(options.threads);
+    set_blas_threads(options.threads);  // torch's setting does not reach OpenBLAS' pool
+  }
   // The device first: a GPU asked for but missing fails before any file is read.
   const torch::Device device = device_from_option(options.device, "--device");
   const std::vector<PromptInput> prompts = read_prompts(options);
@@ -186,6 +194,8 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   add_device_option(command, options->device);
   command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
+      ->capture_default_str();
+  command->add_option("--threads", options->threads, "torch and BLAS threads (0: as they are)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "one JSON object per completion");
   on_run(command, [options] { return run_generate(*options); });

@@ -1,0 +1,43 @@
+// `aspen bench rollout`: without --kv-cache-mb every workload gets a KV cache that holds
+// it whole, so the grid measures compute, not preemption (a fixed 256 MiB thrashed
+// real model sizes); with a small budget the preemptions are reported, not hidden.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace aspen {
+namespace {
+
+using testing::run_command;
+
+nlohmann::json bench(const std::string& extra) {
+  const auto result = run_command(testing::aspen_cli() +
+                                  " bench rollout --threads 1 --prompt-lens 48 --gen-lens 24"
+                                  " --parallel 8 --json" + extra);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return nlohmann::json::parse(result.out);
+}
+
+TEST(BenchRollout, TheKvCacheHoldsEachWorkloadUnlessABudgetIsGiven) {
+  const nlohmann::json sized = bench("");
+  EXPECT_EQ(sized["model"]["kv_cache"], "sized to each workload");
+  EXPECT_EQ(sized["model"]["threads"], 1);
+  EXPECT_EQ(sized["grid"][0]["preemptions"], 0);
+  // 2 MiB holds 16 blocks of the bench model: its longest long-tail request (192 tokens)
+  // fits, the grid's 8 x 72 tokens do not.
+  const nlohmann::json small = bench(" --kv-cache-mb 2");
+  EXPECT_EQ(small["model"]["kv_cache"], "2 MiB");
+  EXPECT_GT(small["grid"][0]["preemptions"].get<int64_t>(), 0);
+}
+
+TEST(GenerateThreads, ANegativeThreadCountIsAnError) {
+  const auto result =
+      run_command(testing::aspen_cli() + " generate --model /nonexistent --prompt x --threads -1");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--threads"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace aspen
