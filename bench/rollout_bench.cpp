@@ -10,6 +10,7 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/rollout/sampler.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/seconds_since.h"
 
@@ -123,6 +124,41 @@ nlohmann::json long_tail(QwenForCausalLM& model, int64_t count, int64_t parallel
 
 }  // namespace
 
+nlohmann::json run_sampler_bench(int64_t vocab, int64_t rows, int repeats) {
+  // Logits with Qwen3's vocabulary size: "flat" (N(0, 1): a random model, top-p 0.9
+  // keeps most of the vocabulary) and "peaked" (N(0, 1) x 4: a trained model, top-p 0.9
+  // keeps a small head).
+  torch::manual_seed(0);
+  const torch::Tensor noise = torch::randn({rows, vocab});
+  struct Mode {
+    const char* name;
+    double temperature, top_p;
+    int64_t top_k;
+  };
+  const Mode modes[] = {{"temperature 1", 1.0, 1.0, 0},
+                        {"top_k 50", 1.0, 1.0, 50},
+                        {"top_p 0.9", 1.0, 0.9, 0},
+                        {"top_p 0.95 top_k 1000", 1.0, 0.95, 1000},
+                        {"greedy", 0.0, 1.0, 0}};
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [shape, scale] : {std::pair<const char*, double>{"flat", 1.0}, {"peaked", 4.0}}) {
+    const torch::Tensor logits = noise * scale;
+    for (const Mode& mode : modes) {
+      SamplingParams params;
+      params.temperature = mode.temperature;
+      params.top_p = mode.top_p;
+      params.top_k = mode.top_k;
+      std::vector<SamplingRow> batch;
+      for (int64_t r = 0; r < rows; ++r) batch.push_back({&params, static_cast<uint64_t>(r), 0, {}});
+      sample_tokens(logits, batch);  // warm-up
+      const auto start = Clock::now();
+      for (int i = 0; i < repeats; ++i) sample_tokens(logits, batch);
+      out[shape][mode.name] = {{"us_per_row", 1e6 * seconds_since(start) / (repeats * rows)}};
+    }
+  }
+  return {{"vocab", vocab}, {"rows", rows}, {"repeats", repeats}, {"modes", out}};
+}
+
 QwenForCausalLM make_bench_model(uint64_t seed) {
   ModelConfig config;
   config.family = ModelFamily::kQwen3;
@@ -173,6 +209,7 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   }
   result["long_tail"] = long_tail(model, options.long_tail_requests, options.long_tail_parallel,
                                   options.kv_cache_mb);
+  result["sampler"] = run_sampler_bench(151936, 16, 3);
   return result;
 }
 

@@ -30,8 +30,12 @@ struct RolloutBenchOptions {
 // A random Qwen3-architecture model of about 10M parameters (vocab 8192).
 QwenForCausalLM make_bench_model(uint64_t seed = 0);
 
-// {"model":{...},"grid":[{prompt_len,gen_len,parallel,prefill_tps,decode_tps}],
-//  "long_tail":{continuous_tps,static_tps,ratio,...}}
+// {"model":{...},"grid":[{prompt_len,gen_len,parallel,prefill_tps,decode_tps,preemptions}],
+//  "long_tail":{continuous_tps,static_tps,ratio,...},"sampler":run_sampler_bench(151936, 16, 3)}
 nlohmann::json run_rollout_bench(const RolloutBenchOptions& options);
+
+// The sampler alone on [rows, vocab] random logits, flat and peaked, for each filtering
+// mode: {"vocab","rows","repeats","modes":{"flat"|"peaked":{mode:{"us_per_row"}}}}.
+nlohmann::json run_sampler_bench(int64_t vocab, int64_t rows, int repeats);
 
 }  // namespace aspen

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -73,6 +74,53 @@ TEST(Sampler, TopPKeepsTheShortestPrefixReachingP) {
   SamplingParams params;
   params.top_p = 0.7;  // 0.5 < 0.7 <= 0.8: tokens 0 and 1
   expect_distribution(frequencies(params), {0.625, 0.375, 0.0, 0.0});
+}
+
+// On a real vocabulary size the cut is found by selection, not by sorting: every drawn
+// token must lie in the shortest most-likely prefix reaching p (computed here by a full
+// sort), and its sampling log-prob is renormalised over exactly that prefix.
+TEST(Sampler, TopPOnALargeVocabularyKeepsExactlyTheSortedPrefix) {
+  constexpr int64_t kVocab = 20000;
+  torch::manual_seed(3);
+  const torch::Tensor logits = torch::randn({1, kVocab}) * 3.0;
+  const float* data = logits.data_ptr<float>();
+  std::vector<int64_t> order(kVocab);
+  for (int64_t i = 0; i < kVocab; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return data[a] > data[b] || (data[a] == data[b] && a < b);
+  });
+  const float max_logit = data[order[0]];
+  double total = 0.0;
+  for (int64_t i = 0; i < kVocab; ++i) total += std::exp(static_cast<double>(data[i] - max_logit));
+  for (const double top_p : {0.3, 0.9, 0.999}) {
+    std::map<int64_t, double> kept;  // id -> weight
+    double mass = 0.0;
+    for (int64_t id : order) {
+      const double w = std::exp(static_cast<double>(data[id] - max_logit));
+      kept[id] = w;
+      mass += w;
+      if (mass >= top_p * total) break;
+    }
+    SamplingParams params;
+    params.top_p = top_p;
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      const SampledToken t = sample_tokens(logits, {SamplingRow{&params, seed, 0, {}}})[0];
+      ASSERT_TRUE(kept.count(t.token)) << "top_p " << top_p << " drew " << t.token;
+      EXPECT_NEAR(t.sampling_logprob, std::log(kept.at(t.token) / mass), 1e-4);
+    }
+  }
+}
+
+TEST(Sampler, TopPBreaksTiesByTokenId) {
+  // All equal: the most likely half is the lower half of the ids.
+  const torch::Tensor logits = torch::zeros({1, 1000});
+  SamplingParams params;
+  params.top_p = 0.5;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    const SampledToken t = sample_tokens(logits, {SamplingRow{&params, seed, 0, {}}})[0];
+    EXPECT_LT(t.token, 500);
+    EXPECT_NEAR(t.sampling_logprob, std::log(1.0 / 500), 1e-5);
+  }
 }
 
 TEST(Sampler, MinPKeepsTokensAboveFractionOfMax) {
