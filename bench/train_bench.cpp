@@ -1,0 +1,163 @@
+#include "bench/train_bench.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <random>
+
+#include "aspen/model/compute_dtype.h"
+#include "aspen/model/pretrained.h"
+#include "aspen/model/weights_init.h"
+#include "aspen/train/actor.h"
+#include "aspen/train/model_copy.h"
+#include "aspen/util/blas_threads.h"
+#include "aspen/util/error.h"
+#include "aspen/util/memory_usage.h"
+#include "aspen/util/seconds_since.h"
+
+namespace aspen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ModelConfig bench_shape() {
+  ModelConfig config;
+  config.family = ModelFamily::kQwen3;
+  config.vocab_size = 151936;
+  config.hidden_size = 512;
+  config.intermediate_size = 1536;
+  config.num_hidden_layers = 8;
+  config.num_attention_heads = 8;
+  config.num_key_value_heads = 4;
+  config.head_dim = 64;
+  config.max_position_embeddings = 4096;
+  config.tie_word_embeddings = true;
+  return config;
+}
+
+// Parameters of every matrix multiply: the layers' linears and the head once.
+int64_t matmul_parameters(QwenForCausalLM& model) {
+  int64_t count = 0;
+  for (const auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (item.value().dim() == 2 && name.find("embed_tokens") == std::string::npos) {
+      count += item.value().numel();
+    }
+  }
+  return count + model->lm_head_weight().numel() *
+                     (model->config.tie_word_embeddings ? 1 : 0);  // untied: counted above
+}
+
+// The GEMM FLOP/s of `dtype` here: the best of 3 products of 2048 x 2048 matrices.
+double gemm_peak(torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = 2048;
+  const torch::Tensor a = torch::randn({n, n}).to(dtype);
+  const torch::Tensor b = torch::randn({n, n}).to(dtype);
+  torch::mm(a, b);  // warm-up
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = Clock::now();
+    torch::mm(a, b);
+    best = std::min(best, seconds_since(start));
+  }
+  return 2.0 * n * n * n / best;
+}
+
+TrainBatch synthetic_batch(const TrainBenchOptions& options, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TrainBatch batch;
+  for (int64_t r = 0; r < options.rows; ++r) {
+    std::vector<int64_t> prompt, response;
+    for (int64_t t = 0; t < options.prompt_tokens; ++t) prompt.push_back(rng() % vocab);
+    const int64_t low = std::max<int64_t>(1, options.response_tokens / 2);
+    const int64_t length = low + static_cast<int64_t>(rng() % (options.response_tokens - low + 1));
+    for (int64_t t = 0; t < length; ++t) response.push_back(rng() % vocab);
+    batch.prompts.push_back(std::move(prompt));
+    batch.responses.push_back(std::move(response));
+  }
+  std::vector<float> advantages;
+  for (int64_t r = 0; r < options.rows; ++r) {
+    const float sign = r % 2 == 0 ? 1.0f : -1.0f;
+    for (size_t t = 0; t < batch.responses[r].size(); ++t) advantages.push_back(sign);
+  }
+  batch.token_columns[columns::kAdvantages] = torch::tensor(advantages);
+  return batch;
+}
+
+double attention_flops(const TrainBatch& batch, const ModelConfig& config) {
+  double sum_squares = 0.0;
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    const double len = static_cast<double>(batch.prompts[r].size() + batch.responses[r].size());
+    sum_squares += len * len;
+  }
+  return 6.0 * config.num_hidden_layers * config.num_attention_heads * config.head_dim * sum_squares;
+}
+
+}  // namespace
+
+nlohmann::json run_train_bench(const TrainBenchOptions& options) {
+  check_input(options.rows >= 1 && options.prompt_tokens >= 1 && options.response_tokens >= 2,
+              "--rows, --prompt-tokens must be >= 1 and --response-tokens >= 2",
+              "aspen bench train");
+  check_input(options.steps >= 1, "--steps must be >= 1", "aspen bench train");
+  if (options.threads > 0) {
+    torch::set_num_threads(options.threads);
+    set_blas_threads(options.threads);
+  }
+  QwenForCausalLM master = options.model_dir.empty() ? make_random_model(bench_shape(), 0)
+                                                     : load_pretrained_model(options.model_dir);
+  const ModelConfig& config = master->config;
+  const TrainBatch base = synthetic_batch(options, config.vocab_size, 1);
+  int64_t packed_tokens = 0;
+  for (int64_t r = 0; r < base.num_rows(); ++r) {
+    packed_tokens += base.prompts[r].size() + base.responses[r].size();
+  }
+  int64_t parameters = 0;
+  for (const auto& p : master->parameters()) parameters += p.numel();
+  const double update_flops =
+      6.0 * matmul_parameters(master) * packed_tokens + attention_flops(base, config);
+
+  nlohmann::json results = nlohmann::json::object();
+  for (const std::string& dtype_name : options.dtypes) {
+    const torch::ScalarType dtype = parse_compute_dtype(dtype_name, "--dtypes");
+    ActorOptions actor_options;
+    actor_options.trainer.compute_dtype = dtype;
+    actor_options.trainer.max_tokens_per_micro_batch = options.micro_batch_tokens;
+    actor_options.trainer.optimizer.lr = 1e-6;
+    ActorTrainer actor(copy_model(master, torch::kFloat, torch::kCPU, /*trainable=*/true),
+                       actor_options);
+    TrainBatch batch = base;
+    batch.token_columns[columns::kOldLogprobs] = actor.compute_logprobs(batch).logprobs;
+    ActorUpdateOptions update;
+    actor.update(batch, update);  // warm-up: allocator, thread pools, the bf16 copy
+    reset_peak_rss();
+    const auto start = Clock::now();
+    for (int i = 0; i < options.steps; ++i) actor.update(batch, update);
+    const double seconds = seconds_since(start) / options.steps;
+    const double peak = gemm_peak(dtype);
+    results[dtype_name] = {{"seconds_per_update", seconds},
+                           {"tokens_per_second", packed_tokens / seconds},
+                           {"flops_per_second", update_flops / seconds},
+                           {"gemm_peak_flops_per_second", peak},
+                           {"mfu", update_flops / seconds / peak},
+                           {"peak_rss_bytes", peak_rss_bytes()}};
+  }
+  return {{"model", options.model_dir.empty() ? "random qwen3 (hidden 512, 8 layers, vocab 151936)"
+                                              : options.model_dir},
+          {"parameters", parameters},
+          {"matmul_parameters", matmul_parameters(master)},
+          {"rows", options.rows},
+          {"prompt_tokens", options.prompt_tokens},
+          {"response_tokens",
+           "uniform in [" + std::to_string(std::max<int64_t>(1, options.response_tokens / 2)) +
+               ", " + std::to_string(options.response_tokens) + "]"},
+          {"packed_tokens", packed_tokens},
+          {"threads", torch::get_num_threads()},
+          {"flops_per_update", update_flops},
+          {"flops_formula", "6 * matmul_parameters * packed_tokens + 6 * layers * heads * "
+                            "head_dim * sum(row_length^2)"},
+          {"dtypes", results}};
+}
+
+}  // namespace aspen

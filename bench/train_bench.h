@@ -1,0 +1,42 @@
+// `aspen bench train`: the actor update (the GRPO policy-gradient step: forward,
+// backward and AdamW over packed micro-batches) on any HF model directory or, without
+// one, on a 103M-parameter Qwen3 shape (hidden 512, 8 layers, 8 heads / 4 kv heads of
+// 64, MLP 1536, vocabulary 151,936, tied), built on the spot with random weights.
+//
+// The batch is synthetic: `rows` rows, each a `prompt_tokens` prompt and a response of
+// a length drawn uniformly from [response_tokens / 2, response_tokens] (seeded), random
+// token ids, advantages +-1 and old log-probs equal to the current policy's (ratio 1).
+// Per compute dtype (fp32; bf16 = bf16 forward/backward on fp32 master weights), after
+// one warm-up update, `steps` updates are timed, and reported:
+//   tokens_per_second  packed tokens (prompt + response) per second of update
+//   flops_per_second   by the formula below, over the same time
+//   mfu                flops_per_second / the GEMM peak of that dtype, measured in the
+//                      same run (torch::mm of 2048 x 2048 matrices on these threads)
+//   peak_rss_bytes     the process's peak resident memory during that dtype's updates
+// FLOPs of one update: 6 * N * T + 6 * L * H * D * sum over rows of len^2, with N the
+// parameters of every matrix multiply (the head counted once even when tied, the
+// embedding lookup not), T the packed tokens, and the second term the causal
+// attention scores and mixing (QK^T and AV, 2 * H * D * len^2 forward per layer,
+// backward twice that).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace aspen {
+
+struct TrainBenchOptions {
+  std::string model_dir;  // empty: the 103M Qwen3 shape
+  int64_t rows = 8;
+  int64_t prompt_tokens = 64;
+  int64_t response_tokens = 192;
+  int steps = 2;
+  int threads = 0;  // torch and BLAS threads; 0: as they are
+  std::vector<std::string> dtypes = {"fp32", "bf16"};
+  int64_t micro_batch_tokens = 4096;
+};
+
+nlohmann::json run_train_bench(const TrainBenchOptions& options);
+
+}  // namespace aspen

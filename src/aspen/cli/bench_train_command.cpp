@@ -1,0 +1,44 @@
+// `aspen bench train [--model DIR] [--rows N] [--prompt-tokens P] [--response-tokens T]
+//   [--steps S] [--threads N] [--dtypes fp32,bf16] --json`: the actor update's tokens/s,
+// FLOP/s and MFU against a GEMM peak measured in the same run (bench/train_bench.h).
+#include <iostream>
+
+#include "aspen/cli/command.h"
+#include "bench/train_bench.h"
+
+namespace aspen::cli {
+namespace {
+
+void setup(CLI::App& root) {
+  auto options = std::make_shared<TrainBenchOptions>();
+  auto json = std::make_shared<bool>(true);
+  CLI::App* command = bench_group(root).add_subcommand(
+      "train", "Actor update throughput and MFU (fp32, bf16) on a model or a 103M Qwen3 shape");
+  command->add_option("--model", options->model_dir,
+                      "HF model directory (default: random 103M Qwen3 shape)");
+  command->add_option("--rows", options->rows, "rows per batch")->capture_default_str();
+  command->add_option("--prompt-tokens", options->prompt_tokens, "prompt tokens per row")
+      ->capture_default_str();
+  command->add_option("--response-tokens", options->response_tokens,
+                      "response tokens at most per row (uniform from half of it)")
+      ->capture_default_str();
+  command->add_option("--steps", options->steps, "timed updates per dtype")->capture_default_str();
+  command->add_option("--threads", options->threads, "torch and BLAS threads (0: as they are)")
+      ->capture_default_str();
+  command->add_option("--dtypes", options->dtypes, "compute dtypes to time")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--micro-batch-tokens", options->micro_batch_tokens,
+                      "packed tokens per forward/backward")
+      ->capture_default_str();
+  command->add_flag("--json", *json, "print JSON (the only format)");
+  on_run(command, [options] {
+    std::cout << run_train_bench(*options).dump(2) << '\n';
+    return 0;
+  });
+}
+
+ASPEN_REGISTER_COMMAND(107, setup);
+
+}  // namespace
+}  // namespace aspen::cli

@@ -1,0 +1,49 @@
+// `aspen bench train`: the actor update timed per dtype on an HF checkpoint written by
+// transformers; the figures agree with the stated formula and the batch it describes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+#include "support/hf_reference.h"
+
+namespace aspen {
+namespace {
+
+using testing::run_command;
+
+TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
+  const std::string model = testing::scratch_dir() + "/model";
+  const std::vector<nlohmann::json> jobs = {
+      testing::hf_make_job(model, {{"arch", "qwen3"}, {"vocab", 300}, {"seed", 1}})};
+  ASSERT_TRUE(testing::run_hf_reference(jobs, testing::scratch_dir()).ok(jobs.size()));
+  const auto result = run_command(testing::aspen_cli() + " bench train --model " + model +
+                                  " --rows 3 --prompt-tokens 5 --response-tokens 8 --steps 1"
+                                  " --threads 1 --dtypes fp32,bf16 --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json bench = nlohmann::json::parse(result.out);
+  EXPECT_EQ(bench["rows"], 3);
+  EXPECT_EQ(bench["response_tokens"], "uniform in [4, 8]");
+  const int64_t packed = bench["packed_tokens"];
+  EXPECT_GE(packed, 3 * (5 + 4));
+  EXPECT_LE(packed, 3 * (5 + 8));
+  // The head (300 x 64, untied) and every layer's linears; not the embedding.
+  const int64_t parameters = bench["parameters"];
+  EXPECT_EQ(bench["matmul_parameters"].get<int64_t>(), parameters - 300 * 64 - [&] {
+    // 1-D parameters: 2 layers x (2 norms + q_norm + k_norm) + the final norm.
+    return 2 * (2 * 64 + 2 * 24) + 64;
+  }());
+  for (const char* dtype : {"fp32", "bf16"}) {
+    const nlohmann::json& d = bench["dtypes"][dtype];
+    const double seconds = d["seconds_per_update"];
+    EXPECT_NEAR(d["tokens_per_second"].get<double>() * seconds, packed, 1e-6 * packed) << dtype;
+    EXPECT_NEAR(d["flops_per_second"].get<double>() * seconds,
+                bench["flops_per_update"].get<double>(), 1e-3 * bench["flops_per_update"].get<double>());
+    EXPECT_NEAR(d["mfu"].get<double>() * d["gemm_peak_flops_per_second"].get<double>(),
+                d["flops_per_second"].get<double>(), 1e-6 * d["flops_per_second"].get<double>());
+    EXPECT_GT(d["peak_rss_bytes"].get<int64_t>(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace aspen
