@@ -1,6 +1,7 @@
 // The JSONL data options a verl user sets from the config: a separate validation file
-// (data.eval_path), ids, a per-line verifier (data.verifier_field) and a weighted sum of
-// verifiers (data.verifier: weighted).
+// (data.eval_path), ids, a per-line verifier (data.verifier_field), a weighted sum of
+// verifiers (data.verifier: weighted), and a system prompt with Qwen3's thinking switch
+// through the model's own chat template.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/util/error.h"
+#include "support/hf_reference.h"
 #include "tiny_run.h"
 
 namespace aspen {
@@ -70,6 +72,30 @@ TEST(JsonlData, AWeightedSumOfVerifiersFromTheConfig) {
   ASSERT_EQ(setup.verifier->name(), "weighted");
   EXPECT_DOUBLE_EQ(setup.verifier->score({"7+0=", "\\boxed{7}", nlohmann::json(7)}), 1.5);
   EXPECT_DOUBLE_EQ(setup.verifier->score({"7+0=", "\\boxed{8}", nlohmann::json(7)}), 0.0);
+}
+
+TEST(JsonlData, TheSystemPromptAndQwen3ThinkingSwitchComeFromTheConfig) {
+  const std::string dir = ::testing::TempDir() + "/jsonl_data_qwen3";
+  std::filesystem::remove_all(dir);
+  nlohmann::json model = {{"arch", "qwen3"}, {"tied", true}, {"seed", 1}, {"vocab", 151936}};
+  model["eos_token_id"] = 151645;
+  const std::string model_dir =
+      testing::hf_model_dir_with_qwen3_tokenizer(dir + "/model", model, dir);
+  const std::string train = write_jsonl("jsonl_data_thinking.jsonl", 12, 0);
+  const RlSetup setup = build_rl_setup(testing::tiny_run_config(
+      {"data.task=jsonl", "data.path=" + train, "data.eval_size=4", "train.sft_steps=0",
+       "model.path=" + model_dir, "data.chat_template=true", "data.enable_thinking=false",
+       "data.system_prompt=Be brief."}));
+  ASSERT_FALSE(setup.train_examples.empty());
+  for (const TaskExample& example : setup.train_examples) {
+    const std::string& text = example.prompt_text;
+    EXPECT_EQ(text.rfind("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n", 0), 0u)
+        << text;
+    // enable_thinking false: the generation prompt ends in an empty think block.
+    const std::string tail = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    ASSERT_GE(text.size(), tail.size());
+    EXPECT_EQ(text.substr(text.size() - tail.size()), tail) << text;
+  }
 }
 
 }  // namespace
