@@ -10,6 +10,7 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/rollout/kv_budget.h"
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/seconds_since.h"
@@ -186,29 +187,34 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   model->to(device);
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
+  // A share of what is free now (the model loaded), turned into the MiB every workload gets.
+  int64_t kv_cache_mb = options.kv_cache_mb;
+  if (options.kv_cache_fraction > 0.0) {
+    kv_cache_mb = kv_cache_bytes({0, options.kv_cache_fraction}, device, "--kv-cache-fraction") >> 20;
+  }
   nlohmann::json result;
   result["model"] = {{"source", options.model_dir.empty() ? "random qwen3" : options.model_dir},
                      {"parameters", parameters},
                      {"threads", at::get_num_threads()},
                      {"blas_threads", blas_threads()},
-                     {"kv_cache", options.kv_cache_mb > 0
-                                      ? std::to_string(options.kv_cache_mb) + " MiB"
+                     {"kv_cache", kv_cache_mb > 0
+                                      ? std::to_string(kv_cache_mb) + " MiB"
                                       : std::string("sized to each workload")},
                      {"device", device.str()}};
   // Warm-up: first calls pay for allocator and thread-pool start-up.
-  time_generate(model, bench_engine_config(2, 256, 20, options.kv_cache_mb),
+  time_generate(model, bench_engine_config(2, 256, 20, kv_cache_mb),
                 fixed_requests(2, 16, 4, model->config.vocab_size, 0));
   result["grid"] = nlohmann::json::array();
   for (int64_t prompt_len : options.prompt_lens) {
     for (int64_t gen_len : options.gen_lens) {
       for (int64_t parallel : options.parallel) {
         result["grid"].push_back(
-            grid_point(model, prompt_len, gen_len, parallel, options.kv_cache_mb));
+            grid_point(model, prompt_len, gen_len, parallel, kv_cache_mb));
       }
     }
   }
   result["long_tail"] = long_tail(model, options.long_tail_requests, options.long_tail_parallel,
-                                  options.kv_cache_mb);
+                                  kv_cache_mb);
   result["sampler"] = run_sampler_bench(151936, 16, 3);
   return result;
 }

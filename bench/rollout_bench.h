@@ -24,6 +24,7 @@ struct RolloutBenchOptions {
   int64_t long_tail_parallel = 8;
   int threads = 0;  // torch intra-op and BLAS threads; 0: leave as they are
   int64_t kv_cache_mb = 0;  // 0: each workload's KV cache sized to hold it whole
+  double kv_cache_fraction = 0.0;  // > 0: this share of the memory free after loading
   std::string device = "cpu";  // cpu | cuda | cuda:N (parallel/device.h)
 };
 

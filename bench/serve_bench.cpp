@@ -82,6 +82,17 @@ PhaseResult run_phase(int port, int clients, int count, int max_tokens) {
   return result;
 }
 
+// The engine's counters once it has generated `tokens` in all: its snapshot is taken
+// between loop iterations, so it can trail the last response by one step.
+EngineStats settled_stats(const EngineService& service, int64_t tokens) {
+  for (int i = 0; i < 1000; ++i) {
+    const EngineStats stats = service.snapshot().stats;
+    if (stats.generated_tokens >= tokens) return stats;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return service.snapshot().stats;
+}
+
 }  // namespace
 
 nlohmann::json run_serve_bench(const ServeBenchOptions& options) {
@@ -113,10 +124,10 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& options) {
   std::thread serving([&] { server.run(); });
 
   const PhaseResult sequential = run_phase(server.bound_port(), 1, options.requests, options.max_tokens);
-  const int64_t steps_before = service.snapshot().stats.steps;
+  const int64_t steps_before = settled_stats(service, sequential.tokens).steps;
   const PhaseResult concurrent =
       run_phase(server.bound_port(), options.clients, options.requests, options.max_tokens);
-  const int64_t steps_after = service.snapshot().stats.steps;
+  const int64_t steps_after = settled_stats(service, sequential.tokens + concurrent.tokens).steps;
   server.stop();
   serving.join();
 

@@ -30,6 +30,10 @@ TEST(BenchRollout, TheKvCacheHoldsEachWorkloadUnlessABudgetIsGiven) {
   const nlohmann::json small = bench(" --kv-cache-mb 2");
   EXPECT_EQ(small["model"]["kv_cache"], "2 MiB");
   EXPECT_GT(small["grid"][0]["preemptions"].get<int64_t>(), 0);
+  // A share of the free memory: whatever it is here, some MiB, and the grid fits.
+  const nlohmann::json share = bench(" --kv-cache-fraction 0.05");
+  EXPECT_NE(share["model"]["kv_cache"].get<std::string>().find(" MiB"), std::string::npos);
+  EXPECT_EQ(share["grid"][0]["preemptions"], 0);
 }
 
 TEST(GenerateThreads, ANegativeThreadCountIsAnError) {

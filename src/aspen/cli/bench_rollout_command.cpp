@@ -21,6 +21,8 @@ void setup(CLI::App& root) {
   command->add_option("--kv-cache-mb", options->kv_cache_mb,
                       "KV cache budget (0: each workload's cache sized to hold it)")
       ->capture_default_str();
+  command->add_option("--kv-cache-fraction", options->kv_cache_fraction,
+                      "KV cache as a share of the memory free after loading the model");
   add_device_option(command, options->device);
   command->add_option("--prompt-lens", options->prompt_lens, "grid prompt lengths")
       ->capture_default_str();

@@ -25,6 +25,7 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/rollout/kv_budget.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/tokenizer/chat_template.h"
 #include "aspen/util/blas_threads.h"
@@ -45,6 +46,7 @@ struct GenerateOptions {
   std::string dtype = "fp32";
   std::string device = "cpu";
   int64_t kv_cache_mb = 512;
+  std::optional<double> kv_cache_fraction;  // of the memory free after loading the model
   int threads = 0;  // torch intra-op and BLAS threads; 0: as they are
   bool json = false;
 };
@@ -123,7 +125,11 @@ int run_generate(const GenerateOptions& options) {
   const auto generation = read_generation_config(options.model_dir);
 
   EngineConfig engine_config;
-  engine_config.kv_cache_bytes = options.kv_cache_mb << 20;
+  // A fraction of the memory left once the model is loaded, or a fixed budget.
+  engine_config.kv_cache_bytes =
+      kv_cache_bytes(options.kv_cache_fraction ? KvCacheBudget{0, *options.kv_cache_fraction}
+                                               : KvCacheBudget{options.kv_cache_mb, 0.0},
+                     device, options.kv_cache_fraction ? "--kv-cache-fraction" : "--kv-cache-mb");
   engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
   engine_config.seed = options.seed.value_or(0);
   const SamplingParams params = sampling_params(options, generation);
@@ -195,6 +201,10 @@ void setup(CLI::App& root) {
   add_device_option(command, options->device);
   command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
       ->capture_default_str();
+  command
+      ->add_option("--kv-cache-fraction", options->kv_cache_fraction,
+                    "KV cache as a share of the memory free after loading the model (0, 0.95]")
+      ->excludes("--kv-cache-mb");
   command->add_option("--threads", options->threads, "torch and BLAS threads (0: as they are)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "one JSON object per completion");

@@ -1,5 +1,5 @@
 // `aspen serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]
-//   [--max-model-len N] [--kv-cache-mb MB] [--max-num-seqs N] [--threads N]
+//   [--max-model-len N] [--kv-cache-mb MB | --kv-cache-fraction F] [--max-num-seqs N] [--threads N]
 //   [--dtype fp32|bf16] [--device cpu|cuda[:N]] [--seed S]`
 //
 // An OpenAI-compatible HTTP server over the rollout engine (serve/openai_server.h):
@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <thread>
 
@@ -27,6 +28,7 @@
 #include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/generation_defaults.h"
+#include "aspen/rollout/kv_budget.h"
 #include "aspen/serve/openai_server.h"
 #include "aspen/util/blas_threads.h"
 
@@ -40,6 +42,7 @@ struct ServeOptions {
   std::string served_model_name;
   int64_t max_model_len = 0;
   int64_t kv_cache_mb = 1024;
+  std::optional<double> kv_cache_fraction;  // of the memory free after loading the model
   int64_t max_num_seqs = 64;
   int threads = 0;
   std::string dtype = "fp32";
@@ -60,7 +63,6 @@ std::optional<ChatTemplate> chat_template_of(const std::string& dir) {
 int run_serve(const ServeOptions& options) {
   check_input(options.port >= 0 && options.port <= 65535, "--port must be in [0, 65535]",
               "command line");
-  check_input(options.kv_cache_mb >= 1, "--kv-cache-mb must be >= 1", "command line");
   check_input(options.max_num_seqs >= 1, "--max-num-seqs must be >= 1", "command line");
   check_input(options.threads >= 0, "--threads must be >= 0", "command line");
   check_input(options.max_model_len >= 0, "--max-model-len must be >= 0", "command line");
@@ -75,7 +77,11 @@ int run_serve(const ServeOptions& options) {
   const auto generation = read_generation_config(options.model_dir);
 
   EngineConfig engine_config;
-  engine_config.kv_cache_bytes = options.kv_cache_mb << 20;
+  // A fraction of the memory left once the model is loaded, or a fixed budget.
+  engine_config.kv_cache_bytes =
+      kv_cache_bytes(options.kv_cache_fraction ? KvCacheBudget{0, *options.kv_cache_fraction}
+                                               : KvCacheBudget{options.kv_cache_mb, 0.0},
+                     device, options.kv_cache_fraction ? "--kv-cache-fraction" : "--kv-cache-mb");
   engine_config.max_num_seqs = options.max_num_seqs;
   engine_config.max_model_len = options.max_model_len;
   engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
@@ -146,6 +152,10 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
       ->capture_default_str();
+  command
+      ->add_option("--kv-cache-fraction", options->kv_cache_fraction,
+                    "KV cache as a share of the memory free after loading the model (0, 0.95]")
+      ->excludes("--kv-cache-mb");
   command->add_option("--max-num-seqs", options->max_num_seqs, "sequences decoded at once")
       ->capture_default_str();
   command->add_option("--threads", options->threads, "torch and BLAS threads (0: torch's default)")
