@@ -240,6 +240,21 @@ TEST(HfConfig, RejectsMissingAndIllTypedKeys) {
                {"c.json", "duplicate key \"model_type\""});
 }
 
+// Found by fuzz_hf_config: bos_token_id -7516143 parsed as is, was written back as
+// null, and read again as -1 - a config that did not survive its own round trip.
+TEST(HfConfig, ANegativeTokenIdOtherThanMinusOneIsAnError) {
+  try {
+    parse_hf_config(qwen3_with("bos_token_id", "-7516143"), "config.json");
+    FAIL() << "accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.input(), "config.json: bos_token_id");
+  }
+  EXPECT_THROW(parse_hf_config(qwen3_with("eos_token_id", "[151645, -2]"), "config.json"), Error);
+  const ModelConfig none = parse_hf_config(qwen3_with("bos_token_id", "-1"), "config.json");
+  EXPECT_EQ(none.bos_token_id, -1);
+  expect_same(none, parse_hf_config(to_hf_config_json(none), "written"));
+}
+
 TEST(HfConfig, ValidateRejectsInconsistentShapes) {
   expect_error([&] { parse_hf_config(qwen3_with("num_key_value_heads", "5"), "c.json"); },
                {"c.json: num_key_value_heads", "not a multiple"});

@@ -57,18 +57,28 @@ class ConfigReader {
   }
 
   // A token id that HF writes either as an int or as a list of ints (generation
-  // may stop on several); the model config keeps the first, the primary one.
+  // may stop on several); the model config keeps the first, the primary one. -1, the
+  // "none" some exports write, reads as absent; another negative id is an error (it
+  // could name no token, and config.json could not be written back the same: found by
+  // fuzz_hf_config, HfConfig.ANegativeTokenIdOtherThanMinusOneIsAnError).
   int64_t token_id(const char* key) const {
     if (!has(key)) return -1;
     const Json& value = root_.at(key);
-    if (value.is_number_integer()) return value.get<int64_t>();
-    if (value.is_array() && !value.empty() && value[0].is_number_integer()) {
+    int64_t id = 0;
+    if (value.is_number_integer()) {
+      id = value.get<int64_t>();
+    } else if (value.is_array() && !value.empty() && value[0].is_number_integer()) {
       for (const Json& item : value) {
-        if (!item.is_number_integer()) throw error(key, "list must hold only integers");
+        if (!item.is_number_integer() || item.get<int64_t>() < 0) {
+          throw error(key, "list must hold only token ids >= 0");
+        }
       }
-      return value[0].get<int64_t>();
+      id = value[0].get<int64_t>();
+    } else {
+      throw error(key, "must be an integer or a non-empty list of integers");
     }
-    throw error(key, "must be an integer or a non-empty list of integers");
+    if (id < -1) throw error(key, "a token id must be >= 0 (or -1 / null: none)");
+    return id;
   }
 
  private:
