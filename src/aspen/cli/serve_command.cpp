@@ -24,11 +24,11 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
+#include "aspen/cli/kv_cache_option.h"
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/generation_defaults.h"
-#include "aspen/rollout/kv_budget.h"
 #include "aspen/serve/openai_server.h"
 #include "aspen/util/blas_threads.h"
 
@@ -77,11 +77,8 @@ int run_serve(const ServeOptions& options) {
   const auto generation = read_generation_config(options.model_dir);
 
   EngineConfig engine_config;
-  // A fraction of the memory left once the model is loaded, or a fixed budget.
   engine_config.kv_cache_bytes =
-      kv_cache_bytes(options.kv_cache_fraction ? KvCacheBudget{0, *options.kv_cache_fraction}
-                                               : KvCacheBudget{options.kv_cache_mb, 0.0},
-                     device, options.kv_cache_fraction ? "--kv-cache-fraction" : "--kv-cache-mb");
+      kv_cache_bytes_of(options.kv_cache_mb, options.kv_cache_fraction, device);
   engine_config.max_num_seqs = options.max_num_seqs;
   engine_config.max_model_len = options.max_model_len;
   engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
@@ -150,12 +147,7 @@ void setup(CLI::App& root) {
   command->add_option("--max-model-len", options->max_model_len,
                       "prompt + generated tokens at most (0: the model's, capped by the KV cache)")
       ->capture_default_str();
-  command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
-      ->capture_default_str();
-  command
-      ->add_option("--kv-cache-fraction", options->kv_cache_fraction,
-                    "KV cache as a share of the memory free after loading the model (0, 0.95]")
-      ->excludes("--kv-cache-mb");
+  add_kv_cache_options(command, options->kv_cache_mb, options->kv_cache_fraction);
   command->add_option("--max-num-seqs", options->max_num_seqs, "sequences decoded at once")
       ->capture_default_str();
   command->add_option("--threads", options->threads, "torch and BLAS threads (0: torch's default)")
