@@ -13,7 +13,7 @@ bool same(const aspen::ModelConfig& a, const aspen::ModelConfig& b) {
          a.max_position_embeddings == b.max_position_embeddings && a.rope_theta == b.rope_theta &&
          a.rms_norm_eps == b.rms_norm_eps && a.tie_word_embeddings == b.tie_word_embeddings &&
          a.attention_bias == b.attention_bias && a.torch_dtype == b.torch_dtype &&
-         a.bos_token_id == b.bos_token_id && a.eos_token_id == b.eos_token_id;
+         a.bos_token_id == b.bos_token_id && a.eos_token_id == b.eos_token_id && a.moe == b.moe;
 }
 
 }  // namespace

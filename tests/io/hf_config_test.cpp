@@ -1,4 +1,5 @@
-// HF config.json parsing for Qwen2.5 and Qwen3, round trips, and every rejection.
+// HF config.json parsing for Qwen2.5, Qwen3 and Qwen3-MoE, round trips, and every
+// rejection.
 #include "aspen/io/hf_config.h"
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,54 @@ const char* kQwen3 = R"({
   "vocab_size": 151936
 })";
 
+// As published with Qwen/Qwen3-30B-A3B.
+const char* kQwen3Moe = R"({
+  "architectures": ["Qwen3MoeForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "decoder_sparse_step": 1,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 6144,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 48,
+  "mlp_only_layers": [],
+  "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768,
+  "norm_topk_prob": true,
+  "num_attention_heads": 32,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 48,
+  "num_key_value_heads": 4,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+std::string with(const char* base, const std::string& key, const std::string& value) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::parse(base);
+  if (value.empty()) {
+    json.erase(key);
+  } else {
+    json[key] = nlohmann::ordered_json::parse(value);
+  }
+  return json.dump();
+}
+
 // kQwen3 with `key` set to `value` (JSON text), or removed when value is empty.
 std::string qwen3_with(const std::string& key, const std::string& value) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(kQwen3);
@@ -95,6 +144,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.torch_dtype, b.torch_dtype);
   EXPECT_EQ(a.bos_token_id, b.bos_token_id);
   EXPECT_EQ(a.eos_token_id, b.eos_token_id);
+  EXPECT_TRUE(a.moe == b.moe);
 }
 
 TEST(HfConfig, ParsesQwen25) {
@@ -165,6 +215,52 @@ TEST(HfConfig, RoundTripsThroughToHfConfigJson) {
   expect_same(odd, parse_hf_config(to_hf_config_json(odd), "round trip"));
 }
 
+TEST(HfConfig, ParsesQwen3MoeAndDecidesWhichLayersAreSparse) {
+  const ModelConfig c = parse_hf_config(kQwen3Moe, "config.json");
+  EXPECT_EQ(c.family, ModelFamily::kQwen3Moe);
+  EXPECT_TRUE(c.is_moe());
+  EXPECT_TRUE(c.has_qk_norm());
+  EXPECT_EQ(c.model_type(), "qwen3_moe");
+  EXPECT_EQ(c.moe.num_experts, 128);
+  EXPECT_EQ(c.moe.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.moe.norm_topk_prob);
+  EXPECT_EQ(c.moe.router_aux_loss_coef, 0.001);
+  for (int64_t layer = 0; layer < 48; ++layer) EXPECT_TRUE(c.is_sparse_layer(layer));
+  // transformers >= 5 writes the expert count as num_local_experts.
+  const std::string v5 = with(with(kQwen3Moe, "num_experts", "").c_str(), "num_local_experts", "64");
+  EXPECT_EQ(parse_hf_config(v5, "c").moe.num_experts, 64);
+  // transformers' rule: not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0.
+  const std::string stepped =
+      with(with(kQwen3Moe, "decoder_sparse_step", "2").c_str(), "mlp_only_layers", "[3]");
+  const ModelConfig s = parse_hf_config(stepped, "c");
+  EXPECT_FALSE(s.is_sparse_layer(0));
+  EXPECT_TRUE(s.is_sparse_layer(1));
+  EXPECT_FALSE(s.is_sparse_layer(2));
+  EXPECT_FALSE(s.is_sparse_layer(3));  // listed dense
+  EXPECT_TRUE(s.is_sparse_layer(5));
+  EXPECT_FALSE(parse_hf_config(kQwen3, "c").is_sparse_layer(0));  // dense Qwen3
+  for (const std::string& text : {std::string(kQwen3Moe), stepped}) {
+    const ModelConfig original = parse_hf_config(text, "config.json");
+    expect_same(original, parse_hf_config(to_hf_config_json(original), "round trip"));
+  }
+}
+
+TEST(HfConfig, RejectsInconsistentMoeSettingsNamingTheKey) {
+  expect_error([&] { parse_hf_config(with(kQwen3Moe, "num_experts_per_tok", "200"), "config.json"); },
+               {"config.json: num_experts_per_tok", "exceeds num_experts 128"});
+  expect_error([&] { parse_hf_config(with(kQwen3Moe, "num_experts", "0"), "config.json"); },
+               {"config.json: num_experts", "must be positive"});
+  expect_error([&] { parse_hf_config(with(kQwen3Moe, "moe_intermediate_size", ""), "config.json"); },
+               {"config.json: moe_intermediate_size", "missing"});
+  expect_error([&] { parse_hf_config(with(kQwen3Moe, "mlp_only_layers", "[48]"), "config.json"); },
+               {"config.json: mlp_only_layers", "layer 48"});
+  expect_error([&] { parse_hf_config(with(kQwen3Moe, "mlp_only_layers", "[\"a\"]"), "config.json"); },
+               {"config.json: mlp_only_layers", "layer indices"});
+  expect_error([&] { parse_hf_config(with(kQwen3Moe, "decoder_sparse_step", "0"), "config.json"); },
+               {"config.json: decoder_sparse_step", "must be positive"});
+}
+
 TEST(HfConfig, LoadsFromFileAndNamesThePathInErrors) {
   testing::TempDir dir;
   const std::string path = dir.file("config.json");
@@ -178,8 +274,11 @@ TEST(HfConfig, LoadsFromFileAndNamesThePathInErrors) {
 TEST(HfConfig, RejectsUnsupportedArchitectures) {
   expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"llama\""), "config.json"); },
                {"config.json: model_type", "unsupported model_type \"llama\""});
-  expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"qwen3_moe\""), "config.json"); },
+  expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"deepseek_v3\""), "config.json"); },
                {"config.json: model_type"});
+  // A dense architecture under the MoE model_type.
+  expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"qwen3_moe\""), "config.json"); },
+               {"config.json: architectures", "Qwen3MoeForCausalLM"});
   expect_error(
       [&] {
         parse_hf_config(qwen3_with("architectures", R"(["Qwen2ForCausalLM"])"), "config.json");

@@ -1,7 +1,9 @@
 // A second Qwen2/Qwen3 forward for tests, written from the formulas with plain
 // libtorch ops and no Aspen model/kernels code: its own RMSNorm, RoPE with
 // rotate_half, GQA attention with an explicit causal mask built per sequence,
-// SwiGLU. It reads parameters by HF name, so it checks the module's naming too.
+// SwiGLU, and for Qwen3-MoE sparse layers the router and experts token by token
+// (softmax, top-k, optional renormalisation, weighted sum of the chosen experts).
+// It reads parameters by HF name, so it checks the module's naming too.
 //
 // Shapes: T = packed tokens, C = hidden, V = vocab. Works in the parameters' dtype.
 #pragma once
@@ -44,6 +46,30 @@ inline torch::Tensor ref_rope(const torch::Tensor& x, double theta) {
   return x * cos + rotated * sin;
 }
 
+inline torch::Tensor ref_swiglu_mlp(const Weights& w, const std::string& p, const torch::Tensor& m) {
+  torch::Tensor gate = ref_linear(w, p + "gate_proj", m);
+  return ref_linear(w, p + "down_proj", gate * torch::sigmoid(gate) * ref_linear(w, p + "up_proj", m));
+}
+
+// A sparse MoE block, one token at a time: m [L, C] -> [L, C].
+inline torch::Tensor ref_moe(const ModelConfig& c, const Weights& w, const std::string& p,
+                             const torch::Tensor& m) {
+  std::vector<torch::Tensor> rows;
+  for (int64_t t = 0; t < m.size(0); ++t) {
+    torch::Tensor x = m.slice(0, t, t + 1);
+    torch::Tensor probs = torch::softmax(ref_linear(w, p + "mlp.gate", x).squeeze(0), -1);
+    auto [top, experts] = probs.topk(c.moe.num_experts_per_tok);
+    if (c.moe.norm_topk_prob) top = top / top.sum();
+    torch::Tensor out = torch::zeros_like(x);
+    for (int64_t j = 0; j < c.moe.num_experts_per_tok; ++j) {
+      const std::string e = p + "mlp.experts." + std::to_string(experts[j].item<int64_t>()) + ".";
+      out = out + top[j] * ref_swiglu_mlp(w, e, x);
+    }
+    rows.push_back(out);
+  }
+  return torch::cat(rows, 0);
+}
+
 // One sequence [L] -> hidden [L, C] after the final norm.
 inline torch::Tensor ref_sequence_hidden(const ModelConfig& c, const Weights& w,
                                          const torch::Tensor& ids) {
@@ -58,7 +84,7 @@ inline torch::Tensor ref_sequence_hidden(const ModelConfig& c, const Weights& w,
     torch::Tensor q = ref_linear(w, p + "self_attn.q_proj", a).view({len, h, d});
     torch::Tensor k = ref_linear(w, p + "self_attn.k_proj", a).view({len, kv, d});
     torch::Tensor v = ref_linear(w, p + "self_attn.v_proj", a).view({len, kv, d});
-    if (c.family == ModelFamily::kQwen3) {
+    if (c.family != ModelFamily::kQwen2) {
       q = ref_rms_norm(q, w.at(p + "self_attn.q_norm.weight"), eps);
       k = ref_rms_norm(k, w.at(p + "self_attn.k_norm.weight"), eps);
     }
@@ -74,9 +100,7 @@ inline torch::Tensor ref_sequence_hidden(const ModelConfig& c, const Weights& w,
     }
     x = x + ref_linear(w, p + "self_attn.o_proj", torch::cat(heads, 1));
     torch::Tensor m = ref_rms_norm(x, w.at(p + "post_attention_layernorm.weight"), eps);
-    torch::Tensor gate = ref_linear(w, p + "mlp.gate_proj", m);
-    x = x + ref_linear(w, p + "mlp.down_proj",
-                       gate * torch::sigmoid(gate) * ref_linear(w, p + "mlp.up_proj", m));
+    x = x + (c.is_sparse_layer(i) ? ref_moe(c, w, p, m) : ref_swiglu_mlp(w, p + "mlp.", m));
   }
   return ref_rms_norm(x, w.at("model.norm.weight"), eps);
 }

@@ -124,6 +124,11 @@ TEST_P(QwenModelParity, GradientsOfEveryParameterMatchIndependentInDouble) {
 
   EXPECT_NEAR(loss.item<double>(), ref_loss.item<double>(), 1e-9);
   for (const auto& item : model->named_parameters()) {
+    if (!item.value().grad().defined() && item.key().find(".mlp.experts.") != std::string::npos) {
+      // An expert no token chose is not in the graph, in the reference either.
+      EXPECT_FALSE(leaves.at(item.key()).grad().defined()) << item.key();
+      continue;
+    }
     ASSERT_TRUE(item.value().grad().defined()) << item.key();
     EXPECT_LE(max_abs_diff(item.value().grad(), leaves.at(item.key()).grad()), 1e-9) << item.key();
   }

@@ -36,12 +36,26 @@ inline ModelConfig tiny_config(ModelFamily family, bool tied, int64_t head_dim) 
   return c;
 }
 
+// Qwen3-MoE: 3 layers, the middle one dense (mlp_only_layers); 6 experts, top-2
+// renormalised, each of width 16.
+inline ModelConfig tiny_moe_config() {
+  ModelConfig c = tiny_config(ModelFamily::kQwen3Moe, /*tied=*/false, /*head_dim=*/8);
+  c.num_hidden_layers = 3;
+  c.moe.num_experts = 6;
+  c.moe.num_experts_per_tok = 2;
+  c.moe.moe_intermediate_size = 16;
+  c.moe.mlp_only_layers = {1};
+  c.moe.norm_topk_prob = true;
+  return c;
+}
+
 inline std::vector<NamedConfig> tiny_configs() {
   return {
       {"Qwen2TiedBias", tiny_config(ModelFamily::kQwen2, /*tied=*/true, /*head_dim=*/8)},
       {"Qwen2Untied", tiny_config(ModelFamily::kQwen2, /*tied=*/false, /*head_dim=*/8)},
       {"Qwen3HeadDim12Untied", tiny_config(ModelFamily::kQwen3, /*tied=*/false, /*head_dim=*/12)},
       {"Qwen3Tied", tiny_config(ModelFamily::kQwen3, /*tied=*/true, /*head_dim=*/8)},
+      {"Qwen3Moe", tiny_moe_config()},
   };
 }
 

@@ -70,6 +70,22 @@ TEST(TpLayout, ParametersFollowMegatronsSplit) {
   EXPECT_THROW(spec("model.layers.0.mlp.experts.0.weight"), Error);
 }
 
+TEST(TpLayout, MoeExpertsSplitLikeTheDenseMlpAndTheRouterIsReplicated) {
+  const ModelConfig moe = testing::tiny_moe_config();
+  const int64_t width = moe.moe.moe_intermediate_size;
+  auto spec = [&](const std::string& name) { return qwen_shard_spec(name, moe); };
+  EXPECT_EQ(spec("model.layers.0.mlp.experts.5.gate_proj.weight"), (ShardSpec{0, width}));
+  EXPECT_EQ(spec("model.layers.2.mlp.experts.0.up_proj.weight"), (ShardSpec{0, width}));
+  EXPECT_EQ(spec("model.layers.0.mlp.experts.12.down_proj.weight"), (ShardSpec{1, width}));
+  EXPECT_TRUE(spec("model.layers.0.mlp.gate.weight").replicated());
+  // The dense layer among them keeps the dense layout.
+  EXPECT_EQ(spec("model.layers.1.mlp.gate_proj.weight"), (ShardSpec{0, moe.intermediate_size}));
+  EXPECT_THROW(spec("model.layers.0.mlp.experts.x.gate_proj.weight"), Error);
+  ModelConfig odd = moe;
+  odd.moe.moe_intermediate_size = 15;
+  EXPECT_NE(tp_size_error(odd, 2).find("moe_intermediate_size"), std::string::npos);
+}
+
 TEST(TpLayout, ValidateTpSizeNamesTheFieldItCannotSplit) {
   ModelConfig c = tiny_configs()[0].config;  // 4 heads, 2 kv heads, intermediate 48, vocab 50
   EXPECT_NE(tp_size_error(c, 3).find("num_attention_heads"), std::string::npos);

@@ -1,4 +1,4 @@
-// Aspen's Qwen2/Qwen3 model against HF transformers (tools/python/hf_reference.py,
+// Aspen's Qwen2/Qwen3/Qwen3-MoE model against HF transformers (tools/python/hf_reference.py,
 // CPU, fp32, eager attention), the reference implementation of these architectures:
 //  - checkpoints transformers writes: Aspen's packed per-token log-probs equal
 //    transformers' to 1e-4 (Qwen2 with tied embeddings, Qwen3 untied with head_dim !=
@@ -152,7 +152,18 @@ INSTANTIATE_TEST_SUITE_P(
                       // transformers gives Qwen3's o_proj a bias with attention_bias.
                       HfModel{"Qwen3AttentionBias",
                               {{"arch", "qwen3"}, {"tied", false}, {"seed", 13},
-                               {"attention_bias", true}}}),
+                               {"attention_bias", true}}},
+                      // Qwen3-MoE: 8 experts, top-2 renormalised, a dense layer among
+                      // the sparse ones (mlp_only_layers).
+                      HfModel{"Qwen3MoeNormTopK",
+                              {{"arch", "qwen3_moe"}, {"tied", false}, {"seed", 14},
+                               {"layers", 3}, {"experts", 8}, {"experts_per_tok", 2},
+                               {"mlp_only_layers", "1"}, {"norm_topk_prob", true}}},
+                      // Raw top-3 probabilities as weights; every other layer sparse.
+                      HfModel{"Qwen3MoeSparseStep2",
+                              {{"arch", "qwen3_moe"}, {"tied", true}, {"seed", 15},
+                               {"layers", 4}, {"experts", 6}, {"experts_per_tok", 3},
+                               {"decoder_sparse_step", 2}}}),
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 // ---- checkpoints Aspen writes, loaded by transformers ----
@@ -178,10 +189,11 @@ TEST(AspenCheckpoint, ModelsAspenBuildsLoadInTransformersWithTheSameLogprobs) {
   const std::string dir = scratch_dir();
   ModelConfig qwen2 = testing::tiny_config(ModelFamily::kQwen2, /*tied=*/true, /*head_dim=*/8);
   ModelConfig qwen3 = testing::tiny_config(ModelFamily::kQwen3, /*tied=*/false, /*head_dim=*/12);
+  ModelConfig qwen3_moe = testing::tiny_moe_config();
   std::vector<QwenForCausalLM> models;
   std::vector<std::string> dirs;
   std::vector<json> jobs;
-  for (ModelConfig config : {qwen2, qwen3}) {
+  for (ModelConfig config : {qwen2, qwen3, qwen3_moe}) {
     config.vocab_size = 300;
     models.push_back(aspen_built_model(config, 21 + models.size()));
     dirs.push_back(dir + "/" + config.model_type());
@@ -210,7 +222,9 @@ TEST(AspenCheckpoint, ModelsAspenBuildsLoadInTransformersWithTheSameLogprobs) {
 TEST(AspenCheckpoint, TransformersModelsAspenSavesAgainLoadBackUnchanged) {
   const std::string dir = scratch_dir();
   const std::vector<json> models = {{{"arch", "qwen2"}, {"tied", true}, {"seed", 31}},
-                                    {{"arch", "qwen3"}, {"tied", false}, {"seed", 32}}};
+                                    {{"arch", "qwen3"}, {"tied", false}, {"seed", 32}},
+                                    {{"arch", "qwen3_moe"}, {"tied", false}, {"seed", 33},
+                                     {"layers", 3}, {"mlp_only_layers", "0"}}};
   std::vector<json> make_jobs;
   for (const json& options : models) {
     make_jobs.push_back(

@@ -102,7 +102,12 @@ TEST_P(TransformersGreedy, EngineGreedyTokensMatchTransformersUpToFirstNearTie) 
 INSTANTIATE_TEST_SUITE_P(
     Models, TransformersGreedy,
     ::testing::Values(HfModel{"Qwen2Tied", {{"arch", "qwen2"}, {"tied", true}, {"seed", 41}}},
-                      HfModel{"Qwen3Untied", {{"arch", "qwen3"}, {"tied", false}, {"seed", 42}}}),
+                      HfModel{"Qwen3Untied", {{"arch", "qwen3"}, {"tied", false}, {"seed", 42}}},
+                      // Paged decode through the sparse MoE blocks (a dense layer 1).
+                      HfModel{"Qwen3Moe",
+                              {{"arch", "qwen3_moe"}, {"tied", false}, {"seed", 43},
+                               {"layers", 3}, {"mlp_only_layers", "1"},
+                               {"norm_topk_prob", true}}}),
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 }  // namespace

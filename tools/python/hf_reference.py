@@ -2,9 +2,12 @@
 """HF transformers as the reference for Aspen's Qwen2/Qwen3 models (CPU, fp32).
 
 Subcommands:
-  make --arch qwen2|qwen3 --out DIR [--tied|--untied] [--seed S] [sizes...]
+  make --arch qwen2|qwen3|qwen3_moe --out DIR [--tied|--untied] [--seed S] [sizes...]
        [--head causal_lm|seqcls --num-labels N --pad-token-id P]
-      Writes a tiny random Qwen2ForCausalLM / Qwen3ForCausalLM (or, with --head seqcls,
+       [--experts E --experts-per-tok K --moe-intermediate I --decoder-sparse-step S
+        --mlp-only-layers 0,3 --norm-topk-prob]                      (qwen3_moe)
+      Writes a tiny random Qwen2ForCausalLM / Qwen3ForCausalLM / Qwen3MoeForCausalLM
+      (or, with --head seqcls,
       Qwen2/Qwen3ForSequenceClassification: a reward model) with save_pretrained
       (config.json + model.safetensors).
   logprobs --model DIR
@@ -41,13 +44,15 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,  # noqa: E402
                           Qwen2Config, Qwen2ForCausalLM, Qwen2ForSequenceClassification,
-                          Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification)
+                          Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification,
+                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 # Progress bars and advice on stderr would bury a real error in a test's log.
 transformers.utils.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
 
-ARCHS = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+ARCHS = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM),
+         "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM)}
 CLASSIFIERS = {"qwen2": Qwen2ForSequenceClassification, "qwen3": Qwen3ForSequenceClassification}
 
 # Stand-ins for HF's init (std 0.02, biases 0, norm weights 1), which gives almost
@@ -78,7 +83,14 @@ def make_config(args):
     if args.head == "seqcls":
         options["num_labels"] = args.num_labels
         options["pad_token_id"] = args.pad_token_id
-    if args.arch == "qwen3":
+    if args.arch == "qwen3_moe":
+        options["num_experts"] = args.experts
+        options["num_experts_per_tok"] = args.experts_per_tok
+        options["moe_intermediate_size"] = args.moe_intermediate
+        options["decoder_sparse_step"] = args.decoder_sparse_step
+        options["mlp_only_layers"] = [int(x) for x in args.mlp_only_layers.split(",") if x]
+        options["norm_topk_prob"] = args.norm_topk_prob
+    if args.arch in ("qwen3", "qwen3_moe"):
         # Qwen3 states head_dim; the default makes it differ from hidden / heads,
         # which catches code that derives it.
         options["head_dim"] = args.head_dim
@@ -215,13 +227,20 @@ def add_make_options(parser):
     parser.add_argument("--head", choices=["causal_lm", "seqcls"], default="causal_lm",
                         help="seqcls: a sequence-classification (reward) model")
     parser.add_argument("--num-labels", type=int, default=1)
+    parser.add_argument("--experts", type=int, default=8)
+    parser.add_argument("--experts-per-tok", type=int, default=2)
+    parser.add_argument("--moe-intermediate", type=int, default=32)
+    parser.add_argument("--decoder-sparse-step", type=int, default=1)
+    parser.add_argument("--mlp-only-layers", default="",
+                        help="comma-separated dense layer indices")
+    parser.add_argument("--norm-topk-prob", action="store_true", default=False)
     parser.add_argument("--pad-token-id", type=int, default=None)
 
 
 def finish_make_args(args):
     if args.rope_theta is None:
         args.rope_theta = 10000.0 if args.arch == "qwen2" else 1000000.0
-    if args.arch == "qwen3" and args.head_dim is None:
+    if args.arch in ("qwen3", "qwen3_moe") and args.head_dim is None:
         args.head_dim = 24
     return args
 

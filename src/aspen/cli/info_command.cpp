@@ -17,8 +17,7 @@ namespace aspen::cli {
 namespace {
 
 nlohmann::json architecture_json(const ModelConfig& config) {
-  return {{"architecture",
-           config.family == ModelFamily::kQwen2 ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"},
+  nlohmann::json out = {{"architecture", config.architecture()},
           {"model_type", config.model_type()},
           {"hidden_size", config.hidden_size},
           {"intermediate_size", config.intermediate_size},
@@ -31,6 +30,15 @@ nlohmann::json architecture_json(const ModelConfig& config) {
           {"tie_word_embeddings", config.tie_word_embeddings},
           {"context_length", config.max_position_embeddings},
           {"config_dtype", config.torch_dtype}};
+  if (config.is_moe()) {
+    out["num_experts"] = config.moe.num_experts;
+    out["num_experts_per_tok"] = config.moe.num_experts_per_tok;
+    out["moe_intermediate_size"] = config.moe.moe_intermediate_size;
+    int64_t sparse = 0;
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i) sparse += config.is_sparse_layer(i);
+    out["sparse_layers"] = sparse;
+  }
+  return out;
 }
 
 nlohmann::json weights_json(const std::string& dir) {

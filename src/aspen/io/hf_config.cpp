@@ -1,5 +1,6 @@
 #include "aspen/io/hf_config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "aspen/io/strict_json.h"
@@ -89,15 +90,19 @@ class ConfigReader {
 ModelFamily parse_family(const ConfigReader& config) {
   const std::string model_type = config.string("model_type");
   ModelFamily family;
-  std::string architecture;
   if (model_type == "qwen2") {
-    family = ModelFamily::kQwen2, architecture = "Qwen2ForCausalLM";
+    family = ModelFamily::kQwen2;
   } else if (model_type == "qwen3") {
-    family = ModelFamily::kQwen3, architecture = "Qwen3ForCausalLM";
+    family = ModelFamily::kQwen3;
+  } else if (model_type == "qwen3_moe") {
+    family = ModelFamily::kQwen3Moe;
   } else {
     throw config.error("model_type", "unsupported model_type \"" + model_type + "\"",
-                       "supported: qwen2 (Qwen2/Qwen2.5), qwen3 (dense)");
+                       "supported: qwen2 (Qwen2/Qwen2.5), qwen3 (dense), qwen3_moe");
   }
+  ModelConfig probe;
+  probe.family = family;
+  const std::string architecture = probe.architecture();
   if (config.has("architectures")) {
     const Json& architectures = config.required("architectures");
     if (!architectures.is_array()) throw config.error("architectures", "must be a list");
@@ -155,7 +160,57 @@ void reject_unsupported(const ConfigReader& config, const Json& root) {
   }
 }
 
+// Qwen3MoeConfig's keys. transformers >= 5 writes the expert count as
+// "num_local_experts", the published checkpoints as "num_experts"; both are read.
+MoeConfig parse_moe(const ConfigReader& config, const Json& root) {
+  MoeConfig moe;
+  const char* experts_key = config.has("num_experts") ? "num_experts" : "num_local_experts";
+  moe.num_experts = config.integer(experts_key);
+  moe.num_experts_per_tok = config.integer("num_experts_per_tok");
+  moe.moe_intermediate_size = config.integer("moe_intermediate_size");
+  moe.decoder_sparse_step = config.integer("decoder_sparse_step", 1);
+  moe.norm_topk_prob = config.boolean("norm_topk_prob", false);
+  moe.router_aux_loss_coef = config.number("router_aux_loss_coef", 0.001);
+  if (config.has("mlp_only_layers")) {
+    const Json& layers = root.at("mlp_only_layers");
+    if (!layers.is_array()) throw config.error("mlp_only_layers", "must be a list of layer indices");
+    for (const Json& layer : layers) {
+      if (!layer.is_number_integer()) {
+        throw config.error("mlp_only_layers", "must be a list of layer indices");
+      }
+      moe.mlp_only_layers.push_back(layer.get<int64_t>());
+    }
+  }
+  return moe;
+}
+
 }  // namespace
+
+bool ModelConfig::is_sparse_layer(int64_t layer) const {
+  if (!is_moe() || moe.num_experts <= 0) return false;
+  for (int64_t dense : moe.mlp_only_layers) {
+    if (dense == layer) return false;
+  }
+  return (layer + 1) % moe.decoder_sparse_step == 0;
+}
+
+std::string ModelConfig::model_type() const {
+  switch (family) {
+    case ModelFamily::kQwen2: return "qwen2";
+    case ModelFamily::kQwen3: return "qwen3";
+    case ModelFamily::kQwen3Moe: return "qwen3_moe";
+  }
+  return "?";
+}
+
+std::string ModelConfig::architecture() const {
+  switch (family) {
+    case ModelFamily::kQwen2: return "Qwen2ForCausalLM";
+    case ModelFamily::kQwen3: return "Qwen3ForCausalLM";
+    case ModelFamily::kQwen3Moe: return "Qwen3MoeForCausalLM";
+  }
+  return "?";
+}
 
 void ModelConfig::validate(const std::string& source) const {
   auto positive = [&](int64_t value, const char* key) {
@@ -188,6 +243,26 @@ void ModelConfig::validate(const std::string& source) const {
     }
     if (!attention_bias) {
       throw Error("qwen2 always has q/k/v biases", source + ": attention_bias");
+    }
+  }
+  if (is_moe()) {
+    positive(moe.num_experts, "num_experts");
+    positive(moe.num_experts_per_tok, "num_experts_per_tok");
+    positive(moe.moe_intermediate_size, "moe_intermediate_size");
+    positive(moe.decoder_sparse_step, "decoder_sparse_step");
+    if (moe.num_experts_per_tok > moe.num_experts) {
+      throw Error("num_experts_per_tok " + std::to_string(moe.num_experts_per_tok) +
+                      " exceeds num_experts " + std::to_string(moe.num_experts),
+                  source + ": num_experts_per_tok");
+    }
+    for (int64_t layer : moe.mlp_only_layers) {
+      if (layer < 0 || layer >= num_hidden_layers) {
+        throw Error("layer " + std::to_string(layer) + " is not in [0, num_hidden_layers)",
+                    source + ": mlp_only_layers");
+      }
+    }
+    if (!std::isfinite(moe.router_aux_loss_coef)) {
+      throw Error("must be finite", source + ": router_aux_loss_coef");
     }
   }
   if (!(rope_theta > 0)) throw Error("must be positive", source + ": rope_theta");
@@ -234,6 +309,7 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& sou
   out.torch_dtype = config.has(dtype_key) ? config.string(dtype_key) : "float32";
   out.bos_token_id = config.token_id("bos_token_id");
   out.eos_token_id = config.token_id("eos_token_id");
+  if (out.is_moe()) out.moe = parse_moe(config, root);
   out.validate(source);
   return out;
 }
@@ -243,12 +319,14 @@ ModelConfig load_hf_config(const std::string& path) {
 }
 
 std::string to_hf_config_json(const ModelConfig& config) {
-  const bool qwen3 = config.family == ModelFamily::kQwen3;
+  const bool qwen3 = config.family != ModelFamily::kQwen2;
+  const bool moe = config.is_moe();
   Json out;
-  out["architectures"] = Json::array({qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"});
+  out["architectures"] = Json::array({config.architecture()});
   if (qwen3) out["attention_bias"] = config.attention_bias;
   out["attention_dropout"] = 0.0;
   out["bos_token_id"] = config.bos_token_id >= 0 ? Json(config.bos_token_id) : Json(nullptr);
+  if (moe) out["decoder_sparse_step"] = config.moe.decoder_sparse_step;
   out["eos_token_id"] = config.eos_token_id >= 0 ? Json(config.eos_token_id) : Json(nullptr);
   if (qwen3) out["head_dim"] = config.head_dim;
   out["hidden_act"] = "silu";
@@ -257,12 +335,22 @@ std::string to_hf_config_json(const ModelConfig& config) {
   out["intermediate_size"] = config.intermediate_size;
   out["max_position_embeddings"] = config.max_position_embeddings;
   out["max_window_layers"] = config.num_hidden_layers;
+  if (moe) out["mlp_only_layers"] = config.moe.mlp_only_layers;
   out["model_type"] = config.model_type();
+  if (moe) {
+    out["moe_intermediate_size"] = config.moe.moe_intermediate_size;
+    out["norm_topk_prob"] = config.moe.norm_topk_prob;
+  }
   out["num_attention_heads"] = config.num_attention_heads;
+  if (moe) {
+    out["num_experts"] = config.moe.num_experts;  // the published checkpoints' key
+    out["num_experts_per_tok"] = config.moe.num_experts_per_tok;
+  }
   out["num_hidden_layers"] = config.num_hidden_layers;
   out["num_key_value_heads"] = config.num_key_value_heads;
   out["rms_norm_eps"] = config.rms_norm_eps;
   out["rope_scaling"] = nullptr;
+  if (moe) out["router_aux_loss_coef"] = config.moe.router_aux_loss_coef;
   out["rope_theta"] = config.rope_theta;
   out["sliding_window"] = nullptr;
   out["tie_word_embeddings"] = config.tie_word_embeddings;

@@ -60,8 +60,25 @@ void check_config_matches_weights(const ModelConfig& config,
                   "; the weights have " + std::to_string(layers) + " layers",
               config_path);
   if (layers == 0) return;
-  expect_shape("model.layers.0.mlp.gate_proj.weight",
-               {config.intermediate_size, config.hidden_size}, "intermediate_size and hidden_size");
+  // The first dense and the first sparse (MoE) layer: every size the model is built from
+  // is held against bytes that exist before anything is allocated.
+  for (int64_t i = 0; i < layers; ++i) {
+    if (config.is_sparse_layer(i)) continue;
+    expect_shape(prefix + std::to_string(i) + ".mlp.gate_proj.weight",
+                 {config.intermediate_size, config.hidden_size},
+                 "intermediate_size and hidden_size");
+    break;
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    if (!config.is_sparse_layer(i)) continue;
+    const std::string mlp = prefix + std::to_string(i) + ".mlp.";
+    expect_shape(mlp + "gate.weight", {config.moe.num_experts, config.hidden_size},
+                 "num_experts and hidden_size");
+    expect_shape(mlp + "experts.0.gate_proj.weight",
+                 {config.moe.moe_intermediate_size, config.hidden_size},
+                 "moe_intermediate_size and hidden_size");
+    break;
+  }
   expect_shape("model.layers.0.self_attn.q_proj.weight",
                {config.num_attention_heads * config.head_dim, config.hidden_size},
                "num_attention_heads, head_dim and hidden_size");

@@ -41,7 +41,7 @@ QwenAttentionImpl::QwenAttentionImpl(const ModelConfig& config, const TensorPara
   v_proj = register_module("v_proj", make_linear(hidden, kv_out, config.attention_bias));
   o_proj = register_module(
       "o_proj", make_linear(q_out, hidden,
-                            config.family == ModelFamily::kQwen3 && config.attention_bias));
+                            config.family != ModelFamily::kQwen2 && config.attention_bias));
   if (config.has_qk_norm()) {
     q_norm = register_module("q_norm", RMSNorm(head_dim, config.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm(head_dim, config.rms_norm_eps));

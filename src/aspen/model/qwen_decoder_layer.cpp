@@ -2,25 +2,34 @@
 
 namespace aspen {
 
-QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp) {
+QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp,
+                                           int64_t index) {
   input_layernorm =
       register_module("input_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
   self_attn = register_module("self_attn", QwenAttention(config, tp));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
-  mlp = register_module("mlp", QwenMLP(config, tp));
+  if (config.is_sparse_layer(index)) {
+    sparse_mlp = register_module("mlp", QwenSparseMoeBlock(config, tp));
+  } else {
+    mlp = register_module("mlp", QwenMLP(config, tp));
+  }
+}
+
+torch::Tensor QwenDecoderLayerImpl::feed_forward(const torch::Tensor& x, MoeRoutingLog* log) {
+  return sparse_mlp ? sparse_mlp->forward(x, log) : mlp(x);
 }
 
 torch::Tensor QwenDecoderLayerImpl::forward(const torch::Tensor& x, const RopeTable& rope,
-                                            const torch::Tensor& cu_seqlens) {
+                                            const torch::Tensor& cu_seqlens, MoeRoutingLog* log) {
   torch::Tensor h = x + self_attn(input_layernorm(x), rope, cu_seqlens);
-  return h + mlp(post_attention_layernorm(h));
+  return h + feed_forward(post_attention_layernorm(h), log);
 }
 
 torch::Tensor QwenDecoderLayerImpl::forward_paged(const torch::Tensor& x, const RopeTable& rope,
                                                   const PagedBatch& batch, int64_t layer) {
   torch::Tensor h = x + self_attn->forward_paged(input_layernorm(x), rope, batch, layer);
-  return h + mlp(post_attention_layernorm(h));
+  return h + feed_forward(post_attention_layernorm(h), nullptr);
 }
 
 }  // namespace aspen

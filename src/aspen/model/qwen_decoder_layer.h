@@ -1,13 +1,18 @@
 // One pre-norm Qwen decoder layer:
 //   h = x + self_attn(input_layernorm(x));  out = h + mlp(post_attention_layernorm(h)).
+// mlp is the dense gated MLP, or in a Qwen3-MoE sparse layer
+// (ModelConfig::is_sparse_layer) the sparse MoE block (qwen_moe_block.h); both are
+// registered as "mlp", as in HF checkpoints.
 //
 // Shapes: T = packed tokens, C = hidden_size. forward: x [T, C] -> [T, C].
 // Parameters (HF names under "model.layers.{i}."): input_layernorm.weight [C],
-// self_attn.* (qwen_attention.h), post_attention_layernorm.weight [C], mlp.* (qwen_mlp.h).
+// self_attn.* (qwen_attention.h), post_attention_layernorm.weight [C], mlp.* (qwen_mlp.h or
+// qwen_moe_block.h).
 // Tensor parallelism: attention and MLP are TP blocks (their headers); the residual
 // stream and both norms are replicated, and their gradients are complete on every
 // rank because the blocks' copy_to_tp_region already sums the input gradients.
-// Thread safety: forward mutates nothing.
+// `log` (optional): a sparse layer appends its routing statistics (moe_routing.h).
+// Thread safety: forward mutates nothing but `log`.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,16 +21,18 @@
 #include "aspen/kernels/rope.h"
 #include "aspen/model/qwen_attention.h"
 #include "aspen/model/qwen_mlp.h"
+#include "aspen/model/qwen_moe_block.h"
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
 
 struct QwenDecoderLayerImpl : torch::nn::Module {
-  explicit QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp = {});
+  // `index`: the layer's position in the model (decides dense or sparse).
+  QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp, int64_t index);
 
   torch::Tensor forward(const torch::Tensor& x, const RopeTable& rope,
-                        const torch::Tensor& cu_seqlens);
+                        const torch::Tensor& cu_seqlens, MoeRoutingLog* log = nullptr);
   // Same layer over the paged KV cache (rollout); `layer` indexes the cache.
   torch::Tensor forward_paged(const torch::Tensor& x, const RopeTable& rope,
                               const PagedBatch& batch, int64_t layer);
@@ -33,7 +40,11 @@ struct QwenDecoderLayerImpl : torch::nn::Module {
   RMSNorm input_layernorm{nullptr};
   QwenAttention self_attn{nullptr};
   RMSNorm post_attention_layernorm{nullptr};
-  QwenMLP mlp{nullptr};
+  QwenMLP mlp{nullptr};                // dense layers
+  QwenSparseMoeBlock sparse_mlp{nullptr};  // sparse layers (registered as "mlp")
+
+ private:
+  torch::Tensor feed_forward(const torch::Tensor& x, MoeRoutingLog* log);
 };
 TORCH_MODULE(QwenDecoderLayer);
 

@@ -1,6 +1,8 @@
 // Gated MLP of a Qwen decoder layer: down_proj(silu(gate_proj(x)) * up_proj(x)).
+// The same module is each expert of a sparse MoE block (qwen_moe_block.h), with
+// I = moe_intermediate_size.
 //
-// Shapes: T = tokens, C = hidden_size, I = intermediate_size.
+// Shapes: T = tokens, C = hidden_size, I = intermediate_size (or the expert width).
 // Parameters (HF names under "mlp."): gate_proj.weight [I, C], up_proj.weight [I, C],
 // down_proj.weight [C, I]; no biases. forward: x [T, C] -> [T, C].
 // Tensor parallelism (tp.size = t > 1): gate/up are column-parallel and down_proj is
@@ -13,15 +15,25 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 #include "aspen/io/hf_config.h"
 #include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
 
 struct QwenMLPImpl : torch::nn::Module {
+  // The dense MLP of a layer (width intermediate_size).
   explicit QwenMLPImpl(const ModelConfig& config, const TensorParallel& tp = {});
+  // An MLP of width `intermediate` (the full, unsharded width) laid out as the HF
+  // parameter `layout_name` says (model/tp_layout.h): an expert of a MoE block.
+  QwenMLPImpl(const ModelConfig& config, const TensorParallel& tp, int64_t intermediate,
+              const std::string& layout_name);
 
   torch::Tensor forward(const torch::Tensor& x);
+  // The rank-local part: x already in the TP region -> this rank's partial sum of
+  // the output (the caller reduces). forward = reduce(forward_local(copy(x))).
+  torch::Tensor forward_local(const torch::Tensor& x_tp);
 
   torch::nn::Linear gate_proj{nullptr};
   torch::nn::Linear up_proj{nullptr};

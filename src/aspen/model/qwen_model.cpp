@@ -17,17 +17,19 @@ QwenModelImpl::QwenModelImpl(const ModelConfig& config, const TensorParallel& tp
       register_module("embed_tokens", torch::nn::Embedding(vocab.length, config.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.num_hidden_layers; ++i)
-    layers->push_back(QwenDecoderLayer(config, tp));
+    layers->push_back(QwenDecoderLayer(config, tp, i));
   norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps));
 }
 
 torch::Tensor QwenModelImpl::forward(const torch::Tensor& input_ids,
                                      const torch::Tensor& cu_seqlens,
-                                     const torch::Tensor& positions) {
+                                     const torch::Tensor& positions, MoeRoutingLog* log) {
   // One cos/sin table per forward, shared by every layer's q and k.
   const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
   torch::Tensor h = embed(input_ids);
-  for (const auto& layer : *layers) h = layer->as<QwenDecoderLayer>()->forward(h, rope, cu_seqlens);
+  for (const auto& layer : *layers) {
+    h = layer->as<QwenDecoderLayer>()->forward(h, rope, cu_seqlens, log);
+  }
   return norm(h);
 }
 

@@ -1,4 +1,4 @@
-// Qwen2 / Qwen2.5 / Qwen3 dense decoder-only language model over packed batches.
+// Qwen2 / Qwen2.5 / Qwen3 / Qwen3-MoE decoder-only language model over packed batches.
 //
 // Shapes: T = packed tokens, B = sequences, C = hidden_size, V = vocab_size,
 // L = num_hidden_layers.
@@ -9,7 +9,9 @@
 //   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight (+ q/k/v .bias with attention_bias)
 //   model.layers.{i}.self_attn.{q,k}_norm.weight [D]              (Qwen3)
 //   model.layers.{i}.post_attention_layernorm.weight [C]
-//   model.layers.{i}.mlp.{gate,up,down}_proj.weight
+//   model.layers.{i}.mlp.{gate,up,down}_proj.weight               (dense layers)
+//   model.layers.{i}.mlp.gate.weight [E, C], mlp.experts.{j}.{gate,up,down}_proj.weight
+//                                                      (Qwen3-MoE sparse layers)
 //   model.norm.weight [C]
 //   lm_head.weight [V, C]        absent with tie_word_embeddings (the embedding is the head)
 //
@@ -55,8 +57,10 @@ struct QwenModelImpl : torch::nn::Module {
 
   // input_ids [T] int64, cu_seqlens [B+1] int64, positions [T] int64 (RoPE only;
   // masking always follows cu_seqlens) -> hidden [T, C] after the final norm.
+  // `log`: where the sparse (MoE) layers record their routing, for the
+  // load-balancing loss (null: not recorded).
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
-                        const torch::Tensor& positions);
+                        const torch::Tensor& positions, MoeRoutingLog* log = nullptr);
   // The token embedding, input_ids [T] -> [T, C]: vocab-parallel under TP (one
   // all-reduce). Callers that run the layers themselves (activation recompute) must
   // use this instead of embed_tokens(), which only knows this rank's rows.

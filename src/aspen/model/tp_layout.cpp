@@ -4,6 +4,25 @@
 #include "aspen/util/strings.h"
 
 namespace aspen {
+namespace {
+
+// "....mlp.experts.<j>.<projection>.weight"
+bool is_expert_weight(const std::string& hf_name, const std::string& projection) {
+  const std::string suffix = "." + projection + ".weight";
+  const std::string marker = ".mlp.experts.";
+  const size_t at = hf_name.rfind(marker);
+  if (at == std::string::npos || !ends_with(hf_name, suffix)) return false;
+  const size_t digits = at + marker.size();
+  const size_t end = hf_name.size() - suffix.size();
+  if (end <= digits) return false;
+  for (size_t i = digits; i < end; ++i) {
+    if (hf_name[i] < '0' || hf_name[i] > '9') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config) {
   const int64_t heads = config.num_attention_heads;
   const int64_t kv_heads = config.num_key_value_heads;
@@ -28,9 +47,16 @@ ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config)
     return {0, inter};
   }
   if (ends_with(hf_name, ".mlp.down_proj.weight")) return {1, inter};
+  // MoE (Qwen3-MoE): each expert is split like the dense MLP, over its own width;
+  // the router is replicated (every rank routes the same full hidden states).
+  if (is_expert_weight(hf_name, "gate_proj") || is_expert_weight(hf_name, "up_proj")) {
+    return {0, config.moe.moe_intermediate_size};
+  }
+  if (is_expert_weight(hf_name, "down_proj")) return {1, config.moe.moe_intermediate_size};
+  if (ends_with(hf_name, ".mlp.gate.weight")) return {};
   if (ends_with(hf_name, "norm.weight")) return {};  // every RMSNorm, incl. q/k norms
   throw Error("no tensor-parallel layout for parameter '" + hf_name + "'", "model TP layout",
-              "a Qwen2/Qwen3 dense checkpoint key was expected");
+              "a Qwen2/Qwen3/Qwen3-MoE checkpoint key was expected");
 }
 
 void validate_tp_size(const ModelConfig& config, int size) {
@@ -47,6 +73,10 @@ void validate_tp_size(const ModelConfig& config, int size) {
        "num_key_value_heads", config.num_key_value_heads);
   need(config.intermediate_size % size == 0, "intermediate_size", config.intermediate_size);
   need(config.vocab_size % size == 0, "vocab_size", config.vocab_size);
+  if (config.is_moe()) {
+    need(config.moe.moe_intermediate_size % size == 0, "moe_intermediate_size",
+         config.moe.moe_intermediate_size);
+  }
 }
 
 }  // namespace aspen

@@ -8,6 +8,8 @@
 //   o_proj weight              row-parallel, blocks = attention heads (dim 1)
 //   gate_proj, up_proj         column-parallel, blocks = intermediate columns (dim 0)
 //   down_proj                  row-parallel, blocks = intermediate columns (dim 1)
+//   mlp.experts.{j}.*_proj     each expert as the dense MLP, over moe_intermediate_size
+//   mlp.gate (the MoE router)  replicated
 //   embed_tokens, lm_head      vocab-parallel, blocks = vocabulary rows (dim 0)
 //   every norm weight          replicated (dim -1)
 // validate_tp_size: aspen::Error naming the config field that TP size `size` cannot

@@ -360,6 +360,7 @@ ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed
   options.kl_coef = algorithm.kl_coef;
   options.kl_estimator = algorithm.kl_estimator;
   options.entropy_coef = algorithm.entropy_coef;
+  options.router_aux_loss_coef = algorithm.router_aux_loss_coef;
   return options;
 }
 

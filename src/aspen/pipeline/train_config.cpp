@@ -297,6 +297,7 @@ AlgorithmSection read_algorithm(ConfigSection s) {
               s.where("clip_ratio_c"));
   check_non_negative(a.kl_coef, s.where("kl_coef"));
   check_non_negative(a.entropy_coef, s.where("entropy_coef"));
+  check_non_negative(a.router_aux_loss_coef, s.where("router_aux_loss_coef"));
   check_non_negative(static_cast<double>(a.overlong_buffer), s.where("overlong_buffer"));
   check_non_negative(a.overlong_penalty, s.where("overlong_penalty"));
   check_non_negative(a.value_clip, s.where("value_clip"));

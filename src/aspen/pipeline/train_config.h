@@ -113,6 +113,7 @@ struct AlgorithmSection {
   double kl_coef = 0.0;  // KL-in-loss coefficient (0: no reference model)
   KlEstimator kl_estimator = KlEstimator::kK3;  // low_var_kl
   double entropy_coef = 0.0;
+  double router_aux_loss_coef = 0.0;  // MoE load-balancing loss; 0: off
   bool dynamic_sampling = false;  // DAPO: drop groups whose rewards are all equal
   int64_t overlong_buffer = 0;    // DAPO overlong shaping buffer (tokens); 0: off
   double overlong_penalty = 1.0;

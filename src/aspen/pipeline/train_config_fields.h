@@ -179,6 +179,11 @@ void visit_fields(AlgorithmSection& s, Visitor& v) {
         "`k1`/`kl`, `k2`/`mse`, `k3`/`low_var_kl`, `abs`");
   v.field("entropy_coef", s.entropy_coef,
         "entropy bonus");
+  v.field("router_aux_loss_coef", s.router_aux_loss_coef,
+        "MoE models: coefficient of the router's load-balancing loss (Switch "
+        "Transformer's, as transformers computes it); 0: not trained, still reported "
+        "as `router_aux_loss`. Off by default, as in transformers (output_router_logits) "
+        "and verl; Qwen3-MoE's pretraining used 0.001");
   v.field("dynamic_sampling", s.dynamic_sampling,
         "(`dapo`: true unless given) "
         "drop groups whose rewards are all equal and draw more prompts (at most 4 "

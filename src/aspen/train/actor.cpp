@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "aspen/algo/packed.h"
+#include "aspen/model/moe_routing.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/model_copy.h"
@@ -56,6 +57,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
                                           ActorMetrics& metrics, MetricSums& sums) {
   const bool use_kl = options.kl_coef != 0.0;
   const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
+  const bool moe = compute_->config.is_moe();
   LogprobHeadOptions head = options_.head;
   head.with_entropy = true;  // reported always; in the loss only with entropy_coef
   for (size_t i = 0; i < micro_batches.size(); ++i) {
@@ -63,7 +65,9 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     metrics.tokens += mb.num_tokens;
     ++metrics.micro_batches;
     if (mb.num_response_tokens == 0) continue;
-    TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute);
+    MoeRoutingLog routing;
+    TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute,
+                                              moe ? &routing : nullptr);
     const auto dtype = current.logprobs.scalar_type();
     const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
     PolicyLossInputs inputs;
@@ -98,6 +102,17 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     }
     if (options.entropy_coef != 0.0) {
       loss = loss - options.entropy_coef * entropy_loss(current.entropy, packed, policy.agg);
+    }
+    if (moe) {
+      // This micro-batch's share of the mini-batch, in the aggregation's unit.
+      const double share =
+          policy.agg.mode == AggMode::kTokenMean
+              ? static_cast<double>(mb.num_response_tokens) / policy.agg.global_tokens.value_or(1.0)
+              : static_cast<double>(mb.response_cu_seqlens.size(0) - 1) /
+                    policy.agg.global_seqs.value_or(1.0);
+      const torch::Tensor aux = load_balancing_loss(routing).to(loss.scalar_type()) * share;
+      if (options.router_aux_loss_coef != 0.0) loss = loss + options.router_aux_loss_coef * aux;
+      sums.add(sums.router_aux_loss, aux);
     }
     if (i == last_backward) data_parallel_.before_last_backward();
     loss.backward();
@@ -177,6 +192,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       }
       metrics.policy_loss += value_or_zero(sums.policy_loss);
       metrics.kl_loss += value_or_zero(sums.kl_loss);
+      metrics.router_aux_loss += value_or_zero(sums.router_aux_loss);
       metrics.entropy += value_or_zero(sums.entropy);
       metrics.clip_frac += value_or_zero(sums.clip_frac);
       metrics.approx_kl += value_or_zero(sums.approx_kl);
@@ -210,8 +226,10 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
                                 metrics.approx_kl,
                                 static_cast<double>(metrics.tokens),
                                 static_cast<double>(metrics.micro_batches),
-                                metrics.correction_capped_frac};
+                                metrics.correction_capped_frac,
+                                metrics.router_aux_loss};
     data_parallel_.sum_over_ranks(sums);
+    metrics.router_aux_loss = sums[8];
     metrics.correction_capped_frac = sums[7];
     metrics.policy_loss = sums[0];
     metrics.kl_loss = sums[1];
@@ -225,6 +243,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   if (attempts > 0) {
     metrics.policy_loss /= attempts;
     metrics.kl_loss /= attempts;
+    metrics.router_aux_loss /= attempts;
     metrics.entropy /= attempts;
     metrics.clip_frac /= attempts;
     metrics.approx_kl /= attempts;
@@ -295,6 +314,7 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   }
   metrics.policy_loss = value_or_zero(sums.policy_loss) / denominator;
   metrics.kl_loss = value_or_zero(sums.kl_loss) / denominator;
+  metrics.router_aux_loss = value_or_zero(sums.router_aux_loss) / denominator;
   // Token-weighted metric sums: divided by the response tokens.
   metrics.entropy = value_or_zero(sums.entropy) / static_cast<double>(tokens);
   metrics.clip_frac = value_or_zero(sums.clip_frac) / static_cast<double>(tokens);

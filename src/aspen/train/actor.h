@@ -6,6 +6,7 @@
 // each mini-batch is packed into token-budgeted micro-batches (micro_batches.h) and
 // every micro-batch's loss
 //     pg_loss + kl_coef * kl_loss(logp, ref) - entropy_coef * entropy_loss
+//             + router_aux_loss_coef * load_balancing_loss     (MoE models)
 // is aggregated with the MINI-BATCH's token count / row count as the global
 // denominators, so summing the micro-batch gradients (gradient accumulation)
 // reproduces the whole mini-batch's gradient exactly, whatever the packing. One
@@ -78,6 +79,12 @@ struct ActorUpdateOptions {
   double kl_coef = 0.0;      // KL-in-loss coefficient (GRPO); 0 disables
   KlEstimator kl_estimator = KlEstimator::kK3;
   double entropy_coef = 0.0;  // entropy bonus; 0 disables its gradient (still reported)
+  // MoE load-balancing loss (model/moe_routing.h, transformers' formula) per
+  // micro-batch forward, weighted by the micro-batch's share of the mini-batch in the
+  // policy aggregation's unit (response tokens for token-mean, rows for the seq-mean
+  // modes), so accumulation over micro-batches and ranks gives that weighted mean.
+  // 0 disables its gradient (still reported for a MoE model); no effect on a dense one.
+  double router_aux_loss_coef = 0.0;
   // The old (proximal) log-probs are the current weights' own: taken, detached, from
   // this update's forward pass instead of the old_logprobs column. Exact only for a
   // single optimizer step (one epoch, one mini-batch), where the proximal policy of
@@ -89,6 +96,7 @@ struct ActorUpdateOptions {
 struct ActorMetrics {
   double policy_loss = 0.0;
   double kl_loss = 0.0;
+  double router_aux_loss = 0.0;  // MoE load-balancing loss (0 for a dense model)
   double entropy = 0.0;
   double clip_frac = 0.0;
   double approx_kl = 0.0;  // k3 estimate of KL(old || new), token mean
@@ -153,7 +161,7 @@ class ActorTrainer {
   // Sums of metric terms over micro-batches, each already weighted so that the sum is
   // the value over everything they cover.
   struct MetricSums {
-    torch::Tensor policy_loss, kl_loss, entropy, clip_frac, approx_kl, capped;
+    torch::Tensor policy_loss, kl_loss, router_aux_loss, entropy, clip_frac, approx_kl, capped;
     torch::Tensor mismatch_sum, mismatch_max;  // of |trainer - rollout| log-probs
     int64_t mismatch_tokens = 0;
     void add(torch::Tensor& slot, const torch::Tensor& value);

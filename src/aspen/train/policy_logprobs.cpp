@@ -7,9 +7,10 @@
 namespace aspen {
 
 TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_batch,
-                                const LogprobHeadOptions& head, bool recompute) {
-  torch::Tensor hidden =
-      decoder_hidden(*model->model, micro_batch.input_ids, micro_batch.cu_seqlens, recompute);
+                                const LogprobHeadOptions& head, bool recompute,
+                                MoeRoutingLog* routing) {
+  torch::Tensor hidden = decoder_hidden(*model->model, micro_batch.input_ids,
+                                        micro_batch.cu_seqlens, recompute, routing);
   // The model's own head: vocab-parallel on a tensor-parallel model.
   return model->head_logprobs(hidden.index_select(0, micro_batch.hidden_index),
                               micro_batch.target_ids, head);

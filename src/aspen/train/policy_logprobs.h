@@ -20,9 +20,11 @@
 
 namespace aspen {
 
-// With the autograd graph when grad mode is on (recompute: see recompute.h).
+// With the autograd graph when grad mode is on (recompute: see recompute.h). `routing`
+// (optional): the MoE layers' routing of this forward (model/moe_routing.h).
 TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_batch,
-                                const LogprobHeadOptions& head, bool recompute);
+                                const LogprobHeadOptions& head, bool recompute,
+                                MoeRoutingLog* routing = nullptr);
 
 // Every response token of `batch`, under torch::NoGradGuard, packed max_tokens at a time.
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,

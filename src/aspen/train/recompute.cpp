@@ -40,15 +40,60 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
   }
 };
 
+// A sparse (MoE) layer whose routing is recorded: outputs {out, prob_sum [E],
+// assignments [E]}. prob_sum is differentiable (the load-balancing loss's gradient
+// reaches the router through it); the assignments are counts. Backward re-runs the
+// layer and back-propagates both differentiable outputs' gradients at once.
+struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLayer> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const torch::Tensor& x, int64_t layer_address,
+                                                const torch::Tensor& cos, const torch::Tensor& sin,
+                                                const torch::Tensor& cu_seqlens) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["layer"] = layer_address;
+    ctx->saved_data["cos"] = cos;
+    ctx->saved_data["sin"] = sin;
+    ctx->saved_data["cu_seqlens"] = cu_seqlens;
+    auto* layer = reinterpret_cast<QwenDecoderLayerImpl*>(layer_address);
+    MoeRoutingLog log;
+    torch::Tensor out = layer->forward(x, RopeTable{cos, sin}, cu_seqlens, &log);
+    const LayerRouting& routing = log.layers.at(0);
+    ctx->mark_non_differentiable({routing.assignments});
+    return {out, routing.prob_sum, routing.assignments};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto* layer = reinterpret_cast<QwenDecoderLayerImpl*>(ctx->saved_data["layer"].toInt());
+    const RopeTable rope{ctx->saved_data["cos"].toTensor(), ctx->saved_data["sin"].toTensor()};
+    const torch::Tensor cu_seqlens = ctx->saved_data["cu_seqlens"].toTensor();
+    torch::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    {
+      torch::AutoGradMode enable(true);
+      MoeRoutingLog log;
+      torch::Tensor out = layer->forward(x, rope, cu_seqlens, &log);
+      torch::autograd::variable_list outputs = {out};
+      torch::autograd::variable_list grads = {grad_out[0]};
+      if (grad_out[1].defined()) {
+        outputs.push_back(log.layers.at(0).prob_sum);
+        grads.push_back(grad_out[1]);
+      }
+      torch::autograd::backward(outputs, grads);
+    }
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_ids,
-                             const torch::Tensor& cu_seqlens, bool recompute) {
+                             const torch::Tensor& cu_seqlens, bool recompute,
+                             MoeRoutingLog* log) {
   const std::vector<int64_t> offsets =
       check_packed_batch(input_ids, cu_seqlens, model.config.vocab_size);
   const torch::Tensor positions = packed_positions(offsets, input_ids.device());
   if (!recompute || !torch::GradMode::is_enabled()) {
-    return model.forward(input_ids, cu_seqlens, positions);
+    return model.forward(input_ids, cu_seqlens, positions, log);
   }
   const RopeTable rope = make_rope_table(positions, model.config.head_dim, model.config.rope_theta);
   torch::Tensor h = model.embed(input_ids);  // vocab-parallel under TP
@@ -57,8 +102,15 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
   TORCH_CHECK(h.requires_grad(), "activation recompute needs a trainable embedding");
   for (const auto& layer : *model.layers) {
     auto* impl = layer->as<QwenDecoderLayer>();
-    h = CheckpointedLayer::apply(h, reinterpret_cast<int64_t>(impl), rope.cos, rope.sin,
-                                 cu_seqlens);
+    const auto address = reinterpret_cast<int64_t>(impl);
+    if (log != nullptr && impl->sparse_mlp) {
+      torch::autograd::variable_list out =
+          CheckpointedSparseLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens);
+      h = out[0];
+      log->layers.push_back({out[1], out[2], h.size(0)});
+    } else {
+      h = CheckpointedLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens);
+    }
   }
   return model.norm(h);
 }

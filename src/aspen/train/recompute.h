@@ -22,7 +22,11 @@
 
 namespace aspen {
 
+// `log` (optional): the sparse layers' routing, for the load-balancing loss; its
+// prob_sums are differentiable with recompute on too (the checkpointed layer returns
+// them as a second output and back-propagates their gradient when it re-runs).
 torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_ids,
-                             const torch::Tensor& cu_seqlens, bool recompute);
+                             const torch::Tensor& cu_seqlens, bool recompute,
+                             MoeRoutingLog* log = nullptr);
 
 }  // namespace aspen
