@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "aspen/model/moe_routing.h"
 #include "aspen/train/batch_rows.h"
+#include "aspen/train/micro_batches.h"
+#include "aspen/train/policy_logprobs.h"
 #include "aspen/train/reference.h"
 #include "aspen/util/error.h"
 #include "train/train_fixtures.h"
@@ -99,6 +102,48 @@ TEST_P(StreamingAccumulation, PartsAccumulatedOverTimeEqualOneUpdate) {
 INSTANTIATE_TEST_SUITE_P(AggModes, StreamingAccumulation,
                          ::testing::Values(AggMode::kTokenMean, AggMode::kSeqMeanTokenMean,
                                            AggMode::kSeqMeanTokenSum));
+
+// MoE: the update reports the load-balancing loss of its forward and, with a
+// coefficient, trains it - the router moves differently, the head (which the aux
+// loss does not reach) exactly as without it.
+TEST(ActorTrainer, MoeRouterAuxLossIsReportedAndTrainedOnlyWithItsCoefficient) {
+  ActorOptions options;
+  options.trainer.optimizer.lr = 1e-2;
+  options.trainer.optimizer.max_grad_norm = 0.0;  // clipping would couple every parameter
+  options.trainer.compute_dtype = torch::kDouble;
+  options.trainer.max_tokens_per_micro_batch = 1 << 20;  // one micro-batch: share 1
+  ActorTrainer plain(testing::tiny_moe_model(7, torch::kDouble), options);
+  ActorTrainer balanced(testing::tiny_moe_model(7, torch::kDouble), options);
+  const TrainBatch batch = rl_batch(plain);
+
+  // The loss the update should report: one forward of the whole batch, before the step.
+  const MicroBatch mb = pack_rows(batch, {0, 1, 2, 3, 4, 5}, torch::kCPU);
+  MoeRoutingLog routing;
+  {
+    torch::NoGradGuard no_grad;
+    response_logprobs(plain.compute_model(), mb, LogprobHeadOptions{}, false, &routing);
+  }
+  const double want = load_balancing_loss(routing).item<double>();
+  EXPECT_GT(want, 0.0);
+
+  ActorUpdateOptions update;
+  const ActorMetrics without = plain.update(batch, update);
+  update.router_aux_loss_coef = 0.5;
+  const ActorMetrics with = balanced.update(batch, update);
+  EXPECT_NEAR(without.router_aux_loss, want, 1e-12);
+  EXPECT_NEAR(with.router_aux_loss, want, 1e-12);
+
+  auto param = [](ActorTrainer& actor, const std::string& name) {
+    return actor.model()->named_parameters()[name].detach();
+  };
+  const std::string router = "model.layers.0.mlp.gate.weight";
+  EXPECT_GT((param(plain, router) - param(balanced, router)).abs().max().item<double>(), 1e-6);
+  EXPECT_LT((param(plain, "lm_head.weight") - param(balanced, "lm_head.weight"))
+                .abs()
+                .max()
+                .item<double>(),
+            1e-12);
+}
 
 TEST(ActorTrainer, StreamingRefusesMoreThanOneStep) {
   ActorTrainer actor(testing::tiny_model(3), {});

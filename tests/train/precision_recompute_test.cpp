@@ -2,6 +2,9 @@
 // gives the same gradients as the plain forward.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/train/precision.h"
@@ -92,6 +95,39 @@ TEST(Recompute, GradientsEqualThePlainForward) {
     EXPECT_GT(plain[i].abs().max().item<double>(), 0.0) << i;  // every parameter is reached
     EXPECT_LT((plain[i] - recomputed[i]).abs().max().item<double>(), 1e-12) << i;
   }
+}
+
+// The MoE load-balancing loss through checkpointed layers: the routing statistics come
+// out of the recomputed layer as a second output, and their gradient reaches the
+// router and everything below it as in the plain forward.
+TEST(Recompute, MoeLoadBalancingGradientsEqualThePlainForward) {
+  QwenForCausalLM model = testing::tiny_moe_model(5, torch::kDouble);
+  TrainBatch batch = testing::tiny_batch({{3, 5}, {2, 4}, {4, 3}});
+  const MicroBatch mb = pack_rows(batch, {0, 1, 2}, torch::kCPU);
+  const torch::Tensor weights = torch::linspace(-1.0, 1.0, mb.num_response_tokens, torch::kDouble);
+  auto grads = [&](bool recompute, double aux_coef) {
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    MoeRoutingLog routing;
+    TokenLogprobs lp = response_logprobs(model, mb, LogprobHeadOptions{}, recompute, &routing);
+    EXPECT_EQ(routing.layers.size(), 1u);  // layer 0 sparse, layer 1 dense
+    ((lp.logprobs * weights).sum() + aux_coef * load_balancing_loss(routing)).backward();
+    std::map<std::string, torch::Tensor> out;
+    for (auto& item : model->named_parameters()) {
+      if (item.value().grad().defined()) out[item.key()] = item.value().grad().clone();
+    }
+    return out;
+  };
+  const auto plain = grads(false, 0.5);
+  const auto recomputed = grads(true, 0.5);
+  const auto without_aux = grads(false, 0.0);
+  ASSERT_EQ(plain.size(), recomputed.size());
+  const std::string router = "model.layers.0.mlp.gate.weight";
+  for (const auto& [name, grad] : plain) {
+    ASSERT_EQ(recomputed.count(name), 1u) << name;
+    EXPECT_LT((grad - recomputed.at(name)).abs().max().item<double>(), 1e-12) << name;
+  }
+  // The aux term does reach the router.
+  EXPECT_GT((plain.at(router) - without_aux.at(router)).abs().max().item<double>(), 1e-6);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "aspen/io/hf_config.h"
@@ -32,6 +33,23 @@ inline QwenForCausalLM tiny_model(uint64_t seed = 1, torch::ScalarType dtype = t
                                   bool tied = false) {
   // initializer_range 0.02 gives near-uniform logits; fine for gradients and tests.
   return make_random_model(tiny_train_config(tied), seed, dtype);
+}
+
+// Qwen3-MoE of the same size: 4 experts of width 8, top-2, layer 1 dense.
+inline QwenForCausalLM tiny_moe_model(uint64_t seed = 1, torch::ScalarType dtype = torch::kFloat) {
+  ModelConfig c = tiny_train_config();
+  c.family = ModelFamily::kQwen3Moe;
+  c.moe.num_experts = 4;
+  c.moe.num_experts_per_tok = 2;
+  c.moe.moe_intermediate_size = 8;
+  c.moe.mlp_only_layers = {1};
+  QwenForCausalLM model = make_random_model(c, seed, dtype);
+  // A decisive router (HF's 0.02 init routes almost uniformly).
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    if (item.key().find(".mlp.gate.weight") != std::string::npos) item.value().mul_(40.0);
+  }
+  return model;
 }
 
 // Rows with varied prompt/response lengths over vocab 16, deterministic.
