@@ -6,10 +6,12 @@
 #include <random>
 
 #include "aspen/model/compute_dtype.h"
+#include "aspen/model/moe_routing.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/model_copy.h"
+#include "aspen/train/recompute.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
@@ -20,9 +22,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ModelConfig bench_shape() {
+ModelConfig bench_shape(const std::string& kind) {
   ModelConfig config;
   config.family = ModelFamily::kQwen3;
+  if (kind == "qwen3_moe") {
+    // The same active MLP per token as the dense shape: top-2 of 8 experts of 768.
+    config.family = ModelFamily::kQwen3Moe;
+    config.moe.num_experts = 8;
+    config.moe.num_experts_per_tok = 2;
+    config.moe.moe_intermediate_size = 768;
+    config.moe.norm_topk_prob = true;
+  } else {
+    check_input(kind == "qwen3", "expected qwen3 or qwen3_moe, got \"" + kind + "\"",
+                "aspen bench train --kind");
+  }
   config.vocab_size = 151936;
   config.hidden_size = 512;
   config.intermediate_size = 1536;
@@ -35,13 +48,19 @@ ModelConfig bench_shape() {
   return config;
 }
 
-// Parameters of every matrix multiply: the layers' linears and the head once.
-int64_t matmul_parameters(QwenForCausalLM& model) {
+// Parameters of every matrix multiply a token goes through: the layers' linears and
+// the head once. With `active_only`, a MoE layer's experts count k / E of their
+// weights: the ones a token is routed to (the 6 * N * T rule for a sparse model).
+int64_t matmul_parameters(QwenForCausalLM& model, bool active_only = false) {
+  const MoeConfig& moe = model->config.moe;
   int64_t count = 0;
   for (const auto& item : model->named_parameters()) {
     const std::string& name = item.key();
     if (item.value().dim() == 2 && name.find("embed_tokens") == std::string::npos) {
-      count += item.value().numel();
+      const bool expert = name.find(".mlp.experts.") != std::string::npos;
+      count += expert && active_only
+                   ? item.value().numel() * moe.num_experts_per_tok / moe.num_experts
+                   : item.value().numel();
     }
   }
   return count + model->lm_head_weight().numel() *
@@ -94,6 +113,38 @@ double attention_flops(const TrainBatch& batch, const ModelConfig& config) {
   return 6.0 * config.num_hidden_layers * config.num_attention_heads * config.head_dim * sum_squares;
 }
 
+// MoE: how the batch routes, from one forward of the whole batch. Every expert with
+// tokens runs one gate/up/down GEMM chain over them (model/qwen_moe_block.h) and the
+// router one more GEMM; the dense model with the same active width runs 3 per layer.
+nlohmann::json moe_routing_summary(QwenForCausalLM& model, const TrainBatch& batch) {
+  std::vector<int64_t> ids, offsets = {0};
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    ids.insert(ids.end(), batch.prompts[r].begin(), batch.prompts[r].end());
+    ids.insert(ids.end(), batch.responses[r].begin(), batch.responses[r].end());
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+  torch::NoGradGuard no_grad;
+  MoeRoutingLog log;
+  decoder_hidden(*model->model, torch::tensor(ids), torch::tensor(offsets), /*recompute=*/false,
+                 &log);
+  int64_t experts_hit = 0;
+  double worst_imbalance = 0.0;
+  for (const LayerRouting& layer : log.layers) {
+    experts_hit += (layer.assignments > 0).sum().item<int64_t>();
+    worst_imbalance = std::max(
+        worst_imbalance, (layer.assignments.max() / layer.assignments.mean()).item<double>());
+  }
+  const int64_t layers = model->config.num_hidden_layers;
+  const auto sparse = static_cast<int64_t>(log.layers.size());
+  return {{"sparse_layers", sparse},
+          {"experts_hit_per_sparse_layer",
+           sparse > 0 ? static_cast<double>(experts_hit) / static_cast<double>(sparse) : 0.0},
+          {"mlp_gemms_per_forward", 3 * (layers - sparse) + sparse + 3 * experts_hit},
+          {"dense_mlp_gemms_per_forward", 3 * layers},
+          {"router_max_over_mean_load", worst_imbalance},
+          {"load_balancing_loss", load_balancing_loss(log).item<double>()}};
+}
+
 }  // namespace
 
 nlohmann::json run_train_bench(const TrainBenchOptions& options) {
@@ -105,8 +156,9 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
     torch::set_num_threads(options.threads);
     set_blas_threads(options.threads);
   }
-  QwenForCausalLM master = options.model_dir.empty() ? make_random_model(bench_shape(), 0)
-                                                     : load_pretrained_model(options.model_dir);
+  QwenForCausalLM master = options.model_dir.empty()
+                               ? make_random_model(bench_shape(options.kind), 0)
+                               : load_pretrained_model(options.model_dir);
   const ModelConfig& config = master->config;
   const TrainBatch base = synthetic_batch(options, config.vocab_size, 1);
   int64_t packed_tokens = 0;
@@ -115,8 +167,8 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
   }
   int64_t parameters = 0;
   for (const auto& p : master->parameters()) parameters += p.numel();
-  const double update_flops =
-      6.0 * matmul_parameters(master) * packed_tokens + attention_flops(base, config);
+  const double update_flops = 6.0 * matmul_parameters(master, /*active_only=*/true) * packed_tokens +
+                              attention_flops(base, config);
 
   nlohmann::json results = nlohmann::json::object();
   for (const std::string& dtype_name : options.dtypes) {
@@ -143,10 +195,13 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
                            {"mfu", update_flops / seconds / peak},
                            {"peak_rss_bytes", peak_rss_bytes()}};
   }
-  return {{"model", options.model_dir.empty() ? "random qwen3 (hidden 512, 8 layers, vocab 151936)"
-                                              : options.model_dir},
+  nlohmann::json out = {
+          {"model", options.model_dir.empty()
+                        ? "random " + options.kind + " (hidden 512, 8 layers, vocab 151936)"
+                        : options.model_dir},
           {"parameters", parameters},
           {"matmul_parameters", matmul_parameters(master)},
+          {"active_matmul_parameters", matmul_parameters(master, /*active_only=*/true)},
           {"rows", options.rows},
           {"prompt_tokens", options.prompt_tokens},
           {"response_tokens",
@@ -155,9 +210,11 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
           {"packed_tokens", packed_tokens},
           {"threads", torch::get_num_threads()},
           {"flops_per_update", update_flops},
-          {"flops_formula", "6 * matmul_parameters * packed_tokens + 6 * layers * heads * "
-                            "head_dim * sum(row_length^2)"},
+          {"flops_formula", "6 * active_matmul_parameters * packed_tokens + 6 * layers * "
+                            "heads * head_dim * sum(row_length^2)"},
           {"dtypes", results}};
+  if (config.is_moe()) out["moe"] = moe_routing_summary(master, base);
+  return out;
 }
 
 }  // namespace aspen

@@ -1,7 +1,9 @@
 // `aspen bench train`: the actor update (the GRPO policy-gradient step: forward,
 // backward and AdamW over packed micro-batches) on any HF model directory or, without
 // one, on a 103M-parameter Qwen3 shape (hidden 512, 8 layers, 8 heads / 4 kv heads of
-// 64, MLP 1536, vocabulary 151,936, tied), built on the spot with random weights.
+// 64, MLP 1536, vocabulary 151,936, tied), built on the spot with random weights;
+// with kind "qwen3_moe" the same shape with every MLP a top-2 of 8 experts of width 768
+// (the dense model's active MLP per token, 4x its MLP weights).
 //
 // The batch is synthetic: `rows` rows, each a `prompt_tokens` prompt and a response of
 // a length drawn uniformly from [response_tokens / 2, response_tokens] (seeded), random
@@ -14,10 +16,14 @@
 //                      same run (torch::mm of 2048 x 2048 matrices on these threads)
 //   peak_rss_bytes     the process's peak resident memory during that dtype's updates
 // FLOPs of one update: 6 * N * T + 6 * L * H * D * sum over rows of len^2, with N the
-// parameters of every matrix multiply (the head counted once even when tied, the
-// embedding lookup not), T the packed tokens, and the second term the causal
+// parameters of every matrix multiply a token passes (the head counted once even when
+// tied, the embedding lookup not; of a MoE layer's experts the k of E a token is routed
+// to: "active" parameters), T the packed tokens, and the second term the causal
 // attention scores and mixing (QK^T and AV, 2 * H * D * len^2 forward per layer,
 // backward twice that).
+// MoE models add "moe": experts hit per sparse layer and the MLP GEMMs per forward
+// against the dense model's 3 per layer, the worst layer's max/mean expert load, and
+// the load-balancing loss, from one forward of the batch.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -28,6 +34,7 @@ namespace aspen {
 
 struct TrainBenchOptions {
   std::string model_dir;  // empty: the 103M Qwen3 shape
+  std::string kind = "qwen3";  // without model_dir: qwen3 or qwen3_moe
   int64_t rows = 8;
   int64_t prompt_tokens = 64;
   int64_t response_tokens = 192;

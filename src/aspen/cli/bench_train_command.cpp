@@ -1,4 +1,4 @@
-// `aspen bench train [--model DIR] [--rows N] [--prompt-tokens P] [--response-tokens T]
+// `aspen bench train [--model DIR | --kind qwen3|qwen3_moe] [--rows N] [--prompt-tokens P] [--response-tokens T]
 //   [--steps S] [--threads N] [--dtypes fp32,bf16] --json`: the actor update's tokens/s,
 // FLOP/s and MFU against a GEMM peak measured in the same run (bench/train_bench.h).
 #include <iostream>
@@ -16,6 +16,10 @@ void setup(CLI::App& root) {
       "train", "Actor update throughput and MFU (fp32, bf16) on a model or a 103M Qwen3 shape");
   command->add_option("--model", options->model_dir,
                       "HF model directory (default: random 103M Qwen3 shape)");
+  command->add_option("--kind", options->kind,
+                      "without --model: qwen3 or qwen3_moe (the same shape, MLPs top-2 of 8 "
+                      "experts)")
+      ->capture_default_str();
   command->add_option("--rows", options->rows, "rows per batch")->capture_default_str();
   command->add_option("--prompt-tokens", options->prompt_tokens, "prompt tokens per row")
       ->capture_default_str();

@@ -90,7 +90,14 @@ void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   setup.tokenizer = std::make_shared<const Tokenizer>(
       Tokenizer::from_json(setup.tokenizer_json, "built-in tokenizer"));
   ModelConfig model_config;
-  model_config.family = ModelFamily::kQwen3;
+  model_config.family = config.model.kind == BuiltinModelKind::kQwen3Moe ? ModelFamily::kQwen3Moe
+                                                                          : ModelFamily::kQwen3;
+  if (model_config.is_moe()) {
+    model_config.moe.num_experts = config.model.num_experts;
+    model_config.moe.num_experts_per_tok = config.model.num_experts_per_tok;
+    model_config.moe.moe_intermediate_size = config.model.moe_intermediate_size;
+    model_config.moe.norm_topk_prob = true;  // as Qwen3-30B-A3B
+  }
   const int64_t multiple = config.model.vocab_multiple;
   model_config.vocab_size = (setup.tokenizer->vocab_size() + multiple - 1) / multiple * multiple;
   model_config.hidden_size = config.model.hidden_size;

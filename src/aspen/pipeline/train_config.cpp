@@ -245,6 +245,9 @@ ModelSection read_model(ConfigSection s) {
                                                    {"num_kv_heads", m.num_kv_heads},
                                                    {"head_dim", m.head_dim},
                                                    {"intermediate_size", m.intermediate_size},
+                                                   {"num_experts", m.num_experts},
+                                                   {"num_experts_per_tok", m.num_experts_per_tok},
+                                                   {"moe_intermediate_size", m.moe_intermediate_size},
                                                    {"tokenizer_vocab", m.tokenizer_vocab},
                                                    {"vocab_multiple", m.vocab_multiple}};
   for (const auto& [key, value] : sizes) {
@@ -252,6 +255,9 @@ ModelSection read_model(ConfigSection s) {
     check_at_most(value, int64_t{1} << 18, s.where(key),
                   "the built-in model is for demos; load a real one with model.path");
   }
+  check_input(m.num_experts_per_tok <= m.num_experts,
+              "must be at most model.num_experts (" + std::to_string(m.num_experts) + ")",
+              s.where("num_experts_per_tok"));
   s.finish();
   return m;
 }
@@ -406,6 +412,7 @@ Placement read_placement(ConfigSection s) {
 }  // namespace
 
 const char* name_of(TaskKind value) { return spelling(kTaskKinds, value); }
+const char* name_of(BuiltinModelKind value) { return spelling(kBuiltinModelKinds, value); }
 const char* name_of(AlgorithmName value) { return spelling(kAlgorithmNames, value); }
 const char* name_of(AggMode value) { return spelling(kAggModes, value); }
 const char* name_of(KlEstimator value) { return spelling(kKlEstimators, value); }

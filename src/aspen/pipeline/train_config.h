@@ -28,6 +28,7 @@ namespace aspen {
 // Enum keys, each parsed once when the config is read; name_of gives the spelling the
 // config and its JSON use (aliases such as kl_estimator's "k3" read as their value).
 enum class TaskKind { kArithmetic, kCountdown, kJsonl };  // data.task
+enum class BuiltinModelKind { kQwen3, kQwen3Moe };       // model.kind
 enum class AlgorithmName {                                 // algorithm.name
   kGrpo,
   kDrGrpo,
@@ -50,6 +51,7 @@ enum class PipelineMode { kSync, kAsync };
 enum class InstanceFailurePolicy { kRegenerate, kStop };
 
 const char* name_of(TaskKind value);
+const char* name_of(BuiltinModelKind value);
 const char* name_of(AlgorithmName value);
 const char* name_of(AggMode value);
 const char* name_of(KlEstimator value);
@@ -63,12 +65,19 @@ const char* name_of(InstanceFailurePolicy value);
 
 struct ModelSection {
   std::string path;           // HF model directory; empty: build the built-in tiny model
+  BuiltinModelKind kind = BuiltinModelKind::kQwen3;  // built-in model: dense or MoE
   int64_t hidden_size = 128;  // built-in model shape (Qwen3 architecture)
   int64_t num_layers = 4;
   int64_t num_heads = 4;
   int64_t num_kv_heads = 2;
   int64_t head_dim = 32;
   int64_t intermediate_size = 384;
+  // Built-in qwen3_moe: every layer sparse, num_experts_per_tok experts of
+  // moe_intermediate_size each; the defaults activate as many MLP weights per token
+  // (2 x 192) as the dense model's 384.
+  int64_t num_experts = 8;
+  int64_t num_experts_per_tok = 2;
+  int64_t moe_intermediate_size = 192;
   int64_t tokenizer_vocab = 300;  // built-in tokenizer: BPE trained on the task corpus
   // Built-in model: embedding/head rows padded up to a multiple of this (Megatron's
   // make_vocab_size_divisible_by; tensor parallelism splits the vocabulary). Padded ids

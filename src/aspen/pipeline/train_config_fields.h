@@ -29,6 +29,8 @@ using EnumNames = std::vector<std::pair<const char*, E>>;
 
 inline const EnumNames<TaskKind> kTaskKinds = {
     {"arithmetic", TaskKind::kArithmetic}, {"countdown", TaskKind::kCountdown}, {"jsonl", TaskKind::kJsonl}};
+inline const EnumNames<BuiltinModelKind> kBuiltinModelKinds = {
+    {"qwen3", BuiltinModelKind::kQwen3}, {"qwen3_moe", BuiltinModelKind::kQwen3Moe}};
 inline const EnumNames<AlgorithmName> kAlgorithmNames = {
     {"grpo", AlgorithmName::kGrpo},
     {"dr_grpo", AlgorithmName::kDrGrpo},
@@ -81,9 +83,12 @@ const char* spelling(const EnumNames<E>& names, E value) {
 template <typename Visitor>
 void visit_fields(ModelSection& s, Visitor& v) {
   v.field("path", s.path,
-        "HF model directory (Qwen2/Qwen2.5/Qwen3). Empty: build the built-in model "
+        "HF model directory (Qwen2/Qwen2.5/Qwen3, dense or MoE). Empty: build the built-in model "
         "from nothing (a BPE tokenizer trained on the task text and a random "
         "Qwen3-architecture model of the shape below).");
+  v.enum_field("kind", s.kind, kBuiltinModelKinds,
+        "built-in model: `qwen3` (dense) or `qwen3_moe` (every MLP a sparse "
+        "mixture of experts, Qwen3-MoE's architecture)");
   v.field("hidden_size", s.hidden_size,
         "built-in model: hidden size");
   v.field("num_layers", s.num_layers,
@@ -96,6 +101,13 @@ void visit_fields(ModelSection& s, Visitor& v) {
         "built-in model: head dimension");
   v.field("intermediate_size", s.intermediate_size,
         "built-in model: MLP width");
+  v.field("num_experts", s.num_experts,
+        "built-in `qwen3_moe`: experts per layer");
+  v.field("num_experts_per_tok", s.num_experts_per_tok,
+        "built-in `qwen3_moe`: experts each token is routed to (top-k)");
+  v.field("moe_intermediate_size", s.moe_intermediate_size,
+        "built-in `qwen3_moe`: each expert's MLP width (the defaults activate 2 x 192 "
+        "= the dense model's 384 per token)");
   v.field("tokenizer_vocab", s.tokenizer_vocab,
         "built-in tokenizer: vocabulary size (256 bytes + merges + 3 specials)");
   v.field("vocab_multiple", s.vocab_multiple,
