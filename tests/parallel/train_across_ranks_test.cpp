@@ -82,6 +82,23 @@ TEST(TrainAcrossRanks, DataTimesTensorParallelFourRanksTrainLikeOneProcess) {
            "placement.train.dp=2 placement.train.tp=2 placement.rollout.instances=4", 4);
 }
 
+// Qwen3-MoE (the built-in model.kind): data-parallel trainers, and tensor-parallel ones
+// whose experts are split over their width (the router replicated) and resharded into
+// the rollout instances, with the load-balancing loss trained. (The aux loss is per
+// forward, so only TP, whose ranks see the one-process micro-batches, trains it the
+// same; DP ranks pack other micro-batches.)
+TEST(TrainAcrossRanks, MoeDataParallelTwoRanksTrainLikeOneProcess) {
+  run_pair("moe_dp2", tiny_rank_run("model.kind=qwen3_moe model.num_experts=4 "
+                                    "model.moe_intermediate_size=32"));
+}
+
+TEST(TrainAcrossRanks, MoeTensorParallelTwoRanksTrainTheAuxLossLikeOneProcess) {
+  run_pair("moe_tp2",
+           tp_rank_run("model.kind=qwen3_moe model.num_experts=4 model.moe_intermediate_size=64 "
+                       "algorithm.router_aux_loss_coef=0.01"),
+           "placement.train.tp=2 placement.rollout.instances=2");
+}
+
 // Tensor-parallel rollout: the ranks of an instance step one engine together (local
 // kv heads in their caches, vocab-parallel logits gathered) and keep one copy of its
 // rows; the resharder slices (train TP 1 -> 2: nothing moves) or keeps (2 -> 2) shards.

@@ -84,6 +84,8 @@ struct ActorUpdateOptions {
   // policy aggregation's unit (response tokens for token-mean, rows for the seq-mean
   // modes), so accumulation over micro-batches and ranks gives that weighted mean.
   // 0 disables its gradient (still reported for a MoE model); no effect on a dense one.
+  // Being a product of per-forward sums (as transformers and Megatron compute it), it
+  // is the one term that depends on how rows are packed into micro-batches and ranks.
   double router_aux_loss_coef = 0.0;
   // The old (proximal) log-probs are the current weights' own: taken, detached, from
   // this update's forward pass instead of the old_logprobs column. Exact only for a
