@@ -160,7 +160,9 @@ nlohmann::json run_sampler_bench(int64_t vocab, int64_t rows, int repeats) {
   return {{"vocab", vocab}, {"rows", rows}, {"repeats", repeats}, {"modes", out}};
 }
 
-QwenForCausalLM make_bench_model(uint64_t seed) {
+QwenForCausalLM make_bench_model(const std::string& kind, uint64_t seed) {
+  check_input(kind == "qwen3" || kind == "qwen3_moe",
+              "expected qwen3 or qwen3_moe, got \"" + kind + "\"", "aspen bench rollout --kind");
   ModelConfig config;
   config.family = ModelFamily::kQwen3;
   config.vocab_size = 8192;
@@ -172,7 +174,8 @@ QwenForCausalLM make_bench_model(uint64_t seed) {
   config.head_dim = 64;
   config.max_position_embeddings = 4096;
   config.tie_word_embeddings = true;
-  return make_random_model(config, seed);
+  // MoE: top-2 of 8 experts of 384, the dense model's active MLP per token.
+  return make_random_model(kind == "qwen3_moe" ? moe_variant(config, 8, 2) : config, seed);
 }
 
 nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
@@ -183,7 +186,7 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   torch::NoGradGuard no_grad;
   const torch::Device device = device_from_option(options.device, "--device");
   QwenForCausalLM model =
-      options.model_dir.empty() ? make_bench_model() : load_pretrained_model(options.model_dir);
+      options.model_dir.empty() ? make_bench_model(options.kind) : load_pretrained_model(options.model_dir);
   model->to(device);
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
@@ -193,7 +196,7 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
     kv_cache_mb = kv_cache_bytes({0, options.kv_cache_fraction}, device, "--kv-cache-fraction") >> 20;
   }
   nlohmann::json result;
-  result["model"] = {{"source", options.model_dir.empty() ? "random qwen3" : options.model_dir},
+  result["model"] = {{"source", options.model_dir.empty() ? "random " + options.kind : options.model_dir},
                      {"parameters", parameters},
                      {"threads", at::get_num_threads()},
                      {"blas_threads", blas_threads()},

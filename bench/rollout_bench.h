@@ -17,6 +17,7 @@ namespace aspen {
 
 struct RolloutBenchOptions {
   std::string model_dir;  // empty: random ~10M-parameter Qwen3
+  std::string kind = "qwen3";  // without model_dir: qwen3 or qwen3_moe (make_bench_model)
   std::vector<int64_t> prompt_lens = {32, 128};
   std::vector<int64_t> gen_lens = {32, 128};
   std::vector<int64_t> parallel = {1, 4, 16};
@@ -29,7 +30,9 @@ struct RolloutBenchOptions {
 };
 
 // A random Qwen3-architecture model of about 10M parameters (vocab 8192).
-QwenForCausalLM make_bench_model(uint64_t seed = 0);
+// kind: "qwen3", or "qwen3_moe": the same shape with every MLP a top-2 of 8 experts
+// of width 384 (moe_variant: the dense model's active MLP per token).
+QwenForCausalLM make_bench_model(const std::string& kind = "qwen3", uint64_t seed = 0);
 
 // {"model":{...},"grid":[{prompt_len,gen_len,parallel,prefill_tps,decode_tps,preemptions}],
 //  "long_tail":{continuous_tps,static_tps,ratio,...},"sampler":run_sampler_bench(151936, 16, 3)}

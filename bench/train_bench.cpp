@@ -25,17 +25,6 @@ using Clock = std::chrono::steady_clock;
 ModelConfig bench_shape(const std::string& kind) {
   ModelConfig config;
   config.family = ModelFamily::kQwen3;
-  if (kind == "qwen3_moe") {
-    // The same active MLP per token as the dense shape: top-2 of 8 experts of 768.
-    config.family = ModelFamily::kQwen3Moe;
-    config.moe.num_experts = 8;
-    config.moe.num_experts_per_tok = 2;
-    config.moe.moe_intermediate_size = 768;
-    config.moe.norm_topk_prob = true;
-  } else {
-    check_input(kind == "qwen3", "expected qwen3 or qwen3_moe, got \"" + kind + "\"",
-                "aspen bench train --kind");
-  }
   config.vocab_size = 151936;
   config.hidden_size = 512;
   config.intermediate_size = 1536;
@@ -45,7 +34,10 @@ ModelConfig bench_shape(const std::string& kind) {
   config.head_dim = 64;
   config.max_position_embeddings = 4096;
   config.tie_word_embeddings = true;
-  return config;
+  check_input(kind == "qwen3" || kind == "qwen3_moe",
+              "expected qwen3 or qwen3_moe, got \"" + kind + "\"", "aspen bench train --kind");
+  // The same active MLP per token as the dense shape: top-2 of 8 experts of 768.
+  return kind == "qwen3_moe" ? moe_variant(config, 8, 2) : config;
 }
 
 // Parameters of every matrix multiply a token goes through: the layers' linears and

@@ -16,6 +16,10 @@ void setup(CLI::App& root) {
   CLI::App* command = bench_group(root).add_subcommand("rollout", "Rollout engine throughput");
   command->add_option("--model", options->model_dir,
                       "HF model directory (default: random ~10M Qwen3)");
+  command->add_option("--kind", options->kind,
+                      "without --model: qwen3 or qwen3_moe (the same shape, MLPs top-2 of 8 "
+                      "experts)")
+      ->capture_default_str();
   command->add_option("--threads", options->threads,
                       "torch intra-op and BLAS threads (0: as they are)");
   command->add_option("--kv-cache-mb", options->kv_cache_mb,

@@ -314,6 +314,21 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& sou
   return out;
 }
 
+ModelConfig moe_variant(const ModelConfig& dense, int64_t num_experts, int64_t experts_per_tok) {
+  check_input(experts_per_tok >= 1 && experts_per_tok <= num_experts &&
+                  dense.intermediate_size % experts_per_tok == 0,
+              "needs 1 <= experts per token <= experts, dividing intermediate_size " +
+                  std::to_string(dense.intermediate_size),
+              "MoE variant of a dense model");
+  ModelConfig moe = dense;
+  moe.family = ModelFamily::kQwen3Moe;
+  moe.moe.num_experts = num_experts;
+  moe.moe.num_experts_per_tok = experts_per_tok;
+  moe.moe.moe_intermediate_size = dense.intermediate_size / experts_per_tok;
+  moe.moe.norm_topk_prob = true;
+  return moe;
+}
+
 ModelConfig load_hf_config(const std::string& path) {
   return parse_hf_config(read_file(path), path);
 }

@@ -73,6 +73,13 @@ struct ModelConfig {
   void validate(const std::string& source) const;
 };
 
+// `dense` with every MLP a sparse block of `num_experts` experts, top `experts_per_tok`
+// renormalised (as Qwen3-30B-A3B), each of width intermediate_size / experts_per_tok:
+// the same active MLP weights per token, for comparing a MoE with its dense twin.
+// aspen::Error when experts_per_tok does not divide intermediate_size or exceeds
+// num_experts.
+ModelConfig moe_variant(const ModelConfig& dense, int64_t num_experts, int64_t experts_per_tok);
+
 // Parses config.json text. `source` (usually the path) names the input in errors.
 ModelConfig parse_hf_config(const std::string& json_text, const std::string& source);
 ModelConfig load_hf_config(const std::string& path);
