@@ -37,16 +37,17 @@ void expect_cases_pass(int ranks, const std::vector<std::string>& cases) {
 // Qwen2 with attention bias (H = 4, K = 2: one kv head per rank), Qwen2 with K = 1
 // (the kv head replicated on both ranks), Qwen3 with q/k norms, head_dim 12 and tied
 // embeddings (loaded from shards rather than full tensors), Qwen3 with attention_bias
-// (an o_proj bias added once after the row-parallel reduction).
+// (an o_proj bias added once after the row-parallel reduction), Qwen3-MoE (experts split
+// over their width, the router replicated).
 TEST(TensorParallel, TwoRanksMatchOneProcessForQwen2BiasReplicatedKvAndQwen3Tied) {
   expect_cases_pass(2, {"collectives", "qwen2_bias", "kv_replicated", "qwen3_tied",
-                        "qwen3_attention_bias"});
+                        "qwen3_attention_bias", "qwen3_moe"});
 }
 
 // K = 2 kv heads over 4 ranks: each replicated on 2 ranks, so replica gradients are
 // summed within pairs, not over the whole group.
 TEST(TensorParallel, FourRanksMatchOneProcessWithKvHeadsReplicatedInPairs) {
-  expect_cases_pass(4, {"collectives", "qwen3_kv_replicated"});
+  expect_cases_pass(4, {"collectives", "qwen3_kv_replicated", "qwen3_moe"});
 }
 
 }  // namespace

@@ -227,6 +227,27 @@ std::vector<torch::Tensor> ProcessGroupHandle::all_gather(const torch::Tensor& t
   return outputs[0];
 }
 
+torch::Tensor ProcessGroupHandle::all_to_all(const torch::Tensor& input,
+                                             const std::vector<int64_t>& send_rows,
+                                             const std::vector<int64_t>& recv_rows) {
+  const auto size = static_cast<size_t>(impl_->world_size);
+  TORCH_CHECK(send_rows.size() == size && recv_rows.size() == size,
+              "all_to_all needs one send and one receive count per rank");
+  int64_t received = 0;
+  for (int64_t rows : recv_rows) received += rows;
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[0] = received;
+  torch::Tensor in = input.contiguous();
+  torch::Tensor out = torch::empty(shape, input.options());
+  std::vector<int64_t> send(send_rows), recv(recv_rows);
+  try {
+    impl_->backend_for(in).alltoall_base(out, in, recv, send)->wait();
+  } catch (const std::exception& e) {
+    throw_collective_error("alltoall", impl_->rank, e);
+  }
+  return out;
+}
+
 void ProcessGroupHandle::broadcast(torch::Tensor& tensor, int root) {
   TORCH_CHECK(tensor.is_contiguous(), "broadcast needs a contiguous tensor");
   std::vector<at::Tensor> tensors{tensor};

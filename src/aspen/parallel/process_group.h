@@ -71,6 +71,13 @@ class ProcessGroupHandle {
   // Every rank's `tensor` (same shape/dtype everywhere), in rank order; entry rank()
   // is a copy of the input.
   std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor);
+  // Variable-size all-to-all along dim 0 (c10d alltoall_base): rank r sends rows
+  // [sum(send_rows[..d]), + send_rows[d]) of `input` to rank d and receives
+  // recv_rows[s] rows from rank s, concatenated in rank order. send_rows/recv_rows
+  // have world_size() entries; recv_rows must be what the peers send (exchange the
+  // counts first). Rows keep input's trailing shape and dtype.
+  torch::Tensor all_to_all(const torch::Tensor& input, const std::vector<int64_t>& send_rows,
+                           const std::vector<int64_t>& recv_rows);
   // In-place: every rank receives `root`'s tensor.
   void broadcast(torch::Tensor& tensor, int root);
   void barrier();
