@@ -99,7 +99,7 @@ TEST(QwenSparseMoeBlock, GroupedExpertsEqualATokenByTokenLoopForwardAndBackward)
     auto [top, chosen] = probs.topk(config.moe.num_experts_per_tok);
     torch::Tensor out = torch::zeros_like(xt);
     for (int64_t j = 0; j < top.size(0); ++j) {
-      out = out + top[j] * block->experts[chosen[j].item<int64_t>()]->as<QwenMLP>()->forward(xt);
+      out = out + top[j] * block->expert(chosen[j].item<int64_t>())->forward(xt);
     }
     rows.push_back(out);
   }

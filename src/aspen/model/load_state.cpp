@@ -18,6 +18,25 @@ std::string shape_string(c10::IntArrayRef sizes) {
   return out.str();
 }
 
+// Under EP: an expert of a sparse layer that another EP rank holds.
+bool other_ranks_expert(const std::string& key, const ModelConfig& config, const ExpertParallel& ep) {
+  if (!ep.enabled()) return false;
+  const std::string marker = ".mlp.experts.";
+  const size_t at = key.find(marker);
+  if (at == std::string::npos) return false;
+  const size_t digits = at + marker.size();
+  const size_t end = key.find('.', digits);
+  if (end == std::string::npos || end == digits) return false;
+  int64_t index = 0;
+  for (size_t i = digits; i < end; ++i) {
+    if (key[i] < '0' || key[i] > '9') return false;
+    index = index * 10 + (key[i] - '0');
+    if (index >= config.moe.num_experts) return false;
+  }
+  const int64_t first = ep.first_local_expert(config.moe.num_experts);
+  return index < first || index >= first + ep.local_expert_count(config.moe.num_experts);
+}
+
 bool tolerated_extra(const std::string& key, bool tied) {
   const std::string inv_freq = "rotary_emb.inv_freq";
   if (key.size() >= inv_freq.size() &&
@@ -64,7 +83,8 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
   }
   for (const auto& entry : weights) {
     if (expected.count(entry.first) == 0 &&
-        !tolerated_extra(entry.first, config.tie_word_embeddings)) {
+        !tolerated_extra(entry.first, config.tie_word_embeddings) &&
+        !other_ranks_expert(entry.first, config, ep)) {
       throw Error("unexpected weight \"" + entry.first + "\"", source,
                   "the checkpoint does not match config.json (tie_word_embeddings, "
                   "attention_bias, model_type, num_hidden_layers)");

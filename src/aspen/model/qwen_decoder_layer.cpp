@@ -3,14 +3,14 @@
 namespace aspen {
 
 QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp,
-                                           int64_t index) {
+                                           int64_t index, const ExpertParallel& ep) {
   input_layernorm =
       register_module("input_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
   self_attn = register_module("self_attn", QwenAttention(config, tp));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
   if (config.is_sparse_layer(index)) {
-    sparse_mlp = register_module("mlp", QwenSparseMoeBlock(config, tp));
+    sparse_mlp = register_module("mlp", QwenSparseMoeBlock(config, tp, ep));
   } else {
     mlp = register_module("mlp", QwenMLP(config, tp));
   }

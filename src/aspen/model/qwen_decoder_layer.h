@@ -29,7 +29,8 @@ namespace aspen {
 
 struct QwenDecoderLayerImpl : torch::nn::Module {
   // `index`: the layer's position in the model (decides dense or sparse).
-  QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp, int64_t index);
+  QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp, int64_t index,
+                       const ExpertParallel& ep = {});
 
   torch::Tensor forward(const torch::Tensor& x, const RopeTable& rope,
                         const torch::Tensor& cu_seqlens, MoeRoutingLog* log = nullptr);

@@ -8,7 +8,8 @@
 
 namespace aspen {
 
-QwenModelImpl::QwenModelImpl(const ModelConfig& config, const TensorParallel& tp)
+QwenModelImpl::QwenModelImpl(const ModelConfig& config, const TensorParallel& tp,
+                             const ExpertParallel& ep)
     : config(config), tp(tp) {
   const ShardRange vocab = shard_range(qwen_shard_spec("model.embed_tokens.weight", config),
                                        config.vocab_size, tp.rank, tp.size, "vocab_size");
@@ -17,7 +18,7 @@ QwenModelImpl::QwenModelImpl(const ModelConfig& config, const TensorParallel& tp
       register_module("embed_tokens", torch::nn::Embedding(vocab.length, config.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.num_hidden_layers; ++i)
-    layers->push_back(QwenDecoderLayer(config, tp, i));
+    layers->push_back(QwenDecoderLayer(config, tp, i, ep));
   norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps));
 }
 
@@ -49,12 +50,16 @@ torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
   return norm(h);
 }
 
-QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp)
-    : config(config), tp(tp) {
+QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp,
+                                         const ExpertParallel& ep)
+    : config(config), tp(tp), ep(ep) {
   config.validate("model config");
   validate_tp_size(config, tp.size);
   tp.validate("tensor parallel context");
-  model = register_module("model", QwenModel(config, tp));
+  ep.validate("expert parallel context");
+  check_input(!ep.enabled() || config.is_moe(), "expert parallelism needs a MoE model",
+              "expert parallel context");
+  model = register_module("model", QwenModel(config, tp, ep));
   if (!config.tie_word_embeddings) {
     const int64_t vocab_rows = shard_range(qwen_shard_spec("lm_head.weight", config),
                                            config.vocab_size, tp.rank, tp.size, "vocab_size")

@@ -31,6 +31,12 @@
 // paged KV cache then holds this rank's kv heads (local_kv_heads()) and the hidden
 // states are the full ones; the caller gathers the vocab-parallel logits.
 //
+// Expert parallelism (a MoE model built with an ExpertParallel of size p > 1,
+// parallel/expert_parallel.h): every sparse layer holds E/p of its experts and
+// exchanges tokens with the other EP ranks by all-to-all (qwen_moe_block.h); all other
+// parameters are whole. EP ranks run their own batches but must call every forward
+// and backward together.
+//
 // Thread safety: forward/token_logprobs mutate nothing and may run concurrently
 // (e.g. under torch::NoGradGuard in several rollout threads); load_state and
 // ->to() must not overlap with them.
@@ -53,7 +59,8 @@ namespace aspen {
 
 // HF Qwen{2,3}Model: embeddings, layers and the final norm.
 struct QwenModelImpl : torch::nn::Module {
-  explicit QwenModelImpl(const ModelConfig& config, const TensorParallel& tp = {});
+  explicit QwenModelImpl(const ModelConfig& config, const TensorParallel& tp = {},
+                         const ExpertParallel& ep = {});
 
   // input_ids [T] int64, cu_seqlens [B+1] int64, positions [T] int64 (RoPE only;
   // masking always follows cu_seqlens) -> hidden [T, C] after the final norm.
@@ -85,7 +92,8 @@ TORCH_MODULE(QwenModel);
 struct QwenForCausalLMImpl : torch::nn::Module {
   // aspen::Error for an invalid config, a TP size the config cannot split
   // (validate_tp_size names the field) or an inconsistent TP context.
-  explicit QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp = {});
+  explicit QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp = {},
+                               const ExpertParallel& ep = {});
 
   // input_ids [T] int64, cu_seqlens [B+1] int64 -> hidden [T, C] after the final
   // norm. positions [T] int64 drive RoPE; undefined (the default) means 0, 1, ...
@@ -126,18 +134,20 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // unexpected key or a wrong shape; nothing is copied unless all keys check out.
   // Under TP each tensor may be either FULL (the HF shape: this rank takes its shard
   // with take_shard) or already this rank's shard (exactly the local shape).
-  // Tolerated extras: lm_head.weight of a tied model (some exports keep it) and
-  // rotary_emb.inv_freq buffers (older exports).
+  // Tolerated extras: lm_head.weight of a tied model (some exports keep it),
+  // rotary_emb.inv_freq buffers (older exports) and, under expert parallelism, the
+  // experts other EP ranks hold.
   void load_state(const std::map<std::string, torch::Tensor>& weights,
                   const std::string& source = "weights");
 
   // (HF name, parameter) in HF order, for saving a checkpoint. Under TP these are
   // this rank's shards (local shapes), not full tensors: gather them (tp_layout.h
-  // says along which dim) for an HF checkpoint.
+  // says along which dim) for an HF checkpoint. Under EP only this rank's experts.
   std::vector<std::pair<std::string, torch::Tensor>> hf_state() const;
 
   ModelConfig config;
   TensorParallel tp;
+  ExpertParallel ep;
   QwenModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // [V/t, C]; null when config.tie_word_embeddings
 };

@@ -1,27 +1,102 @@
 #include "aspen/model/qwen_moe_block.h"
 
+#include <string>
 #include <vector>
 
 #include "aspen/parallel/tp_collectives.h"
+#include "aspen/util/error.h"
 
 namespace aspen {
 
-QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const TensorParallel& tp)
-    : top_k(config.moe.num_experts_per_tok), norm_topk_prob(config.moe.norm_topk_prob), tp(tp) {
-  gate = register_module(
-      "gate", torch::nn::Linear(
-                  torch::nn::LinearOptions(config.hidden_size, config.moe.num_experts).bias(false)));
-  experts = register_module("experts", torch::nn::ModuleList());
-  for (int64_t j = 0; j < config.moe.num_experts; ++j) {
-    // Expert 0 of layer 0 stands for all: the layout depends on neither index.
-    experts->push_back(QwenMLP(config, tp, config.moe.moe_intermediate_size,
-                               "model.layers.0.mlp.experts.0.gate_proj.weight"));
+QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const TensorParallel& tp,
+                                               const ExpertParallel& ep)
+    : num_experts(config.moe.num_experts),
+      top_k(config.moe.num_experts_per_tok),
+      norm_topk_prob(config.moe.norm_topk_prob),
+      tp(tp),
+      ep(ep) {
+  check_input(!(tp.enabled() && ep.enabled()),
+              "experts are split by tensor or by expert parallelism, not both",
+              "MoE layer (TP size " + std::to_string(tp.size) + ", EP size " +
+                  std::to_string(ep.size) + ")");
+  first_local = ep.first_local_expert(num_experts);
+  const int64_t count = ep.local_expert_count(num_experts);
+  gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(
+                                                       config.hidden_size, num_experts)
+                                                       .bias(false)));
+  // Registered under their global indices: HF names on every EP rank.
+  auto holder = register_module("experts", std::make_shared<torch::nn::Module>());
+  for (int64_t j = first_local; j < first_local + count; ++j) {
+    // Expert 0 of layer 0 stands for all: the TP layout depends on neither index.
+    local_experts.push_back(holder->register_module(
+        std::to_string(j), QwenMLP(config, tp, config.moe.moe_intermediate_size,
+                                   "model.layers.0.mlp.experts.0.gate_proj.weight")));
   }
+}
+
+QwenMLP& QwenSparseMoeBlockImpl::expert(int64_t index) {
+  check_input(index >= first_local && index < first_local + static_cast<int64_t>(local_experts.size()),
+              "expert " + std::to_string(index) + " is not held by this EP rank", "MoE layer");
+  return local_experts[static_cast<size_t>(index - first_local)];
+}
+
+torch::Tensor QwenSparseMoeBlockImpl::run_local_experts(const torch::Tensor& rows,
+                                                        const std::vector<int64_t>& counts) {
+  std::vector<torch::Tensor> outputs;
+  int64_t begin = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    outputs.push_back(local_experts[i]->forward_local(rows.narrow(0, begin, counts[i])));
+    begin += counts[i];
+  }
+  // No rows: an empty result still tied to `rows`, so that an expert-parallel
+  // backward reaches this rank's all-to-all like every other rank's.
+  return outputs.empty() ? rows.narrow(0, 0, 0) * 0 : torch::cat(outputs);
+}
+
+torch::Tensor QwenSparseMoeBlockImpl::run_experts_across_ranks(const torch::Tensor& rows,
+                                                               const torch::Tensor& counts) {
+  const int64_t local = static_cast<int64_t>(local_experts.size());
+  ProcessGroupHandle group = *ep.group;
+  // counts_from[s][e]: rows rank s routes to expert e.
+  const std::vector<torch::Tensor> counts_from = group.all_gather(counts);
+  std::vector<int64_t> send(static_cast<size_t>(ep.size), 0), recv(send);
+  const int64_t* mine = counts.data_ptr<int64_t>();
+  for (int64_t e = 0; e < num_experts; ++e) send[static_cast<size_t>(e / local)] += mine[e];
+  for (int s = 0; s < ep.size; ++s) {
+    const int64_t* theirs = counts_from[static_cast<size_t>(s)].data_ptr<int64_t>();
+    for (int64_t i = 0; i < local; ++i) recv[static_cast<size_t>(s)] += theirs[first_local + i];
+  }
+  const torch::Tensor received = all_to_all_rows(rows, send, recv, ep);
+
+  // Received rows come source by source, each source's rows by expert; put them expert
+  // by expert so that each local expert runs one GEMM chain over all of its rows.
+  std::vector<torch::Tensor> segments;
+  std::vector<int64_t> per_expert(static_cast<size_t>(local), 0);
+  for (int64_t i = 0; i < local; ++i) {
+    int64_t source_start = 0;
+    for (int s = 0; s < ep.size; ++s) {
+      const int64_t* theirs = counts_from[static_cast<size_t>(s)].data_ptr<int64_t>();
+      int64_t start = source_start;
+      for (int64_t j = 0; j < i; ++j) start += theirs[first_local + j];
+      const int64_t n = theirs[first_local + i];
+      if (n > 0) segments.push_back(torch::arange(start, start + n, torch::kLong));
+      per_expert[static_cast<size_t>(i)] += n;
+      source_start += recv[static_cast<size_t>(s)];
+    }
+  }
+  const torch::Tensor by_expert =
+      segments.empty() ? torch::zeros({0}, torch::kLong) : torch::cat(segments);
+  const torch::Tensor outputs =
+      run_local_experts(received.index_select(0, by_expert.to(received.device())), per_expert);
+  const torch::Tensor back_order = std::get<1>(by_expert.sort()).to(received.device());
+  return all_to_all_rows(outputs.index_select(0, back_order), recv, send, ep);
 }
 
 torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRoutingLog* log) {
   const int64_t tokens = x.size(0);
-  if (tokens == 0) return torch::zeros_like(x);
+  // Under EP every rank joins the collectives, tokens or not.
+  if (tokens == 0 && !ep.enabled()) return torch::zeros_like(x);
   const RouterChoice choice = route_top_k(gate(x), top_k, norm_topk_prob);
   if (log != nullptr) log->layers.push_back(layer_routing(choice));
 
@@ -30,19 +105,17 @@ torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRouting
   const torch::Tensor order = std::get<1>(slot_experts.sort(std::optional<bool>(true), /*dim=*/0));
   const torch::Tensor slot_tokens = order.div(top_k, "floor");
   const torch::Tensor counts =
-      torch::bincount(slot_experts, /*weights=*/{}, experts->size()).to(torch::kCPU);
-  const int64_t* count = counts.data_ptr<int64_t>();
+      torch::bincount(slot_experts, /*weights=*/{}, num_experts).to(torch::kCPU).contiguous();
 
   const torch::Tensor grouped = copy_to_tp_region(x, tp).index_select(0, slot_tokens);
-  std::vector<torch::Tensor> outputs;
-  int64_t begin = 0;
-  for (int64_t e = 0; e < static_cast<int64_t>(experts->size()); ++e) {
-    if (count[e] == 0) continue;
-    outputs.push_back(
-        experts[e]->as<QwenMLP>()->forward_local(grouped.narrow(0, begin, count[e])));
-    begin += count[e];
+  torch::Tensor expert_out;
+  if (ep.enabled()) {
+    expert_out = run_experts_across_ranks(grouped, counts);
+  } else {
+    const int64_t* count = counts.data_ptr<int64_t>();
+    expert_out = run_local_experts(grouped, std::vector<int64_t>(count, count + num_experts));
   }
-  const torch::Tensor expert_out = reduce_from_tp_region(torch::cat(outputs), tp);
+  expert_out = reduce_from_tp_region(expert_out, tp);
   const torch::Tensor slot_weights = choice.weights.reshape({-1, 1}).index_select(0, order);
   return torch::zeros({tokens, x.size(1)}, x.options())
       .index_add(0, slot_tokens, expert_out * slot_weights);

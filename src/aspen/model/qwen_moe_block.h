@@ -18,6 +18,14 @@
 // outputs are summed over ranks (one all-reduce of the [T*k, C] grouped rows) before
 // the routing weights multiply them, so the router's gradient is the full one on
 // every rank.
+// Expert parallelism (ep.size = p > 1, parallel/expert_parallel.h): this rank holds
+// only experts [rank*E/p, (rank+1)*E/p) (registered under their global HF indices) and
+// the others live on the other EP ranks, which route their own tokens. The grouped
+// rows go to their experts' ranks by one all-to-all (after an all-gather of the
+// per-expert counts), each local expert runs one GEMM chain over the rows every rank
+// sent it, and a second all-to-all brings the outputs back; backward reverses both.
+// Every EP rank must run every forward (and backward) together, with or without
+// tokens. TP and EP together are refused (experts are split by one or the other).
 // Routing record: with a non-null `log`, forward appends this layer's routing
 // statistics (for the load-balancing loss).
 // Thread safety: forward mutates nothing but `log`.
@@ -25,23 +33,40 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "aspen/io/hf_config.h"
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/qwen_mlp.h"
+#include "aspen/parallel/expert_parallel.h"
 #include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
 
 struct QwenSparseMoeBlockImpl : torch::nn::Module {
-  QwenSparseMoeBlockImpl(const ModelConfig& config, const TensorParallel& tp = {});
+  explicit QwenSparseMoeBlockImpl(const ModelConfig& config, const TensorParallel& tp = {},
+                                  const ExpertParallel& ep = {});
 
   torch::Tensor forward(const torch::Tensor& x, MoeRoutingLog* log = nullptr);
 
+  // Expert `index` (global) if this rank holds it; aspen::Error otherwise.
+  QwenMLP& expert(int64_t index);
+
+  int64_t num_experts = 0;
+  int64_t first_local = 0;  // global index of local_experts[0]
   int64_t top_k = 0;
   bool norm_topk_prob = false;
-  torch::nn::Linear gate{nullptr};  // the router [E, C]
-  torch::nn::ModuleList experts{nullptr};
+  torch::nn::Linear gate{nullptr};  // the router [E, C], replicated
+  std::vector<QwenMLP> local_experts;
   TensorParallel tp;
+  ExpertParallel ep;
+
+ private:
+  // Rows grouped by local expert (counts[i] rows for local expert i) -> their outputs.
+  torch::Tensor run_local_experts(const torch::Tensor& rows, const std::vector<int64_t>& counts);
+  // Rows grouped by global expert (counts over all E) -> their outputs, through the
+  // experts' ranks.
+  torch::Tensor run_experts_across_ranks(const torch::Tensor& rows, const torch::Tensor& counts);
 };
 TORCH_MODULE(QwenSparseMoeBlock);
 

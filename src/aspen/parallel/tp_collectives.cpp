@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "aspen/parallel/group_capsule.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -12,22 +13,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// AutogradContext::saved_data holds IValues only; the backward passes need the
-// process group, so it travels in a capsule (an IValue owning a C++ object).
-struct GroupCapsule : torch::CustomClassHolder {
-  explicit GroupCapsule(ProcessGroupHandle group) : group(std::move(group)) {}
-  ProcessGroupHandle group;
-};
-
-void save_group(AutogradContext* ctx, const ProcessGroupHandle& group) {
-  ctx->saved_data["group"] = c10::IValue::make_capsule(c10::make_intrusive<GroupCapsule>(group));
-}
-
-ProcessGroupHandle saved_group(AutogradContext* ctx) {
-  const auto holder = ctx->saved_data["group"].toCapsule();
-  return static_cast<const GroupCapsule*>(holder.get())->group;
-}
 
 // A private contiguous copy: all_reduce works in place, and neither a forward input
 // nor an incoming gradient (which autograd may share) may be overwritten.
