@@ -1,5 +1,7 @@
 #include "aspen/dock/controller.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -18,8 +20,10 @@ double seconds_between(std::chrono::steady_clock::time_point a,
 }
 
 std::chrono::steady_clock::duration to_duration(double seconds) {
-  // Clamp so "wait forever" style values do not overflow time_point arithmetic.
-  const double clamped = std::min(std::max(seconds, 0.0), 1e7);
+  // Clamp so "wait forever" style values do not overflow time_point arithmetic; NaN
+  // (refused before it gets here) would be undefined behaviour in duration_cast.
+  if (!(seconds > 0.0)) return std::chrono::steady_clock::duration::zero();
+  const double clamped = std::min(seconds, 1e7);
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(clamped));
 }
@@ -136,6 +140,8 @@ std::optional<std::vector<RowId>> DockController::try_allocate(const std::vector
 
 std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, double timeout_s,
                                             WarehouseId owner) {
+  check_input(!std::isnan(timeout_s), "timeout_s is NaN", "allocate",
+              "seconds to wait: <= 0 (do not wait), a positive number or infinity");
   if (auto ids = try_allocate(rows, owner)) return *ids;  // validates, fast path
   const auto start = Clock::now();
   const auto deadline = start + to_duration(timeout_s);
@@ -192,6 +198,9 @@ void DockController::validate_claim(const ClaimOptions& options) const {
               "use 1 to " + std::to_string(kMaxBalanceRanks) + " ranks");
   check_input(options.lease_s > 0, "lease_s " + std::to_string(options.lease_s), "claim options",
               "a lease must last a positive time");
+  // Found by fuzz_dock_frames: a NaN timeout reached duration_cast (undefined behaviour).
+  check_input(!std::isnan(options.timeout_s), "timeout_s is NaN", "claim options",
+              "seconds to wait: <= 0 (do not wait), a positive number or infinity");
   check_input(options.min_version <= options.max_version, "empty policy-version window",
               "claim options");
   check_input(options.target >= -1, "target " + std::to_string(options.target), "claim options",
