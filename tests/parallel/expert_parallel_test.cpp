@@ -1,7 +1,8 @@
 // Expert parallelism over real processes: every rank of `aspen launch` runs the
 // ep_check worker mode (worker/ep_modes.cpp): the all-to-all on known rows, then a
 // Qwen3-MoE split over the ranks' experts against the one-process model - forward,
-// every gradient and two optimizer steps, each rank on its own tokens.
+// every gradient and two optimizer steps, each rank on its own tokens - and the rollout
+// engine over it generating the one-process model's tokens.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -17,7 +18,7 @@ void expect_ep_check_passes(int ranks) {
       testing::run_command(kAspen + " launch --nproc-per-node " + std::to_string(ranks) +
                            " --master-port 0 -- " + kWorker + " ep_check");
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  for (const char* name : {"all_to_all", "model"}) {
+  for (const char* name : {"all_to_all", "model", "rollout"}) {
     for (int r = 0; r < ranks; ++r) {
       EXPECT_NE(result.output.find("rank " + std::to_string(r) + " ep " + name + " ok"),
                 std::string::npos)

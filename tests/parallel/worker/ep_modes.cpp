@@ -8,6 +8,9 @@
 //                  the local experts' gradients equal the reference gradients of the
 //                  sum of every rank's loss; then two AdamW steps on both leave the
 //                  same weights.
+//     rollout      the rollout engine over the EP model, every rank stepping the same
+//                  requests (as the ranks of one instance do), generates the tokens and
+//                  log-probs of the engine over the one-process model.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -16,6 +19,7 @@
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/expert_parallel.h"
+#include "aspen/rollout/engine.h"
 #include "aspen/util/error.h"
 #include "worker_mode.h"
 
@@ -157,12 +161,49 @@ void check_model(const ExpertParallel& ep) {
   }
 }
 
+void check_rollout(const ExpertParallel& ep) {
+  const std::string where = "ep_check rollout";
+  const ModelConfig config = ep_config();
+  const auto weights = seeded_weights(config);
+  QwenForCausalLM reference(config);
+  reference->load_state(weights, "seeded");
+  QwenForCausalLM sharded(config, TensorParallel{}, ep);
+  sharded->load_state(weights, "seeded");
+  EngineConfig engine;
+  engine.kv_cache_bytes = 1 << 20;
+  engine.max_num_batched_tokens = 6;  // chunked prefill
+  std::vector<GenerationRequest> requests(2);
+  requests[0].id = "sampled";
+  requests[0].prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5};
+  requests[0].params.max_tokens = 10;
+  requests[0].params.seed = 7;
+  requests[0].params.ignore_eos = true;
+  requests[0].n = 3;
+  requests[1].id = "greedy";
+  requests[1].prompt = {2, 7, 1, 8};
+  requests[1].params.max_tokens = 8;
+  requests[1].params.temperature = 0.0;
+  requests[1].params.ignore_eos = true;
+  const std::vector<Completion> want = RolloutEngine(reference, engine).generate(requests);
+  const std::vector<Completion> got = RolloutEngine(sharded, engine).generate(requests);
+  ep_expect(got.size() == want.size(), "completion count", where);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ep_expect(got[i].token_ids == want[i].token_ids,
+              "tokens of " + want[i].request_id + " sample " + std::to_string(want[i].sample_index),
+              where);
+    ep_expect_close(torch::tensor(got[i].logprobs), torch::tensor(want[i].logprobs),
+                    "log-probs of " + want[i].request_id, where);
+  }
+}
+
 int ep_check(ProcessGroupHandle& group, const std::vector<std::string>&) {
   const ExpertParallel ep = ExpertParallel::over(group);
   check_all_to_all(ep);
   std::printf("rank %d ep all_to_all ok\n", ep.rank);
   check_model(ep);
   std::printf("rank %d ep model ok\n", ep.rank);
+  check_rollout(ep);
+  std::printf("rank %d ep rollout ok\n", ep.rank);
   return 0;
 }
 
