@@ -132,6 +132,12 @@ TEST(ActorTrainer, MoeRouterAuxLossIsReportedAndTrainedOnlyWithItsCoefficient) {
   const ActorMetrics with = balanced.update(batch, update);
   EXPECT_NEAR(without.router_aux_loss, want, 1e-12);
   EXPECT_NEAR(with.router_aux_loss, want, 1e-12);
+  // The load of the one sparse layer: busiest expert over the mean, from the same forward.
+  const torch::Tensor load = routing.layers.at(0).assignments;
+  const double imbalance = (load.max() / load.mean()).item<double>();
+  EXPECT_GE(imbalance, 1.0);
+  EXPECT_NEAR(without.router_load_max, imbalance, 1e-12);
+  EXPECT_NEAR(without.router_load_mean, imbalance, 1e-12);
 
   auto param = [](ActorTrainer& actor, const std::string& name) {
     return actor.model()->named_parameters()[name].detach();

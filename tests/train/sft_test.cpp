@@ -49,6 +49,28 @@ TEST(Sft, MicroBatchingDoesNotChangeTheStep) {
   EXPECT_LT(testing::max_param_diff(*a.model(), *b.model()), 1e-9);
 }
 
+// MoE: with a coefficient the step also descends the load-balancing loss; the head,
+// which that loss does not reach, takes the same step as without it.
+TEST(Sft, MoeRouterAuxLossMovesTheRouterOnlyWithItsCoefficient) {
+  TrainerOptions options;
+  options.optimizer.lr = 1e-2;
+  options.optimizer.max_grad_norm = 0.0;
+  options.compute_dtype = torch::kDouble;
+  SftTrainer plain(testing::tiny_moe_model(31, torch::kDouble), options);
+  SftTrainer balanced(testing::tiny_moe_model(31, torch::kDouble), options,
+                      /*router_aux_loss_coef=*/0.5);
+  const auto examples = swap_task();
+  EXPECT_NEAR(plain.step(examples).nll, balanced.step(examples).nll, 1e-12);  // before the step
+  auto param = [](SftTrainer& t, const std::string& name) {
+    return t.model()->named_parameters()[name].detach();
+  };
+  const std::string router = "model.layers.0.mlp.gate.weight";
+  EXPECT_GT((param(plain, router) - param(balanced, router)).abs().max().item<double>(), 1e-6);
+  EXPECT_LT(
+      (param(plain, "lm_head.weight") - param(balanced, "lm_head.weight")).abs().max().item<double>(),
+      1e-12);
+}
+
 TEST(Sft, TinyModelLearnsToSwapTwoTokens) {
   const auto examples = swap_task();
   QwenForCausalLM model = testing::tiny_model(37);

@@ -61,7 +61,11 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
     line["kl_reward_coef"] = record.advantages.kl_coef;
   }
   // Positive whenever a MoE model routed any token; absent for a dense model.
-  if (actor.router_aux_loss > 0.0) line["router_aux_loss"] = actor.router_aux_loss;
+  if (actor.router_aux_loss > 0.0) {
+    line["router_aux_loss"] = actor.router_aux_loss;
+    line["router_load_max"] = actor.router_load_max;
+    line["router_load_mean"] = actor.router_load_mean;
+  }
   if (record.update.critic.steps > 0) {
     line["value_loss"] = record.update.critic.value_loss;
     line["value_clip_frac"] = record.update.critic.clip_frac;

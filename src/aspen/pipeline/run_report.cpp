@@ -141,6 +141,11 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   charts.push_back(rl_chart(metrics, "Rollout vs trainer log-prob |diff|",
                             {{"rollout_logprob_diff_mean", "mean"},
                              {"rollout_logprob_diff_max", "max"}}));
+  // MoE models only (dense runs have none of these keys, and empty charts are dropped).
+  charts.push_back(rl_chart(metrics, "MoE routing",
+                            {{"router_aux_loss", "load-balancing loss"},
+                             {"router_load_max", "busiest expert / mean, worst layer"},
+                             {"router_load_mean", "busiest expert / mean, mean of layers"}}));
   charts.push_back(rl_chart(metrics, "Throughput (tokens/s)",
                             {{"tokens_per_second", "trained tokens/s"},
                              {"effective_tps", "effective tokens/s"}}));

@@ -42,7 +42,8 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
   }
   TrainSection sft_train = train;
   sft_train.schedule = LrScheduleKind::kCosine;
-  SftTrainer trainer(setup.model, trainer_options(sft_train, train.sft_lr, train.sft_steps));
+  SftTrainer trainer(setup.model, trainer_options(sft_train, train.sft_lr, train.sft_steps),
+                     config.algorithm.router_aux_loss_coef);
   std::mt19937_64 rng(train.seed + 1);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < train.sft_steps; ++step) {

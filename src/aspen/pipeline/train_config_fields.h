@@ -193,7 +193,8 @@ void visit_fields(AlgorithmSection& s, Visitor& v) {
         "entropy bonus");
   v.field("router_aux_loss_coef", s.router_aux_loss_coef,
         "MoE models: coefficient of the router's load-balancing loss (Switch "
-        "Transformer's, as transformers computes it); 0: not trained, still reported "
+        "Transformer's, as transformers computes it) in the RL updates and the SFT "
+        "warm-up (`aspen sft` too); 0: not trained, still reported "
         "as `router_aux_loss`. Off by default, as in transformers (output_router_logits) "
         "and verl; Qwen3-MoE's pretraining used 0.001");
   v.field("dynamic_sampling", s.dynamic_sampling,

@@ -18,6 +18,14 @@ double value_or_zero(const torch::Tensor& t) {
   return t.defined() ? t.item<double>() : 0.0;
 }
 
+// router_load_max / router_load_mean from the [layers, E] slot counts (see ActorMetrics).
+void set_router_load(ActorMetrics& metrics, const torch::Tensor& load) {
+  if (!load.defined() || load.numel() == 0) return;
+  const torch::Tensor per_layer = load.amax(1) / load.mean(1).clamp_min(1e-12);
+  metrics.router_load_max = per_layer.max().item<double>();
+  metrics.router_load_mean = per_layer.mean().item<double>();
+}
+
 }  // namespace
 
 ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
@@ -113,6 +121,9 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       const torch::Tensor aux = load_balancing_loss(routing).to(loss.scalar_type()) * share;
       if (options.router_aux_loss_coef != 0.0) loss = loss + options.router_aux_loss_coef * aux;
       sums.add(sums.router_aux_loss, aux);
+      std::vector<torch::Tensor> load;
+      for (const LayerRouting& layer : routing.layers) load.push_back(layer.assignments.to(torch::kDouble));
+      if (!load.empty()) sums.add(sums.expert_load, torch::stack(load));
     }
     if (i == last_backward) data_parallel_.before_last_backward();
     loss.backward();
@@ -149,6 +160,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   const torch::Device device = compute_->lm_head_weight().device();
 
   ActorMetrics metrics;
+  torch::Tensor expert_load;  // over every mini-batch of the update
   MetricSums first_step;  // the mismatch, measured before any step (see ActorMetrics)
   bool before_first_step = true;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
@@ -193,6 +205,9 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       metrics.policy_loss += value_or_zero(sums.policy_loss);
       metrics.kl_loss += value_or_zero(sums.kl_loss);
       metrics.router_aux_loss += value_or_zero(sums.router_aux_loss);
+      if (sums.expert_load.defined()) {
+        expert_load = expert_load.defined() ? expert_load + sums.expert_load : sums.expert_load;
+      }
       metrics.entropy += value_or_zero(sums.entropy);
       metrics.clip_frac += value_or_zero(sums.clip_frac);
       metrics.approx_kl += value_or_zero(sums.approx_kl);
@@ -213,6 +228,20 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     mismatch_tokens = values[1];
     mismatch_max = *std::max_element(values.begin() + 2, values.end());
   }
+  if (data_parallel_.enabled() && compute_->config.is_moe()) {
+    // Every rank routes its own rows (and a rank may have none): sum the counts.
+    int64_t sparse = 0;
+    for (int64_t i = 0; i < compute_->config.num_hidden_layers; ++i) {
+      sparse += compute_->config.is_sparse_layer(i);
+    }
+    const int64_t experts = compute_->config.moe.num_experts;
+    torch::Tensor local = expert_load.defined() ? expert_load.contiguous()
+                                                : torch::zeros({sparse, experts}, torch::kDouble);
+    std::vector<double> counts(local.data_ptr<double>(), local.data_ptr<double>() + local.numel());
+    data_parallel_.sum_over_ranks(counts);
+    expert_load = torch::tensor(counts, torch::kDouble).view({sparse, experts});
+  }
+  set_router_load(metrics, expert_load);
   metrics.rollout_logprob_diff_tokens = std::llround(mismatch_tokens);
   metrics.rollout_logprob_diff_max = mismatch_max;
   metrics.rollout_logprob_diff_mean = mismatch_tokens > 0 ? mismatch_sum / mismatch_tokens : 0.0;
@@ -315,6 +344,7 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   metrics.policy_loss = value_or_zero(sums.policy_loss) / denominator;
   metrics.kl_loss = value_or_zero(sums.kl_loss) / denominator;
   metrics.router_aux_loss = value_or_zero(sums.router_aux_loss) / denominator;
+  set_router_load(metrics, sums.expert_load);
   // Token-weighted metric sums: divided by the response tokens.
   metrics.entropy = value_or_zero(sums.entropy) / static_cast<double>(tokens);
   metrics.clip_frac = value_or_zero(sums.clip_frac) / static_cast<double>(tokens);

@@ -99,6 +99,12 @@ struct ActorMetrics {
   double policy_loss = 0.0;
   double kl_loss = 0.0;
   double router_aux_loss = 0.0;  // MoE load-balancing loss (0 for a dense model)
+  // MoE expert load: per sparse layer, the busiest expert's share of the top-k slots
+  // over the mean share (1: perfectly balanced; E/k: every token on the same k
+  // experts), counted over every forward of the update (all ranks); the worst layer
+  // and the mean over layers. 0 for a dense model.
+  double router_load_max = 0.0;
+  double router_load_mean = 0.0;
   double entropy = 0.0;
   double clip_frac = 0.0;
   double approx_kl = 0.0;  // k3 estimate of KL(old || new), token mean
@@ -165,6 +171,7 @@ class ActorTrainer {
   struct MetricSums {
     torch::Tensor policy_loss, kl_loss, router_aux_loss, entropy, clip_frac, approx_kl, capped;
     torch::Tensor mismatch_sum, mismatch_max;  // of |trainer - rollout| log-probs
+    torch::Tensor expert_load;                 // [sparse layers, E] top-k slots per expert
     int64_t mismatch_tokens = 0;
     void add(torch::Tensor& slot, const torch::Tensor& value);
   };

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "aspen/model/moe_routing.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/mini_batches.h"
 #include "aspen/train/model_copy.h"
@@ -23,12 +24,14 @@ TrainBatch to_batch(const std::vector<SftExample>& examples) {
 
 }  // namespace
 
-SftTrainer::SftTrainer(QwenForCausalLM model, const TrainerOptions& options)
+SftTrainer::SftTrainer(QwenForCausalLM model, const TrainerOptions& options,
+                       double router_aux_loss_coef)
     : options_(options),
       model_(model),
       compute_(compute_copy(model, options)),
       master_(trainable_params(*model_), trainable_params(*compute_)),
-      optimizer_(master_.master(), options.optimizer) {}
+      optimizer_(master_.master(), options.optimizer),
+      router_aux_loss_coef_(router_aux_loss_coef) {}
 
 SftStepMetrics SftTrainer::step(const std::vector<SftExample>& examples) {
   const TrainBatch batch = to_batch(examples);
@@ -43,9 +46,19 @@ SftStepMetrics SftTrainer::step(const std::vector<SftExample>& examples) {
   torch::Tensor nll_sum = torch::zeros({}, torch::kDouble);
   for (const auto& mb : micro_batches) {
     if (mb.num_response_tokens == 0) continue;
-    TokenLogprobs lp = response_logprobs(compute_, mb, {}, options_.recompute);
+    const bool aux = router_aux_loss_coef_ != 0.0 && compute_->config.is_moe();
+    MoeRoutingLog routing;
+    TokenLogprobs lp =
+        response_logprobs(compute_, mb, {}, options_.recompute, aux ? &routing : nullptr);
     torch::Tensor nll = -lp.logprobs.sum();
-    (nll / static_cast<double>(metrics.answer_tokens)).backward();
+    torch::Tensor loss = nll / static_cast<double>(metrics.answer_tokens);
+    if (aux) {
+      const double share = static_cast<double>(mb.num_response_tokens) /
+                           static_cast<double>(metrics.answer_tokens);
+      loss = loss + router_aux_loss_coef_ * share *
+                        load_balancing_loss(routing).to(loss.scalar_type());
+    }
+    loss.backward();
     master_.accumulate_grads();
     nll_sum += nll.detach().to(torch::kCPU, torch::kDouble);
   }
@@ -72,7 +85,7 @@ std::vector<SftStepMetrics> run_sft(
     const std::function<void(const SftStepMetrics&)>& callback) {
   check_input(options.epochs >= 1, "must be >= 1", "sft.epochs");
   check_input(options.batch_size >= 1, "must be >= 1", "sft.batch_size");
-  SftTrainer trainer(model, options.trainer);
+  SftTrainer trainer(model, options.trainer, options.router_aux_loss_coef);
   std::vector<SftStepMetrics> history;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     for (const auto& rows :

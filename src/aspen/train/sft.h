@@ -37,6 +37,7 @@ struct SftOptions {
   int64_t batch_size = 8;  // examples per optimizer step
   uint64_t seed = 0;       // shuffle seed (epoch e uses seed + e)
   TrainerOptions trainer;  // optimizer.lr etc.
+  double router_aux_loss_coef = 0.0;  // MoE load-balancing loss (SftTrainer); 0: off
 };
 
 struct SftStepMetrics {
@@ -52,7 +53,10 @@ struct SftStepMetrics {
 class SftTrainer {
  public:
   // Trains `model` (master weights) in place.
-  SftTrainer(QwenForCausalLM model, const TrainerOptions& options);
+  // router_aux_loss_coef: a MoE model's load-balancing loss (model/moe_routing.h) per
+  // micro-batch, weighted by its share of the batch's answer tokens; 0: off.
+  SftTrainer(QwenForCausalLM model, const TrainerOptions& options,
+             double router_aux_loss_coef = 0.0);
 
   SftStepMetrics step(const std::vector<SftExample>& examples);
   // Mean answer-token NLL of `examples` under the current weights, no grad.
@@ -68,6 +72,7 @@ class SftTrainer {
   MasterWeights master_;
   Optimizer optimizer_;
   int64_t steps_ = 0;
+  double router_aux_loss_coef_ = 0.0;
 };
 
 // Returns every step's metrics. `model` is trained in place.
