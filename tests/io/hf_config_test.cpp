@@ -106,6 +106,53 @@ const char* kQwen3Moe = R"({
   "vocab_size": 151936
 })";
 
+// deepseek-ai/DeepSeek-V3's config.json without auto_map (its rope_scaling and fp8
+// quantization_config are added back in the test that refuses them).
+const char* kDeepseekV3 = R"({
+  "architectures": ["DeepseekV3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "aux_loss_alpha": 0.001,
+  "bos_token_id": 0,
+  "eos_token_id": 1,
+  "ep_size": 1,
+  "first_k_dense_replace": 3,
+  "hidden_act": "silu",
+  "hidden_size": 7168,
+  "initializer_range": 0.02,
+  "intermediate_size": 18432,
+  "kv_lora_rank": 512,
+  "max_position_embeddings": 163840,
+  "model_type": "deepseek_v3",
+  "moe_intermediate_size": 2048,
+  "moe_layer_freq": 1,
+  "n_group": 8,
+  "n_routed_experts": 256,
+  "n_shared_experts": 1,
+  "norm_topk_prob": true,
+  "num_attention_heads": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 61,
+  "num_key_value_heads": 128,
+  "num_nextn_predict_layers": 1,
+  "q_lora_rank": 1536,
+  "qk_nope_head_dim": 128,
+  "qk_rope_head_dim": 64,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 10000,
+  "routed_scaling_factor": 2.5,
+  "scoring_func": "sigmoid",
+  "seq_aux": true,
+  "tie_word_embeddings": false,
+  "topk_group": 4,
+  "topk_method": "noaux_tc",
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.33.1",
+  "use_cache": true,
+  "v_head_dim": 128,
+  "vocab_size": 129280
+})";
+
 std::string with(const char* base, const std::string& key, const std::string& value) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(base);
   if (value.empty()) {
@@ -145,6 +192,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.bos_token_id, b.bos_token_id);
   EXPECT_EQ(a.eos_token_id, b.eos_token_id);
   EXPECT_TRUE(a.moe == b.moe);
+  EXPECT_TRUE(a.mla == b.mla);
 }
 
 TEST(HfConfig, ParsesQwen25) {
@@ -261,6 +309,67 @@ TEST(HfConfig, RejectsInconsistentMoeSettingsNamingTheKey) {
                {"config.json: decoder_sparse_step", "must be positive"});
 }
 
+TEST(HfConfig, ParsesDeepseekV3AndRoundTripsIt) {
+  const ModelConfig c = parse_hf_config(kDeepseekV3, "config.json");
+  EXPECT_EQ(c.family, ModelFamily::kDeepseekV3);
+  EXPECT_EQ(c.architecture(), "DeepseekV3ForCausalLM");
+  EXPECT_TRUE(c.is_moe());
+  EXPECT_TRUE(c.is_mla());
+  EXPECT_FALSE(c.has_qk_norm());
+  EXPECT_EQ(c.head_dim, 64);  // the rope width, as transformers sets it
+  EXPECT_EQ(c.mla.q_lora_rank, 1536);
+  EXPECT_EQ(c.mla.kv_lora_rank, 512);
+  EXPECT_EQ(c.mla.qk_head_dim(), 192);
+  EXPECT_EQ(c.mla.v_head_dim, 128);
+  EXPECT_TRUE(c.mla.rope_interleave);
+  EXPECT_EQ(c.mla.num_nextn_predict_layers, 1);
+  EXPECT_EQ(c.moe.scoring, RouterScoring::kSigmoidGroupLimited);
+  EXPECT_EQ(c.moe.num_experts, 256);
+  EXPECT_EQ(c.moe.n_group, 8);
+  EXPECT_EQ(c.moe.topk_group, 4);
+  EXPECT_EQ(c.moe.routed_scaling_factor, 2.5);
+  EXPECT_EQ(c.moe.n_shared_experts, 1);
+  EXPECT_FALSE(c.is_sparse_layer(2));  // first_k_dense_replace = 3
+  EXPECT_TRUE(c.is_sparse_layer(3));
+  EXPECT_TRUE(c.is_sparse_layer(60));
+  expect_same(c, parse_hf_config(to_hf_config_json(c), "round trip"));
+  // transformers 5 writes q_lora_rank null for an uncompressed query, and its own key
+  // for the expert count.
+  const ModelConfig plain = parse_hf_config(
+      with(with(kDeepseekV3, "q_lora_rank", "null").c_str(), "rope_interleave", "false"), "c");
+  EXPECT_EQ(plain.mla.q_lora_rank, 0);
+  EXPECT_FALSE(plain.mla.rope_interleave);
+  expect_same(plain, parse_hf_config(to_hf_config_json(plain), "round trip"));
+}
+
+TEST(HfConfig, RejectsDeepseekSettingsItDoesNotImplementNamingTheKey) {
+  expect_error([&] {
+    parse_hf_config(with(kDeepseekV3, "quantization_config",
+                         R"({"quant_method": "fp8", "weight_block_size": [128, 128]})"),
+                    "config.json");
+  }, {"config.json: quantization_config", "bfloat16"});
+  expect_error([&] {
+    parse_hf_config(with(kDeepseekV3, "rope_scaling", R"({"type": "yarn", "factor": 40})"),
+                    "config.json");
+  }, {"config.json: rope_scaling"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "topk_method", "\"greedy\""), "config.json"); },
+               {"config.json: topk_method", "noaux_tc"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "scoring_func", "\"softmax\""), "config.json"); },
+               {"config.json: scoring_func", "sigmoid"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "n_group", "7"), "config.json"); },
+               {"config.json: n_group", "equal groups"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "topk_group", "9"), "config.json"); },
+               {"config.json: topk_group", "exceeds n_group"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "kv_lora_rank", ""), "config.json"); },
+               {"config.json: kv_lora_rank", "missing"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "q_lora_rank", "0"), "config.json"); },
+               {"config.json: q_lora_rank", "positive"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "moe_layer_freq", "2"), "config.json"); },
+               {"config.json: moe_layer_freq"});
+  expect_error([&] { parse_hf_config(with(kDeepseekV3, "first_k_dense_replace", "62"), "config.json"); },
+               {"config.json: first_k_dense_replace"});
+}
+
 TEST(HfConfig, LoadsFromFileAndNamesThePathInErrors) {
   testing::TempDir dir;
   const std::string path = dir.file("config.json");
@@ -274,8 +383,11 @@ TEST(HfConfig, LoadsFromFileAndNamesThePathInErrors) {
 TEST(HfConfig, RejectsUnsupportedArchitectures) {
   expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"llama\""), "config.json"); },
                {"config.json: model_type", "unsupported model_type \"llama\""});
+  expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"deepseek_v2\""), "config.json"); },
+               {"config.json: model_type", "deepseek_v3"});
+  // A Qwen3 architecture under DeepSeek-V3's model_type.
   expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"deepseek_v3\""), "config.json"); },
-               {"config.json: model_type"});
+               {"config.json: architectures", "DeepseekV3ForCausalLM"});
   // A dense architecture under the MoE model_type.
   expect_error([&] { parse_hf_config(qwen3_with("model_type", "\"qwen3_moe\""), "config.json"); },
                {"config.json: architectures", "Qwen3MoeForCausalLM"});

@@ -77,6 +77,45 @@ TEST(MoeRouting, ABalancedRouterScoresK) {
   EXPECT_EQ(load_balancing_loss(MoeRoutingLog{}).item<double>(), 0.0);  // a dense model
 }
 
+// DeepSeek-V3's noaux_tc routing on numbers worked by hand. 6 experts in 3 groups of
+// 2, one group per token, top-2.
+//   token 0: logits 0 -> s = 0.5 everywhere; bias [0, 0, 0, 0, 0.3, 0.1] makes group 2
+//            (experts 4, 5: 0.8 + 0.6 = 1.4) the only one allowed; weights 0.5, 0.5
+//            renormalised to 0.5 each, times 2 -> 1 and 1. The bias moved the choice,
+//            not the weights.
+//   token 1: logit 3 on expert 1 and 2 on expert 0, -3 elsewhere: group 0 wins (the
+//            bias 0.3 on expert 4 cannot lift s(-3) + 0.3 + s(-3) past it); weights
+//            s(3) and s(2) renormalised, times 2.
+TEST(MoeRouting, GroupLimitedSigmoidRoutingEqualsTheHandComputedChoice) {
+  const torch::Tensor logits = torch::tensor({{0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
+                                              {2.0, 3.0, -3.0, -3.0, -3.0, -3.0}},
+                                             torch::kDouble);
+  const torch::Tensor bias = torch::tensor({0.0, 0.0, 0.0, 0.0, 0.3, 0.1}, torch::kDouble);
+  GroupLimitedRouting options;
+  options.k = 2;
+  options.n_group = 3;
+  options.topk_group = 1;
+  options.norm_topk_prob = true;
+  options.routed_scaling_factor = 2.0;
+  const RouterChoice choice = route_grouped_sigmoid(logits, bias, options);
+  EXPECT_EQ(choice.experts[0][0].item<int64_t>(), 4);
+  EXPECT_EQ(choice.experts[0][1].item<int64_t>(), 5);
+  EXPECT_NEAR(choice.weights[0][0].item<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(choice.weights[0][1].item<double>(), 1.0, 1e-12);
+  EXPECT_EQ(choice.experts[1][0].item<int64_t>(), 1);
+  EXPECT_EQ(choice.experts[1][1].item<int64_t>(), 0);
+  const double s3 = 1.0 / (1.0 + std::exp(-3.0)), s2 = 1.0 / (1.0 + std::exp(-2.0));
+  EXPECT_NEAR(choice.weights[1][0].item<double>(), 2.0 * s3 / (s3 + s2), 1e-12);
+  EXPECT_NEAR(choice.weights[1][1].item<double>(), 2.0 * s2 / (s3 + s2), 1e-12);
+  // Without renormalisation the weights are the raw scores, scaled.
+  options.norm_topk_prob = false;
+  const RouterChoice raw = route_grouped_sigmoid(logits, bias, options);
+  EXPECT_NEAR(raw.weights[1][0].item<double>(), 2.0 * s3, 1e-12);
+  // The balance statistics see the normalised affinities s / sum(s).
+  EXPECT_NEAR(choice.probs[0].sum().item<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(choice.probs[0][3].item<double>(), 1.0 / 6.0, 1e-12);
+}
+
 TEST(QwenSparseMoeBlock, GroupedExpertsEqualATokenByTokenLoopForwardAndBackward) {
   ModelConfig config = testing::tiny_moe_config();
   config.moe.norm_topk_prob = false;

@@ -49,6 +49,32 @@ inline ModelConfig tiny_moe_config() {
   return c;
 }
 
+// DeepSeek-V3: 3 layers, layer 0 dense; MLA with a compressed query (rank 12), latent
+// rank 16, rope 8 of a 20-wide query/key head, values 10 wide; 8 experts in 4 groups,
+// 2 groups and top-2 per token, scaled 2.5, one shared expert.
+inline ModelConfig tiny_deepseek_config() {
+  ModelConfig c = tiny_config(ModelFamily::kDeepseekV3, /*tied=*/false, /*head_dim=*/8);
+  c.num_hidden_layers = 3;
+  c.num_key_value_heads = c.num_attention_heads;
+  c.rope_theta = 10000.0;
+  c.mla.q_lora_rank = 12;
+  c.mla.kv_lora_rank = 16;
+  c.mla.qk_nope_head_dim = 12;
+  c.mla.qk_rope_head_dim = 8;
+  c.mla.v_head_dim = 10;
+  c.moe.scoring = RouterScoring::kSigmoidGroupLimited;
+  c.moe.num_experts = 8;
+  c.moe.num_experts_per_tok = 2;
+  c.moe.moe_intermediate_size = 16;
+  c.moe.norm_topk_prob = true;
+  c.moe.n_group = 4;
+  c.moe.topk_group = 2;
+  c.moe.routed_scaling_factor = 2.5;
+  c.moe.n_shared_experts = 1;
+  c.moe.first_k_dense_replace = 1;
+  return c;
+}
+
 inline std::vector<NamedConfig> tiny_configs() {
   return {
       {"Qwen2TiedBias", tiny_config(ModelFamily::kQwen2, /*tied=*/true, /*head_dim=*/8)},

@@ -1,4 +1,4 @@
-// Aspen's Qwen2/Qwen3/Qwen3-MoE model against HF transformers (tools/python/hf_reference.py,
+// Aspen's Qwen2/Qwen3/Qwen3-MoE/DeepSeek-V3 model against HF transformers (tools/python/hf_reference.py,
 // CPU, fp32, eager attention), the reference implementation of these architectures:
 //  - checkpoints transformers writes: Aspen's packed per-token log-probs equal
 //    transformers' to 1e-4 (Qwen2 with tied embeddings, Qwen3 untied with head_dim !=
@@ -163,7 +163,25 @@ INSTANTIATE_TEST_SUITE_P(
                       HfModel{"Qwen3MoeSparseStep2",
                               {{"arch", "qwen3_moe"}, {"tied", true}, {"seed", 15},
                                {"layers", 4}, {"experts", 6}, {"experts_per_tok", 3},
-                               {"decoder_sparse_step", 2}}}),
+                               {"decoder_sparse_step", 2}}},
+                      // DeepSeek-V3: MLA with a compressed query and interleaved rope;
+                      // 8 experts in 4 groups, 2 groups per token, top-2 by the biased
+                      // sigmoid scores, renormalised and scaled 2.5; one shared expert;
+                      // layer 0 dense (first_k_dense_replace 1).
+                      HfModel{"DeepseekV3",
+                              {{"arch", "deepseek_v3"}, {"tied", false}, {"seed", 16},
+                               {"layers", 3}, {"experts", 8}, {"experts_per_tok", 2},
+                               {"norm_topk_prob", true}}},
+                      // No query compression, plain (halves) rope layout, biases on the
+                      // low-rank projections and o_proj, raw sigmoid weights over 6
+                      // experts in 1 group, top-3, two shared experts' width, no dense layer.
+                      HfModel{"DeepseekV3PlainQueryNoInterleave",
+                              {{"arch", "deepseek_v3"}, {"tied", true}, {"seed", 17},
+                               {"layers", 2}, {"experts", 6}, {"experts_per_tok", 3},
+                               {"q_lora_rank", 0}, {"no_rope_interleave", true},
+                               {"attention_bias", true}, {"n_group", 1}, {"topk_group", 1},
+                               {"n_shared_experts", 2}, {"first_k_dense_replace", 0},
+                               {"routed_scaling_factor", 1.0}}}),
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 // ---- checkpoints Aspen writes, loaded by transformers ----
@@ -178,7 +196,8 @@ QwenForCausalLM aspen_built_model(const ModelConfig& config, uint64_t seed) {
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
     const bool norm = name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
-    const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    const bool bias = (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) ||
+                      is_frozen_parameter(name);  // DeepSeek's router bias
     if (norm) item.value().copy_(1.0 + 0.2 * torch::randn(item.value().sizes(), generator));
     if (bias) item.value().copy_(0.3 * torch::randn(item.value().sizes(), generator));
   }
@@ -190,10 +209,11 @@ TEST(AspenCheckpoint, ModelsAspenBuildsLoadInTransformersWithTheSameLogprobs) {
   ModelConfig qwen2 = testing::tiny_config(ModelFamily::kQwen2, /*tied=*/true, /*head_dim=*/8);
   ModelConfig qwen3 = testing::tiny_config(ModelFamily::kQwen3, /*tied=*/false, /*head_dim=*/12);
   ModelConfig qwen3_moe = testing::tiny_moe_config();
+  ModelConfig deepseek = testing::tiny_deepseek_config();
   std::vector<QwenForCausalLM> models;
   std::vector<std::string> dirs;
   std::vector<json> jobs;
-  for (ModelConfig config : {qwen2, qwen3, qwen3_moe}) {
+  for (ModelConfig config : {qwen2, qwen3, qwen3_moe, deepseek}) {
     config.vocab_size = 300;
     models.push_back(aspen_built_model(config, 21 + models.size()));
     dirs.push_back(dir + "/" + config.model_type());
@@ -224,7 +244,9 @@ TEST(AspenCheckpoint, TransformersModelsAspenSavesAgainLoadBackUnchanged) {
   const std::vector<json> models = {{{"arch", "qwen2"}, {"tied", true}, {"seed", 31}},
                                     {{"arch", "qwen3"}, {"tied", false}, {"seed", 32}},
                                     {{"arch", "qwen3_moe"}, {"tied", false}, {"seed", 33},
-                                     {"layers", 3}, {"mlp_only_layers", "0"}}};
+                                     {"layers", 3}, {"mlp_only_layers", "0"}},
+                                    {{"arch", "deepseek_v3"}, {"tied", false}, {"seed", 34},
+                                     {"layers", 3}}};
   std::vector<json> make_jobs;
   for (const json& options : models) {
     make_jobs.push_back(

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "aspen/model/moe_routing.h"
+#include "aspen/rollout/kv_cache.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/tokenizer/bpe_trainer.h"
 #include "aspen/util/error.h"
+#include "../model/tiny_configs.h"
 
 namespace aspen {
 namespace {
@@ -112,6 +115,101 @@ TEST(RolloutEngine, LogprobsEqualTheModelsRecomputedLogprobs) {
         logprobs.narrow(0, 9, static_cast<int64_t>(completion.token_ids.size()));
     const torch::Tensor engine_logprobs = torch::tensor(completion.logprobs);
     EXPECT_LT((generated - engine_logprobs).abs().max().item<double>(), 1e-4);
+  }
+}
+
+// The expert choices the engine records per generated token (for the trainer's
+// routing-mismatch metric) are those a full forward over prompt + response makes at
+// the position that predicted the token - through chunked prefill, sampling and
+// several sequences per step.
+TEST(RolloutEngine, MoeRecordsEachTokensExpertsAsTheFullForwardRoutesThem) {
+  const ModelConfig moe = testing::tiny_moe_config();
+  const auto make = [&] {
+    QwenForCausalLM model = make_random_model(moe, 3);
+    init_weights(model, 3, /*initializer_range=*/0.5);
+    return model;
+  };
+  QwenForCausalLM model = make();
+  EngineConfig config;
+  config.block_size = 4;
+  config.max_num_batched_tokens = 6;  // chunked prefill, mixed prefill/decode steps
+  config.record_routed_experts = true;
+  RolloutEngine engine(make(), config);
+  GenerationRequest request;
+  request.prompt = {3, 14, 15, 9, 26, 5, 35, 8, 9};
+  request.params.temperature = 1.0;
+  request.params.max_tokens = 7;
+  request.params.seed = 11;
+  request.n = 3;
+  const auto completions = engine.generate({request});
+  ASSERT_EQ(completions.size(), 3u);
+
+  const int64_t sparse_layers = 2;  // layer 1 is dense (mlp_only_layers)
+  const int64_t k = moe.moe.num_experts_per_tok;
+  const int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  torch::NoGradGuard no_grad;
+  for (const auto& completion : completions) {
+    const int64_t generated = static_cast<int64_t>(completion.token_ids.size());
+    ASSERT_EQ(static_cast<int64_t>(completion.routed_experts.size()),
+              generated * sparse_layers * k);
+    std::vector<int64_t> ids(completion.prompt_token_ids.begin(),
+                             completion.prompt_token_ids.end());
+    ids.insert(ids.end(), completion.token_ids.begin(), completion.token_ids.end());
+    const torch::Tensor input = torch::tensor(ids, torch::kInt64);
+    MoeRoutingLog log;
+    model->model->forward(input, torch::tensor({int64_t{0}, input.numel()}, torch::kInt64),
+                          torch::arange(input.numel()), &log);
+    ASSERT_EQ(static_cast<int64_t>(log.layers.size()), sparse_layers);
+    std::vector<torch::Tensor> per_layer;
+    for (const LayerRouting& layer : log.layers) {
+      per_layer.push_back(layer.experts.narrow(0, prompt - 1, generated));
+    }
+    const torch::Tensor expected = torch::stack(per_layer, 1).to(torch::kInt32);  // [G, S, k]
+    const torch::Tensor recorded =
+        torch::tensor(completion.routed_experts).view({generated, sparse_layers, k});
+    EXPECT_TRUE(torch::equal(recorded, expected)) << recorded << expected;
+  }
+
+  // A dense model records nothing, even when asked.
+  RolloutEngine dense(tiny_model(), config);
+  const auto plain = dense.generate({greedy_request(prompt_of(5, 2), 4)});
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_TRUE(plain[0].routed_experts.empty());
+  EXPECT_FALSE(dense.config().record_routed_experts);
+}
+
+// DeepSeek-V3's multi-head latent attention over the paged cache: the cache holds one
+// latent row per token and layer (kv_lora_rank + rope width, shared by keys and values),
+// and decoding in the absorbed form through chunked prefill and small blocks gives the
+// tokens of full recomputation.
+TEST(RolloutEngine, MlaLatentCacheDecodesAsFullRecompute) {
+  const ModelConfig deepseek = testing::tiny_deepseek_config();
+  const auto make = [&] {
+    QwenForCausalLM model = make_random_model(deepseek, 4);
+    init_weights(model, 4, /*initializer_range=*/0.5);
+    return model;
+  };
+  QwenForCausalLM model = make();
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 64;
+  config.max_num_batched_tokens = 7;
+  RolloutEngine engine(make(), config);
+  const int64_t row = deepseek.mla.kv_lora_rank + deepseek.mla.qk_rope_head_dim;
+  EXPECT_EQ(KvCache::bytes_per_block(deepseek, 4, torch::kFloat),
+            deepseek.num_hidden_layers * 4 * row * 4);
+  std::vector<GenerationRequest> requests;
+  const std::vector<int64_t> lengths = {3, 9, 14, 1};
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    std::vector<TokenId> prompt;
+    for (int64_t t = 0; t < lengths[i]; ++t) prompt.push_back((i * 11 + 7 * t) % 50);
+    requests.push_back(greedy_request(prompt, 6));
+  }
+  const auto completions = engine.generate(requests);
+  ASSERT_EQ(completions.size(), lengths.size());
+  for (size_t i = 0; i < completions.size(); ++i) {
+    EXPECT_EQ(completions[i].token_ids, greedy_reference(model, requests[i].prompt, 6))
+        << "request " << i;
   }
 }
 

@@ -107,7 +107,12 @@ INSTANTIATE_TEST_SUITE_P(
                       HfModel{"Qwen3Moe",
                               {{"arch", "qwen3_moe"}, {"tied", false}, {"seed", 43},
                                {"layers", 3}, {"mlp_only_layers", "1"},
-                               {"norm_topk_prob", true}}}),
+                               {"norm_topk_prob", true}}},
+                      // DeepSeek-V3: paged decode over the latent cache (absorbed MLA),
+                      // group-limited sigmoid routing, shared experts, dense layer 0.
+                      HfModel{"DeepseekV3",
+                              {{"arch", "deepseek_v3"}, {"tied", false}, {"seed", 44},
+                               {"layers", 3}, {"norm_topk_prob", true}}}),
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 }  // namespace

@@ -151,6 +151,57 @@ TEST(ActorTrainer, MoeRouterAuxLossIsReportedAndTrainedOnlyWithItsCoefficient) {
             1e-12);
 }
 
+// MoE: with the rollout's expert choices in the batch, the update reports the share
+// of (response token, sparse layer) pairs whose top-k set the trainer's forward
+// chose differently - order within the set does not count, one changed choice does.
+TEST(ActorTrainer, MoeReportsTheShareOfTokensRoutedOtherwiseThanInTheRollout) {
+  ActorOptions options;
+  options.trainer.compute_dtype = torch::kDouble;
+  options.trainer.max_tokens_per_micro_batch = 12;  // several micro-batches
+  ActorTrainer actor(testing::tiny_moe_model(5, torch::kDouble), options);
+  TrainBatch batch = rl_batch(actor);
+  const int64_t r = batch.num_response_tokens();
+
+  // The trainer's own routing of every response token (one sparse layer, top-2).
+  const MicroBatch mb = pack_rows(batch, {0, 1, 2, 3, 4, 5}, torch::kCPU);
+  MoeRoutingLog routing;
+  {
+    torch::NoGradGuard no_grad;
+    response_logprobs(actor.compute_model(), mb, LogprobHeadOptions{}, false, &routing);
+  }
+  ASSERT_EQ(routing.layers.size(), 1u);
+  const torch::Tensor chosen = routing.layers[0].experts.index_select(0, mb.hidden_index);
+  ASSERT_EQ(chosen.size(0), r);
+
+  // Each update from the same weights (an update moves them).
+  const auto measure = [&](const TrainBatch& with) {
+    ActorTrainer fresh(testing::tiny_moe_model(5, torch::kDouble), options);
+    return fresh.update(with, ActorUpdateOptions{});
+  };
+  // Same sets, listed in the other order: no mismatch.
+  batch.token_columns[columns::kBehaviourRoutedExperts] = chosen.flip(-1).to(torch::kInt32);
+  const ActorMetrics same = measure(batch);
+  EXPECT_EQ(same.router_topk_compared, r);
+  EXPECT_EQ(same.router_topk_mismatch, 0.0);
+
+  // Three tokens whose rollout picked another expert in the second slot.
+  torch::Tensor changed = chosen.clone();
+  for (int64_t row : {0, 5, 9}) {
+    const int64_t first = changed[row][0].item<int64_t>(), second = changed[row][1].item<int64_t>();
+    int64_t other = 0;
+    while (other == first || other == second) ++other;
+    changed[row][1] = other;
+  }
+  batch.token_columns[columns::kBehaviourRoutedExperts] = changed.to(torch::kInt32);
+  const ActorMetrics differ = measure(batch);
+  EXPECT_EQ(differ.router_topk_compared, r);
+  EXPECT_DOUBLE_EQ(differ.router_topk_mismatch, 3.0 / static_cast<double>(r));
+
+  // Without the column: nothing compared.
+  batch.token_columns.erase(columns::kBehaviourRoutedExperts);
+  EXPECT_EQ(measure(batch).router_topk_compared, 0);
+}
+
 TEST(ActorTrainer, StreamingRefusesMoreThanOneStep) {
   ActorTrainer actor(testing::tiny_model(3), {});
   TrainBatch batch = rl_batch(actor);

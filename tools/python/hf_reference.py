@@ -2,12 +2,17 @@
 """HF transformers as the reference for Aspen's Qwen2/Qwen3 models (CPU, fp32).
 
 Subcommands:
-  make --arch qwen2|qwen3|qwen3_moe --out DIR [--tied|--untied] [--seed S] [sizes...]
-       [--head causal_lm|seqcls --num-labels N --pad-token-id P]
+  make --arch qwen2|qwen3|qwen3_moe|deepseek_v3 --out DIR [--tied|--untied] [--seed S]
+       [sizes...] [--head causal_lm|seqcls --num-labels N --pad-token-id P]
        [--experts E --experts-per-tok K --moe-intermediate I --decoder-sparse-step S
         --mlp-only-layers 0,3 --norm-topk-prob]                      (qwen3_moe)
-      Writes a tiny random Qwen2ForCausalLM / Qwen3ForCausalLM / Qwen3MoeForCausalLM
-      (or, with --head seqcls,
+       [--experts E --experts-per-tok K --moe-intermediate I --q-lora-rank Q (0: none)
+        --kv-lora-rank R --qk-nope-head-dim N --qk-rope-head-dim P --v-head-dim V
+        --n-group G --topk-group K --routed-scaling-factor F --n-shared-experts S
+        --first-k-dense-replace D --no-rope-interleave]              (deepseek_v3)
+      Writes a tiny random Qwen2ForCausalLM / Qwen3ForCausalLM / Qwen3MoeForCausalLM /
+      DeepseekV3ForCausalLM (whose router bias e_score_correction_bias is random too, so
+      the biased choice matters) (or, with --head seqcls,
       Qwen2/Qwen3ForSequenceClassification: a reward model) with save_pretrained
       (config.json + model.safetensors).
   logprobs --model DIR
@@ -45,14 +50,16 @@ import transformers  # noqa: E402
 from transformers import (AutoModelForCausalLM, AutoModelForSequenceClassification,  # noqa: E402
                           Qwen2Config, Qwen2ForCausalLM, Qwen2ForSequenceClassification,
                           Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification,
-                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
+                          Qwen3MoeConfig, Qwen3MoeForCausalLM, DeepseekV3Config,
+                          DeepseekV3ForCausalLM)
 
 # Progress bars and advice on stderr would bury a real error in a test's log.
 transformers.utils.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
 
 ARCHS = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM),
-         "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM)}
+         "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM),
+         "deepseek_v3": (DeepseekV3Config, DeepseekV3ForCausalLM)}
 CLASSIFIERS = {"qwen2": Qwen2ForSequenceClassification, "qwen3": Qwen3ForSequenceClassification}
 
 # Stand-ins for HF's init (std 0.02, biases 0, norm weights 1), which gives almost
@@ -90,6 +97,24 @@ def make_config(args):
         options["decoder_sparse_step"] = args.decoder_sparse_step
         options["mlp_only_layers"] = [int(x) for x in args.mlp_only_layers.split(",") if x]
         options["norm_topk_prob"] = args.norm_topk_prob
+    if args.arch == "deepseek_v3":
+        options["n_routed_experts"] = args.experts
+        options["num_experts_per_tok"] = args.experts_per_tok
+        options["moe_intermediate_size"] = args.moe_intermediate
+        options["norm_topk_prob"] = args.norm_topk_prob
+        options["q_lora_rank"] = args.q_lora_rank or None
+        options["kv_lora_rank"] = args.kv_lora_rank
+        options["qk_nope_head_dim"] = args.qk_nope_head_dim
+        options["qk_rope_head_dim"] = args.qk_rope_head_dim
+        options["v_head_dim"] = args.v_head_dim
+        options["n_group"] = args.n_group
+        options["topk_group"] = args.topk_group
+        options["routed_scaling_factor"] = args.routed_scaling_factor
+        options["n_shared_experts"] = args.n_shared_experts
+        options["first_k_dense_replace"] = args.first_k_dense_replace
+        options["rope_interleave"] = args.rope_interleave
+        options["attention_bias"] = args.attention_bias
+        options["num_key_value_heads"] = args.heads
     if args.arch in ("qwen3", "qwen3_moe"):
         # Qwen3 states head_dim; the default makes it differ from hidden / heads,
         # which catches code that derives it.
@@ -114,6 +139,10 @@ def randomize(model, seed):
                 param.copy_(EMBEDDING_STD * noise)
             else:
                 param.copy_(LINEAR_STD * noise)
+        # DeepSeek-V3's router bias is a buffer: random, so that it changes choices.
+        for name, buffer in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(BIAS_STD * torch.randn(buffer.shape, generator=generator))
 
 
 def make(args):
@@ -235,6 +264,18 @@ def add_make_options(parser):
                         help="comma-separated dense layer indices")
     parser.add_argument("--norm-topk-prob", action="store_true", default=False)
     parser.add_argument("--pad-token-id", type=int, default=None)
+    parser.add_argument("--q-lora-rank", type=int, default=24, help="deepseek_v3; 0: none")
+    parser.add_argument("--kv-lora-rank", type=int, default=32)
+    parser.add_argument("--qk-nope-head-dim", type=int, default=16)
+    parser.add_argument("--qk-rope-head-dim", type=int, default=8)
+    parser.add_argument("--v-head-dim", type=int, default=12)
+    parser.add_argument("--n-group", type=int, default=4)
+    parser.add_argument("--topk-group", type=int, default=2)
+    parser.add_argument("--routed-scaling-factor", type=float, default=2.5)
+    parser.add_argument("--n-shared-experts", type=int, default=1)
+    parser.add_argument("--first-k-dense-replace", type=int, default=1)
+    parser.add_argument("--no-rope-interleave", dest="rope_interleave", action="store_false",
+                        default=True)
 
 
 def finish_make_args(args):

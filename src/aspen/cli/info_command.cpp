@@ -37,6 +37,20 @@ nlohmann::json architecture_json(const ModelConfig& config) {
     int64_t sparse = 0;
     for (int64_t i = 0; i < config.num_hidden_layers; ++i) sparse += config.is_sparse_layer(i);
     out["sparse_layers"] = sparse;
+    if (config.moe.scoring == RouterScoring::kSigmoidGroupLimited) {
+      out["n_group"] = config.moe.n_group;
+      out["topk_group"] = config.moe.topk_group;
+      out["routed_scaling_factor"] = config.moe.routed_scaling_factor;
+      out["n_shared_experts"] = config.moe.n_shared_experts;
+    }
+  }
+  if (config.is_mla()) {
+    out["q_lora_rank"] = config.mla.q_lora_rank;
+    out["kv_lora_rank"] = config.mla.kv_lora_rank;
+    out["qk_nope_head_dim"] = config.mla.qk_nope_head_dim;
+    out["qk_rope_head_dim"] = config.mla.qk_rope_head_dim;
+    out["v_head_dim"] = config.mla.v_head_dim;
+    out["mtp_layers_ignored"] = config.mla.num_nextn_predict_layers;
   }
   return out;
 }

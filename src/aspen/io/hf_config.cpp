@@ -96,9 +96,11 @@ ModelFamily parse_family(const ConfigReader& config) {
     family = ModelFamily::kQwen3;
   } else if (model_type == "qwen3_moe") {
     family = ModelFamily::kQwen3Moe;
+  } else if (model_type == "deepseek_v3") {
+    family = ModelFamily::kDeepseekV3;
   } else {
     throw config.error("model_type", "unsupported model_type \"" + model_type + "\"",
-                       "supported: qwen2 (Qwen2/Qwen2.5), qwen3 (dense), qwen3_moe");
+                       "supported: qwen2 (Qwen2/Qwen2.5), qwen3 (dense), qwen3_moe, deepseek_v3");
   }
   ModelConfig probe;
   probe.family = family;
@@ -158,6 +160,57 @@ void reject_unsupported(const ConfigReader& config, const Json& root) {
     if (act != "silu")
       throw config.error("hidden_act", "unsupported \"" + act + "\"; must be silu");
   }
+  if (config.has("quantization_config")) {
+    // DeepSeek-V3's published weights are fp8 blocks with scales beside them.
+    throw config.error("quantization_config", "quantized checkpoints are not supported",
+                       "convert the weights to bfloat16 first (DeepSeek's fp8_cast_bf16.py)");
+  }
+}
+
+// DeepseekV3Config's MoE keys (routing by sigmoid scores, topk_method noaux_tc).
+MoeConfig parse_deepseek_moe(const ConfigReader& config) {
+  MoeConfig moe;
+  moe.num_experts = config.integer(config.has("n_routed_experts") ? "n_routed_experts"
+                                                                  : "num_local_experts");
+  moe.num_experts_per_tok = config.integer("num_experts_per_tok");
+  moe.moe_intermediate_size = config.integer("moe_intermediate_size");
+  moe.norm_topk_prob = config.boolean("norm_topk_prob", true);
+  moe.scoring = RouterScoring::kSigmoidGroupLimited;
+  moe.n_group = config.integer("n_group", 1);
+  moe.topk_group = config.integer("topk_group", 1);
+  moe.routed_scaling_factor = config.number("routed_scaling_factor", 1.0);
+  moe.n_shared_experts = config.integer("n_shared_experts", 0);
+  moe.first_k_dense_replace = config.integer("first_k_dense_replace", 0);
+  // Written by DeepSeek's own config class; only the values transformers implements.
+  if (config.has("topk_method") && config.string("topk_method") != "noaux_tc") {
+    throw config.error("topk_method", "only noaux_tc (DeepSeek-V3's routing) is supported");
+  }
+  if (config.has("scoring_func") && config.string("scoring_func") != "sigmoid") {
+    throw config.error("scoring_func", "only sigmoid (DeepSeek-V3's scoring) is supported");
+  }
+  if (config.integer("moe_layer_freq", 1) != 1) {
+    throw config.error("moe_layer_freq", "only 1 (every layer after the dense ones) is supported");
+  }
+  return moe;
+}
+
+MlaConfig parse_mla(const ConfigReader& config) {
+  MlaConfig mla;
+  mla.q_lora_rank = config.integer("q_lora_rank", 0);  // null: no query compression
+  if (config.has("q_lora_rank") && mla.q_lora_rank <= 0) {
+    throw config.error("q_lora_rank", "must be positive (or null: no query compression)");
+  }
+  mla.kv_lora_rank = config.integer("kv_lora_rank");
+  mla.qk_nope_head_dim = config.integer("qk_nope_head_dim");
+  mla.qk_rope_head_dim = config.integer("qk_rope_head_dim");
+  mla.v_head_dim = config.integer("v_head_dim");
+  mla.rope_interleave = config.boolean("rope_interleave", true);
+  mla.num_nextn_predict_layers = config.integer(
+      config.has("num_nextn_predict_layers") ? "num_nextn_predict_layers" : "num_mtp_layers", 0);
+  if (mla.num_nextn_predict_layers < 0) {
+    throw config.error("num_nextn_predict_layers", "must be >= 0");
+  }
+  return mla;
 }
 
 // Qwen3MoeConfig's keys. transformers >= 5 writes the expert count as
@@ -188,6 +241,7 @@ MoeConfig parse_moe(const ConfigReader& config, const Json& root) {
 
 bool ModelConfig::is_sparse_layer(int64_t layer) const {
   if (!is_moe() || moe.num_experts <= 0) return false;
+  if (family == ModelFamily::kDeepseekV3) return layer >= moe.first_k_dense_replace;
   for (int64_t dense : moe.mlp_only_layers) {
     if (dense == layer) return false;
   }
@@ -199,6 +253,7 @@ std::string ModelConfig::model_type() const {
     case ModelFamily::kQwen2: return "qwen2";
     case ModelFamily::kQwen3: return "qwen3";
     case ModelFamily::kQwen3Moe: return "qwen3_moe";
+    case ModelFamily::kDeepseekV3: return "deepseek_v3";
   }
   return "?";
 }
@@ -208,6 +263,7 @@ std::string ModelConfig::architecture() const {
     case ModelFamily::kQwen2: return "Qwen2ForCausalLM";
     case ModelFamily::kQwen3: return "Qwen3ForCausalLM";
     case ModelFamily::kQwen3Moe: return "Qwen3MoeForCausalLM";
+    case ModelFamily::kDeepseekV3: return "DeepseekV3ForCausalLM";
   }
   return "?";
 }
@@ -264,6 +320,41 @@ void ModelConfig::validate(const std::string& source) const {
     if (!std::isfinite(moe.router_aux_loss_coef)) {
       throw Error("must be finite", source + ": router_aux_loss_coef");
     }
+    if (moe.scoring == RouterScoring::kSigmoidGroupLimited) {
+      positive(moe.n_group, "n_group");
+      positive(moe.topk_group, "topk_group");
+      if (moe.num_experts % moe.n_group != 0 || moe.num_experts / moe.n_group < 2) {
+        throw Error("n_routed_experts " + std::to_string(moe.num_experts) +
+                        " must split into n_group " + std::to_string(moe.n_group) +
+                        " equal groups of at least 2 experts",
+                    source + ": n_group");
+      }
+      if (moe.topk_group > moe.n_group) {
+        throw Error("exceeds n_group " + std::to_string(moe.n_group), source + ": topk_group");
+      }
+      if (moe.num_experts_per_tok > moe.topk_group * (moe.num_experts / moe.n_group)) {
+        throw Error("exceeds the experts of topk_group groups", source + ": num_experts_per_tok");
+      }
+      if (!(std::isfinite(moe.routed_scaling_factor) && moe.routed_scaling_factor > 0)) {
+        throw Error("must be positive", source + ": routed_scaling_factor");
+      }
+      if (moe.n_shared_experts < 0) throw Error("must be >= 0", source + ": n_shared_experts");
+      if (moe.first_k_dense_replace < 0 || moe.first_k_dense_replace > num_hidden_layers) {
+        throw Error("must be in [0, num_hidden_layers]", source + ": first_k_dense_replace");
+      }
+    }
+  }
+  if (is_mla()) {
+    if (mla.q_lora_rank < 0) throw Error("must be >= 0 (0: none)", source + ": q_lora_rank");
+    positive(mla.kv_lora_rank, "kv_lora_rank");
+    positive(mla.qk_nope_head_dim, "qk_nope_head_dim");
+    positive(mla.qk_rope_head_dim, "qk_rope_head_dim");
+    positive(mla.v_head_dim, "v_head_dim");
+    if (head_dim != mla.qk_rope_head_dim) {
+      throw Error("must equal qk_rope_head_dim " + std::to_string(mla.qk_rope_head_dim) +
+                      " (the RoPE width) for deepseek_v3",
+                  source + ": head_dim");
+    }
   }
   if (!(rope_theta > 0)) throw Error("must be positive", source + ": rope_theta");
   if (!(rms_norm_eps > 0)) throw Error("must be positive", source + ": rms_norm_eps");
@@ -309,7 +400,13 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& sou
   out.torch_dtype = config.has(dtype_key) ? config.string(dtype_key) : "float32";
   out.bos_token_id = config.token_id("bos_token_id");
   out.eos_token_id = config.token_id("eos_token_id");
-  if (out.is_moe()) out.moe = parse_moe(config, root);
+  if (out.is_mla()) {
+    out.mla = parse_mla(config);
+    out.head_dim = out.mla.qk_rope_head_dim;  // as transformers' DeepseekV3Config sets it
+    out.moe = parse_deepseek_moe(config);
+  } else if (out.is_moe()) {
+    out.moe = parse_moe(config, root);
+  }
   out.validate(source);
   return out;
 }
@@ -333,7 +430,59 @@ ModelConfig load_hf_config(const std::string& path) {
   return parse_hf_config(read_file(path), path);
 }
 
+namespace {
+
+// DeepseekV3Config's keys, as transformers reads them (and DeepSeek's checkpoints write).
+std::string deepseek_config_json(const ModelConfig& config) {
+  const MoeConfig& moe = config.moe;
+  const MlaConfig& mla = config.mla;
+  Json out;
+  out["architectures"] = Json::array({config.architecture()});
+  out["attention_bias"] = config.attention_bias;
+  out["attention_dropout"] = 0.0;
+  out["bos_token_id"] = config.bos_token_id >= 0 ? Json(config.bos_token_id) : Json(nullptr);
+  out["eos_token_id"] = config.eos_token_id >= 0 ? Json(config.eos_token_id) : Json(nullptr);
+  out["first_k_dense_replace"] = moe.first_k_dense_replace;
+  out["hidden_act"] = "silu";
+  out["hidden_size"] = config.hidden_size;
+  out["initializer_range"] = 0.02;
+  out["intermediate_size"] = config.intermediate_size;
+  out["kv_lora_rank"] = mla.kv_lora_rank;
+  out["max_position_embeddings"] = config.max_position_embeddings;
+  out["model_type"] = config.model_type();
+  out["moe_intermediate_size"] = moe.moe_intermediate_size;
+  out["n_group"] = moe.n_group;
+  out["n_routed_experts"] = moe.num_experts;
+  out["n_shared_experts"] = moe.n_shared_experts;
+  out["norm_topk_prob"] = moe.norm_topk_prob;
+  out["num_attention_heads"] = config.num_attention_heads;
+  out["num_experts_per_tok"] = moe.num_experts_per_tok;
+  out["num_hidden_layers"] = config.num_hidden_layers;
+  out["num_key_value_heads"] = config.num_key_value_heads;
+  out["num_nextn_predict_layers"] = mla.num_nextn_predict_layers;
+  out["q_lora_rank"] = mla.q_lora_rank > 0 ? Json(mla.q_lora_rank) : Json(nullptr);
+  out["qk_nope_head_dim"] = mla.qk_nope_head_dim;
+  out["qk_rope_head_dim"] = mla.qk_rope_head_dim;
+  out["rms_norm_eps"] = config.rms_norm_eps;
+  out["rope_interleave"] = mla.rope_interleave;
+  out["rope_scaling"] = nullptr;
+  out["rope_theta"] = config.rope_theta;
+  out["routed_scaling_factor"] = moe.routed_scaling_factor;
+  out["scoring_func"] = "sigmoid";
+  out["tie_word_embeddings"] = config.tie_word_embeddings;
+  out["topk_group"] = moe.topk_group;
+  out["topk_method"] = "noaux_tc";
+  out["torch_dtype"] = config.torch_dtype;
+  out["use_cache"] = true;
+  out["v_head_dim"] = mla.v_head_dim;
+  out["vocab_size"] = config.vocab_size;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace
+
 std::string to_hf_config_json(const ModelConfig& config) {
+  if (config.is_mla()) return deepseek_config_json(config);
   const bool qwen3 = config.family != ModelFamily::kQwen2;
   const bool moe = config.is_moe();
   Json out;

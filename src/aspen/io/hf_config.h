@@ -1,11 +1,14 @@
-// ModelConfig: the architecture of a Qwen2/Qwen2.5/Qwen3 decoder, dense or
-// mixture-of-experts, read from (and written to) an HF `config.json`.
+// ModelConfig: the architecture of a pre-norm decoder - Qwen2/Qwen2.5/Qwen3, dense or
+// mixture-of-experts, and DeepSeek-V3 - read from (and written to) an HF `config.json`.
 //
 // Supported: model_type "qwen2" (architectures Qwen2ForCausalLM), "qwen3"
-// (Qwen3ForCausalLM) and "qwen3_moe" (Qwen3MoeForCausalLM: Qwen3's attention with
-// sparse MoE MLPs, MoeConfig below). Anything this code would silently compute wrongly is an
-// error naming config.json and the key: another model_type/architecture,
-// rope_scaling other than null, an enabled sliding window, a non-silu hidden_act.
+// (Qwen3ForCausalLM), "qwen3_moe" (Qwen3MoeForCausalLM: Qwen3's attention with
+// sparse MoE MLPs, MoeConfig below) and "deepseek_v3" (DeepseekV3ForCausalLM:
+// multi-head latent attention, MlaConfig, with sigmoid-scored group-limited MoE and
+// shared experts after first_k_dense_replace dense layers). Anything this code would
+// silently compute wrongly is an error naming config.json and the key: another
+// model_type/architecture, rope_scaling other than null, an enabled sliding window, a
+// non-silu hidden_act, a DeepSeek topk_method other than noaux_tc.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +17,17 @@
 
 namespace aspen {
 
-enum class ModelFamily { kQwen2, kQwen3, kQwen3Moe };
+enum class ModelFamily { kQwen2, kQwen3, kQwen3Moe, kDeepseekV3 };
+
+// How a MoE router turns its logits into the top-k choice and the combine weights.
+//   kSoftmax (Qwen3-MoE): p = softmax(logits); the k largest p; weights p (renormalised
+//     with norm_topk_prob).
+//   kSigmoidGroupLimited (DeepSeek-V3, topk_method "noaux_tc"): s = sigmoid(logits);
+//     the choice ranks s + e_score_correction_bias, only inside the topk_group groups
+//     (of n_group equal groups) whose two best biased scores sum highest; the weights
+//     are the unbiased s of the chosen (renormalised with norm_topk_prob) times
+//     routed_scaling_factor.
+enum class RouterScoring { kSoftmax, kSigmoidGroupLimited };
 
 // The mixture-of-experts part of a Qwen3-MoE config, with transformers'
 // Qwen3MoeConfig names and meaning. Layer i has a sparse MoE block instead of the
@@ -31,13 +44,50 @@ struct MoeConfig {
   // trip only: Aspen's training takes its coefficient from
   // algorithm.router_aux_loss_coef (transformers too adds the loss only when asked).
   double router_aux_loss_coef = 0.001;
+  // DeepSeek-V3 (transformers' DeepseekV3Config names; defaults are Qwen3-MoE's behaviour).
+  RouterScoring scoring = RouterScoring::kSoftmax;
+  int64_t n_group = 1;       // expert groups for the group-limited choice
+  int64_t topk_group = 1;    // groups a token may route into
+  double routed_scaling_factor = 1.0;
+  int64_t n_shared_experts = 0;  // always-on experts of width n * moe_intermediate_size
+  int64_t first_k_dense_replace = 0;  // layers [0, k) are dense
 
   bool operator==(const MoeConfig& other) const {
     return num_experts == other.num_experts && num_experts_per_tok == other.num_experts_per_tok &&
            moe_intermediate_size == other.moe_intermediate_size &&
            decoder_sparse_step == other.decoder_sparse_step &&
            mlp_only_layers == other.mlp_only_layers && norm_topk_prob == other.norm_topk_prob &&
-           router_aux_loss_coef == other.router_aux_loss_coef;
+           router_aux_loss_coef == other.router_aux_loss_coef && scoring == other.scoring &&
+           n_group == other.n_group && topk_group == other.topk_group &&
+           routed_scaling_factor == other.routed_scaling_factor &&
+           n_shared_experts == other.n_shared_experts &&
+           first_k_dense_replace == other.first_k_dense_replace;
+  }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3), transformers' names. Per head the query
+// and key have a no-rope part (qk_nope_head_dim) and a rope part (qk_rope_head_dim); keys
+// and values come from one compressed latent of kv_lora_rank per token (plus one rope key
+// shared by all heads), which is all the paged KV cache stores.
+struct MlaConfig {
+  int64_t q_lora_rank = 0;  // 0 (config null): q_proj straight from the hidden state
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  // The checkpoint's rope dimensions are interleaved pairs (x0, x1), (x2, x3), ...
+  bool rope_interleave = true;
+  // Multi-token-prediction modules stored after the decoder layers: not used (their
+  // weights are skipped on load, which the log says), kept for the round trip.
+  int64_t num_nextn_predict_layers = 0;
+
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  bool operator==(const MlaConfig& other) const {
+    return q_lora_rank == other.q_lora_rank && kv_lora_rank == other.kv_lora_rank &&
+           qk_nope_head_dim == other.qk_nope_head_dim &&
+           qk_rope_head_dim == other.qk_rope_head_dim && v_head_dim == other.v_head_dim &&
+           rope_interleave == other.rope_interleave &&
+           num_nextn_predict_layers == other.num_nextn_predict_layers;
   }
 };
 
@@ -49,7 +99,9 @@ struct ModelConfig {
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;
-  int64_t head_dim = 0;  // explicit in Qwen3; hidden_size / num_attention_heads in Qwen2
+  // explicit in Qwen3; hidden_size / num_attention_heads in Qwen2; the rope part
+  // (qk_rope_head_dim) in DeepSeek-V3, as transformers sets it: the RoPE table's width.
+  int64_t head_dim = 0;
   int64_t max_position_embeddings = 32768;
   double rope_theta = 1000000.0;
   double rms_norm_eps = 1e-6;
@@ -58,14 +110,21 @@ struct ModelConfig {
   std::string torch_dtype = "bfloat16";  // dtype the checkpoint declares
   int64_t bos_token_id = -1;  // -1: absent
   int64_t eos_token_id = -1;
-  MoeConfig moe;  // kQwen3Moe only
+  MoeConfig moe;  // kQwen3Moe and kDeepseekV3
+  MlaConfig mla;  // kDeepseekV3
 
   // Qwen3 (dense and MoE) normalises q and k per head (q_norm/k_norm); Qwen2 does not.
-  bool has_qk_norm() const { return family != ModelFamily::kQwen2; }
-  bool is_moe() const { return family == ModelFamily::kQwen3Moe; }
-  // Whether decoder layer `layer` has a sparse MoE block (transformers' rule, above).
+  bool has_qk_norm() const {
+    return family == ModelFamily::kQwen3 || family == ModelFamily::kQwen3Moe;
+  }
+  bool is_moe() const {
+    return family == ModelFamily::kQwen3Moe || family == ModelFamily::kDeepseekV3;
+  }
+  bool is_mla() const { return family == ModelFamily::kDeepseekV3; }
+  // Whether decoder layer `layer` has a sparse MoE block (transformers' rules: above
+  // for Qwen3-MoE; layer >= first_k_dense_replace for DeepSeek-V3).
   bool is_sparse_layer(int64_t layer) const;
-  std::string model_type() const;     // "qwen2", "qwen3" or "qwen3_moe"
+  std::string model_type() const;     // "qwen2", "qwen3", "qwen3_moe" or "deepseek_v3"
   std::string architecture() const;   // "Qwen2ForCausalLM", ...
 
   // Throws aspen::Error(naming `source`) if the shapes are inconsistent

@@ -1,5 +1,7 @@
 #include "aspen/model/moe_routing.h"
 
+#include <limits>
+
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -16,6 +18,41 @@ RouterChoice route_top_k(const torch::Tensor& logits, int64_t k, bool norm_topk_
   return out;
 }
 
+RouterChoice route_grouped_sigmoid(const torch::Tensor& logits, const torch::Tensor& bias,
+                                   const GroupLimitedRouting& options) {
+  const int64_t tokens = logits.size(0);
+  const int64_t experts = logits.size(1);
+  check_input(options.n_group > 0 && experts % options.n_group == 0 &&
+                  options.topk_group <= options.n_group,
+              "needs n_group dividing the experts and topk_group <= n_group",
+              "group-limited MoE routing");
+  RouterChoice out;
+  const torch::Tensor scores = torch::sigmoid(logits);
+  torch::Tensor choice_scores;
+  {
+    // The choice is a selection: no gradient goes through it (as in transformers,
+    // where only the gathered weights are differentiable).
+    torch::NoGradGuard no_grad;
+    choice_scores = scores.detach() + bias.to(scores.scalar_type());
+    const torch::Tensor group_scores = std::get<0>(
+        choice_scores.view({tokens, options.n_group, experts / options.n_group}).topk(2, -1))
+                                           .sum(-1);
+    const torch::Tensor groups = std::get<1>(group_scores.topk(options.topk_group, -1));
+    const torch::Tensor group_mask =
+        torch::zeros_like(group_scores, torch::kBool).scatter_(1, groups, true);
+    const torch::Tensor expert_mask = group_mask.unsqueeze(-1)
+                                          .expand({tokens, options.n_group, experts / options.n_group})
+                                          .reshape({tokens, experts});
+    choice_scores = choice_scores.masked_fill(~expert_mask, -std::numeric_limits<double>::infinity());
+  }
+  out.experts = std::get<1>(choice_scores.topk(options.k, -1));
+  torch::Tensor weights = scores.gather(1, out.experts);
+  if (options.norm_topk_prob) weights = weights / (weights.sum(-1, /*keepdim=*/true) + 1e-20);
+  out.weights = weights * options.routed_scaling_factor;
+  out.probs = scores / scores.sum(-1, /*keepdim=*/true);
+  return out;
+}
+
 LayerRouting layer_routing(const RouterChoice& choice) {
   LayerRouting out;
   const int64_t experts = choice.probs.size(-1);
@@ -25,6 +62,7 @@ LayerRouting layer_routing(const RouterChoice& choice) {
   out.assignments.index_add_(0, choice.experts.reshape(-1),
                              torch::ones({choice.experts.numel()}, out.assignments.options()));
   out.tokens = choice.probs.size(0);
+  out.experts = choice.experts;
   return out;
 }
 

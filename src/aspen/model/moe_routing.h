@@ -5,6 +5,14 @@
 // fp32 (fp64 for an fp64 model); the k largest per token; with norm_topk_prob those k are renormalised to sum
 // to 1; the weights are then cast to the logits' dtype.
 //
+// route_grouped_sigmoid is transformers' DeepseekV3TopkRouter (noaux_tc): scores
+// s = sigmoid(logits) in fp32 (fp64 stays fp64); the choice ranks s + bias (the
+// e_score_correction_bias, which only steers selection) restricted to the topk_group of
+// n_group equal expert groups whose two best biased scores sum highest; the weights are
+// the chosen unbiased s, renormalised (plus 1e-20) with norm_topk_prob, times
+// routed_scaling_factor. Its `probs`, used only by the load-balancing statistics, are
+// DeepSeek-V3's normalised affinities s / sum(s) (its sequence-wise balance loss).
+//
 // Load-balancing loss (Switch Transformer eq. 4-6, exactly transformers'
 // load_balancing_loss_func without an attention mask: packed batches have no padding).
 // Over the sparse layers l = 1..L of one forward, each over the same T tokens:
@@ -32,11 +40,23 @@ struct RouterChoice {
 
 RouterChoice route_top_k(const torch::Tensor& logits, int64_t k, bool norm_topk_prob);
 
+struct GroupLimitedRouting {
+  int64_t k = 1;
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  bool norm_topk_prob = true;
+  double routed_scaling_factor = 1.0;
+};
+// logits [T, E] (computed in fp32 or fp64), bias [E]: see above.
+RouterChoice route_grouped_sigmoid(const torch::Tensor& logits, const torch::Tensor& bias,
+                                   const GroupLimitedRouting& options);
+
 // What one sparse layer's forward contributes to the load-balancing loss.
 struct LayerRouting {
   torch::Tensor prob_sum;     // [E] fp32: sum over tokens of probs (differentiable)
   torch::Tensor assignments;  // [E] fp32: how many top-k slots chose each expert (no grad)
   int64_t tokens = 0;
+  torch::Tensor experts;  // [T, k] int64: each token's chosen experts, most probable first
 };
 
 // Filled by the sparse layers of one forward, in layer order (the model's forward

@@ -10,6 +10,7 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
+#include "aspen/util/log.h"
 
 namespace aspen {
 namespace {
@@ -25,6 +26,31 @@ std::string dtype_name(torch::ScalarType dtype) {
     default:
       throw Error("cannot save parameters of dtype " + std::string(c10::toString(dtype)),
                   "save_pretrained_model", "use float32, bfloat16 or float16");
+  }
+}
+
+// DeepSeek-V3 stores its multi-token-prediction modules as decoder layers
+// num_hidden_layers .. num_hidden_layers + num_nextn_predict_layers - 1. Aspen trains
+// and samples the main model only: those tensors are dropped, and the log says so.
+void drop_mtp_layers(const ModelConfig& config, std::map<std::string, torch::Tensor>& weights,
+                     const std::string& dir) {
+  if (!config.is_mla() || config.mla.num_nextn_predict_layers == 0) return;
+  const std::string prefix = "model.layers.";
+  int64_t dropped = 0;
+  for (auto it = weights.begin(); it != weights.end();) {
+    const bool mtp = it->first.rfind(prefix, 0) == 0 &&
+                     std::stoll(it->first.substr(prefix.size())) >= config.num_hidden_layers;
+    if (mtp) {
+      it = weights.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  if (dropped > 0) {
+    log_info("model: ", dir, ": skipped ", config.mla.num_nextn_predict_layers,
+             " multi-token-prediction layer(s) (", dropped,
+             " tensors): not used for training or sampling");
   }
 }
 
@@ -79,6 +105,26 @@ void check_config_matches_weights(const ModelConfig& config,
                  "moe_intermediate_size and hidden_size");
     break;
   }
+  if (config.is_mla()) {
+    const MlaConfig& mla = config.mla;
+    const std::string attn = "model.layers.0.self_attn.";
+    expect_shape(attn + "kv_a_proj_with_mqa.weight",
+                 {mla.kv_lora_rank + mla.qk_rope_head_dim, config.hidden_size},
+                 "kv_lora_rank, qk_rope_head_dim and hidden_size");
+    expect_shape(attn + "kv_b_proj.weight",
+                 {config.num_attention_heads * (mla.qk_nope_head_dim + mla.v_head_dim),
+                  mla.kv_lora_rank},
+                 "num_attention_heads, qk_nope_head_dim, v_head_dim and kv_lora_rank");
+    if (mla.q_lora_rank > 0) {
+      expect_shape(attn + "q_a_proj.weight", {mla.q_lora_rank, config.hidden_size},
+                   "q_lora_rank and hidden_size");
+    } else {
+      expect_shape(attn + "q_proj.weight",
+                   {config.num_attention_heads * mla.qk_head_dim(), config.hidden_size},
+                   "num_attention_heads, qk_nope_head_dim and qk_rope_head_dim (q_lora_rank null)");
+    }
+    return;
+  }
   expect_shape("model.layers.0.self_attn.q_proj.weight",
                {config.num_attention_heads * config.head_dim, config.hidden_size},
                "num_attention_heads, head_dim and hidden_size");
@@ -96,6 +142,7 @@ QwenForCausalLM load_pretrained_model(const std::string& dir, torch::ScalarType 
               "a sequence-classification (reward) model, not a causal LM", config_path,
               "use it as a reward: data.verifier: model with verifier_options.path");
   std::map<std::string, torch::Tensor> weights = load_model_weights(dir);
+  drop_mtp_layers(config, weights, dir);
   check_config_matches_weights(config, weights, config_path);
   QwenForCausalLM model(config);
   model->to(device, dtype);

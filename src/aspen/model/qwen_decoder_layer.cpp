@@ -6,7 +6,11 @@ QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const Tens
                                            int64_t index, const ExpertParallel& ep) {
   input_layernorm =
       register_module("input_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
-  self_attn = register_module("self_attn", QwenAttention(config, tp));
+  if (config.is_mla()) {
+    mla_attn = register_module("self_attn", MlaAttention(config));
+  } else {
+    self_attn = register_module("self_attn", QwenAttention(config, tp));
+  }
   post_attention_layernorm =
       register_module("post_attention_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
   if (config.is_sparse_layer(index)) {
@@ -20,16 +24,24 @@ torch::Tensor QwenDecoderLayerImpl::feed_forward(const torch::Tensor& x, MoeRout
   return sparse_mlp ? sparse_mlp->forward(x, log) : mlp(x);
 }
 
+torch::Tensor QwenDecoderLayerImpl::attention(const torch::Tensor& x, const RopeTable& rope,
+                                              const torch::Tensor& cu_seqlens) {
+  return mla_attn ? mla_attn->forward(x, rope, cu_seqlens) : self_attn(x, rope, cu_seqlens);
+}
+
 torch::Tensor QwenDecoderLayerImpl::forward(const torch::Tensor& x, const RopeTable& rope,
                                             const torch::Tensor& cu_seqlens, MoeRoutingLog* log) {
-  torch::Tensor h = x + self_attn(input_layernorm(x), rope, cu_seqlens);
+  torch::Tensor h = x + attention(input_layernorm(x), rope, cu_seqlens);
   return h + feed_forward(post_attention_layernorm(h), log);
 }
 
 torch::Tensor QwenDecoderLayerImpl::forward_paged(const torch::Tensor& x, const RopeTable& rope,
-                                                  const PagedBatch& batch, int64_t layer) {
-  torch::Tensor h = x + self_attn->forward_paged(input_layernorm(x), rope, batch, layer);
-  return h + feed_forward(post_attention_layernorm(h), nullptr);
+                                                  const PagedBatch& batch, int64_t layer,
+                                                  MoeRoutingLog* log) {
+  const torch::Tensor normed = input_layernorm(x);
+  torch::Tensor h = x + (mla_attn ? mla_attn->forward_paged(normed, rope, batch, layer)
+                                  : self_attn->forward_paged(normed, rope, batch, layer));
+  return h + feed_forward(post_attention_layernorm(h), log);
 }
 
 }  // namespace aspen

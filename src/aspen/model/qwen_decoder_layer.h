@@ -1,6 +1,7 @@
 // One pre-norm Qwen decoder layer:
 //   h = x + self_attn(input_layernorm(x));  out = h + mlp(post_attention_layernorm(h)).
-// mlp is the dense gated MLP, or in a Qwen3-MoE sparse layer
+// self_attn is Qwen's GQA attention, or DeepSeek-V3's multi-head latent attention
+// (mla_attention.h). mlp is the dense gated MLP, or in a sparse layer
 // (ModelConfig::is_sparse_layer) the sparse MoE block (qwen_moe_block.h); both are
 // registered as "mlp", as in HF checkpoints.
 //
@@ -19,6 +20,7 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/rope.h"
+#include "aspen/model/mla_attention.h"
 #include "aspen/model/qwen_attention.h"
 #include "aspen/model/qwen_mlp.h"
 #include "aspen/model/qwen_moe_block.h"
@@ -36,16 +38,20 @@ struct QwenDecoderLayerImpl : torch::nn::Module {
                         const torch::Tensor& cu_seqlens, MoeRoutingLog* log = nullptr);
   // Same layer over the paged KV cache (rollout); `layer` indexes the cache.
   torch::Tensor forward_paged(const torch::Tensor& x, const RopeTable& rope,
-                              const PagedBatch& batch, int64_t layer);
+                              const PagedBatch& batch, int64_t layer,
+                              MoeRoutingLog* log = nullptr);
 
   RMSNorm input_layernorm{nullptr};
-  QwenAttention self_attn{nullptr};
+  QwenAttention self_attn{nullptr};     // Qwen
+  MlaAttention mla_attn{nullptr};       // DeepSeek-V3 (registered as "self_attn")
   RMSNorm post_attention_layernorm{nullptr};
   QwenMLP mlp{nullptr};                // dense layers
   QwenSparseMoeBlock sparse_mlp{nullptr};  // sparse layers (registered as "mlp")
 
  private:
   torch::Tensor feed_forward(const torch::Tensor& x, MoeRoutingLog* log);
+  torch::Tensor attention(const torch::Tensor& x, const RopeTable& rope,
+                          const torch::Tensor& cu_seqlens);
 };
 TORCH_MODULE(QwenDecoderLayer);
 

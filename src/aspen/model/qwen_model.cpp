@@ -40,12 +40,12 @@ torch::Tensor QwenModelImpl::embed(const torch::Tensor& input_ids) {
 
 torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
                                            const torch::Tensor& positions,
-                                           const PagedBatch& batch) {
+                                           const PagedBatch& batch, MoeRoutingLog* log) {
   const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
   torch::Tensor h = embed(input_ids);  // vocab-parallel under TP
   int64_t index = 0;
   for (const auto& layer : *layers) {
-    h = layer->as<QwenDecoderLayer>()->forward_paged(h, rope, batch, index++);
+    h = layer->as<QwenDecoderLayer>()->forward_paged(h, rope, batch, index++, log);
   }
   return norm(h);
 }
@@ -120,6 +120,12 @@ std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::hf_state
     state.emplace_back(item.key(), item.value());
   }
   return state;
+}
+
+bool is_frozen_parameter(const std::string& hf_name) {
+  const std::string suffix = ".mlp.gate.e_score_correction_bias";
+  return hf_name.size() >= suffix.size() &&
+         hf_name.compare(hf_name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace aspen

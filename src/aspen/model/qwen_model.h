@@ -77,7 +77,7 @@ struct QwenModelImpl : torch::nn::Module {
   // Under TP the cache (batch) holds this rank's kv heads and the step issues the
   // layers' all-reduces: every TP rank must run the same step.
   torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                              const PagedBatch& batch);
+                              const PagedBatch& batch, MoeRoutingLog* log = nullptr);
 
   ModelConfig config;
   TensorParallel tp;
@@ -104,9 +104,10 @@ struct QwenForCausalLMImpl : torch::nn::Module {
                         const torch::Tensor& positions = {});
   // Rollout step over the paged KV cache (see QwenModelImpl::forward_paged).
   // Inference only; ids are trusted (the engine validated them on admission).
+  // `log`: the sparse layers' routing of the step's tokens (null: not recorded).
   torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                              const PagedBatch& batch) {
-    return model->forward_paged(input_ids, positions, batch);
+                              const PagedBatch& batch, MoeRoutingLog* log = nullptr) {
+    return model->forward_paged(input_ids, positions, batch, log);
   }
 
   // The [V, C] head matrix: lm_head.weight, or the embedding when tied. Under TP,
@@ -152,5 +153,10 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   torch::nn::Linear lm_head{nullptr};  // [V/t, C]; null when config.tie_word_embeddings
 };
 TORCH_MODULE(QwenForCausalLM);
+
+// Parameters that are part of the checkpoint but never train (requires_grad false
+// wherever a model is built or copied): DeepSeek-V3's router bias
+// (mlp.gate.e_score_correction_bias, qwen_moe_block.h).
+bool is_frozen_parameter(const std::string& hf_name);
 
 }  // namespace aspen

@@ -13,6 +13,9 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
     : num_experts(config.moe.num_experts),
       top_k(config.moe.num_experts_per_tok),
       norm_topk_prob(config.moe.norm_topk_prob),
+      scoring(config.moe.scoring),
+      grouped{config.moe.num_experts_per_tok, config.moe.n_group, config.moe.topk_group,
+              config.moe.norm_topk_prob, config.moe.routed_scaling_factor},
       tp(tp),
       ep(ep) {
   check_input(!(tp.enabled() && ep.enabled()),
@@ -24,6 +27,10 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
   gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(
                                                        config.hidden_size, num_experts)
                                                        .bias(false)));
+  if (scoring == RouterScoring::kSigmoidGroupLimited) {
+    e_score_correction_bias = gate->register_parameter(
+        "e_score_correction_bias", torch::zeros({num_experts}), /*requires_grad=*/false);
+  }
   // Registered under their global indices: HF names on every EP rank.
   auto holder = register_module("experts", std::make_shared<torch::nn::Module>());
   for (int64_t j = first_local; j < first_local + count; ++j) {
@@ -32,6 +39,20 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
         std::to_string(j), QwenMLP(config, tp, config.moe.moe_intermediate_size,
                                    "model.layers.0.mlp.experts.0.gate_proj.weight")));
   }
+  if (config.moe.n_shared_experts > 0) {
+    shared_experts = register_module(
+        "shared_experts",
+        QwenMLP(config, tp, config.moe.moe_intermediate_size * config.moe.n_shared_experts,
+                "model.layers.0.mlp.shared_experts.gate_proj.weight"));
+  }
+}
+
+RouterChoice QwenSparseMoeBlockImpl::route(const torch::Tensor& x) {
+  if (scoring == RouterScoring::kSoftmax) return route_top_k(gate(x), top_k, norm_topk_prob);
+  // DeepSeek-V3 scores in fp32 whatever the model's dtype (fp64 stays fp64).
+  const auto dtype = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  const torch::Tensor logits = torch::nn::functional::linear(x.to(dtype), gate->weight.to(dtype));
+  return route_grouped_sigmoid(logits, e_score_correction_bias, grouped);
 }
 
 QwenMLP& QwenSparseMoeBlockImpl::expert(int64_t index) {
@@ -97,7 +118,7 @@ torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRouting
   const int64_t tokens = x.size(0);
   // Under EP every rank joins the collectives, tokens or not.
   if (tokens == 0 && !ep.enabled()) return torch::zeros_like(x);
-  const RouterChoice choice = route_top_k(gate(x), top_k, norm_topk_prob);
+  const RouterChoice choice = route(x);
   if (log != nullptr) log->layers.push_back(layer_routing(choice));
 
   // Group the T*k (token, expert) slots by expert; slot s belongs to token s / k.
@@ -117,8 +138,11 @@ torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRouting
   }
   expert_out = reduce_from_tp_region(expert_out, tp);
   const torch::Tensor slot_weights = choice.weights.reshape({-1, 1}).index_select(0, order);
-  return torch::zeros({tokens, x.size(1)}, x.options())
-      .index_add(0, slot_tokens, expert_out * slot_weights);
+  // DeepSeek's weights are fp32: weight in fp32, then back to the model's dtype.
+  torch::Tensor out = torch::zeros({tokens, x.size(1)}, x.options())
+                          .index_add(0, slot_tokens, (expert_out * slot_weights).to(x.scalar_type()));
+  if (shared_experts) out = out + shared_experts(x);
+  return out;
 }
 
 }  // namespace aspen

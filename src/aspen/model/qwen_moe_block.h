@@ -1,8 +1,15 @@
-// Sparse mixture-of-experts MLP of a Qwen3-MoE decoder layer (transformers'
-// Qwen3MoeSparseMoeBlock):
-//   (w, e) = top-k of softmax(gate(x))            (model/moe_routing.h)
-//   out[t] = sum_j w[t, j] * expert_{e[t, j]}(x[t])
-// where every expert is a gated MLP (qwen_mlp.h) of width moe_intermediate_size.
+// Sparse mixture-of-experts MLP of a Qwen3-MoE or DeepSeek-V3 decoder layer
+// (transformers' Qwen3MoeSparseMoeBlock / DeepseekV3MoE):
+//   (w, e) = router(gate(x))                      (model/moe_routing.h)
+//   out[t] = sum_j w[t, j] * expert_{e[t, j]}(x[t])  [+ shared_experts(x[t])]
+// where every expert is a gated MLP (qwen_mlp.h) of width moe_intermediate_size. The
+// router is Qwen3-MoE's softmax top-k, or DeepSeek-V3's sigmoid group-limited top-k
+// (config.moe.scoring): its logits are then computed in fp32, as transformers does,
+// and it has a bias that steers only the choice (gate.e_score_correction_bias, a
+// parameter that never trains: requires_grad false - DeepSeek's aux-loss-free bias
+// update is a pre-training device, and RL post-training keeps it fixed, as verl does).
+// DeepSeek-V3's shared experts are one dense gated MLP of width
+// n_shared_experts * moe_intermediate_size that every token goes through.
 //
 // Kernel: tokens are grouped by expert (one stable sort of the T*k choices), so each
 // expert with work runs ONE gate/up/down GEMM chain over all of its tokens - no loop
@@ -12,7 +19,9 @@
 // Shapes: T = tokens, C = hidden_size, E = num_experts, k = num_experts_per_tok,
 // I = moe_intermediate_size. forward: x [T, C] -> [T, C].
 // Parameters (HF names under "mlp."): gate.weight [E, C] (the router, no bias),
-// experts.{j}.{gate,up}_proj.weight [I, C], experts.{j}.down_proj.weight [C, I].
+// experts.{j}.{gate,up}_proj.weight [I, C], experts.{j}.down_proj.weight [C, I];
+// DeepSeek-V3 adds gate.e_score_correction_bias [E] and shared_experts.* [n*I, C] /
+// [C, n*I].
 // Tensor parallelism (tp.size = t > 1): the router is replicated; every expert is
 // column- then row-parallel over I/t columns (tp_layout.h). The experts' partial
 // outputs are summed over ranks (one all-reduce of the [T*k, C] grouped rows) before
@@ -56,8 +65,12 @@ struct QwenSparseMoeBlockImpl : torch::nn::Module {
   int64_t first_local = 0;  // global index of local_experts[0]
   int64_t top_k = 0;
   bool norm_topk_prob = false;
+  RouterScoring scoring = RouterScoring::kSoftmax;
+  GroupLimitedRouting grouped;  // kSigmoidGroupLimited's options
   torch::nn::Linear gate{nullptr};  // the router [E, C], replicated
+  torch::Tensor e_score_correction_bias;  // [E], kSigmoidGroupLimited only (frozen)
   std::vector<QwenMLP> local_experts;
+  QwenMLP shared_experts{nullptr};  // DeepSeek-V3 with n_shared_experts > 0
   TensorParallel tp;
   ExpertParallel ep;
 
@@ -67,6 +80,7 @@ struct QwenSparseMoeBlockImpl : torch::nn::Module {
   // Rows grouped by global expert (counts over all E) -> their outputs, through the
   // experts' ranks.
   torch::Tensor run_experts_across_ranks(const torch::Tensor& rows, const torch::Tensor& counts);
+  RouterChoice route(const torch::Tensor& x);
 };
 TORCH_MODULE(QwenSparseMoeBlock);
 

@@ -54,14 +54,29 @@ ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config)
   }
   if (is_expert_weight(hf_name, "down_proj")) return {1, config.moe.moe_intermediate_size};
   if (ends_with(hf_name, ".mlp.gate.weight")) return {};
+  // DeepSeek-V3: shared experts split like the dense MLP; the router's bias replicated.
+  const int64_t shared = config.moe.moe_intermediate_size * config.moe.n_shared_experts;
+  if (ends_with(hf_name, ".mlp.shared_experts.gate_proj.weight") ||
+      ends_with(hf_name, ".mlp.shared_experts.up_proj.weight")) {
+    return {0, shared};
+  }
+  if (ends_with(hf_name, ".mlp.shared_experts.down_proj.weight")) return {1, shared};
+  if (ends_with(hf_name, ".mlp.gate.e_score_correction_bias")) return {};
+  // Multi-head latent attention is not split (validate_tp_size refuses TP > 1 for it):
+  // its tensors are whole on the one rank.
+  if (config.is_mla() && hf_name.find(".self_attn.") != std::string::npos) return {};
   if (ends_with(hf_name, "norm.weight")) return {};  // every RMSNorm, incl. q/k norms
   throw Error("no tensor-parallel layout for parameter '" + hf_name + "'", "model TP layout",
-              "a Qwen2/Qwen3/Qwen3-MoE checkpoint key was expected");
+              "a Qwen2/Qwen3/Qwen3-MoE/DeepSeek-V3 checkpoint key was expected");
 }
 
 void validate_tp_size(const ModelConfig& config, int size) {
   const std::string what = "tensor parallel size " + std::to_string(size);
   check_input(size >= 1, "must be at least 1", what);
+  check_input(size == 1 || !config.is_mla(),
+              "multi-head latent attention (deepseek_v3) has no tensor-parallel layout; use "
+              "data and expert parallelism",
+              what);
   auto need = [&](bool ok, const std::string& field, int64_t value) {
     check_input(ok,
                 "does not divide " + field + " = " + std::to_string(value) +

@@ -14,7 +14,8 @@ void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_rang
     torch::Tensor param = item.value();
     if (ends_with(name, "norm.weight")) {  // input/post_attention_layernorm, q/k_norm, norm
       param.fill_(1.0);
-    } else if (ends_with(name, ".bias")) {
+    } else if (ends_with(name, ".bias") || is_frozen_parameter(name)) {
+      // Biases start at zero, and so does DeepSeek's router bias (as in transformers).
       param.zero_();
     } else {
       const TensorParallel& tp = model->tp;

@@ -65,6 +65,7 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
     line["router_aux_loss"] = actor.router_aux_loss;
     line["router_load_max"] = actor.router_load_max;
     line["router_load_mean"] = actor.router_load_mean;
+    if (actor.router_topk_compared > 0) line["router_topk_mismatch"] = actor.router_topk_mismatch;
   }
   if (record.update.critic.steps > 0) {
     line["value_loss"] = record.update.critic.value_loss;

@@ -34,6 +34,10 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
     advantage.columns.push_back(kValues);
     consumers.push_back({rl_consumers::kCriticUpdate, {kPrompt, kResponse, kValues, kReturns}});
   }
+  if (options.with_routing) {
+    columns.push_back({kRolloutRoutedExperts, torch::kInt32, ColumnKind::kPerRow});
+    actor.columns.push_back(kRolloutRoutedExperts);
+  }
   consumers.push_back(advantage);
   consumers.push_back(actor);
   if (options.with_dispatch) {
@@ -47,22 +51,27 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
   return DockSchema(columns, consumers);
 }
 
-std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions) {
+std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions,
+                                        bool with_routing) {
   ColumnData prompt{rl_columns::kPrompt, {}};
   ColumnData response{rl_columns::kResponse, {}};
   ColumnData logprobs{rl_columns::kRolloutLogprobs, {}};
+  ColumnData routing{rl_columns::kRolloutRoutedExperts, {}};
   for (const Completion& c : completions) {
+    if (with_routing) routing.values.push_back(torch::tensor(c.routed_experts, torch::kInt32));
     std::vector<int64_t> p(c.prompt_token_ids.begin(), c.prompt_token_ids.end());
     std::vector<int64_t> r(c.token_ids.begin(), c.token_ids.end());
     prompt.values.push_back(torch::tensor(p, torch::kInt64));
     response.values.push_back(torch::tensor(r, torch::kInt64));
     logprobs.values.push_back(torch::tensor(c.logprobs, torch::kFloat32));
   }
+  if (with_routing) return {prompt, response, logprobs, routing};
   return {prompt, response, logprobs};
 }
 
-std::vector<ColumnData> response_columns(const std::vector<Completion>& completions) {
-  std::vector<ColumnData> columns = rollout_columns(completions);
+std::vector<ColumnData> response_columns(const std::vector<Completion>& completions,
+                                         bool with_routing) {
+  std::vector<ColumnData> columns = rollout_columns(completions, with_routing);
   columns.erase(columns.begin());  // the prompt
   return columns;
 }
@@ -96,6 +105,26 @@ TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& col
   }
   batch.validate();
   return batch;
+}
+
+torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& column) {
+  if (batch.num_rows() == 0) return torch::zeros({0, 0}, torch::kInt32);
+  check_input(static_cast<int64_t>(column.values.size()) == batch.num_rows(),
+              "one value per claimed row expected", "column " + column.name);
+  int64_t width = -1;
+  std::vector<torch::Tensor> rows;
+  for (int64_t b = 0; b < batch.num_rows(); ++b) {
+    const auto tokens = static_cast<int64_t>(batch.responses[b].size());
+    const torch::Tensor& values = column.values[static_cast<size_t>(b)];
+    if (tokens == 0) continue;
+    check_input(values.numel() % tokens == 0 && (width < 0 || values.numel() / tokens == width),
+                "row " + std::to_string(b) + " has " + std::to_string(values.numel()) +
+                    " expert ids for " + std::to_string(tokens) + " tokens",
+                "column " + column.name);
+    width = values.numel() / tokens;
+    rows.push_back(values.reshape({tokens, width}));
+  }
+  return rows.empty() ? torch::zeros({0, 0}, torch::kInt32) : torch::cat(rows);
 }
 
 std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch) {

@@ -15,6 +15,9 @@
 //   example           [1] int64, per row   (index of the train example the group asks)
 //   sample_index      [1] int64, per row   (which sample of its group: its seed)
 //   verifier_score    [1] fp32,  per row   (the verifier's score before shaping)
+// With routing (a MoE policy):
+//   rollout_routed_experts [R * S * k] int32, per row (Completion::routed_experts: for
+//                     each response token the experts of the S sparse layers, k each)
 // Consumers, in the order a sample visits them: rollout (dispatch: the instance that
 // generates it), reward, batch (dispatch: the trainer's choice of the groups of an
 // update), reference (when a KL term needs it), old_logprobs, values (ppo), advantage,
@@ -44,6 +47,7 @@ inline constexpr const char* kReturns = "returns";
 inline constexpr const char* kExample = "example";
 inline constexpr const char* kSampleIndex = "sample_index";
 inline constexpr const char* kVerifierScore = "verifier_score";
+inline constexpr const char* kRolloutRoutedExperts = "rollout_routed_experts";
 }  // namespace rl_columns
 
 namespace rl_consumers {
@@ -63,21 +67,32 @@ struct RlSchemaOptions {
   bool kl_in_reward = false;    // the advantage stage reads ref and old log-probs
   bool with_critic = false;     // ppo: values, returns, critic_update
   bool with_dispatch = false;   // example, verifier_score, rollout and batch consumers
+  bool with_routing = false;    // rollout_routed_experts (a MoE policy), for actor_update
 };
 
 DockSchema make_rl_schema(const RlSchemaOptions& options);
 
-// Column values of completions (one row each), in the order of the returned vector.
-std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions);
+// Column values of completions (one row each), in the order of the returned vector;
+// with_routing adds rollout_routed_experts (the schema's with_routing: the engine
+// records routing, EngineConfig::record_routed_experts).
+std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions,
+                                        bool with_routing = false);
 // The columns a rollout instance adds to rows allocated at admission (the prompt is
 // there already): response and rollout_logprobs.
-std::vector<ColumnData> response_columns(const std::vector<Completion>& completions);
+std::vector<ColumnData> response_columns(const std::vector<Completion>& completions,
+                                         bool with_routing = false);
 
 // Builds the trainer's view of claimed rows from `columns` (as TransferDock::get
 // returns them), copying the named per-token columns into packed [R] tensors. A claim
 // with no rows gives an empty batch (a data-parallel rank with no local rows).
 TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& columns,
                           const std::vector<std::string>& token_columns);
+
+// The rollout's routing of the claimed rows as the [R, S * k] token column
+// columns::kBehaviourRoutedExperts (each row's flat values cut per token); an empty
+// [0, 0] tensor for a claim with no rows. aspen::Error when a row's values do not
+// divide into its response tokens.
+torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& column);
 
 // The column `name` among `columns`; aspen::Error if absent.
 const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name);

@@ -108,6 +108,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   schema.kl_in_reward = config.algorithm.kl_in_reward;
   schema.with_reference = config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward;
   schema.with_critic = config.algorithm.name == AlgorithmName::kPpo;
+  schema.with_routing = setup.model->config.is_moe();
   if (schema.with_reference) {
     reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
     if (saved != nullptr) reference->model()->load_state(saved->reference, "checkpoint reference");
@@ -406,6 +407,10 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
     batch.token_columns[columns::kBehaviourLogprobs] =
         stats.rows > 0 ? packed_column(find_column(columns, rl_columns::kRolloutLogprobs))
                        : torch::zeros({0});
+    if (workers.schema.with_routing && stats.rows > 0) {
+      batch.token_columns[columns::kBehaviourRoutedExperts] = routed_experts_column(
+          batch, find_column(columns, rl_columns::kRolloutRoutedExperts));
+    }
     stats.actor = workers.actor->update(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }
@@ -448,6 +453,10 @@ UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& worker
     update.proximal_is_current = proximal_is_current;
     batch.token_columns[columns::kBehaviourLogprobs] =
         packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
+    if (workers.schema.with_routing) {
+      batch.token_columns[columns::kBehaviourRoutedExperts] = routed_experts_column(
+          batch, find_column(columns, rl_columns::kRolloutRoutedExperts));
+    }
     workers.actor->accumulate(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }

@@ -9,6 +9,8 @@ EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& set
   engine.max_num_batched_tokens = config.rollout.max_num_batched_tokens;
   engine.eos_token_ids = setup.eos_token_ids;
   engine.seed = config.train.seed;
+  // The trainer compares its expert choices with these (router_topk_mismatch).
+  engine.record_routed_experts = setup.model->config.is_moe();
   return engine;
 }
 

@@ -216,7 +216,7 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
   }
   // Length and version first: the rows become claimable for reward on the put.
   dock_.update_info(ids, infos);
-  dock_.put_columns(ids, response_columns(ordered));
+  dock_.put_columns(ids, response_columns(ordered, engine_.config().record_routed_experts));
   if (!dock_.ack(held.claim)) {
     log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
              " ran out while its rows were written; they may be generated again");

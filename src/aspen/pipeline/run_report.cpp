@@ -145,7 +145,8 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   charts.push_back(rl_chart(metrics, "MoE routing",
                             {{"router_aux_loss", "load-balancing loss"},
                              {"router_load_max", "busiest expert / mean, worst layer"},
-                             {"router_load_mean", "busiest expert / mean, mean of layers"}}));
+                             {"router_load_mean", "busiest expert / mean, mean of layers"},
+                             {"router_topk_mismatch", "trainer top-k != rollout top-k"}}));
   charts.push_back(rl_chart(metrics, "Throughput (tokens/s)",
                             {{"tokens_per_second", "trained tokens/s"},
                              {"effective_tps", "effective tokens/s"}}));

@@ -55,7 +55,9 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
                       config_.enable_prefix_caching},
       *pool_);
   model->eval();
-  runner_ = std::make_unique<ModelRunner>(std::move(model), *cache_);
+  // A dense model has no routing to record (and completions then carry none).
+  config_.record_routed_experts = config_.record_routed_experts && model->config.is_moe();
+  runner_ = std::make_unique<ModelRunner>(std::move(model), *cache_, config_.record_routed_experts);
 }
 
 void RolloutEngine::add_request(GenerationRequest request) {
@@ -234,6 +236,7 @@ Completion RolloutEngine::to_completion(Sequence& sequence) {
   completion.logprobs = std::move(sequence.policy_logprobs);
   completion.sampling_logprobs = std::move(sequence.sampling_logprobs);
   completion.policy_versions = std::move(sequence.policy_versions);
+  completion.routed_experts = std::move(sequence.routed_experts);
   completion.finish_reason = sequence.finish_reason;
   completion.num_preemptions = sequence.num_preemptions;
   if (tokenizer_) {
@@ -286,6 +289,11 @@ std::vector<Completion> RolloutEngine::step() {
         logits.logits.index_select(0, torch::tensor(logits_rows, torch::kInt64));
     const std::vector<SampledToken> sampled = sample_tokens(row_logits, rows);
     for (size_t i = 0; i < samples.size(); ++i) {
+      if (logits.routed_experts.defined()) {
+        const torch::Tensor row = logits.routed_experts[logits_rows[i]].contiguous();
+        const int32_t* ids = row.data_ptr<int32_t>();
+        samples[i]->routed_experts.insert(samples[i]->routed_experts.end(), ids, ids + row.numel());
+      }
       append_token(*samples[i], sampled[i].token, sampled[i].policy_logprob,
                    sampled[i].sampling_logprob);
       if (token_listener_) {

@@ -55,6 +55,9 @@ struct EngineConfig {
   bool interrupt_on_weight_update = false;
   uint64_t seed = 0;                   // seeds unseeded requests
   std::vector<TokenId> eos_token_ids;  // finish a sample (unless ignore_eos)
+  // MoE models: record each generated token's expert choices (Completion::routed_experts),
+  // for comparing the trainer's routing with the rollout's. Turned off for a dense model.
+  bool record_routed_experts = false;
 };
 
 struct GenerationRequest {
@@ -79,6 +82,10 @@ struct Completion {
   std::vector<float> logprobs;           // temperature-1 policy log-probs of token_ids
   std::vector<float> sampling_logprobs;  // under the distribution sampled from
   std::vector<int64_t> policy_versions;  // per token
+  // EngineConfig::record_routed_experts on a MoE model: per token, the experts each
+  // sparse layer chose at the position that predicted it (sparse layers x k ids, in
+  // layer order, most probable first), flattened; empty otherwise.
+  std::vector<int32_t> routed_experts;
   std::string text;                      // decoded output (stop string cut) if a tokenizer is set
   FinishReason finish_reason = FinishReason::kNone;
   int64_t num_preemptions = 0;

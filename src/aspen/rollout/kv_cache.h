@@ -2,7 +2,12 @@
 // [N blocks, S block_size, K kv heads, D head_dim] on the model's device. Which
 // sequence owns which block is BlockPool's business; this class only stores.
 //
-// Sizing: bytes_per_block = 2 (k and v) * L * S * K * D * element size;
+// Multi-head latent attention (DeepSeek-V3) stores instead one latent row per token
+// and layer, [N, S, 1, kv_lora_rank + qk_rope_head_dim], and the value tensors are
+// the key tensors (mla_attention.h reads both from it).
+//
+// Sizing: bytes_per_block = 2 (k and v) * L * S * K * D * element size (MLA: 1 * L *
+// S * (kv_lora_rank + qk_rope_head_dim) * element size);
 // blocks_for_budget() turns a byte budget into a block count.
 // Thread safety: none; the owning engine serialises access.
 #pragma once

@@ -4,8 +4,8 @@
 
 namespace aspen {
 
-ModelRunner::ModelRunner(QwenForCausalLM model, KvCache& cache)
-    : model_(std::move(model)), cache_(cache) {}
+ModelRunner::ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_routing)
+    : model_(std::move(model)), cache_(cache), record_routing_(record_routing && model_->config.is_moe()) {}
 
 StepLogits ModelRunner::run(const SchedulerStep& step) {
   torch::NoGradGuard no_grad;
@@ -51,9 +51,17 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   batch.block_tables = block_tables.to(device);
   batch.query_start = to_device(query_start);
   batch.context_lens = to_device(context_lens);
-  const torch::Tensor hidden = model_->forward_paged(to_device(ids), to_device(positions), batch);
+  MoeRoutingLog routing;
+  const torch::Tensor hidden = model_->forward_paged(to_device(ids), to_device(positions), batch,
+                                                     record_routing_ ? &routing : nullptr);
   if (last_rows.empty()) return result;
-  const torch::Tensor rows = hidden.index_select(0, to_device(last_rows));
+  const torch::Tensor last = to_device(last_rows);
+  if (record_routing_) {
+    std::vector<torch::Tensor> per_layer;
+    for (const LayerRouting& layer : routing.layers) per_layer.push_back(layer.experts.index_select(0, last));
+    result.routed_experts = torch::stack(per_layer, /*dim=*/1).to(torch::kCPU, torch::kInt32);
+  }
+  const torch::Tensor rows = hidden.index_select(0, last);
   const torch::Tensor weight = model_->lm_head_weight();
   torch::Tensor logits = torch::matmul(rows, weight.t());
   if (model_->tp.enabled()) {

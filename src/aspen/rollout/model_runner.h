@@ -20,11 +20,16 @@ namespace aspen {
 struct StepLogits {
   torch::Tensor logits;               // [R, V] fp32 on the CPU
   std::vector<size_t> chunk_indices;  // which step.chunks each row belongs to
+  // With routing recorded (a MoE model): [R, S, k] int32 on the CPU, the experts each
+  // sparse layer (S of them) chose at the position whose logits are row r - the
+  // routing behind the token sampled from it.
+  torch::Tensor routed_experts;
 };
 
 class ModelRunner {
  public:
-  ModelRunner(QwenForCausalLM model, KvCache& cache);
+  // record_routing: fill StepLogits::routed_experts (ignored for a dense model).
+  ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_routing = false);
 
   StepLogits run(const SchedulerStep& step);
 
@@ -33,6 +38,7 @@ class ModelRunner {
  private:
   QwenForCausalLM model_;
   KvCache& cache_;
+  bool record_routing_ = false;
 };
 
 }  // namespace aspen

@@ -54,6 +54,7 @@ struct Sequence {
   std::vector<float> policy_logprobs;    // per output token
   std::vector<float> sampling_logprobs;  // per output token
   std::vector<int64_t> policy_versions;  // per output token
+  std::vector<int32_t> routed_experts;   // per output token: sparse layers x k (if recorded)
   std::string text;                      // decoded output, when stop strings need it
   bool matched_stop_string = false;      // text was cut at a stop string
   FinishReason finish_reason = FinishReason::kNone;

@@ -18,6 +18,24 @@ double value_or_zero(const torch::Tensor& t) {
   return t.defined() ? t.item<double>() : 0.0;
 }
 
+// How many (response token, sparse layer) pairs choose another top-k set in the
+// trainer's forward (`routing`, rows at the micro-batch's hidden_index) than in the
+// rollout (`rollout` [R, S * k]); adds to differ/compared.
+void count_routing_mismatch(const MoeRoutingLog& routing, const MicroBatch& mb,
+                            const torch::Tensor& rollout, int64_t& differ, int64_t& compared) {
+  if (routing.layers.empty() || rollout.numel() == 0) return;
+  std::vector<torch::Tensor> per_layer;
+  for (const LayerRouting& layer : routing.layers) {
+    per_layer.push_back(layer.experts.index_select(0, mb.hidden_index));
+  }
+  const torch::Tensor trainer = std::get<0>(torch::stack(per_layer, 1).sort(-1)).to(torch::kCPU);
+  const torch::Tensor behaviour =
+      std::get<0>(rollout.to(torch::kCPU, torch::kLong).view(trainer.sizes()).sort(-1));
+  const torch::Tensor differs = (trainer != behaviour).any(-1);  // [R, S]
+  differ += differs.sum().item<int64_t>();
+  compared += differs.numel();
+}
+
 // router_load_max / router_load_mean from the [layers, E] slot counts (see ActorMetrics).
 void set_router_load(ActorMetrics& metrics, const torch::Tensor& load) {
   if (!load.defined() || load.numel() == 0) return;
@@ -121,6 +139,11 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       const torch::Tensor aux = load_balancing_loss(routing).to(loss.scalar_type()) * share;
       if (options.router_aux_loss_coef != 0.0) loss = loss + options.router_aux_loss_coef * aux;
       sums.add(sums.router_aux_loss, aux);
+      const auto routed = mb.token_columns.find(columns::kBehaviourRoutedExperts);
+      if (measure_mismatch && routed != mb.token_columns.end()) {
+        count_routing_mismatch(routing, mb, routed->second, sums.routing_differ,
+                               sums.routing_compared);
+      }
       std::vector<torch::Tensor> load;
       for (const LayerRouting& layer : routing.layers) load.push_back(layer.assignments.to(torch::kDouble));
       if (!load.empty()) sums.add(sums.expert_load, torch::stack(load));
@@ -191,6 +214,8 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
         first_step.mismatch_sum = sums.mismatch_sum;
         first_step.mismatch_max = sums.mismatch_max;
         first_step.mismatch_tokens = sums.mismatch_tokens;
+        first_step.routing_differ = sums.routing_differ;
+        first_step.routing_compared = sums.routing_compared;
         before_first_step = false;
       }
       data_parallel_.reduce_grads();
@@ -217,17 +242,25 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   double mismatch_sum = value_or_zero(first_step.mismatch_sum);
   double mismatch_max = value_or_zero(first_step.mismatch_max);
   double mismatch_tokens = static_cast<double>(first_step.mismatch_tokens);
+  double routing_differ = static_cast<double>(first_step.routing_differ);
+  double routing_compared = static_cast<double>(first_step.routing_compared);
   if (data_parallel_.enabled()) {
     // The max over ranks from sums: each rank fills only its own slot.
-    std::vector<double> values(static_cast<size_t>(data_parallel_.world_size()) + 2, 0.0);
+    std::vector<double> values(static_cast<size_t>(data_parallel_.world_size()) + 4, 0.0);
     values[0] = mismatch_sum;
     values[1] = mismatch_tokens;
+    values[values.size() - 2] = routing_differ;
+    values[values.size() - 1] = routing_compared;
     values[2 + static_cast<size_t>(data_parallel_.rank())] = mismatch_max;
     data_parallel_.sum_over_ranks(values);
     mismatch_sum = values[0];
     mismatch_tokens = values[1];
-    mismatch_max = *std::max_element(values.begin() + 2, values.end());
+    routing_differ = values[values.size() - 2];
+    routing_compared = values[values.size() - 1];
+    mismatch_max = *std::max_element(values.begin() + 2, values.end() - 2);
   }
+  metrics.router_topk_compared = std::llround(routing_compared);
+  metrics.router_topk_mismatch = routing_compared > 0 ? routing_differ / routing_compared : 0.0;
   if (data_parallel_.enabled() && compute_->config.is_moe()) {
     // Every rank routes its own rows (and a rank may have none): sum the counts.
     int64_t sparse = 0;
@@ -345,6 +378,11 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   metrics.kl_loss = value_or_zero(sums.kl_loss) / denominator;
   metrics.router_aux_loss = value_or_zero(sums.router_aux_loss) / denominator;
   set_router_load(metrics, sums.expert_load);
+  metrics.router_topk_compared = sums.routing_compared;
+  metrics.router_topk_mismatch =
+      sums.routing_compared > 0 ? static_cast<double>(sums.routing_differ) /
+                                      static_cast<double>(sums.routing_compared)
+                                : 0.0;
   // Token-weighted metric sums: divided by the response tokens.
   metrics.entropy = value_or_zero(sums.entropy) / static_cast<double>(tokens);
   metrics.clip_frac = value_or_zero(sums.clip_frac) / static_cast<double>(tokens);

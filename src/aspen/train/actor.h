@@ -105,6 +105,12 @@ struct ActorMetrics {
   // and the mean over layers. 0 for a dense model.
   double router_load_max = 0.0;
   double router_load_mean = 0.0;
+  // MoE training/inference routing mismatch, when the batch carries the rollout's
+  // expert choices (behaviour_routed_experts): the share of (response token, sparse
+  // layer) pairs where the trainer's top-k set differs from the rollout's, over the
+  // tokens of the first optimizer step (as rollout_logprob_diff_*). 0 otherwise.
+  double router_topk_mismatch = 0.0;
+  int64_t router_topk_compared = 0;  // (token, layer) pairs behind it
   double entropy = 0.0;
   double clip_frac = 0.0;
   double approx_kl = 0.0;  // k3 estimate of KL(old || new), token mean
@@ -172,6 +178,7 @@ class ActorTrainer {
     torch::Tensor policy_loss, kl_loss, router_aux_loss, entropy, clip_frac, approx_kl, capped;
     torch::Tensor mismatch_sum, mismatch_max;  // of |trainer - rollout| log-probs
     torch::Tensor expert_load;                 // [sparse layers, E] top-k slots per expert
+    int64_t routing_differ = 0, routing_compared = 0;  // (token, layer) top-k sets
     int64_t mismatch_tokens = 0;
     void add(torch::Tensor& slot, const torch::Tensor& value);
   };

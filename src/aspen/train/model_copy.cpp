@@ -8,7 +8,7 @@ namespace aspen {
 QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
                            torch::Device device, bool trainable) {
   // Same TP context: the copy holds the same shards (hf_state gives local shapes).
-  QwenForCausalLM copy(source->config, source->tp);
+  QwenForCausalLM copy(source->config, source->tp, source->ep);
   copy->to(device, dtype);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& [name, tensor] : source->hf_state()) weights[name] = tensor;
@@ -16,7 +16,9 @@ QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtyp
     torch::NoGradGuard no_grad;
     copy->load_state(weights, "model copy");
   }
-  for (auto& p : copy->parameters()) p.set_requires_grad(trainable);
+  for (auto& item : copy->named_parameters(/*recurse=*/true)) {
+    item.value().set_requires_grad(trainable && !is_frozen_parameter(item.key()));
+  }
   return copy;
 }
 

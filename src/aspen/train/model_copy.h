@@ -11,7 +11,8 @@
 namespace aspen {
 
 // A new model with the same config and weights, cast to `dtype` and placed on `device`.
-// requires_grad = `trainable` on every parameter.
+// requires_grad = `trainable` on every parameter but the frozen ones
+// (is_frozen_parameter: never trainable).
 QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
                            torch::Device device, bool trainable);
 

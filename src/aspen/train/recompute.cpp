@@ -41,7 +41,7 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
 };
 
 // A sparse (MoE) layer whose routing is recorded: outputs {out, prob_sum [E],
-// assignments [E]}. prob_sum is differentiable (the load-balancing loss's gradient
+// assignments [E], experts [T, k]}. prob_sum is differentiable (the load-balancing loss's gradient
 // reaches the router through it); the assignments are counts. Backward re-runs the
 // layer and back-propagates both differentiable outputs' gradients at once.
 struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLayer> {
@@ -58,8 +58,8 @@ struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLay
     MoeRoutingLog log;
     torch::Tensor out = layer->forward(x, RopeTable{cos, sin}, cu_seqlens, &log);
     const LayerRouting& routing = log.layers.at(0);
-    ctx->mark_non_differentiable({routing.assignments});
-    return {out, routing.prob_sum, routing.assignments};
+    ctx->mark_non_differentiable({routing.assignments, routing.experts});
+    return {out, routing.prob_sum, routing.assignments, routing.experts};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -107,7 +107,7 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
       torch::autograd::variable_list out =
           CheckpointedSparseLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens);
       h = out[0];
-      log->layers.push_back({out[1], out[2], h.size(0)});
+      log->layers.push_back({out[1], out[2], h.size(0), out[3]});
     } else {
       h = CheckpointedLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens);
     }

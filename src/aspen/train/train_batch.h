@@ -26,6 +26,9 @@ inline constexpr const char* kAdvantages = "advantages";
 inline constexpr const char* kOldLogprobs = "old_logprobs";
 inline constexpr const char* kRefLogprobs = "ref_logprobs";
 inline constexpr const char* kBehaviourLogprobs = "behaviour_logprobs";  // rollout policy
+// MoE: [R, S * k] int32, the experts the rollout's S sparse layers chose (k each) at the
+// position that predicted each response token (Completion::routed_experts).
+inline constexpr const char* kBehaviourRoutedExperts = "behaviour_routed_experts";
 inline constexpr const char* kValues = "values";    // critic values at rollout time
 inline constexpr const char* kReturns = "returns";  // value targets
 }  // namespace columns
