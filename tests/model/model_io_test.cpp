@@ -168,6 +168,45 @@ TEST(QwenPretrained, AConfigThatDoesNotDescribeTheWeightsIsRefusedBeforeAllocati
   fs::remove_all(dir);
 }
 
+// DeepSeek-V3 checkpoints carry their multi-token-prediction module as decoder layer
+// num_hidden_layers (+ its own head parts): skipped on load, the rest loads exactly -
+// and a checkpoint that does not declare the module still has its layer count checked.
+// The router bias loads but never trains.
+TEST(QwenPretrained, DeepseekMtpLayersAreSkippedOnLoadAndTheRouterBiasIsFrozen) {
+  ModelConfig c = testing::tiny_deepseek_config();
+  c.mla.num_nextn_predict_layers = 1;
+  QwenForCausalLM model = make_random_model(c, 9);
+  const std::string dir = ::testing::TempDir() + "/aspen_model_deepseek_mtp";
+  fs::remove_all(dir);
+  save_pretrained_model(dir, model);
+  std::vector<std::pair<std::string, torch::Tensor>> weights = model->hf_state();
+  const std::string mtp = "model.layers." + std::to_string(c.num_hidden_layers) + ".";
+  weights.emplace_back(mtp + "eh_proj.weight", torch::randn({c.hidden_size, 2 * c.hidden_size}));
+  weights.emplace_back(mtp + "enorm.weight", torch::ones({c.hidden_size}));
+  weights.emplace_back(mtp + "self_attn.kv_b_proj.weight", torch::randn({8, 8}));
+  save_model_weights(dir, weights, 0);
+  QwenForCausalLM loaded = load_pretrained_model(dir);
+  const auto want = state_of(model);
+  const auto got = state_of(loaded);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& entry : want) EXPECT_TRUE(torch::equal(got.at(entry.first), entry.second));
+  const std::string bias = "model.layers.1.mlp.gate.e_score_correction_bias";
+  ASSERT_EQ(got.count(bias), 1u);
+  EXPECT_TRUE(is_frozen_parameter(bias));
+  EXPECT_FALSE(loaded->named_parameters()[bias].requires_grad());
+
+  nlohmann::json config = nlohmann::json::parse(read_file(dir + "/config.json"));
+  config["num_nextn_predict_layers"] = 0;
+  write_file_atomic(dir + "/config.json", config.dump());
+  try {
+    load_pretrained_model(dir);
+    FAIL() << "an undeclared extra layer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("num_hidden_layers"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(QwenPretrained, MissingDirectoryIsAnError) {
   EXPECT_THROW(load_pretrained_model("/nonexistent/aspen_model_dir"), Error);
 }
