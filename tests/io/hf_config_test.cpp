@@ -1,7 +1,8 @@
-// HF config.json parsing for Qwen2.5, Qwen3 and Qwen3-MoE, round trips, and every
-// rejection.
+// HF config.json parsing for Qwen2.5, Qwen3, Qwen3-MoE and DeepSeek-V3 (YaRN rope
+// scaling included), round trips, and every rejection.
 #include "aspen/io/hf_config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "io_test_util.h"
@@ -193,6 +194,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.eos_token_id, b.eos_token_id);
   EXPECT_TRUE(a.moe == b.moe);
   EXPECT_TRUE(a.mla == b.mla);
+  EXPECT_TRUE(a.rope_scaling == b.rope_scaling);
 }
 
 TEST(HfConfig, ParsesQwen25) {
@@ -342,6 +344,32 @@ TEST(HfConfig, ParsesDeepseekV3AndRoundTripsIt) {
   expect_same(plain, parse_hf_config(to_hf_config_json(plain), "round trip"));
 }
 
+// YaRN as DeepSeek-V3 ships it (old "rope_scaling" key, "type") and as transformers 5
+// writes it ("rope_parameters" with rope_theta inside); both round-trip.
+TEST(HfConfig, ParsesYarnRopeScalingInBothSpellings) {
+  const ModelConfig deepseek = parse_hf_config(
+      with(kDeepseekV3, "rope_scaling",
+           R"({"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+               "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"})"),
+      "config.json");
+  EXPECT_TRUE(deepseek.rope_scaling.yarn);
+  EXPECT_EQ(deepseek.rope_scaling.factor, 40.0);
+  EXPECT_EQ(deepseek.rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_DOUBLE_EQ(deepseek.rope_scaling.cos_sin_scale(), 1.0);  // mscale == mscale_all_dim
+  EXPECT_DOUBLE_EQ(yarn_mscale(40.0, 1.0), 0.1 * std::log(40.0) + 1.0);
+  expect_same(deepseek, parse_hf_config(to_hf_config_json(deepseek), "round trip"));
+
+  const ModelConfig qwen = parse_hf_config(
+      qwen3_with("rope_parameters", R"({"rope_type": "yarn", "rope_theta": 5000000, "factor": 4.0,
+                                        "original_max_position_embeddings": 32768})"),
+      "config.json");
+  EXPECT_TRUE(qwen.rope_scaling.yarn);
+  EXPECT_EQ(qwen.rope_theta, 5000000.0);
+  EXPECT_DOUBLE_EQ(qwen.rope_scaling.cos_sin_scale(), 0.1 * std::log(4.0) + 1.0);
+  expect_same(qwen, parse_hf_config(to_hf_config_json(qwen), "round trip"));
+  EXPECT_FALSE(parse_hf_config(kQwen3, "c").rope_scaling.yarn);
+}
+
 TEST(HfConfig, RejectsDeepseekSettingsItDoesNotImplementNamingTheKey) {
   expect_error([&] {
     parse_hf_config(with(kDeepseekV3, "quantization_config",
@@ -351,7 +379,7 @@ TEST(HfConfig, RejectsDeepseekSettingsItDoesNotImplementNamingTheKey) {
   expect_error([&] {
     parse_hf_config(with(kDeepseekV3, "rope_scaling", R"({"type": "yarn", "factor": 40})"),
                     "config.json");
-  }, {"config.json: rope_scaling"});
+  }, {"config.json: rope_scaling", "original_max_position_embeddings"});
   expect_error([&] { parse_hf_config(with(kDeepseekV3, "topk_method", "\"greedy\""), "config.json"); },
                {"config.json: topk_method", "noaux_tc"});
   expect_error([&] { parse_hf_config(with(kDeepseekV3, "scoring_func", "\"softmax\""), "config.json"); },
@@ -403,16 +431,28 @@ TEST(HfConfig, RejectsUnsupportedArchitectures) {
 TEST(HfConfig, RejectsSettingsItWouldComputeWrongly) {
   expect_error(
       [&] {
-        parse_hf_config(qwen3_with("rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})"),
+        parse_hf_config(qwen3_with("rope_scaling", R"({"rope_type": "linear", "factor": 4.0})"),
                         "c.json");
       },
-      {"c.json: rope_scaling"});
+      {"c.json: rope_scaling", "\"factor\" is not supported with rope type linear"});
+  expect_error(
+      [&] {
+        parse_hf_config(qwen3_with("rope_parameters", R"({"rope_type": "longrope"})"), "c.json");
+      },
+      {"c.json: rope_parameters", "rope type \"longrope\" is not supported"});
   expect_error(
       [&] {
         parse_hf_config(qwen3_with("rope_parameters", R"({"rope_type": "yarn", "factor": 4})"),
                         "c.json");
       },
-      {"c.json: rope_parameters"});
+      {"c.json: rope_parameters", "original_max_position_embeddings"});
+  expect_error(
+      [&] {
+        parse_hf_config(qwen3_with("rope_scaling", R"({"type": "yarn", "factor": -2,
+                                                       "original_max_position_embeddings": 64})"),
+                        "c.json");
+      },
+      {"c.json: rope_scaling", "factor must be positive"});
   expect_error([&] { parse_hf_config(qwen3_with("use_sliding_window", "true"), "c.json"); },
                {"c.json: use_sliding_window"});
   expect_error(

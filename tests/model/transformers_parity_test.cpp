@@ -181,7 +181,24 @@ INSTANTIATE_TEST_SUITE_P(
                                {"q_lora_rank", 0}, {"no_rope_interleave", true},
                                {"attention_bias", true}, {"n_group", 1}, {"topk_group", 1},
                                {"n_shared_experts", 2}, {"first_k_dense_replace", 0},
-                               {"routed_scaling_factor", 1.0}}}),
+                               {"routed_scaling_factor", 1.0}}},
+                      // YaRN rope scaling as DeepSeek-V3 ships it (mscale_all_dim also
+                      // sharpens the softmax), with mscale != mscale_all_dim so that cos and
+                      // sin are scaled too; a context far past the original 16 positions.
+                      HfModel{"DeepseekV3Yarn",
+                              {{"arch", "deepseek_v3"}, {"tied", false}, {"seed", 18},
+                               {"layers", 2}, {"norm_topk_prob", true},
+                               {"rope_scaling",
+                                R"({"rope_type": "yarn", "factor": 8.0, "mscale": 0.8,
+                                    "mscale_all_dim": 1.0, "original_max_position_embeddings": 16,
+                                    "beta_fast": 8, "beta_slow": 1})"}}},
+                      // Qwen3 with YaRN (as its long-context configs): attention_factor
+                      // derived from the factor alone.
+                      HfModel{"Qwen3Yarn",
+                              {{"arch", "qwen3"}, {"tied", false}, {"seed", 19},
+                               {"rope_scaling",
+                                R"({"rope_type": "yarn", "factor": 4.0,
+                                    "original_max_position_embeddings": 8})"}}}),
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 // ---- checkpoints Aspen writes, loaded by transformers ----

@@ -81,7 +81,8 @@ def make_config(args):
         num_attention_heads=args.heads,
         num_key_value_heads=args.kv_heads,
         max_position_embeddings=args.max_positions,
-        rope_parameters={"rope_type": "default", "rope_theta": args.rope_theta},
+        rope_parameters=dict({"rope_type": "default", "rope_theta": args.rope_theta},
+                             **json.loads(args.rope_scaling)),
         rms_norm_eps=args.rms_norm_eps,
         tie_word_embeddings=args.tied,
         bos_token_id=args.bos_token_id,
@@ -246,6 +247,9 @@ def add_make_options(parser):
     parser.add_argument("--max-positions", type=int, default=4096)
     parser.add_argument("--rope-theta", type=float, default=None,
                         help="default 10000 for qwen2, 1000000 for qwen3")
+    parser.add_argument("--rope-scaling", default="{}",
+                        help='JSON merged into rope_parameters, e.g. {"rope_type": "yarn", '
+                             '"factor": 4, "original_max_position_embeddings": 64}')
     parser.add_argument("--rms-norm-eps", type=float, default=1e-6)
     parser.add_argument("--bos-token-id", type=int, default=None)
     parser.add_argument("--eos-token-id", type=int, default=None)

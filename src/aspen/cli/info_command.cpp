@@ -27,6 +27,12 @@ nlohmann::json architecture_json(const ModelConfig& config) {
           {"head_dim", config.head_dim},
           {"vocab_size", config.vocab_size},
           {"rope_theta", config.rope_theta},
+          {"rope_scaling", config.rope_scaling.yarn
+                               ? nlohmann::json{{"type", "yarn"},
+                                                {"factor", config.rope_scaling.factor},
+                                                {"original_max_position_embeddings",
+                                                 config.rope_scaling.original_max_position_embeddings}}
+                               : nlohmann::json(nullptr)},
           {"tie_word_embeddings", config.tie_word_embeddings},
           {"context_length", config.max_position_embeddings},
           {"config_dtype", config.torch_dtype}};

@@ -1,6 +1,9 @@
 #include "aspen/io/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "aspen/io/strict_json.h"
@@ -127,22 +130,6 @@ ModelFamily parse_family(const ConfigReader& config) {
 // Rejects every setting that would change the model's math in a way this code
 // does not implement, instead of computing something subtly different.
 void reject_unsupported(const ConfigReader& config, const Json& root) {
-  if (config.has("rope_scaling")) {
-    throw config.error("rope_scaling", "rope scaling is not supported; must be null");
-  }
-  if (config.has("rope_parameters")) {
-    // transformers >= 5 moves rope_theta here; only plain RoPE is implemented.
-    const Json& rope = root.at("rope_parameters");
-    if (!rope.is_object()) throw config.error("rope_parameters", "must be an object");
-    for (const auto& [key, value] : rope.items()) {
-      const bool plain_type = key == "rope_type" && value == "default";
-      if (key != "rope_theta" && !plain_type) {
-        throw config.error(
-            "rope_parameters",
-            "only {rope_type: default, rope_theta} is supported, got " + rope.dump());
-      }
-    }
-  }
   if (config.boolean("use_sliding_window", false)) {
     throw config.error("use_sliding_window", "sliding-window attention is not supported");
   }
@@ -165,6 +152,78 @@ void reject_unsupported(const ConfigReader& config, const Json& root) {
     throw config.error("quantization_config", "quantized checkpoints are not supported",
                        "convert the weights to bfloat16 first (DeepSeek's fp8_cast_bf16.py)");
   }
+}
+
+// "rope_scaling" (older configs) or "rope_parameters" (transformers >= 5, which also
+// moves rope_theta there): plain RoPE or YaRN. Any other key or type is an error.
+RopeScaling parse_rope_scaling(const ConfigReader& config, const Json& root,
+                               int64_t max_position_embeddings) {
+  RopeScaling out;
+  const char* key = config.has("rope_scaling") ? "rope_scaling" : "rope_parameters";
+  if (!config.has(key)) return out;
+  const Json& rope = root.at(key);
+  if (!rope.is_object()) throw config.error(key, "must be an object (or null)");
+  const ConfigReader fields(rope, std::string(key));
+  std::string type = "default";
+  for (const char* name : {"rope_type", "type"}) {
+    if (rope.contains(name) && !rope.at(name).is_null()) {
+      if (!rope.at(name).is_string()) throw config.error(key, std::string(name) + " must be a string");
+      type = rope.at(name).get<std::string>();
+    }
+  }
+  const std::vector<std::string> known =
+      type == "yarn" ? std::vector<std::string>{"rope_type", "type", "rope_theta", "factor",
+                                                "original_max_position_embeddings",
+                                                "beta_fast", "beta_slow", "mscale",
+                                                "mscale_all_dim", "attention_factor", "truncate"}
+                     : std::vector<std::string>{"rope_type", "type", "rope_theta"};
+  for (const auto& [name, value] : rope.items()) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw config.error(key, "\"" + name + "\" is not supported with rope type " + type,
+                         "supported: plain RoPE (default) and yarn; got " + rope.dump());
+    }
+  }
+  if (type == "default") return out;
+  if (type != "yarn") {
+    throw config.error(key, "rope type \"" + type + "\" is not supported",
+                       "supported: default and yarn");
+  }
+  out.yarn = true;
+  auto number = [&](const char* name, double fallback) {
+    if (!rope.contains(name) || rope.at(name).is_null()) return fallback;
+    if (!rope.at(name).is_number()) throw config.error(key, std::string(name) + " must be a number");
+    return rope.at(name).get<double>();
+  };
+  out.original_max_position_embeddings = config.integer("original_max_position_embeddings", 0);
+  if (rope.contains("original_max_position_embeddings")) {
+    if (!rope.at("original_max_position_embeddings").is_number_integer()) {
+      throw config.error(key, "original_max_position_embeddings must be an integer");
+    }
+    out.original_max_position_embeddings = rope.at("original_max_position_embeddings").get<int64_t>();
+  }
+  if (out.original_max_position_embeddings <= 0) {
+    throw config.error(key, "yarn needs a positive original_max_position_embeddings");
+  }
+  out.factor = number("factor", static_cast<double>(max_position_embeddings) /
+                                    static_cast<double>(out.original_max_position_embeddings));
+  out.beta_fast = number("beta_fast", 32.0);
+  out.beta_slow = number("beta_slow", 1.0);
+  out.mscale = number("mscale", 0.0);
+  out.mscale_all_dim = number("mscale_all_dim", 0.0);
+  out.attention_factor = number("attention_factor", 0.0);
+  out.truncate = fields.boolean("truncate", true);
+  for (const auto& [name, value] :
+       std::vector<std::pair<const char*, double>>{{"factor", out.factor},
+                                                   {"beta_fast", out.beta_fast},
+                                                   {"beta_slow", out.beta_slow}}) {
+    if (!(std::isfinite(value) && value > 0)) throw config.error(key, std::string(name) + " must be positive");
+  }
+  for (const auto& [name, value] : std::vector<std::pair<const char*, double>>{
+           {"mscale", out.mscale}, {"mscale_all_dim", out.mscale_all_dim},
+           {"attention_factor", out.attention_factor}}) {
+    if (!(std::isfinite(value) && value >= 0)) throw config.error(key, std::string(name) + " must be >= 0");
+  }
+  return out;
 }
 
 // DeepseekV3Config's MoE keys (routing by sigmoid scores, topk_method noaux_tc).
@@ -235,6 +294,39 @@ MoeConfig parse_moe(const ConfigReader& config, const Json& root) {
     }
   }
   return moe;
+}
+
+}  // namespace
+
+double yarn_mscale(double scale, double mscale) {
+  return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+double RopeScaling::cos_sin_scale() const {
+  if (!yarn) return 1.0;
+  if (attention_factor > 0) return attention_factor;
+  if (mscale > 0 && mscale_all_dim > 0) {
+    return yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim);
+  }
+  return yarn_mscale(factor);
+}
+
+namespace {
+
+// The rope_scaling object of a written config.json (null for plain RoPE).
+Json rope_scaling_json(const RopeScaling& rope) {
+  if (!rope.yarn) return nullptr;
+  Json out;
+  out["type"] = "yarn";
+  out["factor"] = rope.factor;
+  out["original_max_position_embeddings"] = rope.original_max_position_embeddings;
+  out["beta_fast"] = rope.beta_fast;
+  out["beta_slow"] = rope.beta_slow;
+  if (rope.mscale > 0) out["mscale"] = rope.mscale;
+  if (rope.mscale_all_dim > 0) out["mscale_all_dim"] = rope.mscale_all_dim;
+  if (rope.attention_factor > 0) out["attention_factor"] = rope.attention_factor;
+  if (!rope.truncate) out["truncate"] = false;
+  return out;
 }
 
 }  // namespace
@@ -385,8 +477,10 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& sou
   out.head_dim = config.integer("head_dim", derived_head_dim);
   out.max_position_embeddings = config.integer("max_position_embeddings", 32768);
   out.rope_theta = config.number("rope_theta", 10000.0);
-  if (config.has("rope_parameters") && root.at("rope_parameters").contains("rope_theta")) {
-    const ConfigReader rope(root.at("rope_parameters"), source);
+  out.rope_scaling = parse_rope_scaling(config, root, out.max_position_embeddings);
+  if (config.has("rope_parameters") && root.at("rope_parameters").is_object() &&
+      root.at("rope_parameters").contains("rope_theta")) {
+    const ConfigReader rope(root.at("rope_parameters"), source + ": rope_parameters");
     out.rope_theta = rope.number("rope_theta", out.rope_theta);
   }
   out.rms_norm_eps = config.number("rms_norm_eps", 1e-6);
@@ -465,7 +559,7 @@ std::string deepseek_config_json(const ModelConfig& config) {
   out["qk_rope_head_dim"] = mla.qk_rope_head_dim;
   out["rms_norm_eps"] = config.rms_norm_eps;
   out["rope_interleave"] = mla.rope_interleave;
-  out["rope_scaling"] = nullptr;
+  out["rope_scaling"] = rope_scaling_json(config.rope_scaling);
   out["rope_theta"] = config.rope_theta;
   out["routed_scaling_factor"] = moe.routed_scaling_factor;
   out["scoring_func"] = "sigmoid";
@@ -513,7 +607,7 @@ std::string to_hf_config_json(const ModelConfig& config) {
   out["num_hidden_layers"] = config.num_hidden_layers;
   out["num_key_value_heads"] = config.num_key_value_heads;
   out["rms_norm_eps"] = config.rms_norm_eps;
-  out["rope_scaling"] = nullptr;
+  out["rope_scaling"] = rope_scaling_json(config.rope_scaling);
   if (moe) out["router_aux_loss_coef"] = config.moe.router_aux_loss_coef;
   out["rope_theta"] = config.rope_theta;
   out["sliding_window"] = nullptr;

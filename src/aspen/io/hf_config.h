@@ -7,8 +7,8 @@
 // multi-head latent attention, MlaConfig, with sigmoid-scored group-limited MoE and
 // shared experts after first_k_dense_replace dense layers). Anything this code would
 // silently compute wrongly is an error naming config.json and the key: another
-// model_type/architecture, rope_scaling other than null, an enabled sliding window, a
-// non-silu hidden_act, a DeepSeek topk_method other than noaux_tc.
+// model_type/architecture, rope scaling other than none or YaRN, an enabled sliding
+// window, a non-silu hidden_act, a DeepSeek topk_method other than noaux_tc.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +65,38 @@ struct MoeConfig {
   }
 };
 
+// RoPE scaling, from "rope_scaling" (HF's older key, also "type") or transformers 5's
+// "rope_parameters" (rope_type). YaRN (arXiv 2309.00071, transformers'
+// _compute_yarn_parameters): the inverse frequencies blend interpolated (/ factor) and
+// original ones by a linear ramp over the dimensions between the beta_fast and
+// beta_slow correction bounds (floored/ceiled when truncate), and cos/sin are scaled by
+// attention_factor (when not given: mscale(factor, mscale) / mscale(factor,
+// mscale_all_dim) if both are given, else mscale(factor) = 0.1 ln(factor) + 1).
+// DeepSeek-V3 also multiplies its softmax scale by mscale(factor, mscale_all_dim)^2.
+struct RopeScaling {
+  bool yarn = false;  // false: plain RoPE
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double mscale = 0.0;          // 0: not given
+  double mscale_all_dim = 0.0;  // 0: not given
+  double attention_factor = 0.0;  // 0: derived as above
+  bool truncate = true;
+
+  // The cos/sin multiplier (1 for plain RoPE).
+  double cos_sin_scale() const;
+  bool operator==(const RopeScaling& other) const {
+    return yarn == other.yarn && factor == other.factor &&
+           original_max_position_embeddings == other.original_max_position_embeddings &&
+           beta_fast == other.beta_fast && beta_slow == other.beta_slow &&
+           mscale == other.mscale && mscale_all_dim == other.mscale_all_dim &&
+           attention_factor == other.attention_factor && truncate == other.truncate;
+  }
+};
+// 0.1 * mscale * ln(scale) + 1 for scale > 1, else 1 (YaRN's attention temperature).
+double yarn_mscale(double scale, double mscale = 1.0);
+
 // Multi-head latent attention (DeepSeek-V2/V3), transformers' names. Per head the query
 // and key have a no-rope part (qk_nope_head_dim) and a rope part (qk_rope_head_dim); keys
 // and values come from one compressed latent of kv_lora_rank per token (plus one rope key
@@ -104,6 +136,7 @@ struct ModelConfig {
   int64_t head_dim = 0;
   int64_t max_position_embeddings = 32768;
   double rope_theta = 1000000.0;
+  RopeScaling rope_scaling;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (always true for Qwen2)

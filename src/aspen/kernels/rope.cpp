@@ -60,8 +60,17 @@ RopeTable make_rope_table(const torch::Tensor& positions, int64_t head_dim, doub
   torch::Tensor exponent =
       torch::arange(0, head_dim, 2, float_opts) / static_cast<double>(head_dim);
   torch::Tensor inv_freq = 1.0 / torch::pow(torch::scalar_tensor(theta, float_opts), exponent);
-  torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(1) * inv_freq.unsqueeze(0);
-  return RopeTable{angles.cos(), angles.sin()};
+  return make_rope_table(positions, inv_freq);
+}
+
+RopeTable make_rope_table(const torch::Tensor& positions, const torch::Tensor& inv_freq,
+                          double scale) {
+  TORCH_CHECK(positions.dim() == 1 && inv_freq.dim() == 1,
+              "make_rope_table: positions [T] and inv_freq [D/2] expected");
+  const torch::Tensor freqs = inv_freq.to(positions.device(), torch::kFloat);
+  torch::Tensor angles = positions.to(torch::kFloat).unsqueeze(1) * freqs.unsqueeze(0);
+  if (scale == 1.0) return RopeTable{angles.cos(), angles.sin()};
+  return RopeTable{angles.cos() * scale, angles.sin() * scale};
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTable& table) {

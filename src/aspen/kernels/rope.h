@@ -30,6 +30,10 @@ struct RopeTable {
 
 // `positions` [T] int64 on the device the table should live on.
 RopeTable make_rope_table(const torch::Tensor& positions, int64_t head_dim, double theta);
+// The same from given inverse frequencies [D/2] fp32 (scaled RoPE, e.g. YaRN), with
+// cos and sin multiplied by `scale` (YaRN's attention factor; HF's attention_scaling).
+RopeTable make_rope_table(const torch::Tensor& positions, const torch::Tensor& inv_freq,
+                          double scale = 1.0);
 
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTable& table);
 

@@ -29,6 +29,13 @@ MlaAttentionImpl::MlaAttentionImpl(const ModelConfig& config)
     : num_heads(config.num_attention_heads),
       mla(config.mla),
       scale(1.0 / std::sqrt(static_cast<double>(config.mla.qk_head_dim()))) {
+  // YaRN sharpens DeepSeek's softmax by mscale(factor, mscale_all_dim)^2 (transformers'
+  // yarn_apply_mscale).
+  const RopeScaling& rope = config.rope_scaling;
+  if (rope.yarn && rope.mscale_all_dim > 0) {
+    const double mscale = yarn_mscale(rope.factor, rope.mscale_all_dim);
+    scale *= mscale * mscale;
+  }
   const int64_t hidden = config.hidden_size;
   const int64_t q_width = num_heads * mla.qk_head_dim();
   if (mla.q_lora_rank > 0) {

@@ -9,7 +9,8 @@
 //   [k_n, val] = kv_b_proj(c)                    [T, H, n] and [T, H, v]
 //   q_r, k_r rotated by RoPE (de-interleaved first when config.mla.rope_interleave, which
 //   is exactly transformers' interleaved rotation)
-//   attention(q = [q_n, q_r], k = [k_n, k_r], val), scale (n + r)^-1/2, then o_proj.
+//   attention(q = [q_n, q_r], k = [k_n, k_r], val), scale (n + r)^-1/2 (times
+//   mscale(factor, mscale_all_dim)^2 under YaRN rope scaling), then o_proj.
 // The two low-rank norms use eps 1e-6 whatever rms_norm_eps says, as transformers does.
 //
 // Paged (rollout): the cache stores per token only [c, k_r] (R + r values, one "kv head"),

@@ -1,6 +1,7 @@
 #include "aspen/model/qwen_model.h"
 
 #include "aspen/model/packing.h"
+#include "aspen/model/rope_frequencies.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/model/vocab_parallel_embedding.h"
 #include "aspen/model/vocab_parallel_logprobs.h"
@@ -26,7 +27,7 @@ torch::Tensor QwenModelImpl::forward(const torch::Tensor& input_ids,
                                      const torch::Tensor& cu_seqlens,
                                      const torch::Tensor& positions, MoeRoutingLog* log) {
   // One cos/sin table per forward, shared by every layer's q and k.
-  const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
+  const RopeTable rope = model_rope_table(config, positions);
   torch::Tensor h = embed(input_ids);
   for (const auto& layer : *layers) {
     h = layer->as<QwenDecoderLayer>()->forward(h, rope, cu_seqlens, log);
@@ -41,7 +42,7 @@ torch::Tensor QwenModelImpl::embed(const torch::Tensor& input_ids) {
 torch::Tensor QwenModelImpl::forward_paged(const torch::Tensor& input_ids,
                                            const torch::Tensor& positions,
                                            const PagedBatch& batch, MoeRoutingLog* log) {
-  const RopeTable rope = make_rope_table(positions, config.head_dim, config.rope_theta);
+  const RopeTable rope = model_rope_table(config, positions);
   torch::Tensor h = embed(input_ids);  // vocab-parallel under TP
   int64_t index = 0;
   for (const auto& layer : *layers) {

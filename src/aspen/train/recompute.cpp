@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "aspen/model/packing.h"
+#include "aspen/model/rope_frequencies.h"
 
 namespace aspen {
 namespace {
@@ -95,7 +96,7 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
   if (!recompute || !torch::GradMode::is_enabled()) {
     return model.forward(input_ids, cu_seqlens, positions, log);
   }
-  const RopeTable rope = make_rope_table(positions, model.config.head_dim, model.config.rope_theta);
+  const RopeTable rope = model_rope_table(model.config, positions);
   torch::Tensor h = model.embed(input_ids);  // vocab-parallel under TP
   // Without a grad path into the first layer, backward would never reach the
   // checkpoints and the layers' parameters would silently get no gradient.
