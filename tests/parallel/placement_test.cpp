@@ -53,5 +53,36 @@ TEST(Placement, WrongWorldSizeNamesThePlacement) {
   // (TrainConfig.ErrorsNameTheKeyPath, placement.mode: shared).
 }
 
+// Expert parallelism sits inside the data-parallel trainers: train.ep divides train.dp,
+// and neither TP splits the experts too nor TP rollout instances take the trainers'
+// shards.
+TEST(Placement, ExpertParallelismMustFitTheDataParallelTrainers) {
+  Placement p{PlacementMode::kColocated, 4, 1, 4, 1};
+  p.train_ep = 2;
+  p.validate(4, "placement");
+  const auto error_of = [](Placement q) {
+    try {
+      q.validate(q.world_size(), "placement");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Placement three = p;
+  three.train_ep = 3;
+  EXPECT_NE(error_of(three).find("placement.train.ep: must divide train.dp 4"), std::string::npos)
+      << error_of(three);
+  Placement with_tp{PlacementMode::kColocated, 2, 2, 4, 1};
+  with_tp.train_ep = 2;
+  EXPECT_NE(error_of(with_tp).find("needs train.tp = 1"), std::string::npos) << error_of(with_tp);
+  Placement rollout_tp{PlacementMode::kColocated, 4, 1, 2, 2};
+  rollout_tp.train_ep = 2;
+  EXPECT_NE(error_of(rollout_tp).find("needs rollout.tp = 1"), std::string::npos)
+      << error_of(rollout_tp);
+  Placement zero = p;
+  zero.train_ep = 0;
+  EXPECT_NE(error_of(zero).find("placement.train.ep: must be >= 1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace aspen

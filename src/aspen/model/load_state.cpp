@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/util/error.h"
@@ -21,20 +22,10 @@ std::string shape_string(c10::IntArrayRef sizes) {
 // Under EP: an expert of a sparse layer that another EP rank holds.
 bool other_ranks_expert(const std::string& key, const ModelConfig& config, const ExpertParallel& ep) {
   if (!ep.enabled()) return false;
-  const std::string marker = ".mlp.experts.";
-  const size_t at = key.find(marker);
-  if (at == std::string::npos) return false;
-  const size_t digits = at + marker.size();
-  const size_t end = key.find('.', digits);
-  if (end == std::string::npos || end == digits) return false;
-  int64_t index = 0;
-  for (size_t i = digits; i < end; ++i) {
-    if (key[i] < '0' || key[i] > '9') return false;
-    index = index * 10 + (key[i] - '0');
-    if (index >= config.moe.num_experts) return false;
-  }
+  const std::optional<int64_t> index = expert_index(key);
+  if (!index || *index >= config.moe.num_experts) return false;
   const int64_t first = ep.first_local_expert(config.moe.num_experts);
-  return index < first || index >= first + ep.local_expert_count(config.moe.num_experts);
+  return *index < first || *index >= first + ep.local_expert_count(config.moe.num_experts);
 }
 
 bool tolerated_extra(const std::string& key, bool tied) {

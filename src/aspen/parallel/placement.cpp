@@ -16,6 +16,19 @@ int Placement::world_size() const {
 void Placement::validate(int world, const std::string& where) const {
   check_input(train_dp >= 1, "must be >= 1", where + ".train.dp");
   check_input(train_tp >= 1, "must be >= 1", where + ".train.tp");
+  check_input(train_ep >= 1, "must be >= 1", where + ".train.ep");
+  check_input(train_dp % train_ep == 0,
+              "must divide train.dp " + std::to_string(train_dp) +
+                  " (expert-parallel groups are made of data-parallel ranks)",
+              where + ".train.ep");
+  check_input(train_ep == 1 || train_tp == 1,
+              "expert parallelism needs train.tp = 1 (experts are split by TP or by EP, "
+              "not both)",
+              where + ".train.ep");
+  check_input(train_ep == 1 || rollout_tp == 1,
+              "expert-parallel trainers publish the full policy (experts gathered) to "
+              "whole-model rollout instances: needs rollout.tp = 1",
+              where + ".train.ep");
   check_input(rollout_instances >= 1, "must be >= 1", where + ".rollout.instances");
   check_input(rollout_tp >= 1, "must be >= 1", where + ".rollout.tp");
   const int train = train_dp * train_tp;

@@ -8,7 +8,11 @@
 //                   rollout_instances * rollout_tp ranks serve rollout.
 //                   world = train_dp * train_tp + rollout_instances * rollout_tp.
 // Rank order inside each grid is TP fastest (Megatron's): training rank p has
-// tp_rank p % train_tp and dp_rank p / train_tp; a rollout rank q (counted from the
+// tp_rank p % train_tp and dp_rank p / train_tp; with expert parallelism (train_ep > 1,
+// train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
+// consecutive ranks that split every MoE layer's experts (each rank still trains its own
+// rows: EP sits inside DP, as in Megatron), and ranks p with the same p % train_ep hold
+// the same experts (the expert-data-parallel group); a rollout rank q (counted from the
 // first rollout rank) belongs to instance q / rollout_tp with tp_rank q % rollout_tp.
 // For colocated placement the rollout grid is the resharder's inference layout
 // (resharder.h): instance = InferencePlacement::replica, so each rank's rollout shard
@@ -36,6 +40,9 @@ struct Placement {
   // colocated: the trainer's optimizer moments and gradients leave memory while the
   // rollout runs and come back before the update (swap_space.h).
   bool swap = false;
+  // Expert parallelism inside the data-parallel trainers (above); last, so that
+  // positional initialisers of the grid keep their meaning.
+  int train_ep = 1;
 
   int world_size() const;
   // aspen::Error naming `where`.field when the grid is inconsistent with world_size.

@@ -11,6 +11,7 @@
 
 #include "aspen/dock/claim_codec.h"
 #include "aspen/dock/in_process_transport.h"
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/parallel/resharder.h"
@@ -167,6 +168,9 @@ class IterationEngine : public Schedule {
   // train.tp > 1: gathers the trained shards into the full policy (setup.model, and
   // the weight set the instances load).
   std::unique_ptr<Resharder> full_resharder_;
+  // train.ep > 1: the actor holds this rank's experts; setup.model is refreshed from
+  // all of them after each update (refresh_full_policy).
+  bool gathers_experts_ = false;
   // Colocated tensor-parallel instances (allgather-swap): the trained shards become
   // this rank's inference shards after each update, and its instance peer takes them
   // from `own_shards_` (nothing goes through the dock's weight board).
@@ -266,6 +270,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
         trainers_, plan,
         [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
   }
+  gathers_experts_ = layout_.trains() && config_.placement.train_ep > 1;
   if (world_ && instances_take_resharded_shards(config_, world_->world_size())) {
     const ModelConfig model_config = setup_.model->config;
     instance_resharder_ = std::make_unique<Resharder>(
@@ -815,8 +820,16 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
 }
 
 void IterationEngine::refresh_full_policy() {
-  if (!full_resharder_) return;  // train.tp 1: the actor trains setup.model itself
   torch::NoGradGuard no_grad;
+  if (gathers_experts_) {
+    // train.ep > 1: each rank trained its experts; all of them, with the rest, make the
+    // full policy again (collective over the EP group).
+    const auto full = gather_expert_parallel_state(workers_.actor->model());
+    setup_.model->load_state(std::map<std::string, torch::Tensor>(full.begin(), full.end()),
+                             "gathered experts");
+    return;
+  }
+  if (!full_resharder_) return;  // train.tp 1: the actor trains setup.model itself
   const std::shared_ptr<const WeightSet> full =
       full_resharder_->reshard(workers_.actor->model()->hf_state(), version_);
   setup_.model->load_state(
@@ -927,7 +940,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   record.stage_seconds["wait"] = idle;
   ++version_;
   // Evaluation and export read setup.model after every iteration.
-  if (full_resharder_) {
+  if (full_resharder_ || gathers_experts_) {
     timed_stage(record.stage_seconds, "gather", trace_, trainer_track_,
                 [&] { refresh_full_policy(); });
   }

@@ -143,6 +143,13 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
                 "checkpoints of a tensor-parallel run (sharded optimizer state) are not written "
                 "by aspen train yet; use placement.train.tp=1 or checkpoint.every=0");
   }
+  if (p.train_ep > 1) {
+    check_input(config.checkpoint.every == 0, "is " + std::to_string(config.checkpoint.every),
+                "checkpoint.every",
+                "checkpoints of an expert-parallel run (each rank's experts and their optimizer "
+                "state) are not written by aspen train yet; use placement.train.ep=1 or "
+                "checkpoint.every=0");
+  }
 }
 
 // The training grid's groups (TP fastest, ranks [0, dp x tp) in both modes): the TP
@@ -151,13 +158,35 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
 struct TrainGroups {
   std::optional<ProcessGroupHandle> data_parallel;  // none when train.dp = 1
   TensorParallel tensor_parallel;                   // disabled when train.tp = 1
+  ExpertParallel expert_parallel;                   // disabled when train.ep = 1
+  // The ranks holding the same experts (train.dp / train.ep of them; none when 1).
+  std::optional<ProcessGroupHandle> expert_data_parallel;
 };
+
+// Expert parallelism inside the data-parallel trainers (parallel/placement.h): EP
+// groups of train.ep consecutive training ranks, and the expert-data-parallel groups
+// of the ranks at the same place in theirs. Collective over `world`.
+void add_expert_groups(ProcessGroupHandle& world, const Placement& p, TrainGroups& groups) {
+  if (p.train_ep == 1) return;
+  const int ep_groups = p.train_dp / p.train_ep;
+  for (int g = 0; g < ep_groups; ++g) {
+    std::vector<int> ranks;
+    for (int e = 0; e < p.train_ep; ++e) ranks.push_back(g * p.train_ep + e);
+    if (auto group = world.new_subgroup(ranks)) groups.expert_parallel = ExpertParallel::over(*group);
+  }
+  for (int e = 0; e < p.train_ep && ep_groups > 1; ++e) {
+    std::vector<int> ranks;
+    for (int g = 0; g < ep_groups; ++g) ranks.push_back(g * p.train_ep + e);
+    if (auto group = world.new_subgroup(ranks)) groups.expert_data_parallel = group;
+  }
+}
 
 TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
   TrainGroups groups;
   const bool every_rank_trains = p.mode == PlacementMode::kColocated;
   if (p.train_tp == 1 && every_rank_trains) {
     groups.data_parallel = world;
+    add_expert_groups(world, p, groups);
     return groups;
   }
   for (int d = 0; d < p.train_dp && p.train_tp > 1; ++d) {
@@ -173,6 +202,7 @@ TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
       if (auto group = world.new_subgroup(ranks)) groups.data_parallel = group;
     }
   }
+  add_expert_groups(world, p, groups);
   return groups;
 }
 
@@ -279,7 +309,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     validate_tp_size(setup.model->config, config.placement.rollout_tp);
   }
   RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr,
-                    groups.data_parallel, groups.tensor_parallel);
+                    groups.data_parallel, groups.tensor_parallel, groups.expert_parallel,
+                    groups.expert_data_parallel);
   if (checkpoint) restore_optimizers(*checkpoint, workers);
   // Rank r > 0 writes its own timeline next to rank 0's (PATH.rank-r).
   const int rank = world ? world->rank() : 0;

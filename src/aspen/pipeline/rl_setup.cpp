@@ -90,13 +90,32 @@ void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   setup.tokenizer = std::make_shared<const Tokenizer>(
       Tokenizer::from_json(setup.tokenizer_json, "built-in tokenizer"));
   ModelConfig model_config;
-  model_config.family = config.model.kind == BuiltinModelKind::kQwen3Moe ? ModelFamily::kQwen3Moe
-                                                                          : ModelFamily::kQwen3;
+  switch (config.model.kind) {
+    case BuiltinModelKind::kQwen3: model_config.family = ModelFamily::kQwen3; break;
+    case BuiltinModelKind::kQwen3Moe: model_config.family = ModelFamily::kQwen3Moe; break;
+    case BuiltinModelKind::kDeepseekV3: model_config.family = ModelFamily::kDeepseekV3; break;
+  }
   if (model_config.is_moe()) {
     model_config.moe.num_experts = config.model.num_experts;
     model_config.moe.num_experts_per_tok = config.model.num_experts_per_tok;
     model_config.moe.moe_intermediate_size = config.model.moe_intermediate_size;
-    model_config.moe.norm_topk_prob = true;  // as Qwen3-30B-A3B
+    model_config.moe.norm_topk_prob = true;  // as Qwen3-30B-A3B and DeepSeek-V3
+  }
+  const int64_t head_dim = config.model.head_dim;
+  if (model_config.is_mla()) {
+    // DeepSeek-V3's proportions (128/64/128 per head, latent 512, query 1536), scaled
+    // to the built-in head_dim (the field doc in train_config_fields.h states them).
+    model_config.mla.qk_nope_head_dim = head_dim;
+    model_config.mla.qk_rope_head_dim = head_dim / 2;
+    model_config.mla.v_head_dim = head_dim;
+    model_config.mla.kv_lora_rank = 2 * head_dim;
+    model_config.mla.q_lora_rank = 3 * head_dim;
+    model_config.moe.scoring = RouterScoring::kSigmoidGroupLimited;
+    model_config.moe.n_group = 4;
+    model_config.moe.topk_group = 2;
+    model_config.moe.routed_scaling_factor = 2.5;
+    model_config.moe.n_shared_experts = 1;
+    model_config.moe.first_k_dense_replace = 1;
   }
   const int64_t multiple = config.model.vocab_multiple;
   model_config.vocab_size = (setup.tokenizer->vocab_size() + multiple - 1) / multiple * multiple;
@@ -104,8 +123,11 @@ void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   model_config.intermediate_size = config.model.intermediate_size;
   model_config.num_hidden_layers = config.model.num_layers;
   model_config.num_attention_heads = config.model.num_heads;
-  model_config.num_key_value_heads = config.model.num_kv_heads;
-  model_config.head_dim = config.model.head_dim;
+  // MLA has no kv-head grouping (transformers sets kv heads = heads for DeepSeek-V3),
+  // and its RoPE table covers the rope part of a head.
+  model_config.num_key_value_heads =
+      model_config.is_mla() ? config.model.num_heads : config.model.num_kv_heads;
+  model_config.head_dim = model_config.is_mla() ? head_dim / 2 : head_dim;
   model_config.max_position_embeddings = 1024;
   model_config.tie_word_embeddings = true;
   model_config.torch_dtype = "float32";

@@ -4,8 +4,10 @@
 #include <map>
 
 #include "aspen/algo/algo.h"
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/util/error.h"
+#include "aspen/util/log.h"
 
 namespace aspen {
 namespace {
@@ -87,7 +89,8 @@ void load_named_parameters(torch::nn::Module& module,
 
 RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved,
                      std::optional<ProcessGroupHandle> data_parallel,
-                     const TensorParallel& tensor_parallel)
+                     const TensorParallel& tensor_parallel, const ExpertParallel& expert_parallel,
+                     std::optional<ProcessGroupHandle> expert_data_parallel)
     : kl_ctrl(make_kl_controller(config.algorithm)) {
   const TrainSection& train = config.train;
   ActorOptions actor_options;
@@ -103,6 +106,22 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
     std::map<std::string, torch::Tensor> full;
     for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
     trained->load_state(full, "policy, sharded for tensor parallelism");
+  }
+  if (expert_parallel.enabled()) {
+    check_input(setup.model->config.is_moe(), "needs a mixture-of-experts model",
+                "placement.train.ep", "use placement.train.ep=1 for a dense model");
+    trained = QwenForCausalLM(setup.model->config, TensorParallel{}, expert_parallel);
+    trained->to(setup.train_device);
+    std::map<std::string, torch::Tensor> full;
+    for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
+    trained->load_state(full, "policy, its experts split for expert parallelism");
+    const int64_t experts = setup.model->config.moe.num_experts;
+    const int64_t first = expert_parallel.first_local_expert(experts);
+    log_info("actor: expert-parallel rank ", expert_parallel.rank, " of ", expert_parallel.size,
+             " trains experts [", first, ", ", first + expert_parallel.local_expert_count(experts),
+             ") of ", experts, " per sparse layer");
+    actor_options.data_parallel.is_expert = is_expert_parameter;
+    actor_options.data_parallel.expert_group = expert_data_parallel;
   }
   actor = std::make_unique<ActorTrainer>(trained, actor_options);
   schema.kl_in_reward = config.algorithm.kl_in_reward;
@@ -226,10 +245,14 @@ void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim
 
 void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim& claim,
                      bool write) {
-  if (claim.rows.empty()) return;
-  const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
+  // An expert-parallel model's forwards are collectives over its EP ranks: a rank
+  // with no rows still joins them.
+  const bool collective = reference.model()->ep.enabled();
+  if (claim.rows.empty() && !collective) return;
+  const TrainBatch batch = to_train_batch(
+      claim, claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim), {});
   const torch::Tensor logprobs = reference.compute_logprobs(batch);
-  if (!write) return;
+  if (!write || claim.rows.empty()) return;
   dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs, split_per_row(logprobs, batch)}});
 }
 
@@ -242,16 +265,17 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptio
 
 void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& claim,
                        bool reuse_rollout, bool write) {
-  if (claim.rows.empty()) return;
+  const bool collective = !reuse_rollout && actor.model()->ep.enabled();  // as above
+  if (claim.rows.empty() && !collective) return;
   if (reuse_rollout && !write) return;  // nothing to compute
-  const auto columns = dock.get(claim);
+  const auto columns = claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim);
   if (reuse_rollout) {
     dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs,
                                        find_column(columns, rl_columns::kRolloutLogprobs).values}});
   } else {
     const TrainBatch batch = to_train_batch(claim, columns, {});
     const torch::Tensor logprobs = actor.compute_logprobs(batch).logprobs;
-    if (!write) return;
+    if (!write || claim.rows.empty()) return;
     dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs, split_per_row(logprobs, batch)}});
   }
 }

@@ -50,10 +50,15 @@ struct RlWorkers {
   // (train/trainer_data_parallel.h); construction is then collective. With an enabled
   // `tensor_parallel` context the actor (and reference) hold this rank's shards of
   // setup.model, which then stays the full policy that schedules publish into (for
-  // evaluation and export); no critic (its value head is not tensor-parallel).
+  // evaluation and export); no critic (its value head is not tensor-parallel). With an
+  // enabled `expert_parallel` context (placement.train.ep) the actor and reference hold
+  // this rank's experts (model/qwen_moe_block.h) and the actor reduces their gradients
+  // over `expert_data_parallel` (the ranks holding the same experts; none: alone);
+  // setup.model again stays the full policy (gathered after each update).
   RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved = nullptr,
             std::optional<ProcessGroupHandle> data_parallel = std::nullopt,
-            const TensorParallel& tensor_parallel = {});
+            const TensorParallel& tensor_parallel = {}, const ExpertParallel& expert_parallel = {},
+            std::optional<ProcessGroupHandle> expert_data_parallel = std::nullopt);
 
   std::unique_ptr<ActorTrainer> actor;
   std::unique_ptr<ReferencePolicy> reference;

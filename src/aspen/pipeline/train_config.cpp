@@ -258,6 +258,18 @@ ModelSection read_model(ConfigSection s) {
   check_input(m.num_experts_per_tok <= m.num_experts,
               "must be at most model.num_experts (" + std::to_string(m.num_experts) + ")",
               s.where("num_experts_per_tok"));
+  if (m.kind == BuiltinModelKind::kDeepseekV3) {
+    // 4 expert groups of at least 2, 2 groups per token; a rope width head_dim / 2 that
+    // is itself even.
+    check_input(m.num_experts % 4 == 0 && m.num_experts >= 8,
+                "must be a multiple of 4, at least 8, for deepseek_v3 (4 expert groups)",
+                s.where("num_experts"));
+    check_input(m.num_experts_per_tok <= m.num_experts / 2,
+                "must be at most half of model.num_experts for deepseek_v3 (2 of 4 groups)",
+                s.where("num_experts_per_tok"));
+    check_input(m.head_dim % 4 == 0, "must be a multiple of 4 for deepseek_v3 (rope part head_dim / 2)",
+                s.where("head_dim"));
+  }
   s.finish();
   return m;
 }

@@ -28,7 +28,7 @@ namespace aspen {
 // Enum keys, each parsed once when the config is read; name_of gives the spelling the
 // config and its JSON use (aliases such as kl_estimator's "k3" read as their value).
 enum class TaskKind { kArithmetic, kCountdown, kJsonl };  // data.task
-enum class BuiltinModelKind { kQwen3, kQwen3Moe };       // model.kind
+enum class BuiltinModelKind { kQwen3, kQwen3Moe, kDeepseekV3 };  // model.kind
 enum class AlgorithmName {                                 // algorithm.name
   kGrpo,
   kDrGrpo,
@@ -65,7 +65,7 @@ const char* name_of(InstanceFailurePolicy value);
 
 struct ModelSection {
   std::string path;           // HF model directory; empty: build the built-in tiny model
-  BuiltinModelKind kind = BuiltinModelKind::kQwen3;  // built-in model: dense or MoE
+  BuiltinModelKind kind = BuiltinModelKind::kQwen3;  // built-in model: dense, MoE or MLA + MoE
   int64_t hidden_size = 128;  // built-in model shape (Qwen3 architecture)
   int64_t num_layers = 4;
   int64_t num_heads = 4;

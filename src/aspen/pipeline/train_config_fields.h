@@ -30,7 +30,9 @@ using EnumNames = std::vector<std::pair<const char*, E>>;
 inline const EnumNames<TaskKind> kTaskKinds = {
     {"arithmetic", TaskKind::kArithmetic}, {"countdown", TaskKind::kCountdown}, {"jsonl", TaskKind::kJsonl}};
 inline const EnumNames<BuiltinModelKind> kBuiltinModelKinds = {
-    {"qwen3", BuiltinModelKind::kQwen3}, {"qwen3_moe", BuiltinModelKind::kQwen3Moe}};
+    {"qwen3", BuiltinModelKind::kQwen3},
+    {"qwen3_moe", BuiltinModelKind::kQwen3Moe},
+    {"deepseek_v3", BuiltinModelKind::kDeepseekV3}};
 inline const EnumNames<AlgorithmName> kAlgorithmNames = {
     {"grpo", AlgorithmName::kGrpo},
     {"dr_grpo", AlgorithmName::kDrGrpo},
@@ -87,8 +89,13 @@ void visit_fields(ModelSection& s, Visitor& v) {
         "from nothing (a BPE tokenizer trained on the task text and a random "
         "Qwen3-architecture model of the shape below).");
   v.enum_field("kind", s.kind, kBuiltinModelKinds,
-        "built-in model: `qwen3` (dense) or `qwen3_moe` (every MLP a sparse "
-        "mixture of experts, Qwen3-MoE's architecture)");
+        "built-in model: `qwen3` (dense), `qwen3_moe` (every MLP a sparse "
+        "mixture of experts, Qwen3-MoE's architecture) or `deepseek_v3` (DeepSeek-V3's "
+        "architecture: multi-head latent attention with per-head no-rope/rope/value "
+        "widths head_dim / head_dim/2 / head_dim, latent rank 2 x head_dim, query rank "
+        "3 x head_dim; layer 0 dense, then sparse layers of num_experts experts in 4 "
+        "groups, 2 groups and num_experts_per_tok experts per token by sigmoid scores, "
+        "scaled 2.5, plus one shared expert)");
   v.field("hidden_size", s.hidden_size,
         "built-in model: hidden size");
   v.field("num_layers", s.num_layers,
@@ -102,12 +109,13 @@ void visit_fields(ModelSection& s, Visitor& v) {
   v.field("intermediate_size", s.intermediate_size,
         "built-in model: MLP width");
   v.field("num_experts", s.num_experts,
-        "built-in `qwen3_moe`: experts per layer");
+        "built-in `qwen3_moe` and `deepseek_v3`: experts per layer");
   v.field("num_experts_per_tok", s.num_experts_per_tok,
-        "built-in `qwen3_moe`: experts each token is routed to (top-k)");
+        "built-in `qwen3_moe` and `deepseek_v3`: experts each token is routed to (top-k)");
   v.field("moe_intermediate_size", s.moe_intermediate_size,
-        "built-in `qwen3_moe`: each expert's MLP width (the defaults activate 2 x 192 "
-        "= the dense model's 384 per token)");
+        "built-in `qwen3_moe` and `deepseek_v3`: each expert's MLP width (the defaults "
+        "activate 2 x 192 = the dense model's 384 per token; deepseek_v3's shared expert "
+        "adds 192)");
   v.field("tokenizer_vocab", s.tokenizer_vocab,
         "built-in tokenizer: vocabulary size (256 bytes + merges + 3 specials)");
   v.field("vocab_multiple", s.vocab_multiple,
@@ -396,6 +404,12 @@ void visit_fields(Placement& s, Visitor& v) {
   v.nested("train", [&](auto& train) {
     train.field("dp", s.train_dp, "the training grid's data-parallel size");
     train.field("tp", s.train_tp, "the training grid's tensor-parallel size");
+    train.field("ep", s.train_ep,
+        "MoE models: expert parallelism inside the data-parallel trainers - groups of "
+        "`train.ep` consecutive training ranks split each MoE layer's experts and "
+        "exchange tokens by all-to-all, each rank still training its own rows; must "
+        "divide `train.dp`, needs `train.tp: 1`, and the rollout instances get the "
+        "experts gathered after each update");
   });
   v.nested("rollout", [&](auto& rollout) {
     rollout.field("instances", s.rollout_instances,

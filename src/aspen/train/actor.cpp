@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "aspen/algo/packed.h"
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/tp_layout.h"
+#include "aspen/train/expert_lockstep.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
@@ -53,6 +55,17 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       master_(trainable_params(*model_), trainable_params(*compute_)),
       optimizer_(master_.master(), options.trainer.optimizer),
       data_parallel_(options.data_parallel, master_) {
+  if (model_->ep.enabled()) {
+    // Clipping needs the norm of the whole model: an expert is held by one rank of the
+    // EP group, everything else by all of them.
+    const int size = model_->ep.size;
+    ProcessGroupHandle group = *model_->ep.group;
+    optimizer_.set_sharded_norm(
+        [size](const std::string& name) {
+          return is_expert_parameter(name) ? 1.0 : static_cast<double>(size);
+        },
+        [group](torch::Tensor& sum) mutable { group.all_reduce_sum(sum); });
+  }
   if (model_->tp.enabled()) {
     // Clipping needs the norm of the whole model, not of this rank's shards.
     const ModelConfig config = model_->config;
@@ -90,7 +103,11 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     const MicroBatch& mb = micro_batches[i];
     metrics.tokens += mb.num_tokens;
     ++metrics.micro_batches;
-    if (mb.num_response_tokens == 0) continue;
+    if (mb.num_response_tokens == 0) {
+      // An expert-parallel model's passes are collectives: join the other ranks'.
+      if (compute_->ep.enabled()) padding_pass(compute_, head, options_.trainer.recompute);
+      continue;
+    }
     MoeRoutingLog routing;
     TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute,
                                               moe ? &routing : nullptr);
@@ -157,6 +174,11 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     sums.add(sums.clip_frac, pg.clip_frac * weight);
     sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
     sums.add(sums.capped, pg.correction_capped_frac * weight);
+  }
+  // Expert parallelism: as many passes as the EP rank with the most micro-batches.
+  const int64_t passes = static_cast<int64_t>(micro_batches.size());
+  for (int64_t k = passes; k < lockstep_count(compute_, passes); ++k) {
+    padding_pass(compute_, head, options_.trainer.recompute);
   }
 }
 

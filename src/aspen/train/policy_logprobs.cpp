@@ -1,5 +1,7 @@
 #include "aspen/train/policy_logprobs.h"
 
+#include "aspen/train/expert_lockstep.h"
+
 #include <numeric>
 
 #include "aspen/train/recompute.h"
@@ -29,11 +31,20 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
   if (head.with_entropy) out.entropy = torch::zeros({batch.num_response_tokens()}, options);
   std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
   std::iota(rows.begin(), rows.end(), 0);
-  for (const MicroBatch& mb : make_micro_batches(batch, rows, max_tokens, device)) {
-    if (mb.num_response_tokens == 0) continue;
+  const std::vector<MicroBatch> micro_batches = make_micro_batches(batch, rows, max_tokens, device);
+  for (const MicroBatch& mb : micro_batches) {
+    if (mb.num_response_tokens == 0) {
+      // An expert-parallel model's forwards are collectives: join them anyway.
+      if (model->ep.enabled()) padding_pass(model, head, /*recompute=*/false);
+      continue;
+    }
     TokenLogprobs part = response_logprobs(model, mb, head, /*recompute=*/false);
     out.logprobs.index_copy_(0, mb.batch_token_index, part.logprobs.to(dtype));
     if (head.with_entropy) out.entropy.index_copy_(0, mb.batch_token_index, part.entropy.to(dtype));
+  }
+  const int64_t passes = static_cast<int64_t>(micro_batches.size());
+  for (int64_t k = passes; k < lockstep_count(model, passes); ++k) {
+    padding_pass(model, head, /*recompute=*/false);
   }
   return out;
 }

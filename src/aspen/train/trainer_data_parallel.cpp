@@ -14,10 +14,26 @@ TrainerDataParallel::TrainerDataParallel(const DataParallelConfig& config, Maste
   check_input(config.reducer.scale == GradientScale::kSum,
               "trainers normalise by global denominators and need summed gradients",
               "DataParallelOptions.scale", "use GradientScale::kSum");
-  broadcast_parameters(*group_, master.master(), /*root=*/0);
+  if (!config.is_expert) {
+    broadcast_parameters(*group_, master.master(), /*root=*/0);
+    master.publish();
+    reducer_ = std::make_unique<GradientAllReducer>(*group_, master.master(), config.reducer);
+    overlap_ = !master.separate();
+    return;
+  }
+  NamedParams shared, experts;
+  for (const auto& item : master.master()) {
+    (config.is_expert(item.first) ? experts : shared).push_back(item);
+  }
+  broadcast_parameters(*group_, shared, /*root=*/0);
+  std::optional<ProcessGroupHandle> expert_group = config.expert_group;
+  if (expert_group) broadcast_parameters(*expert_group, experts, /*root=*/0);
   master.publish();
-  reducer_ = std::make_unique<GradientAllReducer>(*group_, master.master(), config.reducer);
-  overlap_ = !master.separate();
+  reducer_ = std::make_unique<GradientAllReducer>(*group_, shared, config.reducer);
+  if (expert_group && !experts.empty()) {
+    expert_reducer_ = std::make_unique<GradientAllReducer>(*expert_group, experts, config.reducer);
+  }
+  overlap_ = false;  // the expert-parallel backward's collectives run unhooked
 }
 
 int64_t TrainerDataParallel::global_rows(int64_t local_rows) {
@@ -48,6 +64,7 @@ void TrainerDataParallel::before_last_backward() {
 void TrainerDataParallel::reduce_grads() {
   if (!reducer_) return;
   reducer_->finish();
+  if (expert_reducer_) expert_reducer_->finish();
   if (armed_) buckets_overlapped_ += static_cast<int64_t>(reducer_->launched_during_backward());
   armed_ = false;
 }

@@ -17,6 +17,11 @@
 // proceeds. With a separate bf16 compute copy the master weights are not in the
 // autograd graph, so the fp32 master grads are all-reduced after the last backward
 // (synchronously, bucketed): correct, but not overlapped.
+// Expert parallelism (DataParallelConfig::is_expert set): the experts a rank holds are
+// its own (other EP ranks hold other experts under other names), so their gradients
+// are summed over `expert_group` - the ranks holding the same experts - and the rest
+// over `group` as usual; each set is broadcast from the first rank of its group at
+// construction. Overlap is off then (every reduction runs after the last backward).
 // Disabled (no group): every method is the identity / a no-op and mini_batches() is
 // mini_batch_rows(), so a single-rank trainer is bit-identical to one without DP.
 // Construction broadcasts rank 0's master weights (and publishes them to the compute
@@ -27,8 +32,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,6 +48,10 @@ namespace aspen {
 struct DataParallelConfig {
   std::optional<ProcessGroupHandle> group;  // the data-parallel group; none: single rank
   DataParallelOptions reducer;              // bucket size; scale must stay kSum (above)
+  // Expert parallelism: which master parameters are this rank's experts (null: none),
+  // and the ranks holding the same experts (none: this rank alone holds them).
+  std::function<bool(const std::string& name)> is_expert;
+  std::optional<ProcessGroupHandle> expert_group;
 };
 
 class TrainerDataParallel {
@@ -74,6 +85,7 @@ class TrainerDataParallel {
  private:
   std::optional<ProcessGroupHandle> group_;
   std::unique_ptr<GradientAllReducer> reducer_;
+  std::unique_ptr<GradientAllReducer> expert_reducer_;  // EP: experts over expert_group
   bool overlap_ = false;
   bool armed_ = false;
   int64_t buckets_overlapped_ = 0;
