@@ -314,9 +314,9 @@ double RopeScaling::cos_sin_scale() const {
 namespace {
 
 // The rope_scaling object of a written config.json (null for plain RoPE).
-Json rope_scaling_json(const RopeScaling& rope) {
+nlohmann::json rope_scaling_json(const RopeScaling& rope) {
   if (!rope.yarn) return nullptr;
-  Json out;
+  nlohmann::json out;
   out["type"] = "yarn";
   out["factor"] = rope.factor;
   out["original_max_position_embeddings"] = rope.original_max_position_embeddings;
@@ -526,96 +526,90 @@ ModelConfig load_hf_config(const std::string& path) {
 
 namespace {
 
-// DeepseekV3Config's keys, as transformers reads them (and DeepSeek's checkpoints write).
-std::string deepseek_config_json(const ModelConfig& config) {
-  const MoeConfig& moe = config.moe;
-  const MlaConfig& mla = config.mla;
-  Json out;
-  out["architectures"] = Json::array({config.architecture()});
-  out["attention_bias"] = config.attention_bias;
+// The keys every supported config.json has, whatever the architecture.
+void write_common_keys(const ModelConfig& config, nlohmann::json& out) {
+  out["architectures"] = nlohmann::json::array({config.architecture()});
   out["attention_dropout"] = 0.0;
-  out["bos_token_id"] = config.bos_token_id >= 0 ? Json(config.bos_token_id) : Json(nullptr);
-  out["eos_token_id"] = config.eos_token_id >= 0 ? Json(config.eos_token_id) : Json(nullptr);
-  out["first_k_dense_replace"] = moe.first_k_dense_replace;
+  out["bos_token_id"] =
+      config.bos_token_id >= 0 ? nlohmann::json(config.bos_token_id) : nlohmann::json(nullptr);
+  out["eos_token_id"] =
+      config.eos_token_id >= 0 ? nlohmann::json(config.eos_token_id) : nlohmann::json(nullptr);
   out["hidden_act"] = "silu";
   out["hidden_size"] = config.hidden_size;
   out["initializer_range"] = 0.02;
   out["intermediate_size"] = config.intermediate_size;
-  out["kv_lora_rank"] = mla.kv_lora_rank;
   out["max_position_embeddings"] = config.max_position_embeddings;
   out["model_type"] = config.model_type();
+  out["num_attention_heads"] = config.num_attention_heads;
+  out["num_hidden_layers"] = config.num_hidden_layers;
+  out["num_key_value_heads"] = config.num_key_value_heads;
+  out["rms_norm_eps"] = config.rms_norm_eps;
+  out["rope_scaling"] = rope_scaling_json(config.rope_scaling);
+  out["rope_theta"] = config.rope_theta;
+  out["tie_word_embeddings"] = config.tie_word_embeddings;
+  out["torch_dtype"] = config.torch_dtype;
+  out["use_cache"] = true;
+  out["vocab_size"] = config.vocab_size;
+}
+
+// DeepseekV3Config's own keys, as transformers reads them (and DeepSeek's checkpoints
+// write them).
+void write_deepseek_keys(const ModelConfig& config, nlohmann::json& out) {
+  const MoeConfig& moe = config.moe;
+  const MlaConfig& mla = config.mla;
+  out["attention_bias"] = config.attention_bias;
+  out["first_k_dense_replace"] = moe.first_k_dense_replace;
+  out["kv_lora_rank"] = mla.kv_lora_rank;
   out["moe_intermediate_size"] = moe.moe_intermediate_size;
   out["n_group"] = moe.n_group;
   out["n_routed_experts"] = moe.num_experts;
   out["n_shared_experts"] = moe.n_shared_experts;
   out["norm_topk_prob"] = moe.norm_topk_prob;
-  out["num_attention_heads"] = config.num_attention_heads;
   out["num_experts_per_tok"] = moe.num_experts_per_tok;
-  out["num_hidden_layers"] = config.num_hidden_layers;
-  out["num_key_value_heads"] = config.num_key_value_heads;
   out["num_nextn_predict_layers"] = mla.num_nextn_predict_layers;
-  out["q_lora_rank"] = mla.q_lora_rank > 0 ? Json(mla.q_lora_rank) : Json(nullptr);
+  out["q_lora_rank"] = mla.q_lora_rank > 0 ? nlohmann::json(mla.q_lora_rank) : nlohmann::json(nullptr);
   out["qk_nope_head_dim"] = mla.qk_nope_head_dim;
   out["qk_rope_head_dim"] = mla.qk_rope_head_dim;
-  out["rms_norm_eps"] = config.rms_norm_eps;
   out["rope_interleave"] = mla.rope_interleave;
-  out["rope_scaling"] = rope_scaling_json(config.rope_scaling);
-  out["rope_theta"] = config.rope_theta;
   out["routed_scaling_factor"] = moe.routed_scaling_factor;
   out["scoring_func"] = "sigmoid";
-  out["tie_word_embeddings"] = config.tie_word_embeddings;
   out["topk_group"] = moe.topk_group;
   out["topk_method"] = "noaux_tc";
-  out["torch_dtype"] = config.torch_dtype;
-  out["use_cache"] = true;
   out["v_head_dim"] = mla.v_head_dim;
-  out["vocab_size"] = config.vocab_size;
-  return out.dump(2) + "\n";
+}
+
+// Qwen2Config / Qwen3Config / Qwen3MoeConfig's own keys.
+void write_qwen_keys(const ModelConfig& config, nlohmann::json& out) {
+  const bool qwen3 = config.family != ModelFamily::kQwen2;
+  if (qwen3) {
+    out["attention_bias"] = config.attention_bias;
+    out["head_dim"] = config.head_dim;
+  }
+  out["max_window_layers"] = config.num_hidden_layers;
+  out["sliding_window"] = nullptr;
+  out["use_sliding_window"] = false;
+  if (config.is_moe()) {
+    out["decoder_sparse_step"] = config.moe.decoder_sparse_step;
+    out["mlp_only_layers"] = config.moe.mlp_only_layers;
+    out["moe_intermediate_size"] = config.moe.moe_intermediate_size;
+    out["norm_topk_prob"] = config.moe.norm_topk_prob;
+    out["num_experts"] = config.moe.num_experts;  // the published checkpoints' key
+    out["num_experts_per_tok"] = config.moe.num_experts_per_tok;
+    out["router_aux_loss_coef"] = config.moe.router_aux_loss_coef;
+  }
 }
 
 }  // namespace
 
 std::string to_hf_config_json(const ModelConfig& config) {
-  if (config.is_mla()) return deepseek_config_json(config);
-  const bool qwen3 = config.family != ModelFamily::kQwen2;
-  const bool moe = config.is_moe();
-  Json out;
-  out["architectures"] = Json::array({config.architecture()});
-  if (qwen3) out["attention_bias"] = config.attention_bias;
-  out["attention_dropout"] = 0.0;
-  out["bos_token_id"] = config.bos_token_id >= 0 ? Json(config.bos_token_id) : Json(nullptr);
-  if (moe) out["decoder_sparse_step"] = config.moe.decoder_sparse_step;
-  out["eos_token_id"] = config.eos_token_id >= 0 ? Json(config.eos_token_id) : Json(nullptr);
-  if (qwen3) out["head_dim"] = config.head_dim;
-  out["hidden_act"] = "silu";
-  out["hidden_size"] = config.hidden_size;
-  out["initializer_range"] = 0.02;
-  out["intermediate_size"] = config.intermediate_size;
-  out["max_position_embeddings"] = config.max_position_embeddings;
-  out["max_window_layers"] = config.num_hidden_layers;
-  if (moe) out["mlp_only_layers"] = config.moe.mlp_only_layers;
-  out["model_type"] = config.model_type();
-  if (moe) {
-    out["moe_intermediate_size"] = config.moe.moe_intermediate_size;
-    out["norm_topk_prob"] = config.moe.norm_topk_prob;
+  // nlohmann::json keeps its keys sorted, as transformers writes them.
+  nlohmann::json out;
+  write_common_keys(config, out);
+  if (config.is_mla()) {
+    write_deepseek_keys(config, out);
+  } else {
+    write_qwen_keys(config, out);
   }
-  out["num_attention_heads"] = config.num_attention_heads;
-  if (moe) {
-    out["num_experts"] = config.moe.num_experts;  // the published checkpoints' key
-    out["num_experts_per_tok"] = config.moe.num_experts_per_tok;
-  }
-  out["num_hidden_layers"] = config.num_hidden_layers;
-  out["num_key_value_heads"] = config.num_key_value_heads;
-  out["rms_norm_eps"] = config.rms_norm_eps;
-  out["rope_scaling"] = rope_scaling_json(config.rope_scaling);
-  if (moe) out["router_aux_loss_coef"] = config.moe.router_aux_loss_coef;
-  out["rope_theta"] = config.rope_theta;
-  out["sliding_window"] = nullptr;
-  out["tie_word_embeddings"] = config.tie_word_embeddings;
-  out["torch_dtype"] = config.torch_dtype;
-  out["use_cache"] = true;
-  out["use_sliding_window"] = false;
-  out["vocab_size"] = config.vocab_size;
   return out.dump(2) + "\n";
 }
 
