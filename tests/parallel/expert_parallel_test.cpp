@@ -2,7 +2,8 @@
 // ep_check worker mode (worker/ep_modes.cpp): the all-to-all on known rows, then a
 // Qwen3-MoE split over the ranks' experts against the one-process model - forward,
 // every gradient and two optimizer steps, each rank on its own tokens - and the rollout
-// engine over it generating the one-process model's tokens.
+// engine over it generating the one-process model's tokens, with the tokens exchanged
+// by all-to-all and, as a rollout instance runs it, replicated on every rank.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,7 +19,7 @@ void expect_ep_check_passes(int ranks) {
       testing::run_command(kAspen + " launch --nproc-per-node " + std::to_string(ranks) +
                            " --master-port 0 -- " + kWorker + " ep_check");
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  for (const char* name : {"all_to_all", "model", "rollout"}) {
+  for (const char* name : {"all_to_all", "model", "rollout", "replicated_rollout"}) {
     for (int r = 0; r < ranks; ++r) {
       EXPECT_NE(result.output.find("rank " + std::to_string(r) + " ep " + name + " ok"),
                 std::string::npos)

@@ -82,6 +82,24 @@ TEST(Placement, ExpertParallelismMustFitTheDataParallelTrainers) {
   Placement zero = p;
   zero.train_ep = 0;
   EXPECT_NE(error_of(zero).find("placement.train.ep: must be >= 1"), std::string::npos);
+
+  // Expert-parallel rollout instances: rollout.ep consecutive ranks each.
+  Placement rollout_ep{PlacementMode::kDisaggregated, 2, 1, 2, 1};
+  rollout_ep.rollout_ep = 2;
+  EXPECT_EQ(rollout_ep.world_size(), 6);
+  rollout_ep.validate(6, "placement");
+  const RankRoles r5 = roles_of(rollout_ep, 5);
+  EXPECT_TRUE(r5.serves_rollout);
+  EXPECT_EQ(r5.rollout_instance, 1);
+  EXPECT_EQ(r5.rollout_ep_rank, 1);
+  Placement both = rollout_ep;
+  both.rollout_tp = 2;
+  EXPECT_NE(error_of(both).find("placement.rollout.ep"), std::string::npos) << error_of(both);
+  Placement colocated{PlacementMode::kColocated, 2, 1, 2, 1};
+  colocated.rollout_ep = 2;
+  EXPECT_NE(error_of(colocated).find("rollout.instances x rollout.tp x rollout.ep = 4"),
+            std::string::npos)
+      << error_of(colocated);
 }
 
 }  // namespace

@@ -123,6 +123,20 @@ TEST(TrainAcrossRanks, MoeDataTimesExpertParallelFourRanksTrainLikeOneProcess) {
   }
 }
 
+// Expert-parallel rollout: one instance of two ranks that step one batch, each holding
+// half of every layer's experts (their outputs summed over the instance), fed the full
+// policy the data-parallel trainers publish. Equal to one process.
+TEST(TrainAcrossRanks, MoeExpertParallelRolloutInstanceTrainsLikeOneProcess) {
+  const std::string output =
+      run_pair("moe_rollout_ep2", tiny_rank_run("model.kind=qwen3_moe model.num_experts=4 "
+                                                "model.moe_intermediate_size=32"),
+               "placement.train.dp=2 placement.rollout.instances=1 placement.rollout.ep=2");
+  for (const char* line : {"rollout instance 0: expert-parallel rank 0 of 2 holds experts [0, 2)",
+                           "rollout instance 0: expert-parallel rank 1 of 2 holds experts [2, 4)"}) {
+    EXPECT_NE(output.find(line), std::string::npos) << output;
+  }
+}
+
 // DeepSeek-V3 (the built-in model.kind): latent-cache rollout on every rank,
 // group-limited sigmoid routing with shared experts, data-parallel trainers.
 TEST(TrainAcrossRanks, DeepseekV3DataParallelTwoRanksTrainLikeOneProcess) {

@@ -47,6 +47,30 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
   }
 }
 
+torch::Tensor QwenSparseMoeBlockImpl::forward_replicated(const torch::Tensor& x,
+                                                        const RouterChoice& choice,
+                                                        const torch::Tensor& order,
+                                                        const torch::Tensor& counts) {
+  // The slots sorted by expert; this rank's experts' slots are one contiguous run.
+  const int64_t* count = counts.data_ptr<int64_t>();
+  const int64_t local = static_cast<int64_t>(local_experts.size());
+  int64_t begin = 0, length = 0;
+  for (int64_t e = 0; e < first_local; ++e) begin += count[e];
+  for (int64_t e = first_local; e < first_local + local; ++e) length += count[e];
+  const torch::Tensor mine = order.narrow(0, begin, length);
+  const torch::Tensor slot_tokens = mine.div(top_k, "floor");
+  const torch::Tensor outputs = run_local_experts(
+      x.index_select(0, slot_tokens),
+      std::vector<int64_t>(count + first_local, count + first_local + local));
+  const torch::Tensor slot_weights = choice.weights.reshape({-1, 1}).index_select(0, mine);
+  const torch::Tensor partial =
+      torch::zeros_like(x).index_add(0, slot_tokens, (outputs * slot_weights).to(x.scalar_type()));
+  // The other ranks' experts' outputs complete it (backward: the gradient as it is).
+  torch::Tensor out = reduce_from_tp_region(partial, TensorParallel::over(*ep.group));
+  if (shared_experts) out = out + shared_experts(x);
+  return out;
+}
+
 RouterChoice QwenSparseMoeBlockImpl::route(const torch::Tensor& x) {
   if (scoring == RouterScoring::kSoftmax) return route_top_k(gate(x), top_k, norm_topk_prob);
   // DeepSeek-V3 scores in fp32 whatever the model's dtype (fp64 stays fp64).
@@ -128,6 +152,7 @@ torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRouting
   const torch::Tensor counts =
       torch::bincount(slot_experts, /*weights=*/{}, num_experts).to(torch::kCPU).contiguous();
 
+  if (ep.enabled() && ep.replicated_tokens) return forward_replicated(x, choice, order, counts);
   const torch::Tensor grouped = copy_to_tp_region(x, tp).index_select(0, slot_tokens);
   torch::Tensor expert_out;
   if (ep.enabled()) {

@@ -34,7 +34,9 @@
 // per-expert counts), each local expert runs one GEMM chain over the rows every rank
 // sent it, and a second all-to-all brings the outputs back; backward reverses both.
 // Every EP rank must run every forward (and backward) together, with or without
-// tokens. TP and EP together are refused (experts are split by one or the other).
+// tokens. With replicated tokens (ExpertParallel::replicated_tokens: a rollout instance
+// whose ranks step one batch) there is no all-to-all: each rank runs its experts on the
+// slots routed to them, and one all-reduce sums the partial outputs. TP and EP together are refused (experts are split by one or the other).
 // Routing record: with a non-null `log`, forward appends this layer's routing
 // statistics (for the load-balancing loss).
 // Thread safety: forward mutates nothing but `log`.
@@ -81,6 +83,11 @@ struct QwenSparseMoeBlockImpl : torch::nn::Module {
   // experts' ranks.
   torch::Tensor run_experts_across_ranks(const torch::Tensor& rows, const torch::Tensor& counts);
   RouterChoice route(const torch::Tensor& x);
+  // Expert parallelism over replicated tokens (ExpertParallel::replicated_tokens): this
+  // rank's experts on their slots (`order`: slots sorted by expert, `counts` per
+  // expert), summed over the EP group.
+  torch::Tensor forward_replicated(const torch::Tensor& x, const RouterChoice& choice,
+                                   const torch::Tensor& order, const torch::Tensor& counts);
 };
 TORCH_MODULE(QwenSparseMoeBlock);
 

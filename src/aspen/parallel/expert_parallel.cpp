@@ -32,10 +32,11 @@ class AllToAllRows : public torch::autograd::Function<AllToAllRows> {
 
 }  // namespace
 
-ExpertParallel ExpertParallel::over(const ProcessGroupHandle& group) {
+ExpertParallel ExpertParallel::over(const ProcessGroupHandle& group, bool replicated_tokens) {
   ExpertParallel ep;
   ep.size = group.world_size();
   ep.rank = group.rank();
+  ep.replicated_tokens = replicated_tokens;
   if (ep.size > 1) ep.group = group;
   return ep;
 }

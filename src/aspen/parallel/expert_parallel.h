@@ -33,9 +33,14 @@ struct ExpertParallel {
   int size = 1;
   int rank = 0;
   std::optional<ProcessGroupHandle> group;  // engaged iff size > 1
+  // Every rank of the group holds the SAME tokens (a rollout instance whose ranks step
+  // one batch together), instead of its own: a MoE layer then runs its local experts on
+  // the tokens routed to them and sums the partial outputs over the group (one
+  // all-reduce), with no all-to-all and no expert work done twice.
+  bool replicated_tokens = false;
 
   // The EP context spanning every rank of `group`.
-  static ExpertParallel over(const ProcessGroupHandle& group);
+  static ExpertParallel over(const ProcessGroupHandle& group, bool replicated_tokens = false);
 
   bool enabled() const { return size > 1; }
   // aspen::Error naming `what` unless the context is consistent (as TensorParallel).

@@ -10,7 +10,8 @@ const char* name_of(PlacementMode mode) {
 
 int Placement::world_size() const {
   const int train = train_dp * train_tp;
-  return mode == PlacementMode::kColocated ? train : train + rollout_instances * rollout_tp;
+  return mode == PlacementMode::kColocated ? train
+                                           : train + rollout_instances * rollout_instance_size();
 }
 
 void Placement::validate(int world, const std::string& where) const {
@@ -31,12 +32,18 @@ void Placement::validate(int world, const std::string& where) const {
               where + ".train.ep");
   check_input(rollout_instances >= 1, "must be >= 1", where + ".rollout.instances");
   check_input(rollout_tp >= 1, "must be >= 1", where + ".rollout.tp");
+  check_input(rollout_ep >= 1, "must be >= 1", where + ".rollout.ep");
+  check_input(rollout_ep == 1 || rollout_tp == 1,
+              "an instance splits its experts by EP or its layers by TP, not both: needs "
+              "rollout.tp = 1",
+              where + ".rollout.ep");
   const int train = train_dp * train_tp;
-  const int rollout = rollout_instances * rollout_tp;
+  const int rollout = rollout_instances * rollout_instance_size();
   if (mode == PlacementMode::kColocated) {
     check_input(train == rollout,
                 "colocated: train.dp x train.tp = " + std::to_string(train) +
-                    " must equal rollout.instances x rollout.tp = " + std::to_string(rollout),
+                    " must equal rollout.instances x rollout.tp x rollout.ep = " +
+                    std::to_string(rollout),
                 where);
     check_input(train_tp % rollout_tp == 0 || rollout_tp % train_tp == 0,
                 "colocated: rollout.tp " + std::to_string(rollout_tp) +
@@ -60,6 +67,19 @@ RankRoles roles_of(const Placement& placement, int rank) {
     roles.trains = true;
     roles.train_tp_rank = rank % placement.train_tp;
     roles.train_dp_rank = rank / placement.train_tp;
+  }
+  if (placement.rollout_ep > 1) {
+    // Expert-parallel instances: rollout_ep consecutive ranks each (after the
+    // trainers when disaggregated).
+    const int first = placement.mode == PlacementMode::kColocated ? 0 : train;
+    if (rank >= first && rank < placement.world_size()) {
+      const int q = rank - first;
+      roles.serves_rollout = true;
+      roles.rollout_instance = q / placement.rollout_ep;
+      roles.rollout_tp_rank = 0;
+      roles.rollout_ep_rank = q % placement.rollout_ep;
+    }
+    return roles;
   }
   if (placement.mode == PlacementMode::kColocated) {
     if (roles.trains) {

@@ -3,10 +3,10 @@
 //
 //   colocated:      every rank trains AND serves rollout, time-sliced (the trainer's
 //                   optimizer state is swapped out while rollout runs: swap_space.h).
-//                   world = train_dp * train_tp = rollout_instances * rollout_tp.
+//                   world = train_dp * train_tp = rollout_instances * rollout_tp * rollout_ep.
 //   disaggregated:  ranks [0, train_dp * train_tp) train; the next
-//                   rollout_instances * rollout_tp ranks serve rollout.
-//                   world = train_dp * train_tp + rollout_instances * rollout_tp.
+//                   rollout_instances * rollout_tp * rollout_ep ranks serve rollout.
+//                   world = train_dp * train_tp + rollout_instances * rollout_tp * rollout_ep.
 // Rank order inside each grid is TP fastest (Megatron's): training rank p has
 // tp_rank p % train_tp and dp_rank p / train_tp; with expert parallelism (train_ep > 1,
 // train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
@@ -43,7 +43,14 @@ struct Placement {
   // Expert parallelism inside the data-parallel trainers (above); last, so that
   // positional initialisers of the grid keep their meaning.
   int train_ep = 1;
+  // Expert parallelism inside each rollout instance: an instance is rollout_ep
+  // consecutive ranks (instead of rollout_tp) that step one batch together, each
+  // holding E / rollout_ep experts of every MoE layer (model/qwen_moe_block.h,
+  // replicated tokens). Needs rollout_tp = 1.
+  int rollout_ep = 1;
 
+  // Ranks of one rollout instance: rollout_tp x rollout_ep (one of them is 1).
+  int rollout_instance_size() const { return rollout_tp * rollout_ep; }
   int world_size() const;
   // aspen::Error naming `where`.field when the grid is inconsistent with world_size.
   void validate(int world_size, const std::string& where) const;
@@ -58,6 +65,7 @@ struct RankRoles {
   bool serves_rollout = false;
   int rollout_instance = -1;
   int rollout_tp_rank = -1;
+  int rollout_ep_rank = -1;  // with rollout_ep > 1 (rollout_tp_rank is then 0)
 };
 
 RankRoles roles_of(const Placement& placement, int rank);

@@ -38,9 +38,10 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
       colocated.at(static_cast<size_t>(at.replica)).at(static_cast<size_t>(at.tp_rank)) = r;
     }
   }
+  const int size = p.rollout_instance_size();  // rollout.tp or rollout.ep ranks
   for (int i = 0; i < layout.instances; ++i) {
     std::vector<int> ranks;
-    for (int t = 0; t < p.rollout_tp; ++t) ranks.push_back(first + i * p.rollout_tp + t);
+    for (int t = 0; t < size; ++t) ranks.push_back(first + i * size + t);
     if (instances_take_resharded_shards(config, world_size))
       ranks = colocated[static_cast<size_t>(i)];
     if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end()) {

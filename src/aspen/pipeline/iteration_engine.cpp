@@ -285,9 +285,10 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     dispatcher_.emplace(config_.pipeline.dispatch, layout_.instances);
     instances_.resize(static_cast<size_t>(layout_.instances));
   }
-  // Every rank creates every tensor-parallel instance's subgroup (a collective).
+  // Every rank creates every multi-rank (tensor- or expert-parallel) instance's
+  // subgroup (a collective).
   std::map<int, ProcessGroupHandle> instance_groups;
-  if (world_ && config_.placement.rollout_tp > 1) {
+  if (world_ && config_.placement.rollout_instance_size() > 1) {
     for (int i = 0; i < layout_.instances; ++i) {
       if (auto group = world_->new_subgroup(layout_.instance_ranks[static_cast<size_t>(i)])) {
         instance_groups.emplace(i, *group);
@@ -314,7 +315,19 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     auto group = instance_groups.find(instance);
     if (group != instance_groups.end()) {
       options.peers = group->second;
-      model = QwenForCausalLM(setup_.model->config, TensorParallel::over(group->second));
+      // Every rank of an instance steps the same batch: an expert-parallel instance's
+      // ranks hold the same tokens (ExpertParallel::replicated_tokens).
+      model = config_.placement.rollout_ep > 1
+                  ? QwenForCausalLM(setup_.model->config, TensorParallel{},
+                                    ExpertParallel::over(group->second, /*replicated_tokens=*/true))
+                  : QwenForCausalLM(setup_.model->config, TensorParallel::over(group->second));
+      if (config_.placement.rollout_ep > 1) {
+        const int64_t experts = setup_.model->config.moe.num_experts;
+        const int64_t first = model->ep.first_local_expert(experts);
+        log_info("rollout instance ", instance, ": expert-parallel rank ", model->ep.rank, " of ",
+                 model->ep.size, " holds experts [", first, ", ",
+                 first + model->ep.local_expert_count(experts), ") of ", experts);
+      }
       model->to(setup_.rollout_device);
       torch::NoGradGuard no_grad;
       std::map<std::string, torch::Tensor> full;

@@ -307,6 +307,9 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     groups = make_train_groups(*world, config.placement);
     validate_tp_size(setup.model->config, config.placement.train_tp);
     validate_tp_size(setup.model->config, config.placement.rollout_tp);
+    check_input(config.placement.rollout_ep == 1 || setup.model->config.is_moe(),
+                "needs a mixture-of-experts model", "placement.rollout.ep",
+                "use placement.rollout.ep=1 for a dense model");
   }
   RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr,
                     groups.data_parallel, groups.tensor_parallel, groups.expert_parallel,

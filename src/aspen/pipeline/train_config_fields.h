@@ -417,6 +417,12 @@ void visit_fields(Placement& s, Visitor& v) {
         "train.tp = rollout.instances x rollout.tp` and `rollout.tp` dividing or a "
         "multiple of `train.tp` (the resharder's layouts)");
     rollout.field("tp", s.rollout_tp, "the tensor-parallel size of each rollout instance");
+    rollout.field("ep", s.rollout_ep,
+        "MoE models: the expert-parallel size of each rollout instance - its ranks step "
+        "one batch together, each holding num_experts / ep experts of every MoE layer "
+        "and computing them for the tokens routed there, summed over the ranks (one "
+        "all-reduce per layer); needs `rollout.tp: 1`. Instances then count `rollout.ep` "
+        "ranks each in the grid equations above");
   });
   v.field("swap", s.swap,
         "colocated, sync mode or async with `pipeline.max_staleness: 0` (the trainer "

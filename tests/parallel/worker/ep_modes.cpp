@@ -11,6 +11,8 @@
 //     rollout      the rollout engine over the EP model, every rank stepping the same
 //                  requests (as the ranks of one instance do), generates the tokens and
 //                  log-probs of the engine over the one-process model.
+//     replicated_rollout  the same with ExpertParallel::replicated_tokens: no
+//                  all-to-all, each rank its experts on their slots, one all-reduce.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -204,6 +206,9 @@ int ep_check(ProcessGroupHandle& group, const std::vector<std::string>&) {
   std::printf("rank %d ep model ok\n", ep.rank);
   check_rollout(ep);
   std::printf("rank %d ep rollout ok\n", ep.rank);
+  // A rollout instance's ranks step one batch: replicated tokens, no all-to-all.
+  check_rollout(ExpertParallel::over(group, /*replicated_tokens=*/true));
+  std::printf("rank %d ep replicated_rollout ok\n", ep.rank);
   return 0;
 }
 
