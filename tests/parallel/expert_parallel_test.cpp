@@ -19,7 +19,7 @@ void expect_ep_check_passes(int ranks) {
       testing::run_command(kAspen + " launch --nproc-per-node " + std::to_string(ranks) +
                            " --master-port 0 -- " + kWorker + " ep_check");
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  for (const char* name : {"all_to_all", "model", "rollout", "replicated_rollout"}) {
+  for (const char* name : {"all_to_all", "model", "rollout", "replicated_rollout", "actor"}) {
     for (int r = 0; r < ranks; ++r) {
       EXPECT_NE(result.output.find("rank " + std::to_string(r) + " ep " + name + " ok"),
                 std::string::npos)

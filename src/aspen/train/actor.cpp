@@ -99,6 +99,9 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
   const bool moe = compute_->config.is_moe();
   LogprobHeadOptions head = options_.head;
   head.with_entropy = true;  // reported always; in the loss only with entropy_coef
+  // Expert parallelism: agree on the pass count before any pass's collectives.
+  const int64_t passes = static_cast<int64_t>(micro_batches.size());
+  const int64_t target = lockstep_count(compute_, passes);
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const MicroBatch& mb = micro_batches[i];
     metrics.tokens += mb.num_tokens;
@@ -176,8 +179,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     sums.add(sums.capped, pg.correction_capped_frac * weight);
   }
   // Expert parallelism: as many passes as the EP rank with the most micro-batches.
-  const int64_t passes = static_cast<int64_t>(micro_batches.size());
-  for (int64_t k = passes; k < lockstep_count(compute_, passes); ++k) {
+  for (int64_t k = passes; k < target; ++k) {
     padding_pass(compute_, head, options_.trainer.recompute);
   }
 }

@@ -11,8 +11,10 @@
 // adds is exactly zero and it reports nothing.
 //
 // lockstep_count(model, n): the largest n over the model's EP group (n itself without
-// EP). Collective. padding_pass(model, ...): one padding forward (and backward when
-// grad mode is on). Thread safety: one trainer thread per rank.
+// EP). Collective: call it BEFORE the passes (a rank that asked after its own passes
+// would meet the others' forwards with an all-reduce). padding_pass(model, ...): one
+// padding forward (and backward when grad mode is on). Thread safety: one trainer
+// thread per rank.
 #pragma once
 
 #include <cstdint>

@@ -32,6 +32,10 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
   std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
   std::iota(rows.begin(), rows.end(), 0);
   const std::vector<MicroBatch> micro_batches = make_micro_batches(batch, rows, max_tokens, device);
+  // Expert parallelism: agree on the pass count first (one collective, before any
+  // pass's), then pad up to it.
+  const int64_t passes = static_cast<int64_t>(micro_batches.size());
+  const int64_t target = lockstep_count(model, passes);
   for (const MicroBatch& mb : micro_batches) {
     if (mb.num_response_tokens == 0) {
       // An expert-parallel model's forwards are collectives: join them anyway.
@@ -42,8 +46,7 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
     out.logprobs.index_copy_(0, mb.batch_token_index, part.logprobs.to(dtype));
     if (head.with_entropy) out.entropy.index_copy_(0, mb.batch_token_index, part.entropy.to(dtype));
   }
-  const int64_t passes = static_cast<int64_t>(micro_batches.size());
-  for (int64_t k = passes; k < lockstep_count(model, passes); ++k) {
+  for (int64_t k = passes; k < target; ++k) {
     padding_pass(model, head, /*recompute=*/false);
   }
   return out;

@@ -13,13 +13,22 @@
 //                  log-probs of the engine over the one-process model.
 //     replicated_rollout  the same with ExpertParallel::replicated_tokens: no
 //                  all-to-all, each rank its experts on their slots, one all-reduce.
+//     actor        ActorTrainer over the EP model, data-parallel over the same ranks,
+//                  rank 0 with three micro-batches and the others with one (padding
+//                  passes): log-probs, grad norm and updated weights equal one process
+//                  updating on every row.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/weights_init.h"
+#include "aspen/train/actor.h"
+#include "aspen/train/batch_rows.h"
 #include "aspen/parallel/expert_parallel.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/util/error.h"
@@ -198,6 +207,65 @@ void check_rollout(const ExpertParallel& ep) {
   }
 }
 
+// The actor's update across EP ranks whose shares pack into different numbers of
+// micro-batches (rank 0: three rows, three micro-batches; the others: one row, one):
+// the padding passes keep every rank in the others' collectives, in the log-prob pass
+// and in the update, and the result equals one process updating on every row.
+void check_actor(ProcessGroupHandle& group, const ExpertParallel& ep) {
+  const std::string where = "ep_check actor";
+  const ModelConfig config = ep_config();
+  const auto weights = seeded_weights(config);
+  TrainBatch all;
+  for (int64_t row = 0; row < 2 + ep.size; ++row) {
+    std::vector<int64_t> prompt, response;
+    for (int64_t t = 0; t < 4 + row % 3; ++t) prompt.push_back((7 * row + 3 * t + 1) % config.vocab_size);
+    for (int64_t t = 0; t < 6; ++t) response.push_back((5 * row + 11 * t + 2) % config.vocab_size);
+    all.prompts.push_back(prompt);
+    all.responses.push_back(response);
+  }
+  ActorOptions options;
+  // AdamW's first step moves every element by about lr whatever its gradient's size, so
+  // an element whose gradient is near zero can move by a rounding-level difference
+  // times lr: lr 1e-3 keeps that under the tolerance (1e-2 gave 1.2e-4), while a wrong
+  // gradient still moves weights by 2e-3.
+  options.trainer.optimizer.lr = 1e-3;
+  options.trainer.max_tokens_per_micro_batch = 12;  // one row per micro-batch
+  QwenForCausalLM full(config);
+  full->load_state(weights, "seeded");
+  ActorTrainer reference(full, options);
+  const torch::Tensor old = reference.compute_logprobs(all).logprobs;
+  all.token_columns[columns::kOldLogprobs] = old + 0.1;
+  all.token_columns[columns::kAdvantages] = torch::cos(torch::arange(old.numel(), old.options()));
+  std::vector<int64_t> mine;
+  if (ep.rank == 0) {
+    mine = {0, 1, 2};
+  } else {
+    mine = {2 + ep.rank};
+  }
+  const TrainBatch share = select_rows(all, mine);
+
+  QwenForCausalLM sharded(config, TensorParallel{}, ep);
+  sharded->load_state(weights, "seeded");
+  ActorOptions ep_options = options;
+  ep_options.data_parallel.group = group;  // DP = EP here: every expert on one rank
+  ep_options.data_parallel.is_expert = is_expert_parameter;
+  ActorTrainer actor(sharded, ep_options);
+  const torch::Tensor local_old = actor.compute_logprobs(share).logprobs;
+  // The reference's log-probs of these rows (the column is them + 0.1).
+  ep_expect_close(local_old, share.token_columns.at(columns::kOldLogprobs) - 0.1,
+                  "log-probs of this rank's rows", where);
+  const ActorMetrics got = actor.update(share, ActorUpdateOptions{});
+  const ActorMetrics want = reference.update(all, ActorUpdateOptions{});
+  ep_expect(std::abs(got.grad_norm - want.grad_norm) <= 1e-4 * std::max(1.0, want.grad_norm),
+            "grad norm " + std::to_string(got.grad_norm) + " vs " + std::to_string(want.grad_norm),
+            where);
+  auto ref_params = full->named_parameters();
+  for (const auto& item : sharded->named_parameters()) {
+    ep_expect_close(item.value().detach(), ref_params[item.key()].detach(),
+                    "after the update: " + item.key(), where);
+  }
+}
+
 int ep_check(ProcessGroupHandle& group, const std::vector<std::string>&) {
   const ExpertParallel ep = ExpertParallel::over(group);
   check_all_to_all(ep);
@@ -209,6 +277,8 @@ int ep_check(ProcessGroupHandle& group, const std::vector<std::string>&) {
   // A rollout instance's ranks step one batch: replicated tokens, no all-to-all.
   check_rollout(ExpertParallel::over(group, /*replicated_tokens=*/true));
   std::printf("rank %d ep replicated_rollout ok\n", ep.rank);
+  check_actor(group, ep);
+  std::printf("rank %d ep actor ok\n", ep.rank);
   return 0;
 }
 
