@@ -45,7 +45,7 @@ std::vector<int64_t> reshard_bytes(const std::string& name) {
 std::string run_pair(const std::string& name, const std::string& config,
                      const std::string& placement =
                          "placement.train.dp=2 placement.rollout.instances=2",
-                     int ranks = 2) {
+                     int ranks = 2, double weight_atol = 1e-4) {
   const std::string one = out_dir(name + "_one");
   const std::string two = out_dir(name + "_two");
   const auto single = run_command(kAspen + " train " + config + " --out " + one);
@@ -61,7 +61,7 @@ std::string run_pair(const std::string& name, const std::string& config,
   EXPECT_NE(first, std::string::npos) << launched.output;
   if (first == std::string::npos) return launched.output;
   EXPECT_EQ(launched.output.find("== summary ==", first + 1), std::string::npos) << launched.output;
-  expect_same_training(one, two, ranks);
+  expect_same_training(one, two, ranks, weight_atol);
   return launched.output;
 }
 
@@ -99,10 +99,15 @@ TEST(TrainAcrossRanks, MoeDataParallelTwoRanksTrainLikeOneProcess) {
 }
 
 TEST(TrainAcrossRanks, MoeTensorParallelTwoRanksTrainTheAuxLossLikeOneProcess) {
+  // AdamW moves an element by about lr per step whatever its gradient's size, so an
+  // element of a rarely routed expert whose gradient sits at rounding level can end
+  // 2 lr apart after a sign flip: measured 2.4e-4 on 2 of the 4,096 elements of one
+  // expert's down_proj (lr 1e-3, 3 steps; every other tensor within 3.3e-5). A wrong
+  // expert gradient would move whole tensors by that much.
   run_pair("moe_tp2",
            tp_rank_run("model.kind=qwen3_moe model.num_experts=4 model.moe_intermediate_size=64 "
                        "algorithm.router_aux_loss_coef=0.01"),
-           "placement.train.tp=2 placement.rollout.instances=2");
+           "placement.train.tp=2 placement.rollout.instances=2", 2, /*weight_atol=*/5e-4);
 }
 
 // Expert parallelism inside the data-parallel trainers (Megatron's layout): four ranks,
