@@ -30,8 +30,8 @@
 #include "aspen/train/actor.h"
 #include "aspen/train/batch_rows.h"
 #include "aspen/parallel/expert_parallel.h"
-#include "aspen/rollout/engine.h"
 #include "aspen/util/error.h"
+#include "paged_rollout_check.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
@@ -173,38 +173,13 @@ void check_model(const ExpertParallel& ep) {
 }
 
 void check_rollout(const ExpertParallel& ep) {
-  const std::string where = "ep_check rollout";
   const ModelConfig config = ep_config();
   const auto weights = seeded_weights(config);
   QwenForCausalLM reference(config);
   reference->load_state(weights, "seeded");
   QwenForCausalLM sharded(config, TensorParallel{}, ep);
   sharded->load_state(weights, "seeded");
-  EngineConfig engine;
-  engine.kv_cache_bytes = 1 << 20;
-  engine.max_num_batched_tokens = 6;  // chunked prefill
-  std::vector<GenerationRequest> requests(2);
-  requests[0].id = "sampled";
-  requests[0].prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5};
-  requests[0].params.max_tokens = 10;
-  requests[0].params.seed = 7;
-  requests[0].params.ignore_eos = true;
-  requests[0].n = 3;
-  requests[1].id = "greedy";
-  requests[1].prompt = {2, 7, 1, 8};
-  requests[1].params.max_tokens = 8;
-  requests[1].params.temperature = 0.0;
-  requests[1].params.ignore_eos = true;
-  const std::vector<Completion> want = RolloutEngine(reference, engine).generate(requests);
-  const std::vector<Completion> got = RolloutEngine(sharded, engine).generate(requests);
-  ep_expect(got.size() == want.size(), "completion count", where);
-  for (size_t i = 0; i < want.size(); ++i) {
-    ep_expect(got[i].token_ids == want[i].token_ids,
-              "tokens of " + want[i].request_id + " sample " + std::to_string(want[i].sample_index),
-              where);
-    ep_expect_close(torch::tensor(got[i].logprobs), torch::tensor(want[i].logprobs),
-                    "log-probs of " + want[i].request_id, where);
-  }
+  check_paged_rollout_matches(reference, sharded, "ep_check rollout");
 }
 
 // The actor's update across EP ranks whose shares pack into different numbers of

@@ -23,8 +23,8 @@
 #include "aspen/model/tp_layout.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/tp_collectives.h"
-#include "aspen/rollout/engine.h"
 #include "aspen/util/error.h"
+#include "paged_rollout_check.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
@@ -195,48 +195,6 @@ void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std
          what + " differs from TP = 1 by up to " + std::to_string(diff), where);
 }
 
-// Tensor-parallel rollout: the engine over the TP model (local kv heads in its paged
-// cache, vocab-parallel logits gathered) generates what the TP = 1 engine generates -
-// a seeded sampled group and a greedy request, chunked prefill and decode.
-void expect_paged_rollout_matches(QwenForCausalLM& reference, QwenForCausalLM& sharded,
-                                  const std::string& where) {
-  EngineConfig config;
-  config.kv_cache_bytes = 1 << 20;
-  config.max_num_batched_tokens = 6;  // prompts of 9 tokens prefill in chunks
-  std::vector<GenerationRequest> requests(2);
-  requests[0].id = "sampled";
-  requests[0].prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5};
-  requests[0].params.max_tokens = 12;
-  requests[0].params.seed = 7;
-  requests[0].params.ignore_eos = true;
-  requests[0].n = 3;
-  requests[1].id = "greedy";
-  requests[1].prompt = {2, 7, 1, 8};
-  requests[1].params.max_tokens = 10;
-  requests[1].params.temperature = 0.0;
-  requests[1].params.ignore_eos = true;
-  RolloutEngine full(reference, config);
-  RolloutEngine split(sharded, config);
-  const std::vector<Completion> want = full.generate(requests);
-  const std::vector<Completion> got = split.generate(requests);
-  expect(got.size() == want.size(), "completion count differs", where);
-  for (size_t i = 0; i < want.size(); ++i) {
-    const std::string what =
-        "rollout " + want[i].request_id + " sample " + std::to_string(want[i].sample_index);
-    auto text = [](const std::vector<TokenId>& ids) {
-      std::string out;
-      for (TokenId id : ids) out += " " + std::to_string(id);
-      return out;
-    };
-    expect(
-        got[i].token_ids == want[i].token_ids,
-        what + ": tokens" + text(got[i].token_ids) + " vs" + text(want[i].token_ids) + " at TP = 1",
-        where);
-    expect_close(torch::tensor(got[i].logprobs), torch::tensor(want[i].logprobs),
-                 what + " log-probs", where);
-  }
-}
-
 void check_model_case(const TensorParallel& tp, const std::string& name, const TpCase& tp_case) {
   const std::string where = "tp_check " + name;
   const ModelConfig& config = tp_case.config;
@@ -287,7 +245,9 @@ void check_model_case(const TensorParallel& tp, const std::string& name, const T
            "init_weights at TP " + std::to_string(tp.size) + " is not the shard of TP 1: " + key,
            where);
   }
-  expect_paged_rollout_matches(reference, sharded, where);
+  // The engine over the TP model (local kv heads in its paged cache, vocab-parallel
+  // logits gathered).
+  check_paged_rollout_matches(reference, sharded, where);
 }
 
 int tp_check(ProcessGroupHandle& group, const std::vector<std::string>& args) {
