@@ -9,6 +9,7 @@
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
+#include "aspen/sim/simulation_spec.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -38,7 +39,15 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
   std::vector<double> rewards;
   std::map<std::string, double> bubbles;
   nlohmann::json staleness = nlohmann::json::object();
+  // What aspen simulate calibrates on (sim/simulation_spec.h): each iteration's costs.
+  nlohmann::json iterations = nlohmann::json::array();
   for (const auto& line : lines) {
+    nlohmann::json costs = {{"seconds", line["seconds"]},
+                            {"trained_tokens", line["trained_tokens"]},
+                            {"trained_rows", line["trained_rows"]},
+                            {"stage_seconds", line["stage_seconds"]}};
+    if (line.contains("rollout_work")) costs["rollout_work"] = line["rollout_work"];
+    iterations.push_back(costs);
     const double seconds = line["seconds"].get<double>();
     wall += seconds;
     tokens += line["trained_tokens"].get<double>();
@@ -63,7 +72,8 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
           {"reward_curve", rewards},
           {"bubbles", bubble_json},
           {"trained_tokens", tokens},
-          {"wall_seconds", wall}};
+          {"wall_seconds", wall},
+          {"iterations", iterations}};
 }
 
 }  // namespace
@@ -158,6 +168,8 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   }
   result["workload"] = parse(placement).as_json();
   result["processes"] = std::max(1, options.nproc);
+  // The simulator's prediction of both sides from the sync side's recorded step costs.
+  result["simulated"] = simulate_bench_pipeline(result);
   fs::remove_all(root);
   return result;
 }

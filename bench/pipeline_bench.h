@@ -8,7 +8,11 @@
 // Per side: effective_tps (trained response tokens / wall seconds of the RL loop,
 // AReaL's "consumed tokens"), samples_per_s, final_reward (mean of the last quarter
 // of iterations), reward_curve, bubbles (iteration-time-weighted means) and
-// wall_seconds. ratio = async effective_tps / sync effective_tps.
+// wall_seconds, and iterations (each one's seconds, trained tokens and rows, trainer
+// stage seconds and rollout_work: the instances' steps, scheduled tokens and busy
+// seconds). ratio = async effective_tps / sync effective_tps. simulated: what
+// aspen simulate predicts for both sides from the sync side's recorded costs, against
+// the measured figures (sim/simulation_spec.h, simulate_bench_pipeline).
 //
 // With nproc = N > 1 both sides run across N processes, each an `aspen train` rank
 // that `aspen launch` starts (self_exe), on the disaggregated placement: one trainer

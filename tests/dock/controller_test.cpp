@@ -131,6 +131,35 @@ TEST_F(ControllerTest, ExpiredLeaseReturnsRowsAndLateAckFails) {
   EXPECT_EQ(dock.metrics()["leases_expired"], 1);
 }
 
+// The ledger's time is the injected clock's (util/clock.h): a lease lasts until a
+// virtual clock passes its deadline however long the real wait, and the status board's
+// ages are virtual too. This is what the simulator runs on.
+TEST(ControllerClock, LeasesAndStatusAgesFollowAManualClock) {
+  ManualClock clock;
+  DockControllerOptions options{8};
+  options.clock = &clock;
+  DockController dock(two_consumer_schema(), options);
+  dock.register_warehouse("");
+  add_rows(dock, {row_info(0, 1, 1)});
+  ClaimOptions claim_options;
+  claim_options.lease_s = 10.0;
+  const Claim first = dock.claim("actor", claim_options);
+  ASSERT_EQ(first.rows.size(), 1u);
+  dock.post_status("instance/0", "{}");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // real time: no effect
+  EXPECT_TRUE(dock.claim("actor", claim_options).empty());
+  EXPECT_EQ(dock.statuses("instance/").at("instance/0").age_s, 0.0);
+  clock.advance(9.5);
+  EXPECT_TRUE(dock.claim("actor", claim_options).empty());
+  EXPECT_DOUBLE_EQ(dock.statuses("instance/").at("instance/0").age_s, 9.5);
+  clock.advance(0.5);  // the deadline: the rows go back to the pool
+  const Claim second = dock.claim("actor", claim_options);
+  ASSERT_EQ(second.rows.size(), 1u);
+  EXPECT_FALSE(dock.ack(first.lease).acknowledged);
+  EXPECT_TRUE(dock.ack(second.lease).acknowledged);
+  EXPECT_THROW(clock.advance_to(1.0), Error);  // a virtual clock never goes back
+}
+
 TEST_F(ControllerTest, ReleaseReturnsRowsAtOnce) {
   add_rows(dock, {row_info(0, 1, 1)});
   Claim claim = dock.claim("actor", {});

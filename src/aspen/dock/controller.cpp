@@ -60,6 +60,7 @@ DockController::DockController(DockSchema schema, DockControllerOptions options)
       all_consumers_mask_(schema_.consumers().size() == 64
                               ? ~uint64_t{0}
                               : (uint64_t{1} << schema_.consumers().size()) - 1),
+      clock_(options_.clock != nullptr ? *options_.clock : real_clock()),
       claimable_(schema_.consumers().size()),
       stats_(schema_.consumers().size()) {
   check_input(options_.capacity_rows >= 1,
@@ -143,13 +144,13 @@ std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, do
   check_input(!std::isnan(timeout_s), "timeout_s is NaN", "allocate",
               "seconds to wait: <= 0 (do not wait), a positive number or infinity");
   if (auto ids = try_allocate(rows, owner)) return *ids;  // validates, fast path
-  const auto start = Clock::now();
+  const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + to_duration(timeout_s);
   std::unique_lock<std::mutex> lock(mutex_);
   const bool fits = space_cv_.wait_until(lock, deadline, [&] {
     return closed_ || static_cast<int64_t>(rows_.size() + rows.size()) <= options_.capacity_rows;
   });
-  producer_wait_s_ += seconds_between(start, Clock::now());
+  producer_wait_s_ += seconds_between(start, std::chrono::steady_clock::now());
   if (!fits || closed_) return {};
   return reserve_locked(rows, owner);  // throws if the owner died while we waited
 }
@@ -359,7 +360,7 @@ std::optional<Claim> DockController::claim_locked(int consumer, const ClaimOptio
     claim.imbalance = partition.imbalance;
   }
   claim.lease = next_lease_++;
-  const auto deadline = Clock::now() + to_duration(options.lease_s);
+  const auto deadline = clock_.now() + to_duration(options.lease_s);
   leases_[claim.lease] = Lease{consumer, picked, deadline};
   lease_deadlines_.emplace(deadline, claim.lease);
   return claim;
@@ -369,40 +370,47 @@ std::optional<Claim> DockController::try_claim(const std::string& consumer,
                                                const ClaimOptions& options) {
   validate_claim(options);
   const int index = schema_.consumer_index(consumer);
-  const auto start = Clock::now();
+  const auto start = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
-  expire_leases_locked(start);
+  expire_leases_locked(clock_.now());
   Selection selection;
   std::optional<Claim> claim = claim_locked(index, options, selection);
-  if (claim) record_claim_locked(index, *claim, seconds_between(start, Clock::now()), 0.0);
+  if (claim) {
+    record_claim_locked(index, *claim, seconds_between(start, std::chrono::steady_clock::now()), 0.0);
+  }
   return claim;
 }
 
 Claim DockController::claim(const std::string& consumer, const ClaimOptions& options) {
   validate_claim(options);
   const int index = schema_.consumer_index(consumer);
-  const auto start = Clock::now();
+  using Steady = std::chrono::steady_clock;  // waiting is real time; leases are clock_'s
+  const auto start = Steady::now();
   const auto deadline = start + to_duration(options.timeout_s);
   double wait_s = 0;
   Selection last;  // the empty answer reports the counts of the last check
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    const auto now = Clock::now();
-    expire_leases_locked(now);
+    const auto now = Steady::now();
+    const auto ledger_now = clock_.now();
+    expire_leases_locked(ledger_now);
     if (std::optional<Claim> claim = claim_locked(index, options, last)) {
-      record_claim_locked(index, *claim, seconds_between(start, Clock::now()), wait_s);
+      record_claim_locked(index, *claim, seconds_between(start, Steady::now()), wait_s);
       return *claim;
     }
     if (closed_ || now >= deadline) break;
-    // Wake for new rows, or when the next lease expires and returns rows.
+    // Wake for new rows, or when the next lease expires and returns rows (its distance
+    // on the ledger clock, as a real wait).
     auto wake = deadline;
-    if (!lease_deadlines_.empty()) wake = std::min(wake, lease_deadlines_.begin()->first);
+    if (!lease_deadlines_.empty()) {
+      wake = std::min(wake, now + (lease_deadlines_.begin()->first - ledger_now));
+    }
     ready_cv_.wait_until(lock, wake);
-    wait_s += seconds_between(now, Clock::now());
+    wait_s += seconds_between(now, Steady::now());
   }
   Claim timed_out = empty_claim(index, last);
   timed_out.timed_out = true;
-  record_claim_locked(index, timed_out, seconds_between(start, Clock::now()), wait_s);
+  record_claim_locked(index, timed_out, seconds_between(start, Steady::now()), wait_s);
   return timed_out;
 }
 
@@ -434,7 +442,7 @@ void DockController::return_rows_locked(const Lease& lease) {
   }
 }
 
-void DockController::expire_leases_locked(Clock::time_point now) {
+void DockController::expire_leases_locked(TimePoint now) {
   bool returned = false;
   while (!lease_deadlines_.empty() && lease_deadlines_.begin()->first <= now) {
     const int64_t id = lease_deadlines_.begin()->second;
@@ -454,7 +462,7 @@ AckResult DockController::ack(int64_t lease) {
   AckResult result;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    expire_leases_locked(Clock::now());
+    expire_leases_locked(clock_.now());
     auto it = leases_.find(lease);
     if (it == leases_.end()) return result;
     const uint64_t bit = uint64_t{1} << it->second.consumer;
@@ -506,7 +514,7 @@ bool DockController::renew(int64_t lease, double lease_s) {
   check_input(lease_s > 0, "lease_s " + std::to_string(lease_s), "dock renew",
               "a lease must last a positive time");
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   expire_leases_locked(now);  // an expired lease's rows are gone: it cannot come back
   auto it = leases_.find(lease);
   if (it == leases_.end()) return false;
@@ -524,7 +532,7 @@ void DockController::update_info(const std::vector<RowId>& rows,
   bool version_changed = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    expire_leases_locked(Clock::now());
+    expire_leases_locked(clock_.now());
     // Every row is checked before any changes, so a bad call changes nothing.
     for (size_t i = 0; i < rows.size(); ++i) {
       auto it = rows_.find(rows[i]);
@@ -568,7 +576,7 @@ std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) 
   std::vector<RetiredRow> retired;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    expire_leases_locked(Clock::now());
+    expire_leases_locked(clock_.now());
     std::unordered_set<RowId> leased;  // discarded rows some lease still holds
     for (RowId id : rows) {
       auto it = rows_.find(id);
@@ -598,7 +606,7 @@ std::vector<RetiredRow> DockController::retire_warehouse(WarehouseId warehouse) 
     warehouse_dead_[warehouse] = true;
     warehouses_[warehouse].clear();  // clients fail at once instead of timing out
     warehouses_retired_ += 1;
-    expire_leases_locked(Clock::now());
+    expire_leases_locked(clock_.now());
     std::vector<RowId> doomed;
     for (const auto& [id, row] : rows_) {
       if (row.owner == warehouse ||
@@ -631,7 +639,7 @@ int64_t DockController::retarget(int32_t from, int32_t to) {
   int64_t moved = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    expire_leases_locked(Clock::now());
+    expire_leases_locked(clock_.now());
     for (auto& [id, row] : rows_) {
       // A leased row's claimant is still working on it where it was dispatched.
       if (row.info.target != from || row.leased != 0) continue;
@@ -648,7 +656,7 @@ ConsumerBacklog DockController::backlog(const std::string& consumer) {
   const uint64_t bit = uint64_t{1} << index;
   ConsumerBacklog backlog;
   std::lock_guard<std::mutex> lock(mutex_);
-  expire_leases_locked(Clock::now());
+  expire_leases_locked(clock_.now());
   std::unordered_set<int64_t> groups;
   for (const auto& [id, row] : rows_) {
     if (row.leased & bit) backlog.leased_rows += 1;
@@ -663,14 +671,14 @@ ConsumerBacklog DockController::backlog(const std::string& consumer) {
 
 void DockController::post_status(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  expire_leases_locked(Clock::now());
-  statuses_[key] = StatusPost{value, Clock::now()};
+  expire_leases_locked(clock_.now());
+  statuses_[key] = StatusPost{value, clock_.now()};
 }
 
 std::map<std::string, StatusEntry> DockController::statuses(const std::string& prefix) {
   std::map<std::string, StatusEntry> out;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   expire_leases_locked(now);
   // Keys with the prefix are one contiguous range of the ordered map.
   for (auto it = statuses_.lower_bound(prefix);
@@ -682,7 +690,7 @@ std::map<std::string, StatusEntry> DockController::statuses(const std::string& p
 
 nlohmann::json DockController::metrics() {
   std::lock_guard<std::mutex> lock(mutex_);
-  expire_leases_locked(Clock::now());
+  expire_leases_locked(clock_.now());
   int64_t leased_rows = 0;  // rows held by open leases (a row leased by two consumers twice)
   for (const auto& [id, lease] : leases_) leased_rows += static_cast<int64_t>(lease.rows.size());
   nlohmann::json consumers = nlohmann::json::object();

@@ -68,7 +68,7 @@
 //   on them, so the claimable sets stay as they are, and claimants waiting on a
 //   version window are woken. retarget() moves only rows no consumer holds a lease on.
 // - The status board is a map key -> (value, time posted); statuses() reports each
-//   value's age at the call, by this process's steady clock.
+//   value's age at the call, by the controller's clock (options.clock).
 // Thread safety: all methods are thread-safe. Locking: mutex_ guards every member
 // below it; ready_cv_ (rows became claimable, versions/targets changed, rows
 // discarded or lost, a lease ended, close) and space_cv_ (capacity freed, close) wait on
@@ -87,6 +87,7 @@
 #include <unordered_set>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/util/clock.h"
 
 namespace aspen {
 
@@ -101,6 +102,10 @@ struct DockLedgerHooks {
 struct DockControllerOptions {
   int64_t capacity_rows = 4096;  // live (allocated, not retired) rows at most
   DockLedgerHooks hooks{};  // {}: DockControllerOptions{n} stays warning-free
+  // The ledger's time: lease deadlines and status-board ages (util/clock.h). Null: the
+  // machine's steady clock. The simulator passes a ManualClock; it must outlive the
+  // controller. Blocking waits (timeout_s) are real waits whatever the clock.
+  const TimeSource* clock = nullptr;
 };
 
 class DockController : public ControllerApi {
@@ -138,7 +143,7 @@ class DockController : public ControllerApi {
   void close();
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using TimePoint = TimeSource::TimePoint;  // of the ledger clock (options.clock)
   struct RowState {
     RowInfo info;
     std::vector<WarehouseId> where;  // [column]
@@ -149,7 +154,7 @@ class DockController : public ControllerApi {
   struct Lease {
     int consumer = 0;
     std::vector<RowId> rows;
-    Clock::time_point deadline;
+    TimePoint deadline;
   };
   // What select_locked chose, and the required-window counts reported with it.
   struct Selection {
@@ -168,7 +173,7 @@ class DockController : public ControllerApi {
   };
   struct StatusPost {
     std::string value;
-    Clock::time_point posted;
+    TimePoint posted;
   };
   struct ConsumerStats {
     int64_t claims = 0, rows_claimed = 0, timed_out = 0, balanced_claims = 0;
@@ -187,7 +192,7 @@ class DockController : public ControllerApi {
   Claim empty_claim(int consumer, const Selection& selection) const;
   RetiredRow retire_locked(std::unordered_map<RowId, RowState>::iterator row);
   void drop_from_leases_locked(const std::unordered_set<RowId>& rows);
-  void expire_leases_locked(Clock::time_point now);
+  void expire_leases_locked(TimePoint now);
   void return_rows_locked(const Lease& lease);
   bool ready_for_locked(const RowState& row, int consumer) const;
   void record_claim_locked(int consumer, const Claim& claim, double latency_s, double wait_s);
@@ -195,6 +200,7 @@ class DockController : public ControllerApi {
   const DockSchema schema_;
   const DockControllerOptions options_;
   const uint64_t all_consumers_mask_;
+  const TimeSource& clock_;
 
   std::mutex mutex_;
   std::condition_variable ready_cv_;
@@ -203,7 +209,7 @@ class DockController : public ControllerApi {
   std::unordered_map<RowId, RowState> rows_;   // guarded by mutex_
   std::vector<std::set<RowId>> claimable_;     // [consumer]; guarded by mutex_
   std::unordered_map<int64_t, Lease> leases_;  // guarded by mutex_
-  std::set<std::pair<Clock::time_point, int64_t>> lease_deadlines_;     // guarded by mutex_
+  std::set<std::pair<TimePoint, int64_t>> lease_deadlines_;     // guarded by mutex_
   std::vector<std::string> warehouses_;                                 // guarded by mutex_
   std::vector<bool> warehouse_dead_;  // [warehouse] retired; guarded by mutex_
   RowId next_row_ = 1;                                                  // guarded by mutex_

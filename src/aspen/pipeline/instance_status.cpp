@@ -26,6 +26,7 @@ std::string encode_instance_status(const InstanceStatus& s) {
                         {"completed_response_tokens", s.completed_response_tokens},
                         {"busy_seconds", s.busy_seconds},
                         {"scheduled_tokens", s.scheduled_tokens},
+                        {"steps", s.steps},
                         {"version", s.version},
                         {"exited", s.exited}}
       .dump();
@@ -50,6 +51,7 @@ InstanceStatus decode_instance_status(const std::string& encoded) {
     s.completed_response_tokens = j.at("completed_response_tokens").get<int64_t>();
     s.busy_seconds = j.at("busy_seconds").get<double>();
     s.scheduled_tokens = j.at("scheduled_tokens").get<int64_t>();
+    s.steps = j.at("steps").get<int64_t>();
     s.version = j.at("version").get<int64_t>();
     s.exited = j.at("exited").get<bool>();
     return s;

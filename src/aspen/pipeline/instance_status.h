@@ -26,6 +26,7 @@ struct InstanceStatus {
   int64_t completed_response_tokens = 0;
   double busy_seconds = 0.0;     // EngineStats::busy_seconds
   int64_t scheduled_tokens = 0;  // EngineStats::scheduled_tokens
+  int64_t steps = 0;             // EngineStats::steps
   int64_t version = 0;           // policy version of the weights it runs
   bool exited = false;           // left the run (the run ended, or it failed)
 };

@@ -26,6 +26,7 @@
 #include "aspen/pipeline/rollout_requests.h"
 #include "aspen/pipeline/rollout_worker.h"
 #include "aspen/pipeline/stage_timer.h"
+#include "aspen/pipeline/staleness_window.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
 #include "aspen/train/model_copy.h"
@@ -55,21 +56,6 @@ std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int
   return set;
 }
 
-// Streaming needs a single optimizer step whose loss and advantages decompose over
-// groups: group-local advantage estimators, no batch-level KL controller, no critic,
-// and every group it receives kept (no dynamic sampling). Sync mode trains each batch
-// whole, so its updates do not depend on the order in which groups finished.
-bool can_stream(const TrainConfig& config, const RlWorkers& workers) {
-  const AlgorithmName name = config.algorithm.name;
-  const int64_t rows = config.rollout.prompts_per_iteration * config.rollout.n;
-  return config.pipeline.mode == PipelineMode::kAsync && config.pipeline.stream_updates &&
-         !config.algorithm.dynamic_sampling && config.train.epochs == 1 &&
-         (config.train.mini_batch_size <= 0 || config.train.mini_batch_size >= rows) &&
-         !workers.critic && !config.algorithm.kl_in_reward &&
-         (name == AlgorithmName::kGrpo || name == AlgorithmName::kDapo ||
-          name == AlgorithmName::kDrGrpo || name == AlgorithmName::kRloo);
-}
-
 // Errors of this process's worker threads, for the trainer thread to rethrow.
 class WorkerErrors {
  public:
@@ -97,6 +83,8 @@ struct InstanceView {
   bool failed = false;
   double age_s = 0.0;
   double busy_at_iteration_start = 0.0;
+  int64_t steps_at_iteration_start = 0;
+  int64_t tokens_at_iteration_start = 0;
 };
 
 class IterationEngine : public Schedule {
@@ -256,7 +244,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
   }
   swap_ = TrainingStateSwap(config_.placement.swap && layout_.trains());
   // A streamed update trains while it waits: nothing could be swapped out.
-  streams_ = layout_.trainers == 1 && can_stream(config_, workers_) && !swap_.enabled();
+  streams_ = layout_.trainers == 1 && streams_updates(config_) && !swap_.enabled();
   dp_rank_ = layout_.rank / layout_.train_tp;
   writes_ = layout_.rank % layout_.train_tp == 0;
   if (layout_.trains() && layout_.train_tp > 1) {
@@ -451,6 +439,8 @@ void IterationEngine::refresh_instances() {
       }
     } else {
       view.busy_at_iteration_start = status.busy_seconds;
+      view.steps_at_iteration_start = status.steps;
+      view.tokens_at_iteration_start = status.scheduled_tokens;
     }
     if (status.busy_seconds > 0.5) {
       dispatcher_->on_throughput(
@@ -549,27 +539,17 @@ void IterationEngine::admit() {
   refresh_instances();
   // Groups admitted and not yet given to a batch are the controller's backlog of the
   // batch consumer; discarded ones (no instance could serve them, or dropped by
-  // dynamic sampling) left it and free their slot.
-  // A batch being trained holds its groups leased until the update acks them: they
-  // are not trained yet either (every group has rollout.n rows).
-  const ConsumerBacklog backlog = dock_->backlog(rl_consumers::kBatch);
-  int64_t waiting = backlog.groups + backlog.leased_rows / config_.rollout.n;
-  const int64_t bound = (published_version_ + eta_ + 1) * batch_groups_;
-  while (consumed_groups_ - refilled_groups_ + waiting < bound) {
-    admit_group(prompts_.next(1).front(), published_version_);
-    ++waiting;
-  }
+  // dynamic sampling) left it and free their slot (staleness_window.h).
+  const int64_t room = admissible_groups(published_version_, eta_, batch_groups_,
+                                         consumed_groups_ - refilled_groups_,
+                                         dock_->backlog(rl_consumers::kBatch), config_.rollout.n);
+  for (int64_t i = 0; i < room; ++i) admit_group(prompts_.next(1).front(), published_version_);
 }
 
 Claim IterationEngine::claim_batch(int64_t index, int64_t groups_wanted, bool whole, double& idle,
                                    double& sorting) {
-  const int64_t n = config_.rollout.n;
-  ClaimOptions options;
-  options.whole_groups = true;
-  options.max_rows = groups_wanted * n;
-  options.min_rows = whole ? groups_wanted * n : 1;
-  options.required_through_version = index - eta_;
-  options.complete_window = whole;
+  ClaimOptions options =
+      batch_claim_options(index, eta_, groups_wanted, config_.rollout.n, whole);
   options.timeout_s = kPollSeconds;
   options.lease_s = kBatchLeaseSeconds;
   while (true) {
@@ -873,15 +853,25 @@ void IterationEngine::publish() {
 nlohmann::json IterationEngine::rollout_bubbles(double seconds) {
   BubbleAccounting phase(layout_.instances, trainer_count());
   std::vector<double> busy;
+  // The instances' work this iteration: what aspen simulate calibrates its step costs on.
+  nlohmann::json work = {{"steps", 0}, {"scheduled_tokens", 0}, {"busy_seconds", 0.0}};
   for (InstanceView& view : instances_) {
     const double b = std::max(0.0, view.status.busy_seconds - view.busy_at_iteration_start);
+    work["steps"] = work["steps"].get<int64_t>() + view.status.steps - view.steps_at_iteration_start;
+    work["scheduled_tokens"] = work["scheduled_tokens"].get<int64_t>() +
+                               view.status.scheduled_tokens - view.tokens_at_iteration_start;
+    work["busy_seconds"] = work["busy_seconds"].get<double>() + b;
     view.busy_at_iteration_start = view.status.busy_seconds;
+    view.steps_at_iteration_start = view.status.steps;
+    view.tokens_at_iteration_start = view.status.scheduled_tokens;
     if (view.failed) continue;
     busy.push_back(b);
     phase.add_idle(BubbleRole::kRollout, std::max(0.0, seconds - b));
   }
   phase.add_phase(busy);
-  return phase.to_json(seconds);
+  nlohmann::json bubbles = phase.to_json(seconds);
+  bubbles["work"] = work;
+  return bubbles;
 }
 
 nlohmann::json IterationEngine::iteration(int64_t index) {
@@ -983,6 +973,8 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   // samples of the run (and are regenerated after a resume).
   samples_ += static_cast<int64_t>(record.rewards.scores.size());
   for (const char* key : {"skewness", "rollout_idle"}) bubbles[key] = rollout.value(key, 0.0);
+  // Steps, scheduled tokens and busy seconds of every instance this iteration.
+  if (rollout.contains("work")) line["rollout_work"] = rollout["work"];
   bubbles["padding_static_equivalent"] = padding_fraction({record.rewards.lengths});
   line["bubbles"] = bubbles;
   line["trained_groups"] = static_cast<int64_t>(groups.size());

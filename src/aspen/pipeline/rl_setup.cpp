@@ -19,6 +19,52 @@
 #include "aspen/util/file.h"
 
 namespace aspen {
+ModelConfig builtin_model_config(const ModelSection& model, int64_t tokenizer_vocab) {
+  ModelConfig model_config;
+  switch (model.kind) {
+    case BuiltinModelKind::kQwen3: model_config.family = ModelFamily::kQwen3; break;
+    case BuiltinModelKind::kQwen3Moe: model_config.family = ModelFamily::kQwen3Moe; break;
+    case BuiltinModelKind::kDeepseekV3: model_config.family = ModelFamily::kDeepseekV3; break;
+  }
+  if (model_config.is_moe()) {
+    model_config.moe.num_experts = model.num_experts;
+    model_config.moe.num_experts_per_tok = model.num_experts_per_tok;
+    model_config.moe.moe_intermediate_size = model.moe_intermediate_size;
+    model_config.moe.norm_topk_prob = true;  // as Qwen3-30B-A3B and DeepSeek-V3
+  }
+  const int64_t head_dim = model.head_dim;
+  if (model_config.is_mla()) {
+    // DeepSeek-V3's proportions (128/64/128 per head, latent 512, query 1536), scaled
+    // to the built-in head_dim (the field doc in train_config_fields.h states them).
+    model_config.mla.qk_nope_head_dim = head_dim;
+    model_config.mla.qk_rope_head_dim = head_dim / 2;
+    model_config.mla.v_head_dim = head_dim;
+    model_config.mla.kv_lora_rank = 2 * head_dim;
+    model_config.mla.q_lora_rank = 3 * head_dim;
+    model_config.moe.scoring = RouterScoring::kSigmoidGroupLimited;
+    model_config.moe.n_group = 4;
+    model_config.moe.topk_group = 2;
+    model_config.moe.routed_scaling_factor = 2.5;
+    model_config.moe.n_shared_experts = 1;
+    model_config.moe.first_k_dense_replace = 1;
+  }
+  const int64_t multiple = model.vocab_multiple;
+  model_config.vocab_size = (tokenizer_vocab + multiple - 1) / multiple * multiple;
+  model_config.hidden_size = model.hidden_size;
+  model_config.intermediate_size = model.intermediate_size;
+  model_config.num_hidden_layers = model.num_layers;
+  model_config.num_attention_heads = model.num_heads;
+  // MLA has no kv-head grouping (transformers sets kv heads = heads for DeepSeek-V3),
+  // and its RoPE table covers the rope part of a head.
+  model_config.num_key_value_heads =
+      model_config.is_mla() ? model.num_heads : model.num_kv_heads;
+  model_config.head_dim = model_config.is_mla() ? head_dim / 2 : head_dim;
+  model_config.max_position_embeddings = 1024;
+  model_config.tie_word_embeddings = true;
+  model_config.torch_dtype = "float32";
+  return model_config;
+}
+
 namespace {
 
 constexpr const char* kEndOfText = "<|endoftext|>";
@@ -89,48 +135,8 @@ void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   setup.tokenizer_json = train_bpe_tokenizer(corpus, options);
   setup.tokenizer = std::make_shared<const Tokenizer>(
       Tokenizer::from_json(setup.tokenizer_json, "built-in tokenizer"));
-  ModelConfig model_config;
-  switch (config.model.kind) {
-    case BuiltinModelKind::kQwen3: model_config.family = ModelFamily::kQwen3; break;
-    case BuiltinModelKind::kQwen3Moe: model_config.family = ModelFamily::kQwen3Moe; break;
-    case BuiltinModelKind::kDeepseekV3: model_config.family = ModelFamily::kDeepseekV3; break;
-  }
-  if (model_config.is_moe()) {
-    model_config.moe.num_experts = config.model.num_experts;
-    model_config.moe.num_experts_per_tok = config.model.num_experts_per_tok;
-    model_config.moe.moe_intermediate_size = config.model.moe_intermediate_size;
-    model_config.moe.norm_topk_prob = true;  // as Qwen3-30B-A3B and DeepSeek-V3
-  }
-  const int64_t head_dim = config.model.head_dim;
-  if (model_config.is_mla()) {
-    // DeepSeek-V3's proportions (128/64/128 per head, latent 512, query 1536), scaled
-    // to the built-in head_dim (the field doc in train_config_fields.h states them).
-    model_config.mla.qk_nope_head_dim = head_dim;
-    model_config.mla.qk_rope_head_dim = head_dim / 2;
-    model_config.mla.v_head_dim = head_dim;
-    model_config.mla.kv_lora_rank = 2 * head_dim;
-    model_config.mla.q_lora_rank = 3 * head_dim;
-    model_config.moe.scoring = RouterScoring::kSigmoidGroupLimited;
-    model_config.moe.n_group = 4;
-    model_config.moe.topk_group = 2;
-    model_config.moe.routed_scaling_factor = 2.5;
-    model_config.moe.n_shared_experts = 1;
-    model_config.moe.first_k_dense_replace = 1;
-  }
-  const int64_t multiple = config.model.vocab_multiple;
-  model_config.vocab_size = (setup.tokenizer->vocab_size() + multiple - 1) / multiple * multiple;
-  model_config.hidden_size = config.model.hidden_size;
-  model_config.intermediate_size = config.model.intermediate_size;
-  model_config.num_hidden_layers = config.model.num_layers;
-  model_config.num_attention_heads = config.model.num_heads;
-  // MLA has no kv-head grouping (transformers sets kv heads = heads for DeepSeek-V3),
-  // and its RoPE table covers the rope part of a head.
-  model_config.num_key_value_heads =
-      model_config.is_mla() ? config.model.num_heads : config.model.num_kv_heads;
-  model_config.head_dim = model_config.is_mla() ? head_dim / 2 : head_dim;
-  model_config.max_position_embeddings = 1024;
-  model_config.tie_word_embeddings = true;
-  model_config.torch_dtype = "float32";
+  ModelConfig model_config =
+      builtin_model_config(config.model, static_cast<int64_t>(setup.tokenizer->vocab_size()));
   const TokenId eos = *setup.tokenizer->token_to_id(kEndOfText);
   model_config.eos_token_id = eos;
   model_config.bos_token_id = eos;

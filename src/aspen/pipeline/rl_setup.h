@@ -46,6 +46,10 @@ const Verifier& verifier_for(const RlSetup& setup, const TaskExample& example);
 
 RlSetup build_rl_setup(const TrainConfig& config);
 
+// The built-in model's architecture for `model` (model.path empty) with a tokenizer of
+// `tokenizer_vocab` tokens (padded to model.vocab_multiple); eos/bos left unset.
+ModelConfig builtin_model_config(const ModelSection& model, int64_t tokenizer_vocab);
+
 // Writes the policy as an HF model directory: config.json, model.safetensors, the
 // tokenizer.json it was trained with and the carried files, so the export loads,
 // chats and stops like the model it came from.

@@ -14,6 +14,17 @@ EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& set
   return engine;
 }
 
+bool in_long_tail(double fraction, int64_t group_id) {
+  if (!(fraction > 0.0)) return false;
+  // SplitMix64's finaliser of the group id, as a uniform double in [0, 1).
+  uint64_t z = static_cast<uint64_t>(group_id) + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+  return u < fraction;
+}
+
 SamplingParams rollout_sampling(const TrainConfig& config, int64_t group_id) {
   SamplingParams params;
   params.temperature = config.rollout.temperature;
@@ -21,14 +32,8 @@ SamplingParams rollout_sampling(const TrainConfig& config, int64_t group_id) {
   params.top_k = config.rollout.top_k;
   params.max_tokens = config.rollout.max_tokens;
   params.seed = config.train.seed * 1000003ULL + static_cast<uint64_t>(group_id);
-  if (config.rollout.long_tail_fraction > 0.0) {
-    // A fixed pseudo-random draw per group (SplitMix64 finaliser of the group id).
-    uint64_t z = static_cast<uint64_t>(group_id) + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
-    if (u < config.rollout.long_tail_fraction) params.min_tokens = params.max_tokens;
+  if (in_long_tail(config.rollout.long_tail_fraction, group_id)) {
+    params.min_tokens = params.max_tokens;
   }
   return params;
 }

@@ -22,6 +22,9 @@ EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& set
 // rollout.long_tail_fraction a fixed pseudo-random share of the groups must run to
 // max_tokens (min_tokens = max_tokens): the long tail of a real length distribution.
 SamplingParams rollout_sampling(const TrainConfig& config, int64_t group_id);
+// Whether group `group_id` is one of the long tail (a fixed pseudo-random draw per
+// group id, below `fraction`): the same groups in a real run and in its simulation.
+bool in_long_tail(double fraction, int64_t group_id);
 
 // The rollout request of one prompt group (rollout.n samples), named by its group id.
 GenerationRequest group_request(const TrainConfig& config, const RlSetup& setup,

@@ -237,6 +237,7 @@ void RolloutWorker::post_status(bool exited) {
   status_.queue = engine_.queue_state();
   status_.busy_seconds = engine_.stats().busy_seconds;
   status_.scheduled_tokens = engine_.stats().scheduled_tokens;
+  status_.steps = engine_.stats().steps;
   status_.version = engine_.policy_version();
   status_.exited = exited;
   dock_.post_status(instance_status_key(options_.instance), encode_instance_status(status_));

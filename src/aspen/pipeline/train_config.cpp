@@ -410,6 +410,37 @@ CheckpointSection read_checkpoint(ConfigSection s) {
   return c;
 }
 
+SimulateSection read_simulate(ConfigSection s) {
+  SimulateSection c = read_fields(s, SimulateSection{});
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"peak_tflops", c.peak_tflops}, {"memory_gb", c.memory_gb},
+        {"memory_bandwidth_gbs", c.memory_bandwidth_gbs}, {"link_gbs", c.link_gbs},
+        {"network_gbs", c.network_gbs}, {"train_mfu", c.train_mfu},
+        {"prefill_mfu", c.prefill_mfu}, {"decode_efficiency", c.decode_efficiency},
+        {"reward_ms", c.reward_ms}}) {
+    check_input(std::isfinite(value) && value >= 0, "must be a finite number >= 0", s.where(key));
+  }
+  for (const auto& [key, value] : {std::pair<const char*, double>{"train_mfu", c.train_mfu},
+                                   {"prefill_mfu", c.prefill_mfu},
+                                   {"decode_efficiency", c.decode_efficiency}}) {
+    check_input(value <= 1, "is a fraction of the peak: must be <= 1", s.where(key));
+  }
+  check_input(std::isfinite(c.step_overhead_ms), "must be finite", s.where("step_overhead_ms"));
+  check_input(c.memory_utilization > 0 && c.memory_utilization <= 1, "must be in (0, 1]",
+              s.where("memory_utilization"));
+  check_input(c.devices >= 0 && c.devices <= 1 << 20, "must be in [0, 2^20]", s.where("devices"));
+  check_input(c.devices_per_node >= 0 && c.devices_per_node <= 1024, "must be in [0, 1024]",
+              s.where("devices_per_node"));
+  check_input(std::isfinite(c.length_median) && c.length_median >= 1, "must be >= 1 token",
+              s.where("length_median"));
+  check_input(std::isfinite(c.length_sigma) && c.length_sigma >= 0 && c.length_sigma <= 10,
+              "must be in [0, 10]", s.where("length_sigma"));
+  check_input(c.prompt_tokens >= 1 && c.prompt_tokens <= 1 << 24, "must be in [1, 2^24]",
+              s.where("prompt_tokens"));
+  s.finish();
+  return c;
+}
+
 Placement read_placement(ConfigSection s) {
   Placement p = read_fields(s, Placement{});
   check_input(!p.swap || p.mode == PlacementMode::kColocated,
@@ -435,6 +466,7 @@ const char* name_of(ComputeDtype value) { return spelling(kComputeDtypes, value)
 const char* name_of(DispatchPolicyKind value) { return spelling(kDispatchPolicies, value); }
 const char* name_of(PipelineMode value) { return spelling(kPipelineModes, value); }
 const char* name_of(InstanceFailurePolicy value) { return spelling(kFailurePolicies, value); }
+const char* name_of(SimulateBaseline value) { return spelling(kSimulateBaselines, value); }
 
 int64_t dispatch_chunk(const TrainConfig& config) {
   return config.pipeline.dispatch_chunk > 0 ? config.pipeline.dispatch_chunk : config.rollout.n;
@@ -452,6 +484,7 @@ TrainConfig parse_train_config(Config& config) {
   result.logging = read_logging(root.section("logging"));
   result.checkpoint = read_checkpoint(root.section("checkpoint"));
   result.placement = read_placement(root.section("placement"));
+  result.simulate = read_simulate(root.section("simulate"));
   root.finish();
   const bool async = result.pipeline.mode == PipelineMode::kAsync;
   if (result.algorithm.off_policy == OffPolicy::kAuto) {
@@ -475,13 +508,14 @@ nlohmann::json TrainConfig::as_json() const {
           {"algorithm", write_fields(algorithm)}, {"rollout", write_fields(rollout)},
           {"train", write_fields(train)},         {"pipeline", write_fields(pipeline)},
           {"logging", write_fields(logging)},     {"checkpoint", write_fields(checkpoint)},
-          {"placement", write_fields(placement)}};
+          {"placement", write_fields(placement)}, {"simulate", write_fields(simulate)}};
 }
 
 const std::vector<std::string>& config_sections() {
   static const std::vector<std::string> sections = {"model",    "data",    "algorithm",
                                                     "rollout",  "train",   "pipeline",
-                                                    "logging",  "checkpoint", "placement"};
+                                                    "logging",  "checkpoint", "placement",
+                                                    "simulate"};
   return sections;
 }
 
@@ -497,6 +531,7 @@ std::string config_reference_markdown(const std::string& section) {
   if (section == "logging") rows = documented_fields(LoggingSection{});
   if (section == "checkpoint") rows = documented_fields(CheckpointSection{});
   if (section == "placement") rows = documented_fields(Placement{});
+  if (section == "simulate") rows = documented_fields(SimulateSection{});
   return rows.empty() ? rows : "| key | default | meaning |\n|---|---|---|\n" + rows;
 }
 

@@ -236,6 +236,37 @@ struct CheckpointSection {
   int64_t keep_last = 2;  // checkpoints kept on disk; 0: all
 };
 
+// What the sync side of `aspen simulate` runs on (simulate.baseline).
+enum class SimulateBaseline { kColocated, kSame };
+const char* name_of(SimulateBaseline value);
+
+// Read by `aspen simulate` only (sim/simulation_spec.h; `aspen train` ignores it): the
+// device, the model's shape when it is not the run's, the response-length workload
+// and the efficiency factors of the cost model. 0 (or empty) keeps the preset's value.
+struct SimulateSection {
+  std::string model;  // a preset name, a config.json or a model directory; empty: the run's
+  std::string device = "h200";  // h100 | h200 | ascend_910b | cpu
+  int64_t devices = 0;          // > 0, disaggregated: the rollout takes the trainers' rest
+  SimulateBaseline baseline = SimulateBaseline::kColocated;
+  double peak_tflops = 0;
+  double memory_gb = 0;
+  double memory_bandwidth_gbs = 0;
+  double link_gbs = 0;
+  double network_gbs = 0;
+  int64_t devices_per_node = 0;
+  double train_mfu = 0;
+  double prefill_mfu = 0;
+  double decode_efficiency = 0;
+  double step_overhead_ms = -1;  // < 0: the preset's
+  double memory_utilization = 0.9;
+  double length_median = 1024;
+  double length_sigma = 1.0;
+  int64_t prompt_tokens = 256;
+  double reward_ms = 1.0;
+  std::string calibration;  // an `aspen bench pipeline --json` output: fit the cpu preset to it
+  uint64_t seed = 1;
+};
+
 struct TrainConfig {
   ModelSection model;
   DataSection data;
@@ -249,6 +280,7 @@ struct TrainConfig {
   // x rollout.tp), colocated or disaggregated (parallel/placement.h). The default is
   // one process doing both.
   Placement placement;
+  SimulateSection simulate;
   // Every key, as a config file would spell it: parse_train_config of this JSON gives
   // back the same config (the run directory's config.json, which --resume reads).
   nlohmann::json as_json() const;

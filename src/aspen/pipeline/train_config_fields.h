@@ -69,6 +69,8 @@ inline const EnumNames<PipelineMode> kPipelineModes = {{"sync", PipelineMode::kS
                                                        {"async", PipelineMode::kAsync}};
 inline const EnumNames<InstanceFailurePolicy> kFailurePolicies = {
     {"regenerate", InstanceFailurePolicy::kRegenerate}, {"stop", InstanceFailurePolicy::kStop}};
+inline const EnumNames<SimulateBaseline> kSimulateBaselines = {
+    {"colocated", SimulateBaseline::kColocated}, {"same", SimulateBaseline::kSame}};
 inline const EnumNames<PlacementMode> kPlacementModes = {
     {name_of(PlacementMode::kColocated), PlacementMode::kColocated},
     {name_of(PlacementMode::kDisaggregated), PlacementMode::kDisaggregated}};
@@ -431,6 +433,59 @@ void visit_fields(Placement& s, Visitor& v) {
         "host memory on an accelerator — and come back before the update "
         "(bit-identical training, tested); each RL metrics line then reports "
         "`swapped_bytes`");
+}
+
+template <typename Visitor>
+void visit_fields(SimulateSection& s, Visitor& v) {
+  v.field("model", s.model,
+        "`aspen simulate`: the simulated model - a preset (`qwen2.5-7b`, `qwen2.5-32b`, "
+        "`qwen3-30b-a3b`), a `config.json` or a model directory; empty: `model.path`'s "
+        "config, else the built-in model's shape");
+  v.field("device", s.device,
+        "the simulated device: `h100`, `h200`, `ascend_910b` or `cpu` (this machine, one "
+        "core per device); its figures and their sources are in docs/simulate.md");
+  v.field("devices", s.devices,
+        "> 0 with `placement.mode: disaggregated`: the job's devices; the rollout takes "
+        "what the trainers do not (`placement.rollout.instances` = (devices - train.dp x "
+        "train.tp) / rollout.tp); 0: the placement as written");
+  v.enum_field("baseline", s.baseline, kSimulateBaselines,
+        "what the sync side runs on: `colocated` (the same number of devices, each "
+        "training and serving rollout time-sliced: the usual synchronous setup) or "
+        "`same` (this placement, in sync mode)");
+  v.field("peak_tflops", s.peak_tflops, "dense bf16 TFLOP/s per device; 0: the preset's");
+  v.field("memory_gb", s.memory_gb, "device memory (GB); 0: the preset's");
+  v.field("memory_bandwidth_gbs", s.memory_bandwidth_gbs,
+        "device memory bandwidth (GB/s); 0: the preset's");
+  v.field("link_gbs", s.link_gbs,
+        "per-device bandwidth inside a node (NVLink, HCCS; GB/s one way); 0: the preset's");
+  v.field("network_gbs", s.network_gbs,
+        "per-device bandwidth across nodes (InfiniBand, RoCE; GB/s one way); 0: the preset's");
+  v.field("devices_per_node", s.devices_per_node, "devices per node; 0: the preset's");
+  v.field("train_mfu", s.train_mfu,
+        "achieved fraction of the peak in training and the trainer's forward passes; 0: the "
+        "preset's");
+  v.field("prefill_mfu", s.prefill_mfu,
+        "achieved fraction of the peak in rollout prefill (and decode's compute side); 0: "
+        "the preset's");
+  v.field("decode_efficiency", s.decode_efficiency,
+        "achieved fraction of the memory bandwidth in decode; 0: the preset's");
+  v.field("step_overhead_ms", s.step_overhead_ms,
+        "fixed milliseconds per rollout engine step (scheduling, sampling, launches); < 0: "
+        "the preset's");
+  v.field("memory_utilization", s.memory_utilization,
+        "fraction of device memory for weights and KV cache (vLLM's "
+        "gpu_memory_utilization)");
+  v.field("length_median", s.length_median,
+        "response lengths: the median of their log-normal distribution (tokens), capped at "
+        "`rollout.max_tokens`; `rollout.long_tail_fraction` of the groups run to the cap");
+  v.field("length_sigma", s.length_sigma,
+        "the log-normal's sigma (0: every response `length_median` tokens)");
+  v.field("prompt_tokens", s.prompt_tokens, "tokens per prompt");
+  v.field("reward_ms", s.reward_ms, "verifier milliseconds per sample (one verifier per instance)");
+  v.field("calibration", s.calibration,
+        "an `aspen bench pipeline --json` output: the `cpu` device's step and token costs are "
+        "fitted to its sync side's recorded costs (docs/simulate.md)");
+  v.field("seed", s.seed, "seed of the response lengths");
 }
 
 }  // namespace aspen

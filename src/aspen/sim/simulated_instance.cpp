@@ -1,0 +1,277 @@
+#include "aspen/sim/simulated_instance.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "aspen/util/error.h"
+
+namespace aspen {
+
+SimulatedInstance::SimulatedInstance(const CostModel& costs, int64_t max_num_seqs,
+                                     int64_t max_num_batched_tokens)
+    : costs_(costs),
+      max_num_seqs_(max_num_seqs),
+      max_num_batched_tokens_(max_num_batched_tokens),
+      kv_capacity_(costs.kv_capacity_tokens()) {
+  check_input(max_num_seqs >= 1 && max_num_batched_tokens >= 1,
+              "max_num_seqs " + std::to_string(max_num_seqs) + ", max_num_batched_tokens " +
+                  std::to_string(max_num_batched_tokens),
+              "rollout.max_num_seqs / rollout.max_num_batched_tokens", "both >= 1");
+}
+
+void SimulatedInstance::add_unit(int64_t unit, int64_t prompt_tokens,
+                                 const std::vector<int64_t>& lengths, int64_t version) {
+  check_input(!lengths.empty() && prompt_tokens >= 1, "a unit of " +
+                  std::to_string(lengths.size()) + " samples and a " +
+                  std::to_string(prompt_tokens) + "-token prompt",
+              "simulated rollout instance", "at least one sample and one prompt token");
+  check_input(prompt_tokens + 1 <= kv_capacity_,
+              "a " + std::to_string(prompt_tokens) + "-token prompt", "simulated rollout instance",
+              "its KV cache holds " + std::to_string(kv_capacity_) + " tokens");
+  Unit u;
+  u.id = unit;
+  u.prompt = prompt_tokens;
+  u.version = version;
+  u.unfinished = static_cast<int64_t>(lengths.size());
+  for (int64_t length : lengths) u.targets.push_back(std::max<int64_t>(1, length));
+  u.lengths.assign(lengths.size(), 0);
+  size_t slot = units_.size();
+  if (!free_units_.empty()) {
+    slot = free_units_.back();
+    free_units_.pop_back();
+    units_[slot] = std::move(u);
+  } else {
+    units_.push_back(std::move(u));
+  }
+  Seq seq;
+  seq.unit = slot;
+  seq.fanout = static_cast<int64_t>(lengths.size());
+  waiting_.push_back(seq);
+}
+
+QueueState SimulatedInstance::queue_state() const {
+  QueueState state;
+  state.running = static_cast<int64_t>(running_.size());
+  for (const Seq& s : running_) {
+    state.outstanding_tokens += s.prefill_left + target_of(s) - s.generated;
+  }
+  for (const Seq& s : waiting_) {
+    const Unit& unit = units_[s.unit];
+    state.waiting += s.fanout;  // a group counts n
+    if (s.fanout > 1) {
+      for (int64_t t : unit.targets) state.outstanding_tokens += t;
+      state.outstanding_tokens += unit.prompt;
+    } else {
+      state.outstanding_tokens += target_of(s) - s.generated;
+    }
+  }
+  state.total_blocks = kv_capacity_;
+  state.free_blocks = kv_capacity_ - kv_used_;
+  return state;
+}
+
+bool SimulatedInstance::admit_front() {
+  Seq seq = waiting_.front();
+  Unit& unit = units_[seq.unit];
+  // Without a resident sibling the prompt is computed again (its blocks were freed).
+  const int64_t prompt = unit.resident == 0 ? unit.prompt : 0;
+  if (kv_used_ + prompt + seq.generated + 1 > kv_capacity_) return false;
+  waiting_.pop_front();
+  kv_used_ += prompt + seq.generated;
+  seq.kv_own = seq.generated;
+  seq.prefill_left = std::max<int64_t>(1, prompt + seq.generated);
+  unit.resident += 1;
+  running_.push_back(seq);
+  return true;
+}
+
+void SimulatedInstance::add_token(Seq& seq, int64_t tokens) {
+  seq.generated += tokens;
+  seq.kv_own += tokens;
+  kv_used_ += tokens;
+}
+
+void SimulatedInstance::release(const Seq& seq) {
+  Unit& unit = units_[seq.unit];
+  kv_used_ -= seq.kv_own;
+  unit.resident -= 1;
+  if (unit.resident == 0) kv_used_ -= unit.prompt;
+}
+
+void SimulatedInstance::preempt_newest() {
+  Seq seq = running_.back();
+  running_.pop_back();
+  release(seq);
+  counters_.preemptions += 1;
+  seq.prefill_left = 0;
+  seq.kv_own = 0;
+  waiting_.push_front(seq);
+}
+
+double SimulatedInstance::context_of(const Seq& seq) const {
+  return static_cast<double>(units_[seq.unit].prompt + seq.generated);
+}
+
+double SimulatedInstance::start_segment(double now) {
+  segment_start_ = now;
+  segment_duration_ = 0;
+  segment_steps_ = 0;
+  segment_prefill_ = false;
+  if (idle()) return 0.0;
+  // Scheduler::schedule: the running sequences in order, each its pending tokens within
+  // the budget, preempting the newest while a decode's next token does not fit.
+  int64_t budget = max_num_batched_tokens_;
+  bool preempted = false;
+  segment_chunks_.clear();
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const Seq& s = running_[i];
+    const int64_t pending = s.prefill_left > 0 ? s.prefill_left : 1;
+    const int64_t n = std::min(pending, budget);
+    bool self = false;
+    // A prefill's tokens were reserved when it joined; a decode needs one more slot.
+    while (s.prefill_left == 0 && kv_used_ + 1 > kv_capacity_) {
+      self = i + 1 == running_.size();
+      preempt_newest();
+      preempted = true;
+      if (self) break;
+    }
+    if (self) break;
+    segment_chunks_.push_back(n);
+    budget -= n;
+    if (s.prefill_left == 0) kv_used_ += 1;  // hold the slot while planning
+  }
+  for (size_t i = 0; i < segment_chunks_.size(); ++i) {
+    if (running_[i].prefill_left == 0) kv_used_ -= 1;
+  }
+  // Admit waiting sequences only if nothing had to be preempted: memory is tight.
+  while (!preempted && budget > 0 && !waiting_.empty() &&
+         static_cast<int64_t>(running_.size()) < max_num_seqs_ && admit_front()) {
+    const int64_t n = std::min(running_.back().prefill_left, budget);
+    segment_chunks_.push_back(n);
+    budget -= n;
+  }
+  check_input(!segment_chunks_.empty() || !running_.empty(),
+              "a waiting sequence that does not fit the KV cache alone",
+              "simulated rollout instance", "raise rollout.tp or simulate.memory_utilization");
+  bool prefill = false;
+  int64_t decoding = 0;
+  double context = 0;
+  for (size_t i = 0; i < segment_chunks_.size(); ++i) {
+    if (running_[i].prefill_left > 0) {
+      prefill = true;
+    } else {
+      decoding += 1;
+      context += context_of(running_[i]);
+    }
+  }
+  if (prefill || segment_chunks_.size() < running_.size() || (!waiting_.empty() && budget == 0)) {
+    // One step: prefill chunks, or a budget that could not serve everyone. (A waiting
+    // sequence the KV cache or max_num_seqs keeps out stays out until one finishes.)
+    int64_t prefill_tokens = 0;
+    double pairs = 0;
+    for (size_t i = 0; i < segment_chunks_.size(); ++i) {
+      const Seq& s = running_[i];
+      if (s.prefill_left == 0) continue;
+      const Unit& unit = units_[s.unit];
+      // Tokens of this sequence (prompt included) computed before the chunk.
+      const int64_t total = unit.prompt + s.generated;
+      const int64_t before = std::max<int64_t>(0, total - s.prefill_left);
+      pairs += causal_pairs(static_cast<double>(segment_chunks_[i]), static_cast<double>(before));
+      prefill_tokens += segment_chunks_[i];
+    }
+    segment_prefill_ = true;
+    segment_steps_ = 1;
+    segment_duration_ = costs_.engine_step_s(decoding, context, prefill_tokens, pairs);
+    return segment_duration_;
+  }
+  // Decode only, everyone: identical steps until a sequence finishes or the KV cache is
+  // full.
+  int64_t steps = std::numeric_limits<int64_t>::max();
+  for (const Seq& s : running_) steps = std::min(steps, target_of(s) - s.generated);
+  const int64_t fit = (kv_capacity_ - kv_used_) / std::max<int64_t>(1, decoding);
+  segment_steps_ = std::max<int64_t>(1, std::min(steps, fit));
+  segment_duration_ = costs_.decode_steps_s(segment_steps_, decoding, context);
+  return segment_duration_;
+}
+
+double SimulatedInstance::cut_segment(double now) {
+  if (segment_prefill_ || segment_steps_ <= 1) return segment_end();
+  double context = 0;
+  for (const Seq& s : running_) context += context_of(s);
+  const auto decoding = static_cast<int64_t>(running_.size());
+  const int64_t done =
+      costs_.decode_steps_within(now - segment_start_, decoding, context, segment_steps_);
+  segment_steps_ = std::min(segment_steps_, done + 1);  // the step in flight ends
+  segment_duration_ = costs_.decode_steps_s(segment_steps_, decoding, context);
+  return segment_end();
+}
+
+std::vector<SimulatedUnitDone> SimulatedInstance::finish_segment() {
+  std::vector<SimulatedUnitDone> done;
+  if (segment_steps_ == 0) return done;
+  int64_t scheduled = 0;
+  if (segment_prefill_) {
+    std::vector<Seq> next;
+    next.reserve(running_.size());
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Seq s = running_[i];
+      const int64_t chunk = i < segment_chunks_.size() ? segment_chunks_[i] : 0;
+      scheduled += chunk;
+      if (chunk > 0 && s.prefill_left == 0) {
+        add_token(s, 1);
+      } else if (chunk > 0) {
+        s.prefill_left -= chunk;
+        if (s.prefill_left == 0) {
+          add_token(s, 1);  // the step that completes a prefill samples a token
+          if (s.fanout > 1) {
+            // The prompt is done: every sample's first token, the others forked
+            // behind it sharing the prompt's KV.
+            const int64_t fanout = s.fanout;
+            s.fanout = 1;
+            next.push_back(s);
+            for (int64_t j = 1; j < fanout; ++j) {
+              Seq child;
+              child.unit = s.unit;
+              child.index = j;
+              units_[s.unit].resident += 1;
+              add_token(child, 1);
+              next.push_back(child);
+            }
+            continue;
+          }
+        }
+      }
+      next.push_back(s);
+    }
+    running_ = std::move(next);
+  } else {
+    for (Seq& s : running_) add_token(s, segment_steps_);
+    scheduled = static_cast<int64_t>(running_.size()) * segment_steps_;
+  }
+  counters_.steps += segment_steps_;
+  counters_.scheduled_tokens += scheduled;
+  counters_.busy_seconds += segment_duration_;
+  segment_steps_ = 0;
+  // Finished sequences leave; a unit is done with its last sample.
+  std::vector<Seq> still;
+  still.reserve(running_.size());
+  for (const Seq& s : running_) {
+    if (s.prefill_left > 0 || s.generated < target_of(s)) {
+      still.push_back(s);
+      continue;
+    }
+    Unit& unit = units_[s.unit];
+    unit.lengths[static_cast<size_t>(s.index)] = s.generated;
+    release(s);
+    unit.unfinished -= 1;
+    if (unit.unfinished == 0) {
+      done.push_back(SimulatedUnitDone{unit.id, unit.lengths, unit.version});
+      free_units_.push_back(s.unit);
+    }
+  }
+  running_ = std::move(still);
+  return done;
+}
+
+}  // namespace aspen

@@ -1,0 +1,117 @@
+// SimulatedInstance: one rollout instance's continuous batching, as a faithful model of
+// the engine's vLLM-style scheduler (rollout/scheduler.h) advanced in segments instead
+// of steps, with each segment's time from the CostModel.
+//
+// The model, per step, in the scheduler's order (rollout/scheduler.h, engine.cpp):
+//   - a unit (a group, or a chunk of one) waits as ONE sequence that computes its
+//     prompt; when the prompt is done it samples every sample's first token and forks
+//     the others right behind it in the running list (past max_num_seqs, as the engine
+//     forks), sharing the prompt's KV;
+//   - running sequences, in order, take min(pending tokens, budget) of the step's
+//     max_num_batched_tokens: a decode 1, a prefill a chunk (chunked prefill);
+//   - a running sequence whose next token does not fit the KV cache preempts the newest
+//     running one (to the front of the waiting queue; it recomputes its own tokens, and
+//     the prompt too when no sibling holds it), itself if it is the newest;
+//   - waiting sequences join only in a step without preemption, while fewer than
+//     max_num_seqs run and their tokens fit;
+//   - finished sequences leave after the step.
+// Between two such events every step decodes the same B sequences, so a segment of k
+// steps is summed in closed form (CostModel::decode_steps_s): the simulation costs one
+// event per admission, finish, preemption or arrival, not one per token.
+// KV usage is counted in tokens (block rounding ignored: under one block per sequence),
+// reserved when a sequence joins (its prompt if the unit holds none yet, its own tokens
+// to recompute) and grown by one per generated token.
+// Thread safety: none (the simulator's single thread).
+// Errors: aspen::Error for a unit whose prompt alone exceeds the KV cache.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "aspen/rollout/engine.h"
+#include "aspen/sim/cost_model.h"
+
+namespace aspen {
+
+struct SimulatedUnitDone {
+  int64_t unit = 0;                   // the caller's id (the dock lease)
+  std::vector<int64_t> lengths;       // response tokens per sample, in add order
+  int64_t version = 0;                // the weights' version at its first step
+};
+
+struct InstanceCounters {
+  int64_t steps = 0;
+  int64_t scheduled_tokens = 0;
+  int64_t preemptions = 0;
+  double busy_seconds = 0;
+};
+
+class SimulatedInstance {
+ public:
+  SimulatedInstance(const CostModel& costs, int64_t max_num_seqs, int64_t max_num_batched_tokens);
+
+  void add_unit(int64_t unit, int64_t prompt_tokens, const std::vector<int64_t>& lengths,
+                int64_t version);
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+  bool in_segment() const { return segment_steps_ > 0; }
+  QueueState queue_state() const;
+  const InstanceCounters& counters() const { return counters_; }
+
+  // Plans the next segment from `now` (nothing may be in flight); returns its duration
+  // (0 when idle).
+  double start_segment(double now);
+  // The segment ends at the first step boundary at or after `now` instead (an arrival
+  // the scheduler would take at the next step); returns the new end time.
+  double cut_segment(double now);
+  double segment_end() const { return segment_start_ + segment_duration_; }
+  // Applies the planned segment (its end time has come); returns the units it finished.
+  std::vector<SimulatedUnitDone> finish_segment();
+  // Busy without stepping (e.g. loading weights): counted in busy_seconds.
+  void add_busy(double seconds) { counters_.busy_seconds += seconds; }
+
+ private:
+  struct Unit {
+    int64_t id = 0;
+    int64_t prompt = 0;
+    int64_t version = 0;
+    int64_t resident = 0;  // its sequences holding KV (the prompt's KV lives while > 0)
+    int64_t unfinished = 0;
+    std::vector<int64_t> targets;  // response length per sample
+    std::vector<int64_t> lengths;  // generated, filled as samples finish
+  };
+  struct Seq {
+    size_t unit = 0;     // index into units_
+    int64_t index = 0;   // its sample (the unit's first sample before the fork)
+    int64_t fanout = 1;  // > 1: the unit's prompt sequence, forking into this many
+    int64_t generated = 0;
+    int64_t prefill_left = 0;  // tokens to compute before it decodes
+    int64_t kv_own = 0;        // its own tokens' KV (the prompt's is the unit's)
+  };
+
+  int64_t target_of(const Seq& seq) const { return units_[seq.unit].targets[static_cast<size_t>(seq.index)]; }
+  bool admit_front();  // the front waiting sequence joins if it fits
+  void add_token(Seq& seq, int64_t tokens);
+  void preempt_newest();
+  void release(const Seq& seq);  // its KV (and its unit's prompt when the last leaves)
+  double context_of(const Seq& seq) const;
+
+  const CostModel& costs_;
+  const int64_t max_num_seqs_;
+  const int64_t max_num_batched_tokens_;
+  const int64_t kv_capacity_;
+  std::vector<Unit> units_;
+  std::vector<size_t> free_units_;
+  std::vector<Seq> running_;  // admission order
+  std::deque<Seq> waiting_;
+  int64_t kv_used_ = 0;
+  // The planned segment.
+  double segment_start_ = 0;
+  double segment_duration_ = 0;
+  int64_t segment_steps_ = 0;
+  bool segment_prefill_ = false;  // one mixed step (prefill chunks + decodes)
+  std::vector<int64_t> segment_chunks_;  // [running index] tokens this mixed step
+  InstanceCounters counters_;
+};
+
+}  // namespace aspen

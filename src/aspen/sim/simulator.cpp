@@ -1,0 +1,611 @@
+#include "aspen/sim/simulator.h"
+
+#include <algorithm>
+#include <map>
+#include <cmath>
+#include <memory>
+#include <queue>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "aspen/dock/controller.h"
+#include "aspen/pipeline/bubble_accounting.h"
+#include "aspen/pipeline/rl_rows.h"
+#include "aspen/pipeline/staleness_window.h"
+#include "aspen/pipeline/trace_writer.h"
+#include "aspen/sim/simulated_instance.h"
+#include "aspen/util/clock.h"
+#include "aspen/util/error.h"
+
+namespace aspen {
+namespace {
+
+// No failures are simulated, so no lease may expire: every lease outlives the run.
+constexpr double kLeaseSeconds = 1e9;
+constexpr int64_t kDockCapacityRows = int64_t{1} << 24;
+
+enum class EventKind { kInstance, kReward, kTrainer };
+
+struct Event {
+  double time = 0;
+  int64_t order = 0;  // FIFO among equal times: the simulation is deterministic
+  EventKind kind = EventKind::kInstance;
+  int index = 0;
+  int64_t tag = 0;
+  bool operator>(const Event& other) const {
+    return time != other.time ? time > other.time : order > other.order;
+  }
+};
+
+struct InstanceState {
+  std::unique_ptr<SimulatedInstance> engine;
+  int64_t version = 0;       // weights it runs
+  int64_t generation = 0;    // of its pending event; older events are stale
+  bool pending = false;      // a segment or a weight load is in flight
+  bool loading = false;
+  int64_t unclaimed = 0;     // units dispatched to it and not claimed yet (a wake-up hint)
+  double reward_free_at = 0;
+  double busy_at_iteration_start = 0;
+  int64_t stolen = 0;
+};
+
+// What one stage of the trainer consumes and produces on the dock.
+struct StageClaim {
+  const char* consumer;
+  std::vector<std::string> produces;
+};
+
+class Simulation {
+ public:
+  explicit Simulation(const SimulationSpec& spec);
+  nlohmann::json run();
+
+ private:
+  double now() const { return clock_.seconds(); }
+  void schedule(double time, EventKind kind, int index, int64_t tag);
+  TimeSource::TimePoint at(double seconds) const {
+    return trace_.origin() + std::chrono::duration_cast<TimeSource::TimePoint::duration>(
+                                 std::chrono::duration<double>(seconds));
+  }
+  // Trainer.
+  void admit();
+  void wait_mark();
+  void trainer_try();
+  void start_part(const Claim& batch);
+  void trainer_done();
+  void finish_iteration();
+  // Instances and reward.
+  bool has_room(const InstanceState& instance) const;
+  void wake(int i);
+  void boundary(int i);
+  int64_t claim_units(int i);
+  void instance_event(int i, int64_t tag);
+  void unit_done(int i, const SimulatedUnitDone& done);
+  void reward_done(int i, int64_t lease_tag);
+
+  const SimulationSpec& spec_;
+  CostModel costs_;
+  ManualClock clock_;
+  DockController dock_;
+  Dispatcher dispatcher_;
+  BubbleAccounting bubbles_;
+  TraceWriter trace_;
+  int trainer_track_ = 0;
+  std::vector<int> instance_tracks_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  int64_t order_ = 0;
+  std::vector<InstanceState> instances_;
+  int64_t unclaimed_total_ = 0;
+
+  // The workload's truth (what a real rollout would sample), by group and by row.
+  std::unordered_map<int64_t, std::vector<int64_t>> group_lengths_;
+  std::unordered_map<RowId, int64_t> row_sample_;  // row -> sample index in its group
+  std::unordered_map<int64_t, Claim> rollout_leases_;
+  std::unordered_map<int64_t, std::pair<int64_t, int64_t>> reward_queue_;  // tag -> group, rows
+  std::unordered_map<int64_t, int64_t> scored_rows_;              // group -> rows scored
+  int64_t next_group_ = 0;
+  int64_t next_reward_tag_ = 0;
+
+  // Trainer state.
+  int64_t version_ = 0;            // updates done
+  int64_t published_version_ = 0;  // weights on the board
+  int64_t trained_groups_ = 0;     // consumed by finished updates
+  int64_t ready_groups_ = 0;       // scored, not yet in a batch (a wake-up hint)
+  bool waiting_ = true;
+  bool sorting_ = false;  // the wait's current kind: ready groups held by the window
+  double wait_mark_ = 0;
+  double idle_ = 0, sorting_s_ = 0;
+  int64_t batch_groups_in_ = 0;  // groups of the current update claimed so far
+  std::vector<Claim> part_leases_;
+  std::vector<Claim> batch_leases_;
+  double part_start_ = 0;
+  const char* part_name_ = "update";
+  bool part_completes_batch_ = false;
+  double trainer_busy_ = 0;
+  int64_t iteration_ = 0;
+  double iteration_start_ = 0;
+  int64_t iteration_tokens_ = 0, iteration_rows_ = 0;
+  // Totals.
+  int64_t trained_tokens_ = 0, trained_rows_ = 0;
+  nlohmann::json iterations_ = nlohmann::json::array();
+  std::map<std::string, double> bubble_weighted_;
+  std::map<std::string, int64_t> staleness_;
+};
+
+DockSchema simulation_schema(const SimulationSpec& spec) {
+  RlSchemaOptions options;
+  options.with_reference = spec.reference;
+  options.with_critic = spec.critic;
+  options.with_dispatch = true;
+  return make_rl_schema(options);
+}
+
+DockControllerOptions dock_options(const TimeSource* clock) {
+  DockControllerOptions options;
+  options.capacity_rows = kDockCapacityRows;
+  options.clock = clock;
+  return options;
+}
+
+Simulation::Simulation(const SimulationSpec& spec)
+    : spec_(spec),
+      costs_(spec.model, spec.device, spec.cluster, spec.overheads),
+      dock_(simulation_schema(spec), dock_options(&clock_)),
+      dispatcher_(spec.dispatch, spec.cluster.instances),
+      bubbles_(spec.cluster.instances, 1),
+      trace_(spec.trace_path, 1, "aspen simulate") {
+  check_input(spec.n >= 1 && spec.prompts_per_iteration >= 1 && spec.iterations >= 1,
+              "n " + std::to_string(spec.n) + ", prompts " +
+                  std::to_string(spec.prompts_per_iteration) + ", iterations " +
+                  std::to_string(spec.iterations),
+              "simulated run", "rollout.n, rollout.prompts_per_iteration, train.iterations >= 1");
+  check_input(spec.dispatch_chunk >= 1 && spec.n % spec.dispatch_chunk == 0,
+              "dispatch chunk " + std::to_string(spec.dispatch_chunk), "pipeline.dispatch_chunk",
+              "must divide rollout.n");
+  spec.lengths.validate();
+  dock_.register_warehouse("");
+  trainer_track_ = trace_.track("trainer");
+  for (int i = 0; i < spec.cluster.instances; ++i) {
+    InstanceState state;
+    state.engine = std::make_unique<SimulatedInstance>(costs_, spec.max_num_seqs,
+                                                       spec.max_num_batched_tokens);
+    instances_.push_back(std::move(state));
+    instance_tracks_.push_back(trace_.track("rollout instance " + std::to_string(i)));
+  }
+}
+
+void Simulation::schedule(double time, EventKind kind, int index, int64_t tag) {
+  events_.push(Event{time, order_++, kind, index, tag});
+}
+
+bool Simulation::has_room(const InstanceState& instance) const {
+  // RolloutWorker::has_room: an empty engine takes a unit whatever its size.
+  const QueueState state = instance.engine->queue_state();
+  return state.running + state.waiting == 0 ||
+         state.running + state.waiting + spec_.dispatch_chunk <= spec_.max_num_seqs;
+}
+
+void Simulation::admit() {
+  for (int i = 0; i < spec_.cluster.instances; ++i) {
+    const InstanceCounters& c = instances_[static_cast<size_t>(i)].engine->counters();
+    if (c.busy_seconds > 0.5) {  // as the iteration engine reports throughput
+      dispatcher_.on_throughput(i, static_cast<double>(c.scheduled_tokens) / c.busy_seconds);
+    }
+  }
+  const int64_t room = admissible_groups(published_version_, spec_.eta,
+                                         spec_.prompts_per_iteration, trained_groups_,
+                                         dock_.backlog(rl_consumers::kBatch), spec_.n);
+  std::vector<bool> woken(instances_.size(), false);
+  const GroupShape shape{spec_.dispatch_chunk, spec_.lengths.prompt_tokens,
+                         spec_.lengths.max_tokens};
+  for (int64_t g = 0; g < room; ++g) {
+    const int64_t group = next_group_++;
+    group_lengths_[group] = spec_.lengths.group_lengths(group, spec_.n);
+    std::vector<RowInfo> infos;
+    std::vector<int> targets;
+    for (int64_t first = 0; first < spec_.n; first += spec_.dispatch_chunk) {
+      std::vector<QueueState> states;
+      for (const InstanceState& s : instances_) states.push_back(s.engine->queue_state());
+      const int target = dispatcher_.choose(states, shape);
+      dispatcher_.on_dispatched(target, shape);
+      targets.push_back(target);
+      for (int64_t j = 0; j < spec_.dispatch_chunk; ++j) {
+        RowInfo info;
+        info.group_id = group;
+        info.group_size = static_cast<int32_t>(spec_.n);
+        info.version = published_version_;
+        info.target = target;
+        infos.push_back(info);
+      }
+    }
+    const std::vector<RowId> rows = dock_.allocate(infos, 0.0);
+    for (size_t r = 0; r < rows.size(); ++r) row_sample_[rows[r]] = static_cast<int64_t>(r);
+    dock_.publish(rows, {rl_columns::kPrompt, rl_columns::kExample, rl_columns::kSampleIndex}, 0);
+    for (int target : targets) {
+      instances_[static_cast<size_t>(target)].unclaimed += 1;
+      unclaimed_total_ += 1;
+      woken[static_cast<size_t>(target)] = true;
+    }
+  }
+  if (room == 0) return;
+  // Targets first; then idle instances steal what their targets could not take.
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    if (woken[i]) wake(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < instances_.size() && unclaimed_total_ > 0; ++i) {
+    if (!instances_[i].pending) wake(static_cast<int>(i));
+  }
+}
+
+void Simulation::wake(int i) {
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  if (!s.pending) {
+    boundary(i);
+  } else if (!s.loading && s.engine->in_segment() && has_room(s)) {
+    // The worker takes new groups at the next step boundary.
+    const double end = s.engine->cut_segment(now());
+    s.generation += 1;
+    schedule(end, EventKind::kInstance, i, s.generation);
+  }
+}
+
+int64_t Simulation::claim_units(int i) {
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  ClaimOptions options;
+  options.max_rows = spec_.dispatch_chunk;
+  options.min_rows = 1;
+  options.whole_groups = spec_.dispatch_chunk == spec_.n;
+  options.max_version = s.version;
+  options.lease_s = kLeaseSeconds;
+  int64_t claimed = 0;
+  while (has_room(s)) {
+    Claim claim;
+    if (s.unclaimed > 0) {
+      options.target = i;
+      claim = dock_.claim(rl_consumers::kRollout, options);
+    }
+    if (claim.empty() && s.engine->idle() && claimed == 0 && unclaimed_total_ > 0) {
+      options.target = -1;  // dry: any dispatched unit (work stealing)
+      claim = dock_.claim(rl_consumers::kRollout, options);
+      if (!claim.empty() && claim.rows.front().info.target != i) s.stolen += 1;
+    }
+    if (claim.empty()) break;
+    const int target = claim.rows.front().info.target;
+    instances_[static_cast<size_t>(target)].unclaimed -= 1;
+    unclaimed_total_ -= 1;
+    const std::vector<int64_t>& lengths = group_lengths_.at(claim.rows.front().info.group_id);
+    std::vector<int64_t> unit_lengths;
+    for (const ClaimedRow& row : claim.rows) {
+      unit_lengths.push_back(lengths[static_cast<size_t>(row_sample_.at(row.id))]);
+    }
+    s.engine->add_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, s.version);
+    rollout_leases_.emplace(claim.lease, std::move(claim));
+    ++claimed;
+  }
+  return claimed;
+}
+
+void Simulation::boundary(int i) {
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  s.pending = false;
+  s.loading = false;
+  if (published_version_ > s.version) {
+    // RolloutWorker::refresh_weights: the newest set, at a step boundary.
+    const double load = costs_.weight_fetch_s();
+    s.version = published_version_;
+    if (load > 0) {
+      s.engine->add_busy(load);
+      trace_.span(instance_tracks_[static_cast<size_t>(i)], "load weights", at(now()),
+                  at(now() + load), {{"version", s.version}});
+      s.pending = s.loading = true;
+      s.generation += 1;
+      schedule(now() + load, EventKind::kInstance, i, s.generation);
+      return;
+    }
+  }
+  claim_units(i);
+  const double duration = s.engine->start_segment(now());
+  if (s.engine->in_segment()) {
+    s.pending = true;
+    s.generation += 1;
+    schedule(now() + duration, EventKind::kInstance, i, s.generation);
+  }
+}
+
+void Simulation::instance_event(int i, int64_t tag) {
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  if (tag != s.generation) return;  // cut or replaced
+  if (!s.loading) {
+    std::vector<SimulatedUnitDone> done = s.engine->finish_segment();
+    for (const SimulatedUnitDone& unit : done) unit_done(i, unit);
+  }
+  boundary(i);
+}
+
+void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
+  auto it = rollout_leases_.find(done.unit);
+  const Claim claim = std::move(it->second);
+  rollout_leases_.erase(it);
+  std::vector<RowId> rows;
+  std::vector<RowInfo> infos;
+  for (size_t r = 0; r < claim.rows.size(); ++r) {
+    rows.push_back(claim.rows[r].id);
+    RowInfo info = claim.rows[r].info;
+    info.tokens = done.lengths[r];
+    info.version = done.version;
+    infos.push_back(info);
+    dispatcher_.on_completed(i, spec_.lengths.prompt_tokens, done.lengths[r]);
+  }
+  dock_.publish(rows, {rl_columns::kResponse, rl_columns::kRolloutLogprobs}, 0);
+  dock_.update_info(rows, infos);
+  dock_.ack(claim.lease);
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  const double start = std::max(now(), s.reward_free_at);
+  s.reward_free_at = start + spec_.reward_s_per_sample * static_cast<double>(rows.size());
+  const int64_t tag = next_reward_tag_++;
+  reward_queue_[tag] = {claim.rows.front().info.group_id, static_cast<int64_t>(rows.size())};
+  trace_.span(instance_tracks_[static_cast<size_t>(i)], "reward", at(start), at(s.reward_free_at),
+              {{"rows", rows.size()}});
+  schedule(s.reward_free_at, EventKind::kReward, i, tag);
+}
+
+void Simulation::reward_done(int i, int64_t tag) {
+  (void)i;
+  const auto [group, rows] = reward_queue_.at(tag);
+  reward_queue_.erase(tag);
+  ClaimOptions options;
+  options.max_rows = rows;
+  options.min_rows = 1;
+  options.groups = {group};
+  options.lease_s = kLeaseSeconds;
+  const Claim claim = dock_.claim(rl_consumers::kReward, options);
+  std::vector<RowId> ids;
+  for (const ClaimedRow& row : claim.rows) ids.push_back(row.id);
+  dock_.publish(ids, {rl_columns::kScores, rl_columns::kVerifierScore}, 0);
+  dock_.ack(claim.lease);
+  int64_t& scored = scored_rows_[group];
+  scored += static_cast<int64_t>(ids.size());
+  if (scored == spec_.n) {
+    scored_rows_.erase(group);
+    ready_groups_ += 1;
+    if (waiting_) trainer_try();
+  }
+}
+
+void Simulation::wait_mark() {
+  const double waited = now() - wait_mark_;
+  idle_ += waited;
+  if (sorting_) sorting_s_ += waited;
+  if (waited > 0) {
+    trace_.span(trainer_track_, sorting_ ? "wait (sorting)" : "wait", at(wait_mark_), at(now()));
+  }
+  wait_mark_ = now();
+}
+
+void Simulation::trainer_try() {
+  wait_mark();
+  admit();
+  const int64_t wanted = spec_.prompts_per_iteration - batch_groups_in_;
+  const bool whole = !spec_.stream_updates;
+  // A claim that cannot succeed is not made: a whole batch needs `wanted` scored groups.
+  sorting_ = false;
+  if (ready_groups_ == 0 || (whole && ready_groups_ < wanted)) {
+    sorting_ = ready_groups_ > 0;
+    return;
+  }
+  ClaimOptions options = batch_claim_options(iteration_, spec_.eta, wanted, spec_.n, whole);
+  options.lease_s = kLeaseSeconds;
+  Claim batch = dock_.claim(rl_consumers::kBatch, options);
+  if (batch.empty()) {
+    sorting_ = batch.ready_rows_left > 0;  // the window holds ready groups back
+    return;
+  }
+  waiting_ = false;
+  start_part(batch);
+}
+
+void Simulation::start_part(const Claim& batch) {
+  std::vector<int64_t> groups;
+  double tokens = 0, pairs = 0;
+  int64_t response_tokens = 0;
+  for (const ClaimedRow& row : batch.rows) {
+    if (groups.empty() || groups.back() != row.info.group_id) groups.push_back(row.info.group_id);
+    const auto length = static_cast<double>(spec_.lengths.prompt_tokens + row.info.tokens);
+    tokens += length;
+    pairs += causal_pairs(length);
+    response_tokens += row.info.tokens;
+    bubbles_.add_staleness(version_ - row.info.version, 1);
+  }
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  const auto group_count = static_cast<int64_t>(groups.size());
+  ready_groups_ -= group_count;
+  batch_groups_in_ += group_count;
+  iteration_tokens_ += response_tokens;
+  iteration_rows_ += static_cast<int64_t>(batch.rows.size());
+  batch_leases_.push_back(batch);
+  // The stages of these groups, each its consumer's claim (acked when the part ends)
+  // and the columns it writes.
+  std::vector<StageClaim> stages;
+  if (spec_.reference) stages.push_back({rl_consumers::kReference, {rl_columns::kRefLogprobs}});
+  stages.push_back({rl_consumers::kOldLogprobs, {rl_columns::kOldLogprobs}});
+  if (spec_.critic) {
+    stages.push_back({rl_consumers::kValues, {rl_columns::kValues, rl_columns::kReturns}});
+  }
+  stages.push_back({rl_consumers::kAdvantage, {rl_columns::kAdvantages}});
+  stages.push_back({rl_consumers::kActorUpdate, {}});
+  if (spec_.critic) stages.push_back({rl_consumers::kCriticUpdate, {}});
+  for (const StageClaim& stage : stages) {
+    ClaimOptions options;
+    options.max_rows = static_cast<int64_t>(batch.rows.size());
+    options.min_rows = 1;
+    options.whole_groups = true;
+    options.groups = groups;
+    options.lease_s = kLeaseSeconds;
+    Claim claim = dock_.claim(stage.consumer, options);
+    check_input(claim.rows.size() == batch.rows.size(),
+                "stage " + std::string(stage.consumer) + " claimed " +
+                    std::to_string(claim.rows.size()) + " of " + std::to_string(batch.rows.size()) +
+                    " rows",
+                "simulated trainer", "an internal error of the simulator");
+    if (!stage.produces.empty()) {
+      std::vector<RowId> ids;
+      for (const ClaimedRow& row : claim.rows) ids.push_back(row.id);
+      dock_.publish(ids, stage.produces, 0);
+    }
+    part_leases_.push_back(std::move(claim));
+  }
+  // Their time.
+  double seconds = 0;
+  const double forward = costs_.forward_s(tokens, pairs);
+  if (spec_.reference) seconds += forward;
+  if (spec_.recompute_old_logprobs) seconds += forward;
+  if (spec_.critic) seconds += forward;
+  const double train = costs_.train_s(tokens, pairs);
+  seconds += static_cast<double>(spec_.epochs) * train * (spec_.critic ? 2.0 : 1.0);
+  part_completes_batch_ = batch_groups_in_ >= spec_.prompts_per_iteration;
+  part_name_ = spec_.stream_updates ? "accumulate" : "update";
+  if (part_completes_batch_) {
+    seconds += static_cast<double>(spec_.optimizer_steps) * costs_.optimizer_step_s() *
+                   (spec_.critic ? 2.0 : 1.0);
+    if ((version_ + 1) % spec_.sync_every == 0) seconds += costs_.publish_s();
+  }
+  part_start_ = now();
+  trainer_busy_ += seconds;
+  schedule(now() + seconds, EventKind::kTrainer, 0, 0);
+}
+
+void Simulation::trainer_done() {
+  trace_.span(trainer_track_, part_name_, at(part_start_), at(now()));
+  for (const Claim& claim : part_leases_) dock_.ack(claim.lease);
+  part_leases_.clear();
+  if (!part_completes_batch_) {
+    waiting_ = true;
+    wait_mark_ = now();
+    trainer_try();
+    return;
+  }
+  for (const Claim& claim : batch_leases_) dock_.ack(claim.lease);
+  batch_leases_.clear();
+  version_ += 1;
+  trained_groups_ += batch_groups_in_;
+  batch_groups_in_ = 0;
+  if (version_ % spec_.sync_every == 0) {
+    published_version_ = version_;
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      if (!instances_[i].pending) wake(static_cast<int>(i));
+    }
+  }
+  finish_iteration();
+  if (iteration_ < spec_.iterations) {
+    waiting_ = true;
+    wait_mark_ = now();
+    trainer_try();
+  }
+}
+
+void Simulation::finish_iteration() {
+  const double wall = now() - iteration_start_;
+  std::vector<double> busy;
+  double rollout_idle = 0;
+  for (InstanceState& s : instances_) {
+    const double b = s.engine->counters().busy_seconds - s.busy_at_iteration_start;
+    s.busy_at_iteration_start = s.engine->counters().busy_seconds;
+    busy.push_back(b);
+    rollout_idle += std::max(0.0, wall - b);
+  }
+  bubbles_.add_phase(busy);
+  bubbles_.add_idle(BubbleRole::kRollout, rollout_idle);
+  bubbles_.add_idle(BubbleRole::kTrainer, idle_);
+  bubbles_.add_sorting_wait(sorting_s_);
+  const nlohmann::json bubbles = bubbles_.to_json(wall);
+  bubbles_.reset();
+  for (const auto& [key, value] : bubbles.items()) {
+    if (value.is_number()) bubble_weighted_[key] += value.get<double>() * wall;
+  }
+  for (const auto& [behind, rows] : bubbles.at("staleness_histogram").items()) {
+    staleness_[behind] += rows.get<int64_t>();
+  }
+  iterations_.push_back({{"iteration", iteration_ + 1},
+                         {"seconds", wall},
+                         {"trained_tokens", iteration_tokens_},
+                         {"trained_rows", iteration_rows_},
+                         {"bubbles", bubbles}});
+  trained_tokens_ += iteration_tokens_;
+  trained_rows_ += iteration_rows_;
+  iteration_tokens_ = iteration_rows_ = 0;
+  idle_ = sorting_s_ = 0;
+  iteration_start_ = now();
+  iteration_ += 1;
+}
+
+nlohmann::json Simulation::run() {
+  waiting_ = true;
+  trainer_try();
+  while (iteration_ < spec_.iterations) {
+    check_input(!events_.empty(), "the simulated run stalled at iteration " +
+                                      std::to_string(iteration_ + 1),
+                "simulated run", "an internal error of the simulator");
+    const Event event = events_.top();
+    events_.pop();
+    clock_.advance_to(event.time);
+    switch (event.kind) {
+      case EventKind::kInstance: instance_event(event.index, event.tag); break;
+      case EventKind::kReward: reward_done(event.index, event.tag); break;
+      case EventKind::kTrainer: trainer_done(); break;
+    }
+  }
+  const double wall = std::max(now(), 1e-12);
+  nlohmann::json bubbles = nlohmann::json::object();
+  for (const auto& [key, weighted] : bubble_weighted_) bubbles[key] = weighted / wall;
+  bubbles["staleness_histogram"] = staleness_;
+  double rollout_busy = 0;
+  int64_t steps = 0, tokens = 0, preemptions = 0, stolen = 0;
+  for (const InstanceState& s : instances_) {
+    rollout_busy += s.engine->counters().busy_seconds;
+    steps += s.engine->counters().steps;
+    tokens += s.engine->counters().scheduled_tokens;
+    preemptions += s.engine->counters().preemptions;
+    stolen += s.stolen;
+  }
+  const ClusterShape& c = spec_.cluster;
+  const double rollout_device_s = rollout_busy * c.rollout_tp;
+  const double train_device_s = trainer_busy_ * c.train_devices();
+  nlohmann::json utilisation = {
+      {"rollout", rollout_busy / (c.instances * wall)},
+      {"train", trainer_busy_ / wall},
+      {"devices", (rollout_device_s + train_device_s) / (c.devices() * wall)}};
+  trace_.flush();
+  const nlohmann::json metrics = dock_.metrics();
+  nlohmann::json dock_metrics;
+  for (const char* key : {"rows_allocated", "rows_retired", "live_rows", "open_leases", "leases_expired"}) {
+    dock_metrics[key] = metrics.at(key);
+  }
+  return {{"effective_tps", static_cast<double>(trained_tokens_) / wall},
+          {"samples_per_s", static_cast<double>(trained_rows_) / wall},
+          {"seconds_per_step", wall / static_cast<double>(spec_.iterations)},
+          {"wall_seconds", wall},
+          {"trained_tokens", trained_tokens_},
+          {"trained_rows", trained_rows_},
+          {"bubbles", bubbles},
+          {"utilisation", utilisation},
+          {"rollout", {{"steps", steps},
+                       {"scheduled_tokens", tokens},
+                       {"mean_batch", steps > 0 ? static_cast<double>(tokens) / steps : 0.0},
+                       {"preemptions", preemptions},
+                       {"stolen_units", stolen},
+                       {"kv_capacity_tokens", costs_.kv_capacity_tokens()}}},
+          {"devices", c.devices()},
+          {"dock", dock_metrics},
+          {"iterations", iterations_}};
+}
+
+}  // namespace
+
+nlohmann::json run_simulation(const SimulationSpec& spec) {
+  Simulation simulation(spec);
+  return simulation.run();
+}
+
+}  // namespace aspen

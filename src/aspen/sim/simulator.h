@@ -1,0 +1,69 @@
+// The cluster simulator: the real RL schedule on a virtual clock. What runs unchanged
+// is the code that decides: the dock controller (claims, required windows, leases,
+// retirement; dock/controller.h) on a ManualClock, the admission and batch-claim
+// rules of the staleness window (pipeline/staleness_window.h), the dispatcher
+// (pipeline/dispatch_policy.h) and the bubble accounting (pipeline/bubble_accounting.h).
+// What is modelled is the work: rollout engine steps (SimulatedInstance on the
+// CostModel), reward, the trainer's passes and updates, weight publish and fetch.
+//
+// Roles, as the iteration engine runs them (iteration_engine.h):
+//   trainer     admits groups (allocating their rows with the dispatcher's target) up
+//               to the admission bound, claims update i's batch (whole, or streamed in
+//               parts), runs the stages (reference, old log-probs when the update is
+//               not a single step, values, advantage, actor and critic update), each a
+//               claim and ack of its consumer, then the optimizer step and the publish.
+//   instances   claim groups dispatched to them while they have room (max_num_seqs),
+//               stealing any when dry; load newer weights at a step boundary; finish a
+//               group by publishing its response, its true lengths and version, and
+//               acking the lease.
+//   reward      one verifier per instance, reward_s per sample, in order.
+// Admission, claims and waits happen at events (a group scored, a step ended, an update
+// done) rather than on the real engine's 20 ms polls.
+//
+// Output (JSON): effective_tps (trained response tokens / wall), samples_per_s,
+// seconds_per_step, bubbles (iteration-time-weighted, as aspen bench pipeline reports
+// them), utilisation per role (busy device-seconds / (devices x wall)), the rollout's
+// steps, preemptions and mean batch, and the controller's metrics.
+// Thread safety: one simulation per call, on the calling thread.
+// Errors: aspen::Error for an inconsistent spec.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "aspen/pipeline/dispatch_policy.h"
+#include "aspen/sim/cost_model.h"
+#include "aspen/sim/workload.h"
+
+namespace aspen {
+
+struct SimulationSpec {
+  ModelCost model;
+  DevicePreset device;
+  ClusterShape cluster;
+  TrainerOverheads overheads;
+  LengthModel lengths;
+  bool async = true;
+  int64_t eta = 1;  // 0 in sync mode
+  int64_t iterations = 10;
+  int64_t prompts_per_iteration = 64;
+  int64_t n = 8;
+  int64_t dispatch_chunk = 8;
+  DispatchPolicyKind dispatch = DispatchPolicyKind::kQueueAware;
+  bool stream_updates = false;
+  int64_t sync_every = 1;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool reference = false;
+  bool critic = false;
+  int64_t epochs = 1;
+  int64_t optimizer_steps = 1;  // per update: epochs x mini-batches
+  bool recompute_old_logprobs = false;
+  double reward_s_per_sample = 0.0;
+  std::string trace_path;  // Chrome trace of the simulated run; empty: none
+};
+
+nlohmann::json run_simulation(const SimulationSpec& spec);
+
+}  // namespace aspen

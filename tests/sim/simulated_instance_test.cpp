@@ -1,0 +1,141 @@
+// SimulatedInstance against the scheduler it models: hand-traced step counts and
+// scheduled tokens, the max_num_seqs limit, preemption, and the real RolloutEngine's own
+// counters on the same work.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "aspen/model/weights_init.h"
+#include "aspen/pipeline/rl_setup.h"
+#include "aspen/rollout/engine.h"
+#include "aspen/sim/simulated_instance.h"
+
+namespace aspen {
+namespace {
+
+// One second per engine step, nothing else, and a KV cache of `kv_tokens` tokens.
+CostModel step_counting_costs(int64_t kv_tokens) {
+  ModelCost model;
+  model.layers = 1;
+  model.hidden = 8;
+  model.kv_elements_per_token = 0.5;  // one byte per token
+  DevicePreset device = device_preset("cpu");
+  device.roofline = false;
+  device.step_overhead_s = 1.0;
+  device.token_overhead_s = 0.0;
+  device.memory_bytes = static_cast<double>(kv_tokens);
+  ClusterShape cluster;
+  cluster.memory_utilization = 1.0;
+  return CostModel(model, device, cluster);
+}
+
+// Runs segments until idle; returns the finished units in order.
+std::vector<SimulatedUnitDone> drain(SimulatedInstance& instance, double& now) {
+  std::vector<SimulatedUnitDone> done;
+  while (!instance.idle()) {
+    now += instance.start_segment(now);
+    for (SimulatedUnitDone& unit : instance.finish_segment()) done.push_back(unit);
+  }
+  return done;
+}
+
+TEST(SimulatedInstance, AGroupIsOnePrefillStepThenDecodesUntilItsLongestSample) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 64, 1024);
+  instance.add_unit(5, 10, {3, 5, 5, 7}, 2);
+  double now = 0;
+  const std::vector<SimulatedUnitDone> done = drain(instance, now);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].unit, 5);
+  EXPECT_EQ(done[0].version, 2);
+  EXPECT_EQ(done[0].lengths, (std::vector<int64_t>{3, 5, 5, 7}));
+  // The prompt once (every sample's first token comes with it), then 6 decode steps.
+  EXPECT_EQ(instance.counters().steps, 7);
+  EXPECT_EQ(now, 7.0);
+  EXPECT_EQ(instance.counters().scheduled_tokens, 10 + 2 + 4 + 4 + 6);
+  EXPECT_EQ(instance.queue_state().free_blocks, instance.queue_state().total_blocks);
+}
+
+TEST(SimulatedInstance, WaitingSamplesJoinWhenARunningOneLeaves) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 2, 1024);
+  instance.add_unit(1, 4, {2, 9}, 0);
+  instance.add_unit(2, 4, {2, 2}, 0);
+  EXPECT_EQ(instance.queue_state().waiting, 4);
+  double now = 0;
+  const std::vector<SimulatedUnitDone> done = drain(instance, now);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].unit, 2);  // its samples are short: it finishes first
+  EXPECT_EQ(done[1].unit, 1);
+  EXPECT_EQ(instance.counters().preemptions, 0);
+}
+
+TEST(SimulatedInstance, AFullKvCachePreemptsTheNewestSequenceWhichRecomputes) {
+  // 40 tokens of KV: a 10-token prompt and four samples of 12 cannot all fit.
+  const CostModel costs = step_counting_costs(40);
+  SimulatedInstance instance(costs, 64, 1024);
+  instance.add_unit(1, 10, {12, 12, 12, 12}, 0);
+  double now = 0;
+  const std::vector<SimulatedUnitDone> done = drain(instance, now);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].lengths, (std::vector<int64_t>{12, 12, 12, 12}));
+  EXPECT_GT(instance.counters().preemptions, 0);
+  // Recomputation costs tokens beyond the prompt and the 4 x 11 decodes.
+  EXPECT_GT(instance.counters().scheduled_tokens, 10 + 4 * 11);
+}
+
+TEST(SimulatedInstance, CuttingASegmentEndsItAtTheStepInFlight) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 64, 1024);
+  instance.add_unit(1, 4, {50}, 0);
+  double now = instance.start_segment(0.0);  // the prefill step
+  instance.finish_segment();
+  EXPECT_EQ(instance.start_segment(now), 49.0);
+  EXPECT_EQ(instance.cut_segment(now + 10.5), now + 11.0);  // step 11 was running
+  instance.finish_segment();
+  EXPECT_EQ(instance.counters().steps, 12);
+}
+
+TEST(SimulatedInstance, RefusesAPromptLargerThanTheKvCache) {
+  const CostModel costs = step_counting_costs(16);
+  SimulatedInstance instance(costs, 64, 1024);
+  EXPECT_THROW(instance.add_unit(1, 16, {1}, 0), Error);
+}
+
+// The real engine on the same work: groups forced to exact lengths (min_tokens =
+// max_tokens), prompts within one step's budget, a KV cache that never fills.
+TEST(SimulatedInstance, CountsTheSameStepsAndTokensAsTheRealEngine) {
+  ModelSection section;
+  section.num_layers = 1;
+  ModelConfig config = builtin_model_config(section, 64);
+  EngineConfig engine_config;
+  engine_config.max_num_seqs = 8;
+  engine_config.max_num_batched_tokens = 64;
+  engine_config.kv_cache_bytes = 8 << 20;
+  RolloutEngine engine(make_random_model(config, 3), engine_config);
+  struct Group {
+    int64_t prompt, n, length;
+  };
+  const std::vector<Group> groups = {{10, 4, 6}, {7, 2, 9}, {12, 4, 3}};
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 8, 64);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    GenerationRequest request;
+    request.id = std::to_string(g);
+    for (int64_t t = 0; t < groups[g].prompt; ++t) request.prompt.push_back(3 + t + 20 * g);
+    request.n = groups[g].n;
+    request.params.max_tokens = request.params.min_tokens = groups[g].length;
+    request.params.seed = g;
+    engine.add_request(request);
+    instance.add_unit(static_cast<int64_t>(g), groups[g].prompt,
+                      std::vector<int64_t>(static_cast<size_t>(groups[g].n), groups[g].length), 0);
+  }
+  while (engine.has_unfinished()) engine.step();
+  double now = 0;
+  drain(instance, now);
+  EXPECT_EQ(instance.counters().steps, engine.stats().steps);
+  EXPECT_EQ(instance.counters().scheduled_tokens, engine.stats().scheduled_tokens);
+}
+
+}  // namespace
+}  // namespace aspen

@@ -1,0 +1,100 @@
+// The simulator end to end on small clusters: the schedule's invariants (every batch
+// trained, staleness within eta, the dock retiring exactly the trained rows), determinism,
+// and what asynchrony buys when rollout and training take comparable time.
+#include <gtest/gtest.h>
+
+#include "aspen/pipeline/train_config.h"
+#include "aspen/sim/simulation_spec.h"
+#include "aspen/util/config.h"
+
+namespace aspen {
+namespace {
+
+// 4 trainers (DP 2 x TP 2) and 4 rollout H100s for Qwen2.5-7B; `overrides` on top.
+TrainConfig small_cluster(const std::vector<std::string>& overrides = {}) {
+  Config config = Config::parse(
+      "simulate: {model: qwen2.5-7b, device: h100, length_median: 600, length_sigma: 0.8, "
+      "prompt_tokens: 200, baseline: same}\n"
+      "placement: {mode: disaggregated, train: {dp: 2, tp: 2}, rollout: {instances: 4, tp: 1}}\n"
+      "rollout: {prompts_per_iteration: 16, n: 4, max_tokens: 4096, long_tail_fraction: 0.05}\n"
+      "train: {iterations: 6}\n",
+      "test config");
+  for (const std::string& assignment : overrides) config.apply_override(assignment);
+  return parse_train_config(config);
+}
+
+int64_t staleness_rows(const nlohmann::json& result, const std::string& behind) {
+  return result["bubbles"]["staleness_histogram"].value(behind, int64_t{0});
+}
+
+TEST(Simulator, SyncTrainsEveryBatchOnTheNewestWeights) {
+  const nlohmann::json sync = run_simulation(simulation_spec(small_cluster(), false));
+  EXPECT_EQ(sync["trained_rows"], 6 * 16 * 4);
+  EXPECT_EQ(staleness_rows(sync, "0"), 6 * 16 * 4);
+  EXPECT_EQ(sync["dock"]["rows_retired"], 6 * 16 * 4);  // every consumer acked every row
+}
+
+TEST(Simulator, AsyncStalenessStaysWithinEta) {
+  const nlohmann::json async = run_simulation(
+      simulation_spec(small_cluster({"pipeline.max_staleness=2"}), true));
+  EXPECT_EQ(async["trained_rows"], 6 * 16 * 4);
+  int64_t rows = 0;
+  for (const auto& [behind, count] : async["bubbles"]["staleness_histogram"].items()) {
+    EXPECT_LE(std::stoi(behind), 2);
+    rows += count.get<int64_t>();
+  }
+  EXPECT_EQ(rows, 6 * 16 * 4);
+  EXPECT_GT(staleness_rows(async, "1") + staleness_rows(async, "2"), 0);
+  EXPECT_EQ(async["dock"]["rows_retired"], 6 * 16 * 4);
+}
+
+TEST(Simulator, AsynchronyOverlapsRolloutWithTraining) {
+  const nlohmann::json both = simulate_sync_and_async(small_cluster(), "");
+  EXPECT_GT(both["ratio"].get<double>(), 1.05);
+  EXPECT_GT(both["sync"]["bubbles"]["trainer_idle"].get<double>(),
+            both["async"]["bubbles"]["trainer_idle"].get<double>());
+}
+
+TEST(Simulator, IsDeterministic) {
+  const SimulationSpec spec = simulation_spec(small_cluster(), true);
+  EXPECT_EQ(run_simulation(spec).dump(), run_simulation(spec).dump());
+}
+
+TEST(Simulator, ColocatedBaselineUsesEveryDeviceForBoth) {
+  TrainConfig config = small_cluster();
+  config.simulate.baseline = SimulateBaseline::kColocated;
+  const SimulationSpec sync = simulation_spec(config, false);
+  EXPECT_TRUE(sync.cluster.colocated);
+  EXPECT_EQ(sync.cluster.train_dp, 4);   // 8 devices / train.tp 2
+  EXPECT_EQ(sync.cluster.instances, 8);  // 8 devices / rollout.tp 1
+  EXPECT_EQ(sync.cluster.devices(), 8);
+}
+
+TEST(Simulator, DevicesGiveTheRolloutWhatTheTrainersLeave) {
+  const TrainConfig config = small_cluster({"simulate.devices=16"});
+  EXPECT_EQ(simulation_spec(config, true).cluster.instances, 12);
+}
+
+TEST(Simulator, RefusesAsyncOnColocatedDevices) {
+  const TrainConfig config =
+      small_cluster({"placement.mode=colocated", "placement.train.dp=4", "placement.train.tp=1"});
+  EXPECT_THROW(simulation_spec(config, true), Error);
+  EXPECT_NO_THROW(simulation_spec(config, false));
+}
+
+TEST(Simulator, NamesAnUnknownModelOrDevice) {
+  TrainConfig config = small_cluster();
+  config.simulate.model = "no-such-model";
+  try {
+    simulation_spec(config, true);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "simulate.model");
+  }
+  config = small_cluster();
+  config.simulate.device = "tpu-v9";
+  EXPECT_THROW(simulation_spec(config, true), Error);
+}
+
+}  // namespace
+}  // namespace aspen
