@@ -112,6 +112,13 @@ class Simulation {
   int64_t published_version_ = 0;  // weights on the board
   int64_t trained_groups_ = 0;     // consumed by finished updates
   int64_t ready_groups_ = 0;       // scored, not yet in a batch (a wake-up hint)
+  int64_t scored_groups_ = 0;      // scored so far
+  // A failed batch claim with P pending required rows cannot succeed before P / n more
+  // groups are scored: the next claim waits for that many (a necessary condition).
+  int64_t claim_after_scored_ = 0;
+  // The admission bound moves only with the published version and the trained groups
+  // (a simulation discards nothing): admission is re-evaluated when either changed.
+  int64_t admitted_at_version_ = -1, admitted_at_trained_ = -1;
   bool waiting_ = true;
   bool sorting_ = false;  // the wait's current kind: ready groups held by the window
   double wait_mark_ = 0;
@@ -193,6 +200,9 @@ void Simulation::admit() {
       dispatcher_.on_throughput(i, static_cast<double>(c.scheduled_tokens) / c.busy_seconds);
     }
   }
+  if (admitted_at_version_ == published_version_ && admitted_at_trained_ == trained_groups_) return;
+  admitted_at_version_ = published_version_;
+  admitted_at_trained_ = trained_groups_;
   const int64_t room = admissible_groups(published_version_, spec_.eta,
                                          spec_.prompts_per_iteration, trained_groups_,
                                          dock_.backlog(rl_consumers::kBatch), spec_.n);
@@ -369,6 +379,7 @@ void Simulation::reward_done(int i, int64_t tag) {
   if (scored == spec_.n) {
     scored_rows_.erase(group);
     ready_groups_ += 1;
+    scored_groups_ += 1;
     if (waiting_) trainer_try();
   }
 }
@@ -389,9 +400,9 @@ void Simulation::trainer_try() {
   const int64_t wanted = spec_.prompts_per_iteration - batch_groups_in_;
   const bool whole = !spec_.stream_updates;
   // A claim that cannot succeed is not made: a whole batch needs `wanted` scored groups.
-  sorting_ = false;
-  if (ready_groups_ == 0 || (whole && ready_groups_ < wanted)) {
-    sorting_ = ready_groups_ > 0;
+  if (ready_groups_ == 0 || (whole && ready_groups_ < wanted) ||
+      scored_groups_ < claim_after_scored_) {
+    sorting_ = ready_groups_ > 0;  // what an empty claim would answer: rows left ready
     return;
   }
   ClaimOptions options = batch_claim_options(iteration_, spec_.eta, wanted, spec_.n, whole);
@@ -399,6 +410,7 @@ void Simulation::trainer_try() {
   Claim batch = dock_.claim(rl_consumers::kBatch, options);
   if (batch.empty()) {
     sorting_ = batch.ready_rows_left > 0;  // the window holds ready groups back
+    claim_after_scored_ = scored_groups_ + batch.pending_required_rows / spec_.n;
     return;
   }
   waiting_ = false;
