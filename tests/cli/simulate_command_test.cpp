@@ -1,0 +1,69 @@
+// `aspen simulate` as a user runs it: a config with overrides, the Chrome trace of the
+// simulated run, a sweep, and bad input named on one line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli_test_util.h"
+
+namespace aspen::testing {
+namespace {
+
+const std::string kAspen = ASPEN_CLI_PATH;
+// Qwen2.5-7B on 8 H100s (2 x TP 2 training, 4 rollout), a few small steps.
+const std::string kSmallRun =
+    " simulate.model=qwen2.5-7b simulate.device=h100 simulate.devices=8"
+    " placement.mode=disaggregated placement.train.dp=2 placement.train.tp=2"
+    " placement.rollout.instances=4 rollout.prompts_per_iteration=16 rollout.n=4"
+    " rollout.max_tokens=2048 simulate.length_median=400 train.iterations=4";
+
+TEST(SimulateCommand, PrintsBothSidesAndWritesTheirTraces) {
+  const std::string dir = scratch_dir();
+  const CommandResult r =
+      run_command(kAspen + " simulate" + kSmallRun + " --trace " + dir + "/sim.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_GT(out["sync"]["effective_tps"].get<double>(), 0.0);
+  EXPECT_GT(out["async"]["effective_tps"].get<double>(), 0.0);
+  EXPECT_EQ(out["cluster"]["async"]["devices"], 8);
+  EXPECT_EQ(out["cluster"]["sync"]["colocated"], true);
+  EXPECT_EQ(out["async"]["iterations"].size(), 4u);
+  for (const std::string file : {"/sim.json", "/sim.sync.json"}) {
+    const nlohmann::json trace = nlohmann::json::parse(read_text(dir + file));
+    std::set<std::string> names;
+    for (const auto& event : trace["traceEvents"]) {
+      if (event["ph"] == "M" && event["name"] == "thread_name") {
+        names.insert(event["args"]["name"].get<std::string>());
+      }
+    }
+    EXPECT_TRUE(names.count("trainer")) << file;
+    EXPECT_TRUE(names.count("rollout instance 0")) << file;
+  }
+}
+
+TEST(SimulateCommand, SweepTabulatesEveryValueAndNamesTheBest) {
+  const CommandResult r =
+      run_command(kAspen + " simulate" + kSmallRun + " --sweep pipeline.max_staleness=0,1,2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["sweep"], "pipeline.max_staleness");
+  ASSERT_EQ(out["rows"].size(), 3u);
+  EXPECT_EQ(out["rows"][2]["value"], "2");
+  EXPECT_TRUE(out["best_async"].contains("value"));
+}
+
+TEST(SimulateCommand, BadInputIsOneLineNamingIt) {
+  CommandResult r = run_command(kAspen + " simulate" + kSmallRun + " simulate.device=tpu");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("simulate.device"), std::string::npos) << r.err;
+  r = run_command(kAspen + " simulate" + kSmallRun + " --sweep pipeline.max_staleness");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--sweep"), std::string::npos) << r.err;
+  r = run_command(kAspen + " simulate" + kSmallRun + " simulate.train_mfu=1.5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("simulate.train_mfu"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace aspen::testing
