@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -65,6 +67,22 @@ TEST(IterationEngine, ZeroStalenessAsyncTrainsLikeSyncModeStreamedBatchedAndChun
         EXPECT_NEAR(async[i][key].get<double>(), sync[i][key].get<double>(), 1e-4) << key;
       }
       EXPECT_EQ(async[i]["bubbles"]["staleness_histogram"], nlohmann::json({{"0", 16}}));
+      // Each group's lengths (what aspen simulate replays): every row, the same samples.
+      auto flat = [](const nlohmann::json& groups) {
+        std::vector<int64_t> lengths;
+        for (const auto& group : groups) {
+          for (const auto& length : group) lengths.push_back(length.get<int64_t>());
+        }
+        std::sort(lengths.begin(), lengths.end());
+        return lengths;
+      };
+      const std::vector<int64_t> lengths = flat(async[i]["response_lengths"]);
+      EXPECT_EQ(static_cast<int64_t>(lengths.size()), async[i]["rows"].get<int64_t>());
+      EXPECT_EQ(lengths, flat(sync[i]["response_lengths"]));
+      double sum = 0;
+      for (int64_t length : lengths) sum += static_cast<double>(length);
+      EXPECT_DOUBLE_EQ(sum / static_cast<double>(lengths.size()),
+                       async[i]["response_length_mean"].get<double>());
     }
     const auto a = load_model_weights(sync_dir + "/final");
     const auto b = load_model_weights(async_dir + "/final");

@@ -3,6 +3,8 @@
 // and what asynchrony buys when rollout and training take comparable time.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "aspen/pipeline/train_config.h"
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/config.h"
@@ -94,6 +96,35 @@ TEST(Simulator, NamesAnUnknownModelOrDevice) {
   config = small_cluster();
   config.simulate.device = "tpu-v9";
   EXPECT_THROW(simulation_spec(config, true), Error);
+}
+
+TEST(SimulatorReplay, GroupsTakeARunsRecordedLengths) {
+  const std::string path = ::testing::TempDir() + "/aspen_replay_metrics.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"iteration": 1, "response_lengths": [[5, 7], [300, 2, 9]]})" << "\n"
+        << R"({"eval_accuracy": 0.5})" << "\n"
+        << R"({"iteration": 2, "response_lengths": [[11]]})" << "\n";
+  }
+  TrainConfig config = small_cluster({"simulate.replay=" + path, "rollout.max_tokens=100"});
+  const SimulationSpec spec = simulation_spec(config, true);
+  EXPECT_EQ(spec.lengths.group_lengths(0, 4), (std::vector<int64_t>{5, 7, 5, 7}));
+  EXPECT_EQ(spec.lengths.group_lengths(1, 4), (std::vector<int64_t>{100, 2, 9, 100}));  // capped
+  EXPECT_EQ(spec.lengths.group_lengths(2, 2), (std::vector<int64_t>{11, 11}));
+  EXPECT_EQ(spec.lengths.group_lengths(3, 2), (std::vector<int64_t>{5, 7}));  // cycled
+  const nlohmann::json run = run_simulation(spec);
+  EXPECT_EQ(run["trained_rows"], 6 * 16 * 4);
+}
+
+TEST(SimulatorReplay, AFileWithoutRecordedLengthsIsRefusedNamingIt) {
+  const std::string path = ::testing::TempDir() + "/aspen_replay_empty.jsonl";
+  std::ofstream(path) << R"({"iteration": 1})" << "\n";
+  try {
+    simulation_spec(small_cluster({"simulate.replay=" + path}), true);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.input().find("simulate.replay"), std::string::npos);
+  }
 }
 
 }  // namespace

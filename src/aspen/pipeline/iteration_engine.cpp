@@ -578,6 +578,7 @@ void IterationEngine::read_back_rewards(const Claim& batch, RewardStats& rewards
     rewards.scores.push_back(scores.values[i].item<double>());
     rewards.lengths.push_back(info.tokens);
     rewards.versions.push_back(info.version);
+    rewards.row_groups.push_back(info.group_id);
     rewards.groups.insert(info.group_id);
     const double r = shaped.values[i].item<double>();
     auto [it, first] = range.try_emplace(info.group_id, r, r);
@@ -605,6 +606,7 @@ void IterationEngine::choose_batch(int64_t index, IterationRecord& record,
     all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
     all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
     all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
+    all.row_groups.insert(all.row_groups.end(), round.row_groups.begin(), round.row_groups.end());
     all.groups.insert(round.groups.begin(), round.groups.end());
     // DAPO: a group whose rewards are all equal has zero advantage everywhere; it
     // leaves the dock, and (before the last round) a new group takes its slot.
@@ -789,6 +791,8 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
     all.lengths.insert(all.lengths.end(), part_rewards.lengths.begin(), part_rewards.lengths.end());
     all.versions.insert(all.versions.end(), part_rewards.versions.begin(),
                         part_rewards.versions.end());
+    all.row_groups.insert(all.row_groups.end(), part_rewards.row_groups.begin(),
+                          part_rewards.row_groups.end());
     all.groups.insert(part_rewards.groups.begin(), part_rewards.groups.end());
     const bool done =
         static_cast<int64_t>(groups.size()) >= batch_groups_ && part.pending_required_rows == 0;
@@ -906,6 +910,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
                {"scores", record.rewards.scores},
                {"lengths", record.rewards.lengths},
                {"versions", record.rewards.versions},
+               {"row_groups", record.rewards.row_groups},
                {"drawn_groups", record.rewards.groups}};
     }
     if (trainers_) {
@@ -924,6 +929,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
       record.rewards.scores = batch.at("scores").get<std::vector<double>>();
       record.rewards.lengths = batch.at("lengths").get<std::vector<int64_t>>();
       record.rewards.versions = batch.at("versions").get<std::vector<int64_t>>();
+      record.rewards.row_groups = batch.at("row_groups").get<std::vector<int64_t>>();
       const auto drawn = batch.at("drawn_groups").get<std::vector<int64_t>>();
       record.rewards.groups.insert(drawn.begin(), drawn.end());
     }

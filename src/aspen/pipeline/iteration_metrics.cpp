@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace aspen {
@@ -56,6 +57,20 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
       {"seconds", record.seconds},
       {"tokens_per_second", static_cast<double>(actor.tokens) / seconds},
       {"effective_tps", static_cast<double>(record.update.response_tokens) / seconds}};
+  // Each group's response lengths, in the order the groups were drawn: what
+  // `aspen simulate` replays (simulate.replay).
+  if (!rewards.row_groups.empty() && rewards.row_groups.size() == rewards.lengths.size()) {
+    std::vector<int64_t> order;
+    std::map<int64_t, std::vector<int64_t>> by_group;
+    for (size_t i = 0; i < rewards.lengths.size(); ++i) {
+      auto [it, first] = by_group.try_emplace(rewards.row_groups[i]);
+      if (first) order.push_back(rewards.row_groups[i]);
+      it->second.push_back(rewards.lengths[i]);
+    }
+    nlohmann::json groups = nlohmann::json::array();
+    for (int64_t group : order) groups.push_back(by_group[group]);
+    line["response_lengths"] = groups;
+  }
   if (record.advantages.kl_coef > 0.0) {
     line["kl_in_reward"] = record.advantages.kl_in_reward;
     line["kl_reward_coef"] = record.advantages.kl_coef;

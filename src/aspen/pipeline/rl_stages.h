@@ -85,6 +85,7 @@ struct RewardStats {
   std::vector<double> scores;     // verifier scores before shaping, claim order
   std::vector<int64_t> lengths;   // response tokens, claim order
   std::vector<int64_t> versions;  // policy version of each row
+  std::vector<int64_t> row_groups;  // group of each row, claim order (empty: not recorded)
   std::set<int64_t> groups;       // every group scored
   std::set<int64_t> informative;  // groups whose shaped rewards are not all equal
 };

@@ -263,6 +263,7 @@ struct SimulateSection {
   double length_sigma = 1.0;
   int64_t prompt_tokens = 256;
   double reward_ms = 1.0;
+  std::string replay;       // a run's metrics.jsonl: replay its groups' response lengths
   std::string calibration;  // an `aspen bench pipeline --json` output: fit the cpu preset to it
   uint64_t seed = 1;
 };

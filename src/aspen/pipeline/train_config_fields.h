@@ -482,6 +482,9 @@ void visit_fields(SimulateSection& s, Visitor& v) {
         "the log-normal's sigma (0: every response `length_median` tokens)");
   v.field("prompt_tokens", s.prompt_tokens, "tokens per prompt");
   v.field("reward_ms", s.reward_ms, "verifier milliseconds per sample (one verifier per instance)");
+  v.field("replay", s.replay,
+        "a run's `metrics.jsonl`: the simulated groups take its recorded groups' response "
+        "lengths (`response_lengths`, cycled) instead of the log-normal and the long tail");
   v.field("calibration", s.calibration,
         "an `aspen bench pipeline --json` output: the `cpu` device's step and token costs are "
         "fitted to its sync side's recorded costs (docs/simulate.md)");

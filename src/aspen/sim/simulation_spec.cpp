@@ -207,6 +207,10 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   spec.lengths.long_tail_fraction = config.rollout.long_tail_fraction;
   spec.lengths.prompt_tokens = config.simulate.prompt_tokens;
   spec.lengths.seed = config.simulate.seed;
+  if (!config.simulate.replay.empty()) {
+    spec.lengths.replay = std::make_shared<const std::vector<std::vector<int64_t>>>(
+        load_replay(config.simulate.replay));
+  }
   return spec;
 }
 

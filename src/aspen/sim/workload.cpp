@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -20,6 +22,15 @@ void LengthModel::validate() const {
 }
 
 std::vector<int64_t> LengthModel::group_lengths(int64_t group_id, int64_t n) const {
+  if (replay && !replay->empty()) {
+    const std::vector<int64_t>& recorded =
+        (*replay)[static_cast<size_t>(group_id) % replay->size()];
+    std::vector<int64_t> lengths(static_cast<size_t>(n));
+    for (size_t j = 0; j < lengths.size(); ++j) {
+      lengths[j] = std::clamp<int64_t>(recorded[j % recorded.size()], 1, max_tokens);
+    }
+    return lengths;
+  }
   if (in_long_tail(long_tail_fraction, group_id)) {
     return std::vector<int64_t>(static_cast<size_t>(n), max_tokens);
   }
@@ -31,6 +42,38 @@ std::vector<int64_t> LengthModel::group_lengths(int64_t group_id, int64_t n) con
     length = std::clamp<int64_t>(std::llround(std::min(x, 1e15)), 1, max_tokens);
   }
   return lengths;
+}
+
+std::vector<std::vector<int64_t>> load_replay(const std::string& metrics_path) {
+  std::ifstream in(metrics_path);
+  check_input(in.good(), "cannot be read", "simulate.replay " + metrics_path,
+              "a run's metrics.jsonl");
+  std::vector<std::vector<int64_t>> groups;
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    if (text.empty()) continue;
+    const std::string where = metrics_path + " line " + std::to_string(line);
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    check_input(!j.is_discarded() && j.is_object(), "is not a JSON object", where);
+    if (!j.contains("response_lengths")) continue;  // e.g. an evaluation or SFT line
+    const nlohmann::json& recorded = j.at("response_lengths");
+    check_input(recorded.is_array(), "response_lengths is not an array", where);
+    for (const nlohmann::json& group : recorded) {
+      check_input(group.is_array() && !group.empty(),
+                  "a group of response_lengths is not a non-empty array", where);
+      std::vector<int64_t> lengths;
+      for (const nlohmann::json& length : group) {
+        check_input(length.is_number_integer() && length.get<int64_t>() >= 0,
+                    "a response length is not a count of tokens", where);
+        lengths.push_back(length.get<int64_t>());
+      }
+      groups.push_back(std::move(lengths));
+    }
+  }
+  check_input(!groups.empty(), "no line records response_lengths",
+              "simulate.replay " + metrics_path,
+              "the metrics.jsonl of an aspen train run (this version records them)");
+  return groups;
 }
 
 }  // namespace aspen

@@ -5,11 +5,17 @@
 //   long tail   the groups the real run forces to max_tokens
 //               (rollout.long_tail_fraction, the same draw: rollout_requests.h) make
 //               every sample max_tokens long: a mixture with a long-tail fraction.
+//   replay      a real run's groups instead (its metrics.jsonl `response_lengths`, in
+//               order): group g takes recorded group g mod their count, sample j its
+//               sample j mod the recorded group's size, capped at max_tokens;
+//               group-length correlation and the long tail are the run's own.
 // Prompts have `prompt_tokens` tokens each.
 // Thread safety: pure. Errors: aspen::Error naming the simulate.* key.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace aspen {
@@ -21,10 +27,16 @@ struct LengthModel {
   double long_tail_fraction = 0.0;
   int64_t prompt_tokens = 256;
   uint64_t seed = 1;
+  // Non-empty: replay these groups' lengths (load_replay).
+  std::shared_ptr<const std::vector<std::vector<int64_t>>> replay;
 
   void validate() const;
   // The n response lengths of group `group_id`.
   std::vector<int64_t> group_lengths(int64_t group_id, int64_t n) const;
 };
+
+// The recorded groups of a run's metrics.jsonl (every line's "response_lengths").
+// aspen::Error naming the file and line for a malformed line, or when no line has them.
+std::vector<std::vector<int64_t>> load_replay(const std::string& metrics_path);
 
 }  // namespace aspen
