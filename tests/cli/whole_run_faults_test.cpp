@@ -110,7 +110,7 @@ std::vector<nlohmann::json> untimed_metrics(const std::string& dir) {
     // resume regenerates in-flight groups in other batches, so these move in the 3rd
     // digit while the tokens, every other metric and the weights stay bit-exact.
     for (const char* key : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps",
-                            "instance_status_age_max_s", "stolen_groups", "bubbles",
+                            "instance_status_age_max_s", "stolen_groups", "bubbles", "rollout_work",
                             "rollout_logprob_diff_mean", "rollout_logprob_diff_max"}) {
       line.erase(key);
     }
