@@ -12,7 +12,8 @@
 #include "bench/dock_soak.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_dock_command {
 
 void add_soak_options(CLI::App* command, DockSoakOptions& soak) {
   command->add_option("--soak", soak.soak_s, "run the soak with faults for SECONDS instead");
@@ -72,5 +73,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(101, setup);
 
-}  // namespace
+}  // namespace bench_dock_command
 }  // namespace aspen::cli

@@ -13,7 +13,8 @@
 #include "bench/dp_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_dp_command {
 
 struct WorkerArguments {
   bool worker = false;
@@ -59,5 +60,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(104, setup);
 
-}  // namespace
+}  // namespace bench_dp_command
 }  // namespace aspen::cli

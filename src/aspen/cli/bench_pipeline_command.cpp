@@ -11,7 +11,8 @@
 #include "bench/pipeline_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_pipeline_command {
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<PipelineBenchOptions>();
@@ -42,5 +43,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(103, setup);
 
-}  // namespace
+}  // namespace bench_pipeline_command
 }  // namespace aspen::cli

@@ -11,7 +11,8 @@
 #include "bench/reshard_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_reshard_command {
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<ReshardBenchOptions>();
@@ -52,5 +53,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(105, setup);
 
-}  // namespace
+}  // namespace bench_reshard_command
 }  // namespace aspen::cli

@@ -8,7 +8,8 @@
 #include "bench/rollout_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_rollout_command {
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<RolloutBenchOptions>();
@@ -43,5 +44,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(101, setup);
 
-}  // namespace
+}  // namespace bench_rollout_command
 }  // namespace aspen::cli

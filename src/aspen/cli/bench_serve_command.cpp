@@ -7,7 +7,8 @@
 #include "bench/serve_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_serve_command {
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<ServeBenchOptions>();
@@ -33,5 +34,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(106, setup);
 
-}  // namespace
+}  // namespace bench_serve_command
 }  // namespace aspen::cli

@@ -7,7 +7,8 @@
 #include "bench/tokenizer_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_tokenizer_command {
 
 struct BenchTokenizerOptions {
   std::string tokenizer_path =
@@ -32,5 +33,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(100, setup);
 
-}  // namespace
+}  // namespace bench_tokenizer_command
 }  // namespace aspen::cli

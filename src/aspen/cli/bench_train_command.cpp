@@ -7,7 +7,8 @@
 #include "bench/train_bench.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace bench_train_command {
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<TrainBenchOptions>();
@@ -44,5 +45,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(107, setup);
 
-}  // namespace
+}  // namespace bench_train_command
 }  // namespace aspen::cli

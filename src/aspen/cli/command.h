@@ -1,6 +1,7 @@
 // Subcommand registry. A command file defines a setup function that adds its
 // CLI11 subcommand to the root app and attaches an action with on_run(), and
-// registers the setup with ASPEN_REGISTER_COMMAND at namespace scope. CLI sources
+// registers the setup with ASPEN_REGISTER_COMMAND at namespace scope (its own namespace,
+// aspen::cli::<file>: the CLI is a unity build). CLI sources
 // are compiled straight into the executable (not an archive), so every
 // registration is linked. Benchmarks hang under `aspen bench` via bench_group().
 #pragma once

@@ -14,7 +14,8 @@
 #include "aspen/util/log.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace demo_command {
 
 std::vector<std::string> arithmetic_corpus(int count) {
   std::vector<std::string> lines;
@@ -97,5 +98,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(5, setup);
 
-}  // namespace
+}  // namespace demo_command
 }  // namespace aspen::cli

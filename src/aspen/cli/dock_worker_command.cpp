@@ -8,7 +8,8 @@
 #include "bench/dock_soak.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace dock_worker_command {
 
 void setup(CLI::App& root) {
   auto options = std::make_shared<DockBenchWorkerOptions>();
@@ -44,5 +45,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(1000, setup);
 
-}  // namespace
+}  // namespace dock_worker_command
 }  // namespace aspen::cli

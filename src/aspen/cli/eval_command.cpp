@@ -22,7 +22,8 @@
 #include "aspen/pipeline/train_config.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace eval_command {
 
 struct EvalOptions {
   std::string model_dir;
@@ -115,5 +116,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(3, setup);
 
-}  // namespace
+}  // namespace eval_command
 }  // namespace aspen::cli

@@ -31,7 +31,8 @@
 #include "aspen/util/blas_threads.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace generate_command {
 
 struct GenerateOptions {
   std::string model_dir;
@@ -205,5 +206,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(25, setup);
 
-}  // namespace
+}  // namespace generate_command
 }  // namespace aspen::cli

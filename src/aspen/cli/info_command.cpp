@@ -14,7 +14,8 @@
 #include "aspen/util/error.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace info_command {
 
 nlohmann::json architecture_json(const ModelConfig& config) {
   nlohmann::json out = {{"architecture", config.architecture()},
@@ -118,5 +119,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(30, setup);
 
-}  // namespace
+}  // namespace info_command
 }  // namespace aspen::cli

@@ -15,7 +15,8 @@
 #include "aspen/util/error.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace launch_command {
 
 // "1,2,5" -> {1, 2, 5}; aspen::Error naming `option` for anything but ranks >= 0.
 std::vector<int> parse_rank_list(const std::string& text, const std::string& option) {
@@ -66,5 +67,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(90, setup);
 
-}  // namespace
+}  // namespace launch_command
 }  // namespace aspen::cli

@@ -14,7 +14,8 @@
 #include "aspen/parallel/device.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace logprobs_command {
 
 struct LogprobsOptions {
   std::string model_dir;
@@ -79,5 +80,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(20, setup);
 
-}  // namespace
+}  // namespace logprobs_command
 }  // namespace aspen::cli

@@ -8,7 +8,8 @@
 #include "aspen/util/file.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace report_command {
 
 struct ReportOptions {
   std::string run_dir;
@@ -37,5 +38,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(4, setup);
 
-}  // namespace
+}  // namespace report_command
 }  // namespace aspen::cli

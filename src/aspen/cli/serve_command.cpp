@@ -33,7 +33,8 @@
 #include "aspen/util/blas_threads.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace serve_command {
 
 struct ServeOptions {
   std::string model_dir;
@@ -162,5 +163,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(26, setup);
 
-}  // namespace
+}  // namespace serve_command
 }  // namespace aspen::cli

@@ -19,7 +19,8 @@
 #include "aspen/util/file.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace sft_command {
 
 struct SftCommandOptions {
   std::vector<std::string> arguments;  // CONFIG.yaml and/or key.sub=value overrides
@@ -68,5 +69,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(2, setup);
 
-}  // namespace
+}  // namespace sft_command
 }  // namespace aspen::cli

@@ -15,7 +15,8 @@
 #include "aspen/util/error.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace simulate_command {
 
 // The seeds' dense setting (docs/simulate.md explains each choice): Qwen2.5-7B, 64
 // H200s split 32 trainers (DP 8 x TP 4) and 32 rollout instances of one device, GRPO
@@ -111,5 +112,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(27, setup);
 
-}  // namespace
+}  // namespace simulate_command
 }  // namespace aspen::cli

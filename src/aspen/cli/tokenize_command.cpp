@@ -11,7 +11,8 @@
 #include "aspen/util/error.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace tokenize_command {
 
 struct TokenizeOptions {
   std::string tokenizer_path;
@@ -62,5 +63,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(10, setup);
 
-}  // namespace
+}  // namespace tokenize_command
 }  // namespace aspen::cli

@@ -14,7 +14,8 @@
 #include "aspen/util/log.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace tokenizer_train_command {
 
 struct TrainOptions {
   int64_t vocab_size = 0;
@@ -72,5 +73,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(40, setup);
 
-}  // namespace
+}  // namespace tokenizer_train_command
 }  // namespace aspen::cli

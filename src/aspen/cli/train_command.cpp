@@ -19,7 +19,8 @@
 #include "aspen/pipeline/train_config.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace train_command {
 
 struct TrainOptions {
   std::vector<std::string> arguments;  // CONFIG.yaml and/or key.sub=value overrides
@@ -99,5 +100,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(1, setup);
 
-}  // namespace
+}  // namespace train_command
 }  // namespace aspen::cli

@@ -15,7 +15,8 @@
 #include "aspen/parallel/device.h"
 
 namespace aspen::cli {
-namespace {
+// Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
+namespace version_command {
 
 // "BLAS_INFO=mkl" in torch's build configuration: the library behind CPU GEMMs.
 std::string blas_name() {
@@ -81,5 +82,5 @@ void setup(CLI::App& root) {
 
 ASPEN_REGISTER_COMMAND(95, setup);
 
-}  // namespace
+}  // namespace version_command
 }  // namespace aspen::cli

@@ -45,25 +45,24 @@ DevicePreset device_preset(const std::string& name) {
     return d;
   }
   if (name == "cpu") {
-    // This machine, one core per device (a rollout instance or trainer thread): the
-    // figures of docs/benchmarks.md (bench train's measured fp32 GEMM peak on one
-    // thread, the ~30 GB/s memory bandwidth of issue 15's roofline) and engine step
-    // overheads fitted to `aspen bench pipeline` (docs/simulate.md). A recorded bench
-    // (simulate.calibration) replaces the step and token costs with its own fit.
+    // This machine, one core per device (a rollout instance or trainer thread), from
+    // docs/benchmarks.md: the bf16 GEMM peak of one core (992.8 GFLOP/s, AMX) and the
+    // MFU the bf16 actor update reaches on it (10.2%, aspen bench train --threads 1);
+    // half of the ~30 GB/s machine bandwidth of issue 15's decode roofline. A recorded
+    // bench (simulate.calibration) replaces the step and token costs with its own fit.
     DevicePreset d;
     d.name = name;
-    d.peak_flops = 100e9;
+    d.peak_flops = 992.8e9;
     d.memory_bandwidth = 15 * kGiga;
     d.memory_bytes = 12 * kGiga;
     d.link_bandwidth = 5 * kGiga;
     d.network_bandwidth = 5 * kGiga;
     d.devices_per_node = 2;
-    d.train_mfu = 0.5;
-    d.prefill_mfu = 0.5;
+    d.train_mfu = 0.10;
+    d.prefill_mfu = 0.10;
     d.decode_bandwidth_efficiency = 0.5;
-    d.step_overhead_s = 4e-3;
-    d.token_overhead_s = 2e-5;
-    d.train_token_overhead_s = 5e-5;
+    d.step_overhead_s = 4.2e-4;  // the calibrated per-step cost of docs/simulate.md
+    d.token_overhead_s = 1.5e-4;
     d.collective_latency_s = 50e-6;
     return d;
   }

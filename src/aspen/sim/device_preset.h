@@ -16,7 +16,6 @@
 //                           sampling, kernel launches)
 //   token_overhead_s        seconds per scheduled token of an engine step beyond the
 //                           roofline (per-sequence bookkeeping; calibrated on CPU)
-//   train_token_overhead_s  the same per trained token (0 on accelerators)
 //   collective_latency_s    fixed seconds per collective (all-reduce, gather)
 // Thread safety: pure. Errors: aspen::Error naming simulate.device for an unknown name.
 #pragma once
@@ -39,7 +38,6 @@ struct DevicePreset {
   double decode_bandwidth_efficiency = 0.7;
   double step_overhead_s = 0;
   double token_overhead_s = 0;
-  double train_token_overhead_s = 0;
   double collective_latency_s = 20e-6;
   // false: a calibrated device whose step and token costs ARE the measured ones (no
   // FLOP or byte term; simulation_spec.h's calibration).
