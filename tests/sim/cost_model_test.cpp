@@ -82,5 +82,24 @@ TEST(CostModel, RefusesNonPositiveRates) {
   EXPECT_THROW(device_preset("tpu"), Error);
 }
 
+TEST(CostModel, ColocatedPublishMovesWhatTheResharderPlans) {
+  DevicePreset device = device_preset("h200");
+  ClusterShape gather;  // train TP 4 -> rollout TP 1: each rank gathers 3/4 of the model
+  gather.colocated = true;
+  gather.train_tp = 4;
+  gather.train_dp = 2;
+  gather.instances = 8;
+  const double weights = 7.6e9 * 2;
+  EXPECT_NEAR(CostModel(small_model(), device, gather).publish_s(),
+              0.75 * weights / device.link_bandwidth, 1e-12);
+  ClusterShape split = gather;  // train TP 2 -> rollout TP 4: sliced locally
+  split.train_tp = 2;
+  split.train_dp = 4;
+  split.rollout_tp = 4;
+  split.instances = 2;
+  EXPECT_EQ(CostModel(small_model(), device, split).publish_s(), 0.0);
+  EXPECT_EQ(CostModel(small_model(), device, split).weight_fetch_s(), 0.0);
+}
+
 }  // namespace
 }  // namespace aspen

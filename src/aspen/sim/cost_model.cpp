@@ -145,7 +145,15 @@ double CostModel::optimizer_step_s() const {
 
 double CostModel::publish_s() const {
   if (!device_.roofline) return 0.0;  // in the calibrated update_fixed_s
-  if (cluster_.colocated) return weight_bytes_ / cluster_.rollout_tp / device_.link_bandwidth;
+  if (cluster_.colocated) {
+    // The resharder's plan (parallel/resharder.h): rollout TP dividing training TP
+    // (k = train_tp / rollout_tp), each rank all-gathers the (k-1)/k of its inference
+    // shard it lacks; rollout TP a multiple of training TP, each slices locally.
+    const int t_train = cluster_.train_tp, t_infer = cluster_.rollout_tp;
+    if (t_infer % t_train == 0) return 0.0;
+    const double k = static_cast<double>(t_train) / t_infer;
+    return (k - 1.0) / k * weight_bytes_ / t_infer / device_.link_bandwidth;
+  }
   // Trainer ranks gather their tensor-parallel shards into whole tensors.
   const double tp = cluster_.train_tp;
   return (tp - 1) / tp * weight_bytes_ / device_.link_bandwidth;

@@ -23,7 +23,9 @@
 // Weights to the rollout after an update:
 //   disaggregated  every instance fetches W over the network from the trainers:
 //                  max(W / (t network), instances W / (trainer devices network))
-//   colocated      allgather-swap inside the node: W / (t link)
+//   colocated      allgather-swap inside the node, the resharder's plan: rollout TP t
+//                  dividing training TP (k = tp / t), each rank receives (k-1)/k of
+//                  its shard, (k-1)/k W / (t link); t a multiple of tp, nothing moves
 // KV capacity of an instance: (t memory memory_utilization - W [- the training
 // model's fp32 weights on those devices, colocated]) / K.
 // Thread safety: immutable after construction.

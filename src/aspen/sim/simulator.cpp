@@ -82,7 +82,7 @@ class Simulation {
   int64_t claim_units(int i);
   void instance_event(int i, int64_t tag);
   void unit_done(int i, const SimulatedUnitDone& done);
-  void reward_done(int i, int64_t lease_tag);
+  void reward_done(int64_t tag);  // a unit's rows scored (tag: reward_queue_)
 
   const SimulationSpec& spec_;
   CostModel costs_;
@@ -360,8 +360,7 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
   schedule(s.reward_free_at, EventKind::kReward, i, tag);
 }
 
-void Simulation::reward_done(int i, int64_t tag) {
-  (void)i;
+void Simulation::reward_done(int64_t tag) {
   const auto [group, rows] = reward_queue_.at(tag);
   reward_queue_.erase(tag);
   ClaimOptions options;
@@ -564,7 +563,7 @@ nlohmann::json Simulation::run() {
     clock_.advance_to(event.time);
     switch (event.kind) {
       case EventKind::kInstance: instance_event(event.index, event.tag); break;
-      case EventKind::kReward: reward_done(event.index, event.tag); break;
+      case EventKind::kReward: reward_done(event.tag); break;
       case EventKind::kTrainer: trainer_done(); break;
     }
   }
