@@ -53,9 +53,9 @@ TEST(Placement, WrongWorldSizeNamesThePlacement) {
   // (TrainConfig.ErrorsNameTheKeyPath, placement.mode: shared).
 }
 
-// Expert parallelism sits inside the data-parallel trainers: train.ep divides train.dp,
-// and neither TP splits the experts too nor TP rollout instances take the trainers'
-// shards.
+// Expert parallelism sits inside the data-parallel trainers (train.ep divides train.dp)
+// or spans the TP group (train.ep = train.tp), and TP rollout instances do not take the
+// trainers' shards.
 TEST(Placement, ExpertParallelismMustFitTheDataParallelTrainers) {
   Placement p{PlacementMode::kColocated, 4, 1, 4, 1};
   p.train_ep = 2;
@@ -72,9 +72,14 @@ TEST(Placement, ExpertParallelismMustFitTheDataParallelTrainers) {
   three.train_ep = 3;
   EXPECT_NE(error_of(three).find("placement.train.ep: must divide train.dp 4"), std::string::npos)
       << error_of(three);
-  Placement with_tp{PlacementMode::kColocated, 2, 2, 4, 1};
+  // With TP, the EP group is the TP group: train.ep equals train.tp (and need not
+  // divide train.dp).
+  Placement with_tp{PlacementMode::kColocated, 3, 2, 6, 1};
   with_tp.train_ep = 2;
-  EXPECT_NE(error_of(with_tp).find("needs train.tp = 1"), std::string::npos) << error_of(with_tp);
+  with_tp.validate(6, "placement");
+  with_tp.train_ep = 3;
+  EXPECT_NE(error_of(with_tp).find("placement.train.ep: must equal train.tp 2"), std::string::npos)
+      << error_of(with_tp);
   Placement rollout_tp{PlacementMode::kColocated, 4, 1, 2, 2};
   rollout_tp.train_ep = 2;
   EXPECT_NE(error_of(rollout_tp).find("needs rollout.tp = 1"), std::string::npos)

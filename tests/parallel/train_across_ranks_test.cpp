@@ -110,21 +110,111 @@ TEST(TrainAcrossRanks, MoeTensorParallelTwoRanksTrainTheAuxLossLikeOneProcess) {
            "placement.train.tp=2 placement.rollout.instances=2", 2, /*weight_atol=*/5e-4);
 }
 
+// Attention split by TP and the experts whole by EP over the same two ranks
+// (placement.train.ep = train.tp): each rank trains half the experts on the TP group's
+// shared tokens, the router and the load-balancing loss replicated; the experts and the
+// attention shards gathered into the rollout model after each update.
+TEST(TrainAcrossRanks, MoeTensorTimesExpertParallelTwoRanksTrainLikeOneProcess) {
+  // The tolerance of the TP-only MoE run above, for the same reason.
+  const std::string output =
+      run_pair("moe_tp2ep2",
+               tp_rank_run("model.kind=qwen3_moe model.num_experts=4 "
+                           "model.moe_intermediate_size=64 algorithm.router_aux_loss_coef=0.01"),
+               "placement.train.tp=2 placement.train.ep=2 placement.rollout.instances=2", 2,
+               /*weight_atol=*/5e-4);
+  EXPECT_NE(output.find("expert-parallel rank 1 of 2 trains experts [2, 4) of 4 per sparse layer "
+                        "(over its tensor-parallel group)"),
+            std::string::npos)
+      << output;
+}
+
+// The RL lines of a run as far as they do not depend on the wall clock, nor on how
+// the rollout batched its sequences: the rollout's log-probs (and the approximate KL
+// between them and the trainer's, which sits at rounding level, 3e-9 here) round
+// differently in another batch (resume_test.cpp measures it); the trained weights are
+// compared exactly instead.
+std::vector<nlohmann::json> rl_lines_without_timing(const std::string& dir) {
+  std::vector<nlohmann::json> lines = read_rl_metrics(dir);
+  for (auto& line : lines) {
+    for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps",
+                               "instance_status_age_max_s", "stolen_groups", "rollout_work",
+                               "bubbles", "rollout_logprob_diff_mean", "rollout_logprob_diff_max",
+                               "approx_kl"}) {
+      line.erase(timing);
+    }
+  }
+  return lines;
+}
+
+// Copies the finished run `from` as it was right after its iteration-2 checkpoint into
+// `to`, to be resumed there.
+void interrupt_after_iteration_two(const std::string& from, const std::string& to) {
+  fs::remove_all(to);
+  fs::copy(from, to, fs::copy_options::recursive);
+  fs::remove_all(to + "/final");
+  fs::remove(to + "/summary.json");
+}
+
 // Expert parallelism inside the data-parallel trainers (Megatron's layout): four ranks,
 // two EP groups of two, each rank holding half of every layer's experts and training
 // its own rows; expert gradients summed over the two ranks holding the same experts,
 // the rest over all four; the experts gathered into each rank's rollout model after
-// every update. Equal to one process.
-TEST(TrainAcrossRanks, MoeDataTimesExpertParallelFourRanksTrainLikeOneProcess) {
-  const std::string output =
-      run_pair("moe_dp2ep2", tiny_rank_run("model.kind=qwen3_moe model.num_experts=4 "
-                                           "model.moe_intermediate_size=32 algorithm.kl_coef=0.01"),
-               "placement.train.dp=4 placement.train.ep=2 placement.rollout.instances=4", 4);
+// every update. Equal to one process. Its checkpoint after iteration 2 (each EP rank
+// of the first group wrote its experts' optimizer state) resumes exactly under the same
+// placement, and in one process without EP (the state is by name), like the one-process
+// run.
+TEST(TrainAcrossRanks, MoeDataTimesExpertParallelFourRanksTrainAndResumeLikeOneProcess) {
+  const std::string output = run_pair(
+      "moe_dp2ep2",
+      tiny_rank_run("model.kind=qwen3_moe model.num_experts=4 model.moe_intermediate_size=32 "
+                    "algorithm.kl_coef=0.01 checkpoint.every=2 checkpoint.keep_last=0"),
+      "placement.train.dp=4 placement.train.ep=2 placement.rollout.instances=4", 4);
   // Each EP group split the experts: ranks 0 and 2 trained experts 0-1, ranks 1 and 3
   // experts 2-3.
   for (const char* line : {"expert-parallel rank 0 of 2 trains experts [0, 2) of 4",
                            "expert-parallel rank 1 of 2 trains experts [2, 4) of 4"}) {
     EXPECT_NE(output.find(line), std::string::npos) << output;
+  }
+  const std::string one = dir_of("moe_dp2ep2_one");
+  const std::string four = dir_of("moe_dp2ep2_two");
+  const std::string checkpoint = four + "/checkpoints/iter_000002";
+  for (const char* file : {"actor_optimizer-00000-of-00002.safetensors",
+                           "actor_optimizer-00001-of-00002.safetensors", "reference.safetensors"}) {
+    EXPECT_TRUE(fs::exists(checkpoint + "/" + file)) << file;
+  }
+
+  // Resumed on the same four ranks: the same iteration 3 and the same weights.
+  const std::string resumed_four = dir_of("moe_dp2ep2_resumed_four");
+  interrupt_after_iteration_two(four, resumed_four);
+  const auto launched = run_command(kAspen + " launch --nproc-per-node 4 --master-port 0 -- " +
+                                    kAspen + " train --resume " + resumed_four);
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  EXPECT_EQ(rl_lines_without_timing(resumed_four), rl_lines_without_timing(four));
+  const auto expected = load_model_weights(four + "/final");
+  const auto actual = load_model_weights(resumed_four + "/final");
+  for (const auto& [name, tensor] : expected) {
+    EXPECT_TRUE(torch::equal(actual.at(name), tensor)) << name;
+  }
+
+  // Resumed in one process (every expert on the one rank): iteration 3 as the
+  // one-process run trained it, within the multi-rank tolerance.
+  const std::string resumed_one = dir_of("moe_dp2ep2_resumed_one");
+  interrupt_after_iteration_two(four, resumed_one);
+  const auto alone = run_command(kAspen + " train --resume " + resumed_one +
+                                 " placement.train.dp=1 placement.train.ep=1 "
+                                 "placement.rollout.instances=1");
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  const auto a = read_rl_metrics(one);
+  const auto b = read_rl_metrics(resumed_one);
+  ASSERT_EQ(b.size(), a.size());
+  EXPECT_EQ(b.back()["reward_mean"], a.back()["reward_mean"]);
+  EXPECT_EQ(b.back()["trained_tokens"], a.back()["trained_tokens"]);
+  EXPECT_FALSE(b.back().contains("ranks")) << "one process writes no rank count";
+  const auto wa = load_model_weights(one + "/final");
+  const auto wb = load_model_weights(resumed_one + "/final");
+  for (const auto& [name, tensor] : wa) {
+    EXPECT_TRUE(torch::allclose(wb.at(name), tensor, 1e-4, 1e-4))
+        << name << ": max |diff| " << (wb.at(name) - tensor).abs().max().item<double>();
   }
 }
 

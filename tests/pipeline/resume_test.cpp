@@ -80,7 +80,7 @@ TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
     run_rl(config, setup, RunOptions{full});
   }
   ASSERT_TRUE(fs::exists(full + "/checkpoints/iter_000002/state.json"));
-  ASSERT_TRUE(fs::exists(full + "/checkpoints/iter_000004/critic_optimizer.pt"));
+  ASSERT_TRUE(fs::exists(full + "/checkpoints/iter_000004/critic_optimizer.safetensors"));
 
   // The interrupted run: what the full run had on disk right after iteration 2
   // (its metrics file then held the SFT/eval lines and two RL lines; the resume

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "aspen/util/error.h"
 
@@ -126,7 +127,7 @@ TEST(Optimizer, SaveLoadResumeEqualsUninterrupted) {
   run_steps(ref_opt, ref, 0, 5);
 
   const std::string path =
-      (std::filesystem::temp_directory_path() / "aspen_optimizer_resume_test.pt").string();
+      (std::filesystem::temp_directory_path() / "aspen_optimizer_resume_test.safetensors").string();
   std::vector<torch::Tensor> first = make();
   {
     Optimizer opt(named(first), o);
@@ -140,6 +141,122 @@ TEST(Optimizer, SaveLoadResumeEqualsUninterrupted) {
   EXPECT_EQ(opt.step_count(), 3);
   EXPECT_DOUBLE_EQ(opt.next_lr(), o.lr * lr_factor(o.schedule, 3));
   run_steps(opt, resumed, 3, 5);
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(torch::equal(resumed[i], ref[i])) << i;
+  std::filesystem::remove(path);
+}
+
+// Expert parallelism's case: two optimizers over different parameters (a rank holding
+// "w", another holding "norm.weight") each write their own state; a third optimizer
+// holding both takes each parameter's state by name and continues bit-identically.
+TEST(Optimizer, StateByNameRestoresIntoADifferentSetOfParameters) {
+  OptimizerOptions o;
+  o.lr = 0.05;
+  o.max_grad_norm = 0.0;  // the two halves' norms differ from the whole's
+  std::vector<torch::Tensor> ref{leaf({0.1, 0.2, 0.3, 0.4}, {2, 2}), leaf({-0.5, 0.5}, {2})};
+  Optimizer ref_opt({{"w", ref[0]}, {"norm.weight", ref[1]}}, o);
+  run_steps(ref_opt, ref, 0, 5);
+
+  std::vector<torch::Tensor> w{leaf({0.1, 0.2, 0.3, 0.4}, {2, 2})};
+  std::vector<torch::Tensor> norm{leaf({-0.5, 0.5}, {2})};
+  Optimizer w_opt({{"w", w[0]}}, o);
+  Optimizer norm_opt({{"norm.weight", norm[0]}}, o);
+  // The sequence run_steps gives each parameter by its index in the whole.
+  for (int s = 0; s < 3; ++s) {
+    w[0].mutable_grad() = torch::sin(torch::arange(4, torch::kDouble) * (s + 1)).reshape({2, 2});
+    norm[0].mutable_grad() = torch::sin(torch::arange(2, torch::kDouble) * (s + 1) + 1.0);
+    w_opt.step();
+    norm_opt.step();
+  }
+  std::map<std::string, torch::Tensor> state;
+  for (auto& [name, t] : w_opt.checkpoint_state()) state[name] = t;
+  for (auto& [name, t] : norm_opt.checkpoint_state([](const std::string& n) {
+         return n == "norm.weight";
+       })) {
+    state[name] = t;
+  }
+  EXPECT_EQ(state.at("w.step").item<int64_t>(), 3);
+  EXPECT_EQ(state.at("optimizer.step_count").item<int64_t>(), 3);
+
+  std::vector<torch::Tensor> resumed{w[0].detach().clone().requires_grad_(true),
+                                     norm[0].detach().clone().requires_grad_(true)};
+  Optimizer opt({{"w", resumed[0]}, {"norm.weight", resumed[1]}}, o);
+  opt.restore_state(state, "two shares");
+  run_steps(opt, resumed, 3, 5);
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(torch::equal(resumed[i], ref[i])) << i;
+}
+
+TEST(Optimizer, StateWithoutStepCounterOrWithAWrongShapeIsRefusedNamingIt) {
+  torch::Tensor w = leaf({1.0, 2.0}, {1, 2});
+  Optimizer opt({{"w", w}}, {});
+  std::map<std::string, torch::Tensor> state{{"w.step", torch::tensor(int64_t{1})},
+                                             {"w.exp_avg", torch::zeros({2})},
+                                             {"w.exp_avg_sq", torch::zeros({2})}};
+  try {
+    opt.restore_state(state, "shard.safetensors");
+    FAIL() << "no step counter accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard.safetensors"), std::string::npos) << e.what();
+  }
+  state["optimizer.step_count"] = torch::tensor(int64_t{1});
+  try {
+    opt.restore_state(state, "shard.safetensors");
+    FAIL() << "a [2] moment accepted for a [1, 2] parameter";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("w.exp_avg"), std::string::npos) << e.what();
+  }
+  state.erase("w.exp_avg_sq");
+  state["w.exp_avg"] = torch::zeros({1, 2});
+  EXPECT_THROW(opt.restore_state(state, "shard.safetensors"), Error);  // partial state
+}
+
+// Checkpoints written before the named format (a torch archive of torch::optim::AdamW's
+// own serialization and the step counter) still resume.
+TEST(Optimizer, LoadsTheTorchArchiveOfEarlierCheckpoints) {
+  OptimizerOptions o;
+  o.lr = 0.05;
+  std::vector<torch::Tensor> ref{leaf({0.1, 0.2, 0.3, 0.4}, {2, 2}), leaf({-0.5, 0.5}, {2})};
+  Optimizer ref_opt({{"w", ref[0]}, {"norm.weight", ref[1]}}, o);
+  run_steps(ref_opt, ref, 0, 4);
+
+  std::vector<torch::Tensor> first{leaf({0.1, 0.2, 0.3, 0.4}, {2, 2}), leaf({-0.5, 0.5}, {2})};
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "aspen_optimizer_legacy_test.pt").string();
+  {
+    // The same groups the Optimizer builds: decayed matrices first, then the rest.
+    torch::optim::AdamW adamw(
+        {torch::optim::OptimizerParamGroup(
+             {first[0]}, std::make_unique<torch::optim::AdamWOptions>(
+                             torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay))),
+         torch::optim::OptimizerParamGroup(
+             {first[1]},
+             std::make_unique<torch::optim::AdamWOptions>(
+                 torch::optim::AdamWOptions(o.lr).weight_decay(0.0)))},
+        torch::optim::AdamWOptions(o.lr));
+    Optimizer opt({{"w", first[0]}, {"norm.weight", first[1]}}, o);
+    run_steps(opt, first, 0, 2);
+    // Move its state into a plain AdamW over the same tensors and archive it the old way.
+    std::map<std::string, torch::Tensor> s;
+    for (auto& [name, t] : opt.checkpoint_state()) s[name] = t;
+    for (size_t i = 0; i < first.size(); ++i) {
+      const std::string n = i == 0 ? "w" : "norm.weight";
+      auto st = std::make_unique<torch::optim::AdamWParamState>();
+      st->step(s.at(n + ".step").item<int64_t>());
+      st->exp_avg(s.at(n + ".exp_avg").clone());
+      st->exp_avg_sq(s.at(n + ".exp_avg_sq").clone());
+      adamw.state()[first[i].unsafeGetTensorImpl()] = std::move(st);
+    }
+    torch::serialize::OutputArchive archive, adamw_archive;
+    adamw.save(adamw_archive);
+    archive.write("adamw", adamw_archive);
+    archive.write("step_count", torch::tensor(int64_t{2}));
+    archive.save_to(path);
+  }
+  std::vector<torch::Tensor> resumed{first[0].detach().clone().requires_grad_(true),
+                                     first[1].detach().clone().requires_grad_(true)};
+  Optimizer opt({{"w", resumed[0]}, {"norm.weight", resumed[1]}}, o);
+  opt.load(path);
+  EXPECT_EQ(opt.step_count(), 2);
+  run_steps(opt, resumed, 2, 4);
   for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(torch::equal(resumed[i], ref[i])) << i;
   std::filesystem::remove(path);
 }

@@ -18,8 +18,11 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
               config.moe.norm_topk_prob, config.moe.routed_scaling_factor},
       tp(tp),
       ep(ep) {
-  check_input(!(tp.enabled() && ep.enabled()),
-              "experts are split by tensor or by expert parallelism, not both",
+  // Both: the EP group is the TP group (its ranks hold the same tokens), and each expert
+  // is whole on one of its ranks instead of split over all of them.
+  check_input(!(tp.enabled() && ep.enabled()) || (ep.replicated_tokens && ep.size == tp.size),
+              "experts split over the tensor-parallel group by expert parallelism need the "
+              "EP group to be the TP group (replicated tokens, the same size)",
               "MoE layer (TP size " + std::to_string(tp.size) + ", EP size " +
                   std::to_string(ep.size) + ")");
   first_local = ep.first_local_expert(num_experts);
@@ -36,7 +39,8 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
   for (int64_t j = first_local; j < first_local + count; ++j) {
     // Expert 0 of layer 0 stands for all: the TP layout depends on neither index.
     local_experts.push_back(holder->register_module(
-        std::to_string(j), QwenMLP(config, tp, config.moe.moe_intermediate_size,
+        std::to_string(j), QwenMLP(config, ep.enabled() ? TensorParallel{} : tp,
+                                   config.moe.moe_intermediate_size,
                                    "model.layers.0.mlp.experts.0.gate_proj.weight")));
   }
   if (config.moe.n_shared_experts > 0) {
@@ -58,15 +62,37 @@ torch::Tensor QwenSparseMoeBlockImpl::forward_replicated(const torch::Tensor& x,
   for (int64_t e = 0; e < first_local; ++e) begin += count[e];
   for (int64_t e = first_local; e < first_local + local; ++e) length += count[e];
   const torch::Tensor mine = order.narrow(0, begin, length);
+  const std::vector<int64_t> local_counts(count + first_local, count + first_local + local);
+  const TensorParallel over_ep = TensorParallel::over(*ep.group);
+  if (tp.enabled()) {
+    // Training with EP over the TP group: every slot's expert output is completed by
+    // the all-reduce BEFORE the routing weights multiply it, so that the router's
+    // gradient (and the input's, summed by the copy's backward) is the full one on
+    // every rank, as under TP alone.
+    const torch::Tensor input = copy_to_tp_region(x, over_ep);
+    const torch::Tensor outputs =
+        run_local_experts(input.index_select(0, mine.div(top_k, "floor")), local_counts);
+    const int64_t slots = order.size(0);
+    const torch::Tensor sorted = torch::cat(
+        {torch::zeros({begin, x.size(1)}, outputs.options()), outputs,
+         torch::zeros({slots - begin - length, x.size(1)}, outputs.options())});
+    const torch::Tensor expert_out = reduce_from_tp_region(sorted, over_ep);
+    const torch::Tensor slot_weights = choice.weights.reshape({-1, 1}).index_select(0, order);
+    torch::Tensor out =
+        torch::zeros_like(x).index_add(0, order.div(top_k, "floor"),
+                                       (expert_out * slot_weights).to(x.scalar_type()));
+    if (shared_experts) out = out + shared_experts(x);
+    return out;
+  }
+  // A rollout instance (no gradient): each rank weights its own experts' outputs and one
+  // all-reduce of [T, C] sums them.
   const torch::Tensor slot_tokens = mine.div(top_k, "floor");
-  const torch::Tensor outputs = run_local_experts(
-      x.index_select(0, slot_tokens),
-      std::vector<int64_t>(count + first_local, count + first_local + local));
+  const torch::Tensor outputs = run_local_experts(x.index_select(0, slot_tokens), local_counts);
   const torch::Tensor slot_weights = choice.weights.reshape({-1, 1}).index_select(0, mine);
   const torch::Tensor partial =
       torch::zeros_like(x).index_add(0, slot_tokens, (outputs * slot_weights).to(x.scalar_type()));
   // The other ranks' experts' outputs complete it (backward: the gradient as it is).
-  torch::Tensor out = reduce_from_tp_region(partial, TensorParallel::over(*ep.group));
+  torch::Tensor out = reduce_from_tp_region(partial, over_ep);
   if (shared_experts) out = out + shared_experts(x);
   return out;
 }

@@ -36,7 +36,13 @@
 // Every EP rank must run every forward (and backward) together, with or without
 // tokens. With replicated tokens (ExpertParallel::replicated_tokens: a rollout instance
 // whose ranks step one batch) there is no all-to-all: each rank runs its experts on the
-// slots routed to them, and one all-reduce sums the partial outputs. TP and EP together are refused (experts are split by one or the other).
+// slots routed to them, and one all-reduce sums the partial outputs.
+// TP and EP together (training with placement.train.ep = train.tp): the EP group must be
+// the TP group with replicated tokens. Attention and shared experts are split by TP, the
+// routed experts are whole on one rank each; each rank runs its experts on their slots
+// and one all-reduce of the [T*k, C] slot outputs completes them before the routing
+// weights apply (the input's gradient summed over the group by the copy's backward), so
+// every gradient is the one-process one. Any other combination is refused.
 // Routing record: with a non-null `log`, forward appends this layer's routing
 // statistics (for the load-balancing loss).
 // Thread safety: forward mutates nothing but `log`.

@@ -18,13 +18,16 @@ void Placement::validate(int world, const std::string& where) const {
   check_input(train_dp >= 1, "must be >= 1", where + ".train.dp");
   check_input(train_tp >= 1, "must be >= 1", where + ".train.tp");
   check_input(train_ep >= 1, "must be >= 1", where + ".train.ep");
-  check_input(train_dp % train_ep == 0,
+  // train.tp = 1: EP groups of data-parallel ranks (all-to-all). train.tp > 1: the EP
+  // group is the TP group, whose ranks hold the same tokens (one all-reduce).
+  check_input(train_tp > 1 || train_dp % train_ep == 0,
               "must divide train.dp " + std::to_string(train_dp) +
                   " (expert-parallel groups are made of data-parallel ranks)",
               where + ".train.ep");
-  check_input(train_ep == 1 || train_tp == 1,
-              "expert parallelism needs train.tp = 1 (experts are split by TP or by EP, "
-              "not both)",
+  check_input(train_ep == 1 || train_tp == 1 || train_ep == train_tp,
+              "must equal train.tp " + std::to_string(train_tp) +
+                  " when both are above 1 (attention is split over the TP group and the "
+                  "experts over the same ranks)",
               where + ".train.ep");
   check_input(train_ep == 1 || rollout_tp == 1,
               "expert-parallel trainers publish the full policy (experts gathered) to "

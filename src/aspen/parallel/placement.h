@@ -12,7 +12,10 @@
 // train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
 // consecutive ranks that split every MoE layer's experts (each rank still trains its own
 // rows: EP sits inside DP, as in Megatron), and ranks p with the same p % train_ep hold
-// the same experts (the expert-data-parallel group); a rollout rank q (counted from the
+// the same experts (the expert-data-parallel group); with train_tp > 1 too, train_ep
+// must equal train_tp: each TP group splits attention by heads and the experts whole
+// over the same ranks, which hold the same tokens (the DP group of a TP index then
+// holds the same experts); a rollout rank q (counted from the
 // first rollout rank) belongs to instance q / rollout_tp with tp_rank q % rollout_tp.
 // For colocated placement the rollout grid is the resharder's inference layout
 // (resharder.h): instance = InferencePlacement::replica, so each rank's rollout shard

@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <thread>
 #include <vector>
 
 #include "aspen/io/model_dir.h"
 #include "aspen/io/safetensors.h"
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/pipeline/checkpoint_state.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
@@ -67,26 +70,84 @@ void checkpoint_fault_delay() {
   if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
 }
 
+// "actor_optimizer-RRRRR-of-PPPPP.safetensors": EP rank R of P's share of the actor's
+// optimizer state.
+std::string actor_optimizer_file(int rank, int size) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "actor_optimizer-%05d-of-%05d.safetensors", rank, size);
+  return name;
+}
+
+// The actor's optimizer state from every share of a checkpoint, by name; aspen::Error
+// naming the checkpoint when a share is missing or two shares disagree on their count.
+std::map<std::string, torch::Tensor> load_actor_optimizer_shares(const fs::path& root) {
+  std::map<int, fs::path> shares;
+  int size = -1;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    int r = 0, p = 0;
+    char tail[32] = {0};
+    const std::string name = entry.path().filename().string();
+    if (std::sscanf(name.c_str(), "actor_optimizer-%5d-of-%5d%31s", &r, &p, tail) != 3 ||
+        std::string(tail) != ".safetensors" || name != actor_optimizer_file(r, p)) {
+      continue;
+    }
+    check_input(size == -1 || size == p,
+                "holds actor optimizer shares of " + std::to_string(size) + " and of " +
+                    std::to_string(p) + " ranks",
+                root.string());
+    size = p;
+    shares[r] = entry.path();
+  }
+  check_input(size > 0, "has no actor optimizer state (actor_optimizer-*.safetensors)",
+              root.string());
+  std::map<std::string, torch::Tensor> state;
+  for (int r = 0; r < size; ++r) {
+    check_input(shares.count(r) == 1, "lacks " + actor_optimizer_file(r, size), root.string(),
+                "an expert-parallel checkpoint has one optimizer file per EP rank");
+    for (auto& [name, tensor] : load_safetensors(shares.at(r).string())) {
+      // The step counter is in every share; a parameter's state in exactly one.
+      check_input(state.emplace(name, tensor).second || name == "optimizer.step_count",
+                  "holds the state of " + name + " twice", root.string());
+    }
+  }
+  return state;
+}
+
 }  // namespace
 
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
-                            int64_t keep_last) {
+                            int64_t keep_last, const ExpertParallel& experts) {
   const fs::path final_dir = checkpoints_root(run_dir) / iteration_name(iteration);
   const fs::path tmp = final_dir.string() + ".tmp";
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  export_policy(setup, (tmp / "policy").string());
-  checkpoint_fault_delay();
-  workers.actor->optimizer().save((tmp / "actor_optimizer.pt").string());
-  if (workers.reference) {
-    write_safetensors((tmp / "reference.safetensors").string(),
-                      workers.reference->model()->hf_state());
+  // EP rank 0 is the run's rank 0: it owns the directory and writes all but the
+  // other EP ranks' experts' optimizer state.
+  const bool leader = experts.rank == 0;
+  std::optional<ProcessGroupHandle> group = experts.group;
+  if (leader) {
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    export_policy(setup, (tmp / "policy").string());
+    checkpoint_fault_delay();
   }
+  if (workers.reference) {
+    // Collective under EP: the reference's experts are spread like the actor's.
+    const auto reference = experts.enabled()
+                               ? gather_expert_parallel_state(workers.reference->model())
+                               : workers.reference->model()->hf_state();
+    if (leader) write_safetensors((tmp / "reference.safetensors").string(), reference);
+  }
+  if (group) group->barrier();  // the directory exists
+  std::function<bool(const std::string&)> mine;  // rank 0: everything it holds
+  if (!leader) mine = is_expert_parameter;
+  write_safetensors((tmp / actor_optimizer_file(experts.rank, experts.size)).string(),
+                    workers.actor->optimizer().checkpoint_state(mine));
+  if (group) group->barrier();  // every share is written
+  if (!leader) return final_dir.string();
   if (workers.critic) {
     write_safetensors((tmp / "critic.safetensors").string(),
                       module_tensors(*workers.critic->model()));
-    workers.critic->optimizer().save((tmp / "critic_optimizer.pt").string());
+    workers.critic->optimizer().save((tmp / "critic_optimizer.safetensors").string());
   }
   const nlohmann::json state = {{"iteration", iteration}, {"schedule", schedule_state}};
   write_file_atomic((tmp / "state.json").string(), state.dump(1));
@@ -129,15 +190,21 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup) {
 
 void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) {
   const fs::path root(checkpoint.dir);
-  workers.actor->optimizer().load((root / "actor_optimizer.pt").string());
+  if (fs::exists(root / "actor_optimizer.pt")) {  // written before the named format
+    workers.actor->optimizer().load((root / "actor_optimizer.pt").string());
+  } else {
+    workers.actor->optimizer().restore_state(load_actor_optimizer_shares(root), checkpoint.dir);
+  }
   if (workers.reference) {
     check_input(!checkpoint.workers.reference.empty(),
                 "the run needs a reference model but the checkpoint has none", checkpoint.dir);
   }
   if (workers.critic) {
-    check_input(fs::exists(root / "critic_optimizer.pt"),
+    const fs::path named = root / "critic_optimizer.safetensors";
+    const fs::path legacy = root / "critic_optimizer.pt";
+    check_input(fs::exists(named) || fs::exists(legacy),
                 "the run trains a critic but the checkpoint has none", checkpoint.dir);
-    workers.critic->optimizer().load((root / "critic_optimizer.pt").string());
+    workers.critic->optimizer().load((fs::exists(named) ? named : legacy).string());
   }
 }
 

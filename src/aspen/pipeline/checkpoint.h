@@ -5,16 +5,24 @@
 // Layout, RUN_DIR/checkpoints/iter_NNNNNN/ (NNNNNN = iterations completed):
 //   policy/                  HF directory of the actor's fp32 master weights
 //                            (config.json, model.safetensors, tokenizer.json)
-//   actor_optimizer.pt       AdamW moments, step counts, schedule step (optimizer.h)
-//   reference.safetensors    the frozen reference (when the run has one)
+//   actor_optimizer-RRRRR-of-PPPPP.safetensors
+//                            AdamW moments and steps by parameter name, and the
+//                            schedule step (Optimizer::checkpoint_state): P = 1, or
+//                            train.ep under expert parallelism, where EP rank R's file
+//                            holds its own experts' state (and rank 0's also the rest)
+//   reference.safetensors    the frozen reference (when the run has one), every expert
 //   critic.safetensors       critic parameters (ppo)
-//   critic_optimizer.pt      (ppo)
+//   critic_optimizer.safetensors  (ppo)
 //   state.json               {"iteration": N, "schedule": {...}}: prompt order and
 //                            RNG, policy version, counters, KL controller, evals
 // A checkpoint is written to iter_NNNNNN.tmp and renamed into place, so a run killed
 // while saving leaves the previous checkpoint intact; only keep_last are kept.
 // RNG streams that are not saved are counter-based (sampling seeds derive from the
 // group id, update shuffles from the iteration index), so they need no state.
+// Expert-parallel runs: the state is by name, not by rank, so a checkpoint resumes at
+// any train.ep (and without EP): every rank reads every optimizer file and takes the
+// parameters it holds. Checkpoints of Aspen before the named format (actor_optimizer.pt,
+// critic_optimizer.pt, torch archives) still resume, with the same parameters.
 // Fault injection for tests: ASPEN_FAULT_CHECKPOINT_DELAY_MS=M pauses M ms halfway
 // through every checkpoint write.
 // Errors: aspen::Error naming the file. Thread safety: call from the trainer thread.
@@ -27,14 +35,18 @@
 
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rl_stages.h"
+#include "aspen/parallel/expert_parallel.h"
 
 namespace aspen {
 
 // Writes the checkpoint of `iteration` and prunes older ones beyond keep_last (0: keep all).
-// Returns its directory.
+// Returns its directory. With an enabled `experts` context (the actor's, train.ep > 1)
+// it is collective over that EP group, the first one (ranks 0..ep-1): each rank writes
+// its experts' optimizer state, EP rank 0 (the run's rank 0) everything else; the
+// others' schedule_state is not read.
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
-                            int64_t keep_last);
+                            int64_t keep_last, const ExpertParallel& experts = {});
 
 // The newest complete checkpoint of a run directory, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);

@@ -254,9 +254,14 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     plan.infer_tp = 1;
     plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
     const ModelConfig model_config = setup_.model->config;
+    // train.ep = train.tp: the experts are gathered whole over the EP (= TP) group
+    // first, so the resharder sees them replicated.
+    const bool experts_gathered = config_.placement.train_ep > 1;
     full_resharder_ = std::make_unique<Resharder>(
-        trainers_, plan,
-        [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
+        trainers_, plan, [model_config, experts_gathered](const std::string& name) {
+          return experts_gathered && is_expert_parameter(name) ? ShardSpec{}
+                                                               : qwen_shard_spec(name, model_config);
+        });
   }
   gathers_experts_ = layout_.trains() && config_.placement.train_ep > 1;
   if (world_ && instances_take_resharded_shards(config_, world_->world_size())) {
@@ -818,20 +823,22 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
 
 void IterationEngine::refresh_full_policy() {
   torch::NoGradGuard no_grad;
-  if (gathers_experts_) {
-    // train.ep > 1: each rank trained its experts; all of them, with the rest, make the
-    // full policy again (collective over the EP group).
-    const auto full = gather_expert_parallel_state(workers_.actor->model());
-    setup_.model->load_state(std::map<std::string, torch::Tensor>(full.begin(), full.end()),
-                             "gathered experts");
+  // train.ep > 1: each rank trained its experts; all of them, with the rest, make the
+  // full policy again (collective over the EP group).
+  const std::vector<std::pair<std::string, torch::Tensor>> trained =
+      gathers_experts_ ? gather_expert_parallel_state(workers_.actor->model())
+                       : workers_.actor->model()->hf_state();
+  if (full_resharder_) {
+    // train.tp > 1: the TP shards gathered too (collective over the trainers).
+    const std::shared_ptr<const WeightSet> full = full_resharder_->reshard(trained, version_);
+    setup_.model->load_state(
+        std::map<std::string, torch::Tensor>(full->tensors.begin(), full->tensors.end()),
+        "gathered policy");
     return;
   }
-  if (!full_resharder_) return;  // train.tp 1: the actor trains setup.model itself
-  const std::shared_ptr<const WeightSet> full =
-      full_resharder_->reshard(workers_.actor->model()->hf_state(), version_);
-  setup_.model->load_state(
-      std::map<std::string, torch::Tensor>(full->tensors.begin(), full->tensors.end()),
-      "gathered policy");
+  if (!gathers_experts_) return;  // train.tp 1: the actor trains setup.model itself
+  setup_.model->load_state(std::map<std::string, torch::Tensor>(trained.begin(), trained.end()),
+                           "gathered experts");
 }
 
 void IterationEngine::publish_weights() {

@@ -143,13 +143,6 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
                 "checkpoints of a tensor-parallel run (sharded optimizer state) are not written "
                 "by aspen train yet; use placement.train.tp=1 or checkpoint.every=0");
   }
-  if (p.train_ep > 1) {
-    check_input(config.checkpoint.every == 0, "is " + std::to_string(config.checkpoint.every),
-                "checkpoint.every",
-                "checkpoints of an expert-parallel run (each rank's experts and their optimizer "
-                "state) are not written by aspen train yet; use placement.train.ep=1 or "
-                "checkpoint.every=0");
-  }
 }
 
 // The training grid's groups (TP fastest, ranks [0, dp x tp) in both modes): the TP
@@ -167,7 +160,7 @@ struct TrainGroups {
 // groups of train.ep consecutive training ranks, and the expert-data-parallel groups
 // of the ranks at the same place in theirs. Collective over `world`.
 void add_expert_groups(ProcessGroupHandle& world, const Placement& p, TrainGroups& groups) {
-  if (p.train_ep == 1) return;
+  if (p.train_ep == 1 || p.train_tp > 1) return;  // EP over the TP group: made with it
   const int ep_groups = p.train_dp / p.train_ep;
   for (int g = 0; g < ep_groups; ++g) {
     std::vector<int> ranks;
@@ -192,8 +185,13 @@ TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
   for (int d = 0; d < p.train_dp && p.train_tp > 1; ++d) {
     std::vector<int> ranks;
     for (int t = 0; t < p.train_tp; ++t) ranks.push_back(d * p.train_tp + t);
-    if (auto group = world.new_subgroup(ranks))
+    if (auto group = world.new_subgroup(ranks)) {
       groups.tensor_parallel = TensorParallel::over(*group);
+      // train.ep = train.tp: the experts split over the TP group, whose ranks hold the
+      // same tokens (model/qwen_moe_block.h); the DP group of a TP index holds the same
+      // experts, so the plain data-parallel reduction is the expert one too.
+      if (p.train_ep > 1) groups.expert_parallel = ExpertParallel::over(*group, true);
+    }
   }
   if (p.train_dp > 1) {
     for (int t = 0; t < p.train_tp; ++t) {
@@ -353,18 +351,25 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       evals["after"] = run_accuracy(eval_ranks, setup, max_tokens);
       line["eval_accuracy"] = evals["after"];
     }
-    if (!writer) continue;
-    write_jsonl(metrics, line);
-    metrics.flush();
-    if (tensorboard) {
-      tensorboard->add(i + 1, numeric_fields(line));
-      tensorboard->flush();  // a live TensorBoard sees each iteration
+    if (writer) {
+      write_jsonl(metrics, line);
+      metrics.flush();
+      if (tensorboard) {
+        tensorboard->add(i + 1, numeric_fields(line));
+        tensorboard->flush();  // a live TensorBoard sees each iteration
+      }
+      if (config.logging.console) progress.report(i + 1, line);
     }
-    if (config.logging.console) progress.report(i + 1, line);
-    if (config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
+    // Rank 0 writes the checkpoint (after the metrics line, which a resume keeps); under
+    // expert parallelism the rest of the first EP group writes its experts' optimizer
+    // state with it.
+    const bool checkpoints =
+        writer || (groups.expert_parallel.enabled() && rank < config.placement.train_ep);
+    if (checkpoints && config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
-                      {{"schedule", schedule->state()}, {"evals", evals}},
-                      config.checkpoint.keep_last);
+                      writer ? nlohmann::json{{"schedule", schedule->state()}, {"evals", evals}}
+                             : nlohmann::json(),
+                      config.checkpoint.keep_last, groups.expert_parallel);
     }
   }
   progress.finish();

@@ -101,27 +101,30 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   if (tensor_parallel.enabled()) {
     check_input(config.algorithm.name != AlgorithmName::kPpo, "the critic is not tensor-parallel",
                 "algorithm.name", "use placement.train.tp=1 for ppo");
-    trained = QwenForCausalLM(setup.model->config, tensor_parallel);
-    trained->to(setup.train_device);
-    std::map<std::string, torch::Tensor> full;
-    for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
-    trained->load_state(full, "policy, sharded for tensor parallelism");
   }
   if (expert_parallel.enabled()) {
     check_input(setup.model->config.is_moe(), "needs a mixture-of-experts model",
                 "placement.train.ep", "use placement.train.ep=1 for a dense model");
-    trained = QwenForCausalLM(setup.model->config, TensorParallel{}, expert_parallel);
+  }
+  if (tensor_parallel.enabled() || expert_parallel.enabled()) {
+    trained = QwenForCausalLM(setup.model->config, tensor_parallel, expert_parallel);
     trained->to(setup.train_device);
     std::map<std::string, torch::Tensor> full;
     for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
-    trained->load_state(full, "policy, its experts split for expert parallelism");
+    trained->load_state(full, "policy, split for tensor and expert parallelism");
+  }
+  if (expert_parallel.enabled()) {
     const int64_t experts = setup.model->config.moe.num_experts;
     const int64_t first = expert_parallel.first_local_expert(experts);
     log_info("actor: expert-parallel rank ", expert_parallel.rank, " of ", expert_parallel.size,
              " trains experts [", first, ", ", first + expert_parallel.local_expert_count(experts),
-             ") of ", experts, " per sparse layer");
-    actor_options.data_parallel.is_expert = is_expert_parameter;
-    actor_options.data_parallel.expert_group = expert_data_parallel;
+             ") of ", experts, " per sparse layer",
+             expert_parallel.replicated_tokens ? " (over its tensor-parallel group)" : "");
+    if (!expert_parallel.replicated_tokens) {
+      // EP inside DP: an expert's gradient is summed over the ranks holding it only.
+      actor_options.data_parallel.is_expert = is_expert_parameter;
+      actor_options.data_parallel.expert_group = expert_data_parallel;
+    }
   }
   actor = std::make_unique<ActorTrainer>(trained, actor_options);
   schema.kl_in_reward = config.algorithm.kl_in_reward;

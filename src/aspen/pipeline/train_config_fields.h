@@ -410,8 +410,9 @@ void visit_fields(Placement& s, Visitor& v) {
         "MoE models: expert parallelism inside the data-parallel trainers - groups of "
         "`train.ep` consecutive training ranks split each MoE layer's experts and "
         "exchange tokens by all-to-all, each rank still training its own rows; must "
-        "divide `train.dp`, needs `train.tp: 1`, and the rollout instances get the "
-        "experts gathered after each update");
+        "divide `train.dp`. With `train.tp` > 1 it must equal `train.tp`: each TP group "
+        "splits attention by heads and the experts, whole, over the same ranks. The "
+        "rollout instances get the experts gathered after each update");
   });
   v.nested("rollout", [&](auto& rollout) {
     rollout.field("instances", s.rollout_instances,

@@ -55,9 +55,10 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       master_(trainable_params(*model_), trainable_params(*compute_)),
       optimizer_(master_.master(), options.trainer.optimizer),
       data_parallel_(options.data_parallel, master_) {
-  if (model_->ep.enabled()) {
+  if (model_->ep.enabled() && !model_->ep.replicated_tokens) {
     // Clipping needs the norm of the whole model: an expert is held by one rank of the
-    // EP group, everything else by all of them.
+    // EP group, everything else by all of them. (EP over the TP group: the TP norm
+    // below, where an expert counts once as a shard does.)
     const int size = model_->ep.size;
     ProcessGroupHandle group = *model_->ep.group;
     optimizer_.set_sharded_norm(
@@ -108,7 +109,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     ++metrics.micro_batches;
     if (mb.num_response_tokens == 0) {
       // An expert-parallel model's passes are collectives: join the other ranks'.
-      if (compute_->ep.enabled()) padding_pass(compute_, head, options_.trainer.recompute);
+      if (in_expert_lockstep(compute_)) padding_pass(compute_, head, options_.trainer.recompute);
       continue;
     }
     MoeRoutingLog routing;

@@ -5,8 +5,12 @@
 
 namespace aspen {
 
+bool in_expert_lockstep(const QwenForCausalLM& model) {
+  return model->ep.enabled() && !model->ep.replicated_tokens;
+}
+
 int64_t lockstep_count(const QwenForCausalLM& model, int64_t local_count) {
-  if (!model->ep.enabled()) return local_count;
+  if (!in_expert_lockstep(model)) return local_count;
   torch::Tensor count = torch::tensor({local_count}, torch::kInt64);
   ProcessGroupHandle(*model->ep.group).all_reduce(count, ReduceOp::kMax);
   return count.item<int64_t>();

@@ -10,8 +10,10 @@
 // ones (same recompute setting), whose loss is multiplied by zero - every gradient it
 // adds is exactly zero and it reports nothing.
 //
+// Ranks whose EP group is their TP group (replicated tokens) run the same micro-batches
+// already: they need no lockstep (in_expert_lockstep is false).
 // lockstep_count(model, n): the largest n over the model's EP group (n itself without
-// EP). Collective: call it BEFORE the passes (a rank that asked after its own passes
+// lockstep). Collective: call it BEFORE the passes (a rank that asked after its own passes
 // would meet the others' forwards with an all-reduce). padding_pass(model, ...): one
 // padding forward (and backward when grad mode is on). Thread safety: one trainer
 // thread per rank.
@@ -24,6 +26,8 @@
 
 namespace aspen {
 
+// Whether the model's passes must be kept in step with its EP group's (above).
+bool in_expert_lockstep(const QwenForCausalLM& model);
 int64_t lockstep_count(const QwenForCausalLM& model, int64_t local_count);
 
 // One padding forward of `model` through response_logprobs (with `recompute` as the

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "aspen/io/safetensors.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -164,20 +165,12 @@ void Optimizer::set_sharded_norm(const std::function<double(const std::string& n
   sharded_norm_ = std::move(norm);
 }
 
-void Optimizer::save(const std::string& path) const {
-  torch::serialize::OutputArchive archive;
-  torch::serialize::OutputArchive adamw_archive;
-  adamw_->save(adamw_archive);
-  archive.write("adamw", adamw_archive);
-  archive.write("step_count", torch::tensor(step_count_, torch::kLong));
-  try {
-    archive.save_to(path);
-  } catch (const c10::Error& e) {
-    throw Error(std::string("cannot write optimizer state: ") + e.what_without_backtrace(), path);
-  }
-}
+namespace {
 
-void Optimizer::load(const std::string& path) {
+constexpr const char* kStepCountKey = "optimizer.step_count";
+
+// The torch archive Aspen wrote before the named format (same parameters, same order).
+int64_t load_torch_archive(torch::optim::AdamW& adamw, const std::string& path) {
   torch::serialize::InputArchive archive;
   torch::serialize::InputArchive adamw_archive;
   torch::Tensor step_count;
@@ -185,12 +178,84 @@ void Optimizer::load(const std::string& path) {
     archive.load_from(path);
     archive.read("adamw", adamw_archive);
     archive.read("step_count", step_count);
-    adamw_->load(adamw_archive);
+    adamw.load(adamw_archive);
   } catch (const c10::Error& e) {
     throw Error(std::string("cannot read optimizer state: ") + e.what_without_backtrace(), path,
                 "was it written by Optimizer::save over the same parameters?");
   }
-  step_count_ = step_count.item<int64_t>();
+  return step_count.item<int64_t>();
+}
+
+}  // namespace
+
+NamedParams Optimizer::checkpoint_state(
+    const std::function<bool(const std::string& name)>& include) const {
+  NamedParams out;
+  const auto& state = adamw_->state();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (include && !include(names_[i])) continue;
+    auto it = state.find(state_key<std::decay_t<decltype(state)>>(params_[i]));
+    if (it == state.end()) continue;
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    out.emplace_back(names_[i] + ".step", torch::tensor(s.step(), torch::kLong));
+    out.emplace_back(names_[i] + ".exp_avg", s.exp_avg().detach());
+    out.emplace_back(names_[i] + ".exp_avg_sq", s.exp_avg_sq().detach());
+    if (s.max_exp_avg_sq().defined()) {
+      out.emplace_back(names_[i] + ".max_exp_avg_sq", s.max_exp_avg_sq().detach());
+    }
+  }
+  out.emplace_back(kStepCountKey, torch::tensor(step_count_, torch::kLong));
+  return out;
+}
+
+void Optimizer::restore_state(const std::map<std::string, torch::Tensor>& state,
+                              const std::string& source) {
+  const auto count = state.find(kStepCountKey);
+  check_input(count != state.end() && count->second.numel() == 1, "no optimizer step counter",
+              source, std::string("optimizer state carries \"") + kStepCountKey + "\"");
+  auto& adamw_state = adamw_->state();
+  using Key = std::decay_t<decltype(adamw_state)>::key_type;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::string& name = names_[i];
+    const torch::Tensor& param = params_[i];
+    adamw_state.erase(state_key<std::decay_t<decltype(adamw_state)>>(param));
+    const auto step = state.find(name + ".step");
+    if (step == state.end()) continue;  // no state yet (never stepped with a gradient)
+    // A moment of this parameter's shape, on its device and in its dtype (a copy:
+    // the source may be a mapped file).
+    auto moment = [&](const std::string& suffix, bool required) -> torch::Tensor {
+      const auto it = state.find(name + suffix);
+      if (it == state.end()) {
+        check_input(!required, "has " + name + ".step but no " + name + suffix, source);
+        return {};
+      }
+      check_input(it->second.sizes() == param.sizes(),
+                  "shape of " + name + suffix + " does not match the parameter's", source);
+      return it->second.to(param.options(), /*non_blocking=*/false, /*copy=*/true);
+    };
+    auto restored = std::make_unique<torch::optim::AdamWParamState>();
+    restored->step(step->second.item<int64_t>());
+    restored->exp_avg(moment(".exp_avg", true));
+    restored->exp_avg_sq(moment(".exp_avg_sq", true));
+    if (torch::Tensor max_sq = moment(".max_exp_avg_sq", false); max_sq.defined()) {
+      restored->max_exp_avg_sq(max_sq);
+    }
+    adamw_state[static_cast<Key>(param.unsafeGetTensorImpl())] = std::move(restored);
+  }
+  step_count_ = count->second.item<int64_t>();
+}
+
+void Optimizer::save(const std::string& path) const {
+  write_safetensors(path, checkpoint_state());
+}
+
+void Optimizer::load(const std::string& path) {
+  const bool torch_archive = path.size() >= 3 && path.compare(path.size() - 3, 3, ".pt") == 0;
+  if (torch_archive) {
+    step_count_ = load_torch_archive(*adamw_, path);
+    return;
+  }
+  restore_state(load_safetensors(path), path);
 }
 
 }  // namespace aspen

@@ -16,10 +16,19 @@
 //      step_count += 1, gradients cleared
 //      (set to none).
 //
-// save()/load(): one torch archive holding the AdamW state (moments, per-parameter step,
-// group options) and the step counter; load() into an Optimizer built over the same
-// parameters in the same order makes the following steps bit-identical to an
-// uninterrupted run. Errors: aspen::Error naming the file for a missing/corrupt archive.
+// checkpoint_state()/restore_state(): the AdamW state by parameter NAME - per parameter
+// "<name>.exp_avg", "<name>.exp_avg_sq" (and ".max_exp_avg_sq" with amsgrad) in the
+// parameter's dtype and "<name>.step" (int64 scalar), plus "optimizer.step_count" - so
+// that state written by one set of parameters restores into another holding some of
+// the same names: an expert-parallel rank writes its own experts' state and a rank of
+// another EP size takes the experts it holds from every rank's file. Restoring makes
+// the following steps bit-identical to an uninterrupted run. The group options are not
+// state: they come from OptimizerOptions, and step() sets the learning rate.
+// save()/load(): checkpoint_state() as one safetensors file. load() also reads the torch
+// archive (a path ending in ".pt") that Aspen wrote before, into an Optimizer built over
+// the same parameters in the same order.
+// Errors: aspen::Error naming the file or source for a missing/corrupt file, a missing
+// step counter, a parameter whose state is partial or of another shape.
 //
 // state_tensors()/grad_tensors(): the training-only tensors, by name, for swapping
 // them off the device while a colocated rollout runs (parallel/swap_space.h). They
@@ -31,6 +40,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -104,6 +114,15 @@ class Optimizer {
   // or zero_grad(): they set grads to none).
   NamedParams grad_tensors() const;
 
+  // `include` (default: every parameter) picks the parameters whose state is written;
+  // "optimizer.step_count" is always there.
+  NamedParams checkpoint_state(
+      const std::function<bool(const std::string& name)>& include = {}) const;
+  // Every parameter named in `state` gets that state; the others get none (AdamW then
+  // starts them afresh, as it does a parameter that never had a gradient). Names that
+  // are not this optimizer's parameters are ignored (another rank's experts).
+  void restore_state(const std::map<std::string, torch::Tensor>& state,
+                     const std::string& source);
   void save(const std::string& path) const;
   void load(const std::string& path);
 

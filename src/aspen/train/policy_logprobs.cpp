@@ -39,7 +39,7 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
   for (const MicroBatch& mb : micro_batches) {
     if (mb.num_response_tokens == 0) {
       // An expert-parallel model's forwards are collectives: join them anyway.
-      if (model->ep.enabled()) padding_pass(model, head, /*recompute=*/false);
+      if (in_expert_lockstep(model)) padding_pass(model, head, /*recompute=*/false);
       continue;
     }
     TokenLogprobs part = response_logprobs(model, mb, head, /*recompute=*/false);

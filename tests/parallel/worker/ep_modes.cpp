@@ -13,6 +13,10 @@
 //                  log-probs of the engine over the one-process model.
 //     replicated_rollout  the same with ExpertParallel::replicated_tokens: no
 //                  all-to-all, each rank its experts on their slots, one all-reduce.
+//     tensor_times_expert  attention split by TP and the experts whole by EP over the
+//                  same ranks (placement.train.ep = train.tp), every rank on the same
+//                  batch: forward, every gradient (this rank's TP shard, or its whole
+//                  experts) and two AdamW steps equal the one-process model's.
 //     actor        ActorTrainer over the EP model, data-parallel over the same ranks,
 //                  rank 0 with three micro-batches and the others with one (padding
 //                  passes): log-probs, grad norm and updated weights equal one process
@@ -26,7 +30,9 @@
 
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/model/tp_layout.h"
 #include "aspen/model/weights_init.h"
+#include "aspen/parallel/shard_spec.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/batch_rows.h"
 #include "aspen/parallel/expert_parallel.h"
@@ -172,6 +178,55 @@ void check_model(const ExpertParallel& ep) {
   }
 }
 
+// The gradient or weight `want` of the one-process model as this TP x EP rank holds it.
+torch::Tensor as_held(const std::string& name, const torch::Tensor& want, const ModelConfig& config,
+                      const TensorParallel& tp) {
+  if (is_expert(name)) return want;  // whole on its one rank
+  return take_shard(want, qwen_shard_spec(name, config), tp.rank, tp.size, name);
+}
+
+void check_tensor_times_expert(ProcessGroupHandle& group) {
+  const std::string where = "ep_check tensor_times_expert";
+  const ModelConfig config = ep_config();
+  const auto weights = seeded_weights(config);
+  QwenForCausalLM reference(config);
+  reference->load_state(weights, "seeded");
+  const TensorParallel tp = TensorParallel::over(group);
+  QwenForCausalLM sharded(config, tp, ExpertParallel::over(group, /*replicated_tokens=*/true));
+  sharded->load_state(weights, "seeded");
+  const Batch batch = rank_batch(0, config.vocab_size);  // the same tokens on every rank
+  {
+    torch::NoGradGuard no_grad;
+    ep_expect_close(sharded->forward(batch.ids, batch.cu), reference->forward(batch.ids, batch.cu),
+                    "hidden", where);
+  }
+  torch::optim::AdamW ref_opt(reference->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW tp_opt(sharded->parameters(), torch::optim::AdamWOptions(1e-2));
+  for (int step = 0; step < 2; ++step) {
+    ref_opt.zero_grad();
+    tp_opt.zero_grad();
+    loss_of(reference, batch).backward();
+    loss_of(sharded, batch).backward();
+    auto ref_params = reference->named_parameters();
+    for (auto& item : sharded->named_parameters()) {
+      torch::Tensor& grad = item.value().mutable_grad();
+      const torch::Tensor& want = ref_params[item.key()].grad();
+      if (!grad.defined()) grad = torch::zeros_like(item.value());
+      ep_expect_close(grad,
+                      want.defined() ? as_held(item.key(), want, config, tp)
+                                     : torch::zeros_like(grad),
+                      "step " + std::to_string(step) + " gradient of " + item.key(), where);
+    }
+    ref_opt.step();
+    tp_opt.step();
+  }
+  auto ref_params = reference->named_parameters();
+  for (const auto& item : sharded->named_parameters()) {
+    ep_expect_close(item.value(), as_held(item.key(), ref_params[item.key()], config, tp),
+                    "after two steps: " + item.key(), where);
+  }
+}
+
 void check_rollout(const ExpertParallel& ep) {
   const ModelConfig config = ep_config();
   const auto weights = seeded_weights(config);
@@ -252,6 +307,8 @@ int ep_check(ProcessGroupHandle& group, const std::vector<std::string>&) {
   // A rollout instance's ranks step one batch: replicated tokens, no all-to-all.
   check_rollout(ExpertParallel::over(group, /*replicated_tokens=*/true));
   std::printf("rank %d ep replicated_rollout ok\n", ep.rank);
+  check_tensor_times_expert(group);
+  std::printf("rank %d ep tensor_times_expert ok\n", ep.rank);
   check_actor(group, ep);
   std::printf("rank %d ep actor ok\n", ep.rank);
   return 0;
