@@ -1,5 +1,8 @@
 #include "bench/rollout_bench.h"
 
+#include "aspen/parallel/compute_threads.h"
+#include "aspen/model/compute_dtype.h"
+
 #include "aspen/parallel/device.h"
 
 #include <ATen/Parallel.h>
@@ -193,15 +196,14 @@ QwenForCausalLM make_bench_model(const std::string& kind, uint64_t seed) {
 }
 
 nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
-  if (options.threads > 0) {
-    at::set_num_threads(options.threads);
-    set_blas_threads(options.threads);  // torch's setting does not reach OpenBLAS' pool
-  }
+  set_compute_threads(options.threads, "--threads");
   torch::NoGradGuard no_grad;
   const torch::Device device = device_from_option(options.device, "--device");
-  QwenForCausalLM model =
-      options.model_dir.empty() ? make_bench_model(options.kind) : load_pretrained_model(options.model_dir);
-  model->to(device);
+  const torch::ScalarType dtype = parse_compute_dtype(options.dtype, "--dtype");
+  QwenForCausalLM model = options.model_dir.empty()
+                              ? make_bench_model(options.kind)
+                              : load_pretrained_model(options.model_dir, dtype, device);
+  model->to(device, dtype);
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
   // A share of what is free now (the model loaded), turned into the MiB every workload gets.
@@ -217,7 +219,8 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
                      {"kv_cache", kv_cache_mb > 0
                                       ? std::to_string(kv_cache_mb) + " MiB"
                                       : std::string("sized to each workload")},
-                     {"device", device.str()}};
+                     {"device", device.str()},
+                     {"dtype", options.dtype}};
   // Warm-up: first calls pay for allocator and thread-pool start-up.
   time_generate(model, bench_engine_config(2, 256, 20, kv_cache_mb),
                 fixed_requests(2, 16, 4, model->config.vocab_size, 0));
@@ -230,9 +233,11 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
       }
     }
   }
-  result["long_tail"] = long_tail(model, options.long_tail_requests, options.long_tail_parallel,
-                                  kv_cache_mb);
-  result["sampler"] = run_sampler_bench(151936, 16, 3);
+  if (options.long_tail_requests > 0) {
+    result["long_tail"] = long_tail(model, options.long_tail_requests,
+                                    options.long_tail_parallel, kv_cache_mb);
+  }
+  if (options.sampler) result["sampler"] = run_sampler_bench(151936, 16, 3);
   return result;
 }
 

@@ -27,6 +27,8 @@ struct RolloutBenchOptions {
   int64_t kv_cache_mb = 0;  // 0: each workload's KV cache sized to hold it whole
   double kv_cache_fraction = 0.0;  // > 0: this share of the memory free after loading
   std::string device = "cpu";  // cpu | cuda | cuda:N (parallel/device.h)
+  std::string dtype = "fp32";  // the weights and compute: fp32 | bf16
+  bool sampler = true;  // also time the sampler alone on Qwen's vocabulary
 };
 
 // A random Qwen3-architecture model of about 10M parameters (vocab 8192).
@@ -35,7 +37,8 @@ struct RolloutBenchOptions {
 QwenForCausalLM make_bench_model(const std::string& kind = "qwen3", uint64_t seed = 0);
 
 // {"model":{...},"grid":[{prompt_len,gen_len,parallel,prefill_tps,decode_tps,preemptions}],
-//  "long_tail":{continuous_tps,static_tps,ratio,...},"sampler":run_sampler_bench(151936, 16, 3)}
+//  "long_tail":{continuous_tps,static_tps,ratio,...} (unless long_tail_requests is 0),
+//  "sampler":run_sampler_bench(151936, 16, 3) (unless sampler is false)}
 nlohmann::json run_rollout_bench(const RolloutBenchOptions& options);
 
 // The sampler alone on [rows, vocab] random logits, flat and peaked, for each filtering

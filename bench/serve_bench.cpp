@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/serve/openai_server.h"
-#include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -100,10 +100,7 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& options) {
               "aspen bench serve");
   check_input(options.clients >= 1 && options.requests >= 1 && options.max_tokens >= 1,
               "--clients, --requests and --max-tokens must be >= 1", "aspen bench serve");
-  if (options.threads > 0) {
-    torch::set_num_threads(options.threads);
-    set_blas_threads(options.threads);
-  }
+  set_compute_threads(options.threads, "--threads");
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
   QwenForCausalLM model = load_pretrained_model(options.model_dir);
   EngineConfig engine_config;

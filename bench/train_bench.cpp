@@ -5,6 +5,7 @@
 #include <chrono>
 #include <random>
 
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/model/compute_dtype.h"
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/pretrained.h"
@@ -12,7 +13,6 @@
 #include "aspen/train/actor.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/recompute.h"
-#include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
 #include "aspen/util/seconds_since.h"
@@ -144,10 +144,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
               "--rows, --prompt-tokens must be >= 1 and --response-tokens >= 2",
               "aspen bench train");
   check_input(options.steps >= 1, "--steps must be >= 1", "aspen bench train");
-  if (options.threads > 0) {
-    torch::set_num_threads(options.threads);
-    set_blas_threads(options.threads);
-  }
+  set_compute_threads(options.threads, "--threads");
   QwenForCausalLM master = options.model_dir.empty()
                                ? make_random_model(bench_shape(options.kind), 0)
                                : load_pretrained_model(options.model_dir);
@@ -156,6 +153,10 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
   int64_t packed_tokens = 0;
   for (int64_t r = 0; r < base.num_rows(); ++r) {
     packed_tokens += base.prompts[r].size() + base.responses[r].size();
+  }
+  std::vector<int64_t> response_lengths;  // what tools/anchors/eager_grpo.py replays
+  for (const auto& response : base.responses) {
+    response_lengths.push_back(static_cast<int64_t>(response.size()));
   }
   int64_t parameters = 0;
   for (const auto& p : master->parameters()) parameters += p.numel();
@@ -200,6 +201,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
            "uniform in [" + std::to_string(std::max<int64_t>(1, options.response_tokens / 2)) +
                ", " + std::to_string(options.response_tokens) + "]"},
           {"packed_tokens", packed_tokens},
+          {"response_lengths", response_lengths},
           {"threads", torch::get_num_threads()},
           {"flops_per_update", update_flops},
           {"flops_formula", "6 * active_matmul_parameters * packed_tokens + 6 * layers * "

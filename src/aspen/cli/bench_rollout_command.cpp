@@ -1,9 +1,10 @@
-// `aspen bench rollout [--model DIR] [--threads N] [--device D] --json`: prefill/decode tokens/s
+// `aspen bench rollout [--model DIR] [--dtype fp32|bf16] [--threads N] [--device D] --json`: prefill/decode tokens/s
 // over prompt length x generation length x parallel sequences, and continuous vs
 // static batching on a long-tail workload (bench/rollout_bench.h).
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
 #include "aspen/cli/device_option.h"
 #include "bench/rollout_bench.h"
 
@@ -21,14 +22,22 @@ void setup(CLI::App& root) {
                       "without --model: qwen3 or qwen3_moe (the same shape, MLPs top-2 of 8 "
                       "experts)")
       ->capture_default_str();
-  command->add_option("--threads", options->threads,
-                      "torch intra-op and BLAS threads (0: as they are)");
+  add_threads_option(command, options->threads);
   command->add_option("--kv-cache-mb", options->kv_cache_mb,
                       "KV cache budget (0: each workload's cache sized to hold it)")
       ->capture_default_str();
   command->add_option("--kv-cache-fraction", options->kv_cache_fraction,
                       "KV cache as a share of the memory free after loading the model");
   add_device_option(command, options->device);
+  command->add_option("--dtype", options->dtype, "weights and compute: fp32 or bf16")
+      ->capture_default_str();
+  command->add_option("--long-tail-requests", options->long_tail_requests,
+                      "requests of the long-tail workload (0: skip it)")
+      ->capture_default_str();
+  command->add_option("--long-tail-parallel", options->long_tail_parallel,
+                      "parallel sequences of the long-tail workload")
+      ->capture_default_str();
+  command->add_flag("!--no-sampler", options->sampler, "skip the sampler-alone timing");
   command->add_option("--prompt-lens", options->prompt_lens, "grid prompt lengths")
       ->capture_default_str();
   command->add_option("--gen-lens", options->gen_lens, "grid generation lengths")

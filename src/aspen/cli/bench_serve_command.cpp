@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
 #include "bench/serve_bench.h"
 
 namespace aspen::cli {
@@ -21,8 +22,7 @@ void setup(CLI::App& root) {
   command->add_option("--requests", options->requests, "requests per phase")->capture_default_str();
   command->add_option("--max-tokens", options->max_tokens, "tokens per request")
       ->capture_default_str();
-  command->add_option("--threads", options->threads, "torch and BLAS threads (0: as they are)")
-      ->capture_default_str();
+  add_threads_option(command, options->threads);
   command->add_option("--kv-cache-mb", options->kv_cache_mb, "KV cache budget")
       ->capture_default_str();
   command->add_flag("--json", *json, "print JSON (the only format)");

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
 #include "bench/train_bench.h"
 
 namespace aspen::cli {
@@ -28,8 +29,7 @@ void setup(CLI::App& root) {
                       "response tokens at most per row (uniform from half of it)")
       ->capture_default_str();
   command->add_option("--steps", options->steps, "timed updates per dtype")->capture_default_str();
-  command->add_option("--threads", options->threads, "torch and BLAS threads (0: as they are)")
-      ->capture_default_str();
+  add_threads_option(command, options->threads);
   command->add_option("--dtypes", options->dtypes, "compute dtypes to time")
       ->delimiter(',')
       ->capture_default_str();

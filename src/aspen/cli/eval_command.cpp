@@ -16,6 +16,8 @@
 #include <optional>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/config_arguments.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
@@ -36,12 +38,14 @@ struct EvalOptions {
   double top_p = 1.0;
   uint64_t seed = 0;
   std::vector<std::string> overrides;
+  int threads = 0;
 };
 
 int run_eval(const EvalOptions& options) {
   check_input(!(options.verifier && options.reward_command) ||
                   *options.verifier == "command",
               "give --verifier or --reward-command, not both", "aspen eval");
+  set_compute_threads(options.threads, "--threads");
   const auto start = std::chrono::steady_clock::now();
   // The file is a JSONL dataset: the jsonl-only data.* keys (id_field, chat_template,
   // ...) are checked against data.task, so that comes first.
@@ -111,6 +115,7 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   command->add_option("overrides", options->overrides,
                       "key.sub=value configuration (data.*, rollout.*), as for aspen train");
+  add_threads_option(command, options->threads);
   on_run(command, [options] { return run_eval(*options); });
 }
 

@@ -17,7 +17,9 @@
 #include <iostream>
 #include <optional>
 
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
 #include "aspen/cli/kv_cache_option.h"
@@ -28,7 +30,6 @@
 #include "aspen/rollout/engine.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/tokenizer/chat_template.h"
-#include "aspen/util/blas_threads.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -112,11 +113,7 @@ int run_generate(const GenerateOptions& options) {
   check_input(options.prompt.has_value() != options.prompts_file.has_value(),
               "give exactly one of --prompt and --prompts", "command line");
   check_input(options.n >= 1, "--n must be >= 1", "command line");
-  check_input(options.threads >= 0, "--threads must be >= 0", "command line");
-  if (options.threads > 0) {
-    torch::set_num_threads(options.threads);
-    set_blas_threads(options.threads);  // torch's setting does not reach OpenBLAS' pool
-  }
+  set_compute_threads(options.threads, "--threads");
   // The device first: a GPU asked for but missing fails before any file is read.
   const torch::Device device = device_from_option(options.device, "--device");
   const std::vector<PromptInput> prompts = read_prompts(options);
@@ -198,8 +195,7 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   add_device_option(command, options->device);
   add_kv_cache_options(command, options->kv_cache_mb, options->kv_cache_fraction);
-  command->add_option("--threads", options->threads, "torch and BLAS threads (0: as they are)")
-      ->capture_default_str();
+  add_threads_option(command, options->threads);
   command->add_flag("--json", options->json, "one JSON object per completion");
   on_run(command, [options] { return run_generate(*options); });
 }

@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
 #include "aspen/io/jsonl.h"
@@ -21,6 +23,7 @@ struct LogprobsOptions {
   std::string model_dir;
   std::string dtype = "fp32";
   std::string device = "cpu";
+  int threads = 0;
 };
 
 torch::Tensor parse_tokens(const nlohmann::json& line, int64_t vocab_size,
@@ -46,6 +49,7 @@ torch::Tensor parse_tokens(const nlohmann::json& line, int64_t vocab_size,
 
 int run_logprobs(const LogprobsOptions& options) {
   torch::NoGradGuard no_grad;
+  set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
   QwenForCausalLM model =
       load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
@@ -75,6 +79,7 @@ void setup(CLI::App& root) {
   command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
       ->capture_default_str();
   add_device_option(command, options->device);
+  add_threads_option(command, options->threads);
   on_run(command, [options] { return run_logprobs(*options); });
 }
 

@@ -21,7 +21,9 @@
 #include <iostream>
 #include <thread>
 
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
 #include "aspen/cli/kv_cache_option.h"
@@ -30,7 +32,6 @@
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/serve/openai_server.h"
-#include "aspen/util/blas_threads.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -65,12 +66,8 @@ int run_serve(const ServeOptions& options) {
   check_input(options.port >= 0 && options.port <= 65535, "--port must be in [0, 65535]",
               "command line");
   check_input(options.max_num_seqs >= 1, "--max-num-seqs must be >= 1", "command line");
-  check_input(options.threads >= 0, "--threads must be >= 0", "command line");
   check_input(options.max_model_len >= 0, "--max-model-len must be >= 0", "command line");
-  if (options.threads > 0) {
-    torch::set_num_threads(options.threads);
-    set_blas_threads(options.threads);
-  }
+  set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
   QwenForCausalLM model =
@@ -151,8 +148,7 @@ void setup(CLI::App& root) {
   add_kv_cache_options(command, options->kv_cache_mb, options->kv_cache_fraction);
   command->add_option("--max-num-seqs", options->max_num_seqs, "sequences decoded at once")
       ->capture_default_str();
-  command->add_option("--threads", options->threads, "torch and BLAS threads (0: torch's default)")
-      ->capture_default_str();
+  add_threads_option(command, options->threads);
   command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
       ->capture_default_str();
   add_device_option(command, options->device);

@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/threads_option.h"
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/config_arguments.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/pipeline/pass_at_k.h"
@@ -25,9 +27,11 @@ namespace sft_command {
 struct SftCommandOptions {
   std::vector<std::string> arguments;  // CONFIG.yaml and/or key.sub=value overrides
   std::string out_dir = "runs/sft";
+  int threads = 0;
 };
 
 int run_sft_command(const SftCommandOptions& options) {
+  set_compute_threads(options.threads, "--threads");
   Config config = config_from_arguments(options.arguments);
   const TrainConfig train_config = parse_train_config(config);
   check_input(train_config.train.sft_steps > 0, "must be > 0 for aspen sft", "train.sft_steps");
@@ -64,6 +68,7 @@ void setup(CLI::App& root) {
   CLI::App* command = root.add_subcommand("sft", "Supervised fine-tuning; writes an HF checkpoint");
   command->add_option("config", options->arguments, "CONFIG.yaml and key.sub=value overrides");
   command->add_option("--out", options->out_dir, "run directory")->capture_default_str();
+  add_threads_option(command, options->threads);
   on_run(command, [options] { return run_sft_command(*options); });
 }
 

@@ -290,12 +290,15 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
   }
   // The rollout instances of this rank, each with its own copy of the policy (its
   // shards, for a tensor-parallel instance).
+  const int64_t kv_cache_bytes = rollout_kv_cache_bytes(
+      config_, setup_, static_cast<int64_t>(layout_.instances_here.size()));
   for (size_t k = 0; k < layout_.instances_here.size(); ++k) {
     const int instance = layout_.instances_here[k];
     RolloutWorkerOptions options;
     options.instance = instance;
     options.rank = layout_.rank;
     options.engine = rollout_engine_config(config_, setup_);
+    options.engine.kv_cache_bytes = kv_cache_bytes;
     options.engine.interrupt_on_weight_update = config_.pipeline.interrupt;
     options.intra_op_threads = config_.pipeline.rollout_threads;
     const std::vector<int>& cores = config_.pipeline.rollout_cores;

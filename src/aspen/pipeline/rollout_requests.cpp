@@ -1,5 +1,9 @@
 #include "aspen/pipeline/rollout_requests.h"
 
+#include <algorithm>
+
+#include "aspen/rollout/kv_budget.h"
+
 namespace aspen {
 
 EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& setup) {
@@ -12,6 +16,14 @@ EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& set
   // The trainer compares its expert choices with these (router_topk_mismatch).
   engine.record_routed_experts = setup.model->config.is_moe();
   return engine;
+}
+
+int64_t rollout_kv_cache_bytes(const TrainConfig& config, const RlSetup& setup,
+                               int64_t instances) {
+  if (config.rollout.kv_cache_fraction == 0.0) return config.rollout.kv_cache_mb << 20;
+  const int64_t all = kv_cache_bytes({0, config.rollout.kv_cache_fraction}, setup.rollout_device,
+                                     "rollout.kv_cache_fraction");
+  return all / std::max<int64_t>(1, instances);
 }
 
 bool in_long_tail(double fraction, int64_t group_id) {

@@ -18,6 +18,12 @@ namespace aspen {
 // Engine settings of the run's rollout instances (KV cache, batch limits, EOS, seed).
 EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& setup);
 
+// The KV cache of each of this process's `instances` rollout engines, in bytes:
+// rollout.kv_cache_mb, or rollout.kv_cache_fraction of the memory free now on the
+// rollout device, split evenly (measure once, before any engine allocates its cache).
+int64_t rollout_kv_cache_bytes(const TrainConfig& config, const RlSetup& setup,
+                               int64_t instances);
+
 // The sampling parameters of a training rollout, seeded per prompt group. With
 // rollout.long_tail_fraction a fixed pseudo-random share of the groups must run to
 // max_tokens (min_tokens = max_tokens): the long tail of a real length distribution.

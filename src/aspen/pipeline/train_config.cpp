@@ -336,6 +336,9 @@ RolloutSection read_rollout(ConfigSection s) {
   check_input(r.top_p > 0 && r.top_p <= 1, "must be in (0, 1]", s.where("top_p"));
   check_input(r.top_k >= 0, "must be >= 0 (0: no top-k)", s.where("top_k"));
   check_positive(r.kv_cache_mb, s.where("kv_cache_mb"));
+  check_input(r.kv_cache_fraction == 0.0 ||
+                  (r.kv_cache_fraction > 0.0 && r.kv_cache_fraction <= 0.95),
+              "must be 0 (use kv_cache_mb) or in (0, 0.95]", s.where("kv_cache_fraction"));
   check_positive(r.max_num_seqs, s.where("max_num_seqs"));
   check_positive(r.max_num_batched_tokens, s.where("max_num_batched_tokens"));
   s.finish();

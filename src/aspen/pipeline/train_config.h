@@ -150,6 +150,10 @@ struct RolloutSection {
   double top_p = 1.0;
   int64_t top_k = 0;
   int64_t kv_cache_mb = 128;
+  // > 0: instead of kv_cache_mb, this share of the memory free once the policy is
+  // loaded (vLLM's gpu_memory_utilization idea), split evenly over the process's
+  // rollout instances (rollout/kv_budget.h).
+  double kv_cache_fraction = 0.0;
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 2048;
   // Synthetic long-tail workload (benchmarks): this fraction of prompt groups, picked

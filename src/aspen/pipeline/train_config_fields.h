@@ -261,6 +261,11 @@ void visit_fields(RolloutSection& s, Visitor& v) {
         "top-k sampling; 0: off");
   v.field("kv_cache_mb", s.kv_cache_mb,
         "KV cache budget of the rollout engine");
+  v.field("kv_cache_fraction", s.kv_cache_fraction,
+        "> 0: instead of `kv_cache_mb`, this share of the memory free once the policy is "
+        "loaded (MemAvailable on the CPU, free device memory on a GPU; vLLM's "
+        "gpu_memory_utilization idea), split evenly over the process's rollout instances; "
+        "in (0, 0.95]");
   v.field("max_num_seqs", s.max_num_seqs,
         "running sequences at most");
   v.field("max_num_batched_tokens", s.max_num_batched_tokens,
