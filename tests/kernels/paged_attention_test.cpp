@@ -12,7 +12,7 @@
 namespace aspen {
 namespace {
 
-constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 8, kBlockSize = 4, kBlocks = 32;
+constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 8, kBlockSize = 4;
 
 // Sequences of the given lengths, their k/v scattered into shuffled cache blocks.
 struct PagedFixture {
@@ -27,12 +27,18 @@ struct PagedFixture {
     q = torch::randn({total, kHeads, kDim}).to(dtype);
     k = torch::randn({total, kKvHeads, kDim}).to(dtype);
     v = torch::randn({total, kKvHeads, kDim}).to(dtype);
-    key_cache = torch::zeros({kBlocks, kBlockSize, kKvHeads, kDim}, dtype);
+    // Enough blocks for every sequence and 8 to spare, shuffled.
+    int64_t max_blocks = 1, needed = 0;
+    for (int64_t len : lengths) {
+      max_blocks = std::max(max_blocks, (len + kBlockSize - 1) / kBlockSize);
+      needed += (len + kBlockSize - 1) / kBlockSize;
+    }
+    const int64_t blocks = needed + 8;
+    key_cache = torch::zeros({blocks, kBlockSize, kKvHeads, kDim}, dtype);
     value_cache = torch::zeros_like(key_cache);
-    std::vector<int64_t> free_blocks(kBlocks);
+    std::vector<int64_t> free_blocks(blocks);
     std::iota(free_blocks.begin(), free_blocks.end(), 0);
     std::shuffle(free_blocks.begin(), free_blocks.end(), std::mt19937(7));
-    const int64_t max_blocks = 8;
     block_tables = torch::zeros({static_cast<int64_t>(lengths.size()), max_blocks}, torch::kInt32);
     size_t next_free = 0;
     for (size_t b = 0; b < lengths.size(); ++b) {
@@ -94,6 +100,37 @@ TEST(PagedAttention, DecodeAndChunkedPrefillSeeTheWholeHistory) {
       paged_attention_reference(q, f.key_cache, f.value_cache, f.block_tables, starts, lens, scale);
   EXPECT_LT((fused - torch::cat(expected)).abs().max().item<double>(), 1e-5);
   EXPECT_LT((reference - torch::cat(expected)).abs().max().item<double>(), 1e-5);
+}
+
+// Long contexts (128 tokens and more) take torch's fused attention one sequence at a
+// time, short ones the fused kernel, in one call: a decode row and a chunk with long
+// histories beside a short prompt, in fp32 and bf16.
+TEST(PagedAttention, LongContextsThroughTorchAttentionBesideShortOnes) {
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    PagedFixture f({200, 5, 150}, dtype);
+    const double scale = 0.3;
+    const torch::Tensor full = varlen_causal_attention(
+        f.q.to(torch::kFloat), f.k.to(torch::kFloat), f.v.to(torch::kFloat), f.cu_seqlens(), scale);
+    const std::vector<int64_t> new_tokens = {1, 5, 40};  // decode, whole prompt, chunk
+    std::vector<torch::Tensor> queries, expected;
+    std::vector<int64_t> query_start{0};
+    int64_t offset = 0;
+    for (size_t b = 0; b < f.lengths.size(); ++b) {
+      const int64_t first = offset + f.lengths[b] - new_tokens[b];
+      queries.push_back(f.q.narrow(0, first, new_tokens[b]));
+      expected.push_back(full.narrow(0, first, new_tokens[b]));
+      query_start.push_back(query_start.back() + new_tokens[b]);
+      offset += f.lengths[b];
+    }
+    const torch::Tensor fused = paged_attention(
+        torch::cat(queries), f.key_cache, f.value_cache, f.block_tables,
+        torch::tensor(query_start, torch::kLong), torch::tensor(f.lengths, torch::kLong), scale);
+    // bf16: the inputs are the same bf16 values; the output is rounded to bf16 (2^-8).
+    const double tolerance = dtype == torch::kFloat ? 1e-5 : 1e-2;
+    EXPECT_LT((fused.to(torch::kFloat) - torch::cat(expected)).abs().max().item<double>(),
+              tolerance)
+        << dtype;
+  }
 }
 
 TEST(PagedAttention, Bf16FusedMatchesFp32Reference) {

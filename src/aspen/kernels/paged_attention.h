@@ -14,10 +14,14 @@
 // chunked prefill (n > 1, history already cached) and decode (n = 1) are one case.
 // The new tokens' k/v must already be in the cache (write_kv_cache).
 //
-// paged_attention dispatches to a fused CPU kernel (one pass per query row:
-// online softmax over the sequence's blocks, fp32 accumulation, no gather) when
-// everything is on the CPU, else to paged_attention_reference: composed ops that
-// gather each sequence's keys and run masked softmax attention, on any device.
+// paged_attention, when everything is on the CPU: a sequence whose context reaches 128
+// tokens goes through at::scaled_dot_product_attention (its whole cache blocks gathered
+// once, the new tokens masked causally with their offset: torch's vectorised flash
+// kernel, fp32 accumulation, GQA without repeating k/v); the other sequences through
+// one fused pass (per query token and kv head, the kv group's query heads stream over
+// the blocks together in tiles, online softmax in fp32, no gather). Elsewhere it is
+// paged_attention_reference: composed ops that gather each sequence's keys and run
+// masked softmax attention, on any device.
 // Inference only: no autograd.
 //
 // Thread safety: pure functions apart from write_kv_cache, which writes the given
