@@ -165,9 +165,12 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
 
   nlohmann::json results = nlohmann::json::object();
   for (const std::string& dtype_name : options.dtypes) {
-    const torch::ScalarType dtype = parse_compute_dtype(dtype_name, "--dtypes");
+    // "bf16_head": bf16 compute with the log-prob head's GEMMs in bf16 too.
+    const bool bf16_head = dtype_name == "bf16_head";
+    const torch::ScalarType dtype = parse_compute_dtype(bf16_head ? "bf16" : dtype_name, "--dtypes");
     ActorOptions actor_options;
     actor_options.trainer.compute_dtype = dtype;
+    actor_options.head.gemm_in_input_dtype = bf16_head;
     actor_options.trainer.max_tokens_per_micro_batch = options.micro_batch_tokens;
     actor_options.trainer.optimizer.lr = 1e-6;
     ActorTrainer actor(copy_model(master, torch::kFloat, torch::kCPU, /*trainable=*/true),

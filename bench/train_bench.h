@@ -8,7 +8,9 @@
 // The batch is synthetic: `rows` rows, each a `prompt_tokens` prompt and a response of
 // a length drawn uniformly from [response_tokens / 2, response_tokens] (seeded), random
 // token ids, advantages +-1 and old log-probs equal to the current policy's (ratio 1).
-// Per compute dtype (fp32; bf16 = bf16 forward/backward on fp32 master weights), after
+// Per compute dtype (fp32; bf16 = bf16 forward/backward on fp32 master weights, the
+// log-prob head's GEMMs in fp32; bf16_head = the same with the head's GEMMs in bf16,
+// train.head_gemm_bf16), after
 // one warm-up update, `steps` updates are timed, and reported:
 //   tokens_per_second  packed tokens (prompt + response) per second of update
 //   flops_per_second   by the formula below, over the same time
@@ -40,7 +42,8 @@ struct TrainBenchOptions {
   int64_t response_tokens = 192;
   int steps = 2;
   int threads = 0;  // torch and BLAS threads; 0: as they are
-  std::vector<std::string> dtypes = {"fp32", "bf16"};
+  // fp32, bf16 (the head's GEMMs in fp32), bf16_head (the head's GEMMs in bf16 too)
+  std::vector<std::string> dtypes = {"fp32", "bf16", "bf16_head"};
   int64_t micro_batch_tokens = 4096;
 };
 

@@ -19,7 +19,7 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
   ASSERT_TRUE(testing::run_hf_reference(jobs, testing::scratch_dir()).ok(jobs.size()));
   const auto result = run_command(testing::aspen_cli() + " bench train --model " + model +
                                   " --rows 3 --prompt-tokens 5 --response-tokens 8 --steps 1"
-                                  " --threads 1 --dtypes fp32,bf16 --json");
+                                  " --threads 1 --dtypes fp32,bf16,bf16_head --json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json bench = nlohmann::json::parse(result.out);
   EXPECT_EQ(bench["rows"], 3);
@@ -27,13 +27,14 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
   const int64_t packed = bench["packed_tokens"];
   EXPECT_GE(packed, 3 * (5 + 4));
   EXPECT_LE(packed, 3 * (5 + 8));
+  EXPECT_EQ(bench["response_lengths"].size(), 3u);
   // The head (300 x 64, untied) and every layer's linears; not the embedding.
   const int64_t parameters = bench["parameters"];
   EXPECT_EQ(bench["matmul_parameters"].get<int64_t>(), parameters - 300 * 64 - [&] {
     // 1-D parameters: 2 layers x (2 norms + q_norm + k_norm) + the final norm.
     return 2 * (2 * 64 + 2 * 24) + 64;
   }());
-  for (const char* dtype : {"fp32", "bf16"}) {
+  for (const char* dtype : {"fp32", "bf16", "bf16_head"}) {
     const nlohmann::json& d = bench["dtypes"][dtype];
     const double seconds = d["seconds_per_update"];
     EXPECT_NEAR(d["tokens_per_second"].get<double>() * seconds, packed, 1e-6 * packed) << dtype;

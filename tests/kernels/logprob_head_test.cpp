@@ -1,6 +1,8 @@
 #include "aspen/kernels/logprob_head.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <torch/torch.h>
 
 #include "grad_compare.h"
@@ -110,6 +112,50 @@ TEST(LogprobHead, Bf16InputsGiveFp32OutputsAndBf16Grads) {
   got.logprobs.sum().backward();
   EXPECT_EQ(h.grad().scalar_type(), torch::kBFloat16);
   EXPECT_EQ(w.grad().scalar_type(), torch::kBFloat16);
+}
+
+// gemm_in_input_dtype: bf16 GEMMs, softmax statistics in fp32. Each logit is rounded to
+// bf16 (relative error <= 2^-9), so a log-prob moves by at most 2 * max|z| * 2^-9 from
+// the fp32 head's on the same inputs; and it equals eager autocast's
+// log_softmax(float(h @ w^T)) up to fp32 rounding. Gradients keep their dtypes and
+// follow the fp32 head's within bf16's precision.
+TEST(LogprobHead, Bf16GemmsStayWithinTheLogitsRoundingOfTheFp32Head) {
+  torch::manual_seed(6);
+  auto h = torch::randn({12, 32}).to(torch::kBFloat16).requires_grad_(true);
+  auto w = (torch::randn({300, 32}) * 0.5).to(torch::kBFloat16).requires_grad_(true);
+  auto targets = torch::randint(0, 300, {12}, torch::kLong);
+  LogprobHeadOptions fp32_head;
+  fp32_head.chunk_size = 64;
+  fp32_head.with_entropy = true;
+  LogprobHeadOptions bf16_head = fp32_head;
+  bf16_head.gemm_in_input_dtype = true;
+
+  TokenLogprobs got = chunked_logprobs(h, w, targets, bf16_head);
+  EXPECT_EQ(got.logprobs.scalar_type(), torch::kFloat);
+  const torch::Tensor logits = torch::matmul(h.detach().to(torch::kFloat), w.detach().to(torch::kFloat).t());
+  const double bound = 2.0 * logits.abs().max().item<double>() * std::ldexp(1.0, -9);
+  TokenLogprobs exact = chunked_logprobs(h.detach(), w.detach(), targets, fp32_head);
+  EXPECT_LE(max_abs_diff(got.logprobs, exact.logprobs), bound);
+  EXPECT_GT(max_abs_diff(got.logprobs, exact.logprobs), 0.0) << "the GEMMs did not run in bf16";
+  const torch::Tensor autocast =
+      torch::log_softmax(torch::matmul(h.detach(), w.detach().t()).to(torch::kFloat), -1)
+          .gather(1, targets.unsqueeze(1))
+          .squeeze(1);
+  EXPECT_LE(max_abs_diff(got.logprobs, autocast), 1e-4);
+
+  (got.logprobs.sum() + got.entropy.sum()).backward();
+  EXPECT_EQ(h.grad().scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(w.grad().scalar_type(), torch::kBFloat16);
+  auto h32 = h.detach().clone().requires_grad_(true);
+  auto w32 = w.detach().clone().requires_grad_(true);
+  TokenLogprobs fp32 = chunked_logprobs(h32, w32, targets, fp32_head);
+  (fp32.logprobs.sum() + fp32.entropy.sum()).backward();
+  const auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<double>() /
+           b.to(torch::kFloat).abs().max().item<double>();
+  };
+  EXPECT_LE(rel(h.grad(), h32.grad()), 3e-2);
+  EXPECT_LE(rel(w.grad(), w32.grad()), 3e-2);
 }
 
 TEST(LogprobHead, ProbabilitiesOfAllTargetsSumToOne) {

@@ -5,7 +5,8 @@
         single-sequence decode; Aspen's aggregate decode at 32 sequences over its own
         single-sequence decode (32 + 32 tokens);
     training (per shape and dtype): Aspen tokens/s over eager packed and over eager
-        padded, and Aspen's MFU against the GEMM peak of that dtype.
+        padded, and Aspen's MFU against the GEMM peak of that dtype; Aspen's bf16_head
+        (the log-prob head's GEMMs in bf16 too) is compared with eager bf16 autocast.
 """
 import glob
 import json
@@ -50,8 +51,10 @@ def main():
             row = {"aspen_tokens_per_second": figures["tokens_per_second"],
                    "aspen_mfu": figures["mfu"],
                    "gemm_peak_flops_per_second": figures["gemm_peak_flops_per_second"]}
+            # bf16_head (the head's GEMMs in bf16 too) is what eager autocast does.
+            eager_dtype = "bf16" if dtype == "bf16_head" else dtype
             for layout in ("packed", "padded"):
-                eager_path = os.path.join(out, f"eager-train-{shape}-{layout}-{dtype}.json")
+                eager_path = os.path.join(out, f"eager-train-{shape}-{layout}-{eager_dtype}.json")
                 if os.path.exists(eager_path):
                     eager = load(eager_path)
                     row[f"eager_{layout}_tokens_per_second"] = eager["tokens_per_second"]

@@ -6,11 +6,13 @@
 namespace aspen {
 namespace {
 
-// Scaled logits z = hidden @ weight[begin:begin+n]^T / temperature, [T, n] in `acc`.
-torch::Tensor chunk_logits(const torch::Tensor& hidden_acc, const torch::Tensor& weight,
+// Scaled logits z = hidden @ weight[begin:begin+n]^T / temperature, [T, n] in the
+// accumulation dtype; the GEMM runs in hidden_gemm's dtype (the accumulation dtype, or
+// bf16 with LogprobHeadOptions::gemm_in_input_dtype).
+torch::Tensor chunk_logits(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
                            int64_t begin, int64_t n, double temperature) {
-  torch::Tensor w = weight.narrow(0, begin, n).to(hidden_acc.scalar_type());
-  torch::Tensor z = torch::matmul(hidden_acc, w.t());
+  torch::Tensor w = weight.narrow(0, begin, n).to(hidden_gemm.scalar_type());
+  torch::Tensor z = torch::matmul(hidden_gemm, w.t()).to(head_acc_dtype(hidden_gemm));
   if (temperature != 1.0) z.div_(temperature);
   return z;
 }
@@ -39,12 +41,16 @@ void check_head_inputs(const torch::Tensor& hidden, const torch::Tensor& weight,
   }
 }
 
-SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_acc, const torch::Tensor& weight,
+torch::Tensor head_gemm_input(const torch::Tensor& hidden, bool gemm_in_input_dtype) {
+  return gemm_in_input_dtype ? hidden : hidden.to(head_acc_dtype(hidden));
+}
+
+SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
                                   const torch::Tensor& targets, double temperature,
                                   int64_t chunk_size, bool with_entropy) {
-  const int64_t tokens = hidden_acc.size(0);
+  const int64_t tokens = hidden_gemm.size(0);
   const int64_t rows = weight.size(0);
-  auto opts = hidden_acc.options();
+  auto opts = hidden_gemm.options().dtype(head_acc_dtype(hidden_gemm));
   SoftmaxStats s;
   s.running_max = torch::full({tokens}, -std::numeric_limits<double>::infinity(), opts);
   s.sum_exp = torch::zeros({tokens}, opts);
@@ -52,7 +58,7 @@ SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_acc, const torch::
   s.target_logit = torch::zeros({tokens}, opts);
   for (int64_t begin = 0; begin < rows; begin += chunk_size) {
     const int64_t n = std::min(chunk_size, rows - begin);
-    torch::Tensor z = chunk_logits(hidden_acc, weight, begin, n, temperature);  // [T, n]
+    torch::Tensor z = chunk_logits(hidden_gemm, weight, begin, n, temperature);  // [T, n]
     torch::Tensor new_max = torch::maximum(s.running_max, std::get<0>(z.max(1)));
     torch::Tensor rescale = torch::exp(s.running_max - new_max);  // exp(-inf) = 0 on chunk 0
     torch::Tensor e = torch::exp(z - new_max.unsqueeze(1));
@@ -82,10 +88,11 @@ torch::autograd::variable_list save_head_for_backward(torch::autograd::AutogradC
                                                       const torch::Tensor& weight,
                                                       const torch::Tensor& targets,
                                                       const HeadResult& result, double temperature,
-                                                      int64_t chunk_size) {
+                                                      int64_t chunk_size, bool gemm_in_input_dtype) {
   ctx->save_for_backward({hidden, weight, targets, result.lse, result.mean_logit});
   ctx->saved_data["temperature"] = temperature;
   ctx->saved_data["chunk_size"] = chunk_size;
+  ctx->saved_data["gemm_in_input_dtype"] = gemm_in_input_dtype;
   const auto out_dtype = head_acc_dtype(hidden);
   if (!result.entropy.defined()) return {result.logprobs.to(out_dtype)};
   return {result.logprobs.to(out_dtype), result.entropy.to(out_dtype)};
@@ -101,18 +108,21 @@ std::pair<torch::Tensor, torch::Tensor> head_backward(
   const torch::Tensor& mean_logit = saved[4];
   const double temperature = ctx->saved_data["temperature"].toDouble();
   const int64_t chunk_size = ctx->saved_data["chunk_size"].toInt();
+  const bool low_precision = ctx->saved_data["gemm_in_input_dtype"].toBool();
   const auto acc = head_acc_dtype(hidden);
+  const auto gemm_dtype = low_precision ? hidden.scalar_type() : acc;
   const int64_t rows = weight.size(0);
-  torch::Tensor h = hidden.to(acc);
+  const torch::Tensor h = head_gemm_input(hidden, low_precision);
   torch::Tensor grad_lp = grad_outputs[0].defined() ? grad_outputs[0].to(acc) : torch::Tensor();
   torch::Tensor grad_ent = grad_outputs.size() > 1 && grad_outputs[1].defined()
                                ? grad_outputs[1].to(acc)
                                : torch::Tensor();
   const bool need_hidden = ctx->needs_input_grad(0);
   const bool need_weight = ctx->needs_input_grad(1);
-  torch::Tensor grad_hidden = need_hidden ? torch::zeros_like(h) : torch::Tensor();
+  const auto acc_options = hidden.options().dtype(acc);
+  torch::Tensor grad_hidden = need_hidden ? torch::zeros(hidden.sizes(), acc_options) : torch::Tensor();
   torch::Tensor grad_weight =
-      need_weight ? torch::empty({rows, weight.size(1)}, h.options()) : torch::Tensor();
+      need_weight ? torch::empty({rows, weight.size(1)}, acc_options) : torch::Tensor();
   for (int64_t begin = 0; begin < rows; begin += chunk_size) {
     const int64_t n = std::min(chunk_size, rows - begin);
     torch::Tensor z = chunk_logits(h, weight, begin, n, temperature);  // [T, n]
@@ -129,8 +139,17 @@ std::pair<torch::Tensor, torch::Tensor> head_backward(
       grad_z += p * (mean_logit.unsqueeze(1) - z) * grad_ent.unsqueeze(1);
     }
     if (temperature != 1.0) grad_z.div_(temperature);
-    if (need_hidden) grad_hidden.addmm_(grad_z, weight.narrow(0, begin, n).to(acc));
-    if (need_weight) grad_weight.narrow(0, begin, n).copy_(torch::matmul(grad_z.t(), h));
+    // Low precision: grad_z rounded to the GEMM dtype, the products added in acc.
+    const torch::Tensor g = grad_z.to(gemm_dtype);
+    const torch::Tensor w = weight.narrow(0, begin, n).to(gemm_dtype);
+    if (need_hidden) {
+      if (low_precision) {
+        grad_hidden.add_(torch::matmul(g, w));
+      } else {
+        grad_hidden.addmm_(g, w);
+      }
+    }
+    if (need_weight) grad_weight.narrow(0, begin, n).copy_(torch::matmul(g.t(), h));
   }
   return {need_hidden ? grad_hidden.to(hidden.scalar_type()) : torch::Tensor(),
           need_weight ? grad_weight.to(weight.scalar_type()) : torch::Tensor()};

@@ -6,7 +6,8 @@
 // Shapes: T = tokens, C = hidden size, R = rows of `weight` (the whole vocabulary,
 // or one rank's slice of it), N = chunk size. "acc" is the accumulation dtype:
 // fp64 for fp64 hidden states, fp32 otherwise (head_acc_dtype).
-//   hidden_acc [T, C] acc, weight [R, C] any float dtype,
+//   hidden_gemm [T, C]: hidden in acc (the default), or as it is (bf16) when the head
+//   runs its GEMMs in the input dtype (head_gemm_input), weight [R, C] any float dtype,
 //   targets [T] int64 as ROW INDICES of `weight`: a target outside [0, R) (a token
 //   another rank owns) contributes nothing to target_logit nor to the one-hot term
 //   of the backward.
@@ -43,8 +44,12 @@ struct SoftmaxStats {
   torch::Tensor target_logit;   // z_target when the target is a row of weight, else 0
 };
 
-// One streaming pass over the rows of `weight`, N rows at a time.
-SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_acc, const torch::Tensor& weight,
+// What the GEMMs multiply: hidden in acc, or hidden itself with gemm_in_input_dtype.
+torch::Tensor head_gemm_input(const torch::Tensor& hidden, bool gemm_in_input_dtype);
+
+// One streaming pass over the rows of `weight`, N rows at a time; the statistics in acc
+// whatever hidden_gemm's dtype.
+SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
                                   const torch::Tensor& targets, double temperature,
                                   int64_t chunk_size, bool with_entropy);
 
@@ -60,15 +65,18 @@ struct HeadResult {
 HeadResult finish_head(const SoftmaxStats& stats, bool with_entropy);
 
 // For a head autograd Function's forward: saves (hidden, weight, targets, lse,
-// mean_logit, temperature, chunk_size) in ctx and returns the Function's outputs,
-// {logprobs} or {logprobs, entropy}, in fp32 (fp64 for fp64 hidden).
+// mean_logit, temperature, chunk_size, gemm_in_input_dtype) in ctx and returns the
+// Function's outputs, {logprobs} or {logprobs, entropy}, in fp32 (fp64 for fp64 hidden).
 torch::autograd::variable_list save_head_for_backward(
     torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
-    const torch::Tensor& targets, const HeadResult& result, double temperature, int64_t chunk_size);
+    const torch::Tensor& targets, const HeadResult& result, double temperature, int64_t chunk_size,
+    bool gemm_in_input_dtype);
 
 // The matching backward: recomputes each chunk's logits and, with p = exp(z - lse),
 //   d logprob_t / d z_v = (v == target_t) - p_v,   d entropy_t / d z_v = p_v (E_p[z] - z_v),
-// returns {grad_hidden [T, C] in hidden's dtype, grad_weight [R, C] in weight's dtype};
+// returns {grad_hidden [T, C] in hidden's dtype, grad_weight [R, C] in weight's dtype}
+// (with gemm_in_input_dtype: grad_z rounded to hidden's dtype for the two GEMMs, whose
+// products are summed in acc);
 // each is undefined unless ctx->needs_input_grad(0) resp. (1). For a vocabulary slice,
 // grad_hidden is this slice's partial sum and grad_weight is exact for its rows.
 std::pair<torch::Tensor, torch::Tensor> head_backward(

@@ -15,16 +15,18 @@ class ChunkedLogprobFunction : public torch::autograd::Function<ChunkedLogprobFu
  public:
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                const torch::Tensor& weight, const torch::Tensor& targets,
-                               double temperature, int64_t chunk_size, bool with_entropy) {
-    const SoftmaxStats stats = online_softmax_stats(hidden.to(head_acc_dtype(hidden)), weight,
-                                                    targets, temperature, chunk_size, with_entropy);
+                               double temperature, int64_t chunk_size, bool with_entropy,
+                               bool gemm_in_input_dtype) {
+    const SoftmaxStats stats =
+        online_softmax_stats(head_gemm_input(hidden, gemm_in_input_dtype), weight, targets,
+                             temperature, chunk_size, with_entropy);
     return save_head_for_backward(ctx, hidden, weight, targets, finish_head(stats, with_entropy),
-                                  temperature, chunk_size);
+                                  temperature, chunk_size, gemm_in_input_dtype);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     auto [grad_hidden, grad_weight] = head_backward(ctx, grad_outputs);
-    return {grad_hidden,     grad_weight,     torch::Tensor(),
+    return {grad_hidden,     grad_weight,     torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -40,7 +42,8 @@ TokenLogprobs chunked_logprobs(const torch::Tensor& hidden, const torch::Tensor&
                                const torch::Tensor& targets, const LogprobHeadOptions& options) {
   check_inputs(hidden, weight, targets, options);
   variable_list out = ChunkedLogprobFunction::apply(hidden, weight, targets, options.temperature,
-                                                    options.chunk_size, options.with_entropy);
+                                                    options.chunk_size, options.with_entropy,
+                                                    options.gemm_in_input_dtype);
   TokenLogprobs result;
   result.logprobs = out[0];
   if (options.with_entropy) result.entropy = out[1];

@@ -15,8 +15,14 @@
 //   d logprob_t / d z_v = (v == target_t) - p_v
 //   d entropy_t / d z_v = p_v * (E_p[z] - z_v)
 // (z = logits / temperature; the chain rule then divides by temperature).
-// Matmuls run in fp32 (fp64 for fp64 inputs) whatever the input dtype; gradients
-// are returned in the input dtypes. Works on any device (composed ops per chunk).
+// Matmuls run in fp32 (fp64 for fp64 inputs) whatever the input dtype, unless
+// gemm_in_input_dtype: then bf16 inputs multiply in bf16 (the GEMM accumulates in fp32
+// inside, its logits are rounded to bf16, as eager autocast's lm_head) and everything
+// after - max, log-sum-exp, entropy, the backward's softmax - stays in fp32; on the
+// 103M bench shape, whose head is 76% of the matmul FLOPs, that is most of the bf16
+// update (docs/benchmarks.md). Log-probs then differ from the fp32 head by the logits'
+// bf16 rounding (tests/kernels/logprob_head_test.cpp bounds it). Gradients are
+// returned in the input dtypes. Works on any device (composed ops per chunk).
 // The chunk loops live in logprob_chunks.h, shared with the vocab-parallel head of
 // tensor parallelism (model/vocab_parallel_logprobs.h).
 //
@@ -32,6 +38,7 @@ struct LogprobHeadOptions {
   double temperature = 1.0;
   int64_t chunk_size = 4096;  // vocabulary rows per chunk; need not divide V
   bool with_entropy = false;
+  bool gemm_in_input_dtype = false;  // bf16 inputs: the GEMMs in bf16 (above)
 };
 
 struct TokenLogprobs {

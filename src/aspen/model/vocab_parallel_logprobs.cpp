@@ -42,12 +42,13 @@ class VocabParallelLogprobFunction
                                const torch::Tensor& local_targets, double temperature,
                                int64_t chunk_size, bool with_entropy,
                                const ProcessGroupHandle& group) {
-    SoftmaxStats stats = online_softmax_stats(hidden.to(head_acc_dtype(hidden)), weight_shard,
+    SoftmaxStats stats = online_softmax_stats(head_gemm_input(hidden, false), weight_shard,
                                               local_targets, temperature, chunk_size, with_entropy);
     // Every TP rank scores the same tokens, so either all or none have none.
     if (hidden.size(0) > 0) combine_over_vocab_shards(stats, with_entropy, group);
     return save_head_for_backward(ctx, hidden, weight_shard, local_targets,
-                                  finish_head(stats, with_entropy), temperature, chunk_size);
+                                  finish_head(stats, with_entropy), temperature, chunk_size,
+                                  /*gemm_in_input_dtype=*/false);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {

@@ -96,6 +96,8 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   ActorOptions actor_options;
   actor_options.trainer = trainer_options(train, train.lr, train.iterations);
   actor_options.head.temperature = 1.0;
+  actor_options.head.gemm_in_input_dtype =
+      train.head_gemm_bf16 && train.compute_dtype == ComputeDtype::kBf16;
   actor_options.data_parallel.group = data_parallel;
   QwenForCausalLM trained = setup.model;
   if (tensor_parallel.enabled()) {

@@ -176,6 +176,8 @@ struct TrainSection {
   int64_t epochs = 1;
   int64_t micro_batch_tokens = 4096;
   ComputeDtype compute_dtype = ComputeDtype::kFp32;
+  // With bf16 compute: the log-prob head's GEMMs in bf16 too (kernels/logprob_head.h).
+  bool head_gemm_bf16 = false;
   bool recompute = false;
   uint64_t seed = 0;
   // Supervised warm-up before RL (the demo's "learn the format first" phase).

@@ -303,6 +303,11 @@ void visit_fields(TrainSection& s, Visitor& v) {
         "packed tokens per forward/backward (gradient accumulation above it)");
   v.enum_field("compute_dtype", s.compute_dtype, kComputeDtypes,
         "`fp32` or `bf16` (bf16 compute, fp32 master weights)");
+  v.field("head_gemm_bf16", s.head_gemm_bf16,
+        "with `compute_dtype: bf16`, the actor's log-prob head multiplies in bf16 too "
+        "(fp32 accumulation inside the GEMM, logits rounded to bf16 as eager autocast's "
+        "lm_head; max, log-sum-exp and entropy in fp32). Off: the head's GEMMs in fp32. "
+        "The head is most of the FLOPs of a small model with a 152k vocabulary");
   v.field("recompute", s.recompute,
         "per-layer activation recompute");
   v.field("seed", s.seed,

@@ -1,0 +1,28 @@
+// keep_freed_memory_for_reuse sets glibc's thresholds, and leaves them to the user when
+// GLIBC_TUNABLES is set.
+#include "aspen/util/allocator_tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace aspen {
+namespace {
+
+TEST(AllocatorTuning, SetsTheThresholdsUnlessGlibcTunablesIsSet) {
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = before != nullptr ? before : "";
+  unsetenv("GLIBC_TUNABLES");
+  EXPECT_TRUE(keep_freed_memory_for_reuse());
+  setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1048576", 1);
+  EXPECT_FALSE(keep_freed_memory_for_reuse());
+  if (before != nullptr) {
+    setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+}
+
+}  // namespace
+}  // namespace aspen
