@@ -62,6 +62,26 @@ struct PagedFixture {
   }
 };
 
+// The last new_tokens[b] tokens of each sequence as this step's queries (their history
+// cached), with the rows of `full` (attention over whole sequences) they must equal.
+struct StepQueries {
+  torch::Tensor q, query_start, expected;
+};
+StepQueries last_tokens(const PagedFixture& f, const torch::Tensor& full,
+                        const std::vector<int64_t>& new_tokens) {
+  std::vector<torch::Tensor> queries, expected;
+  std::vector<int64_t> query_start{0};
+  int64_t offset = 0;
+  for (size_t b = 0; b < f.lengths.size(); ++b) {
+    const int64_t first = offset + f.lengths[b] - new_tokens[b];
+    queries.push_back(f.q.narrow(0, first, new_tokens[b]));
+    expected.push_back(full.narrow(0, first, new_tokens[b]));
+    query_start.push_back(query_start.back() + new_tokens[b]);
+    offset += f.lengths[b];
+  }
+  return {torch::cat(queries), torch::tensor(query_start, torch::kLong), torch::cat(expected)};
+}
+
 TEST(PagedAttention, FullPrefillEqualsVarlenCausalAttention) {
   PagedFixture f({5, 1, 11, 8}, torch::kFloat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(kDim));
@@ -80,26 +100,16 @@ TEST(PagedAttention, DecodeAndChunkedPrefillSeeTheWholeHistory) {
   PagedFixture f({6, 9, 3}, torch::kFloat);
   const double scale = 0.3;
   const torch::Tensor full = varlen_causal_attention(f.q, f.k, f.v, f.cu_seqlens(), scale);
-  const std::vector<int64_t> new_tokens = {1, 4, 3};  // decode, chunk, whole prompt
-  std::vector<torch::Tensor> queries, expected;
-  std::vector<int64_t> query_start{0};
-  int64_t offset = 0;
-  for (size_t b = 0; b < f.lengths.size(); ++b) {
-    const int64_t first = offset + f.lengths[b] - new_tokens[b];
-    queries.push_back(f.q.narrow(0, first, new_tokens[b]));
-    expected.push_back(full.narrow(0, first, new_tokens[b]));
-    query_start.push_back(query_start.back() + new_tokens[b]);
-    offset += f.lengths[b];
-  }
-  const torch::Tensor q = torch::cat(queries);
+  const StepQueries step = last_tokens(f, full, {1, 4, 3});  // decode, chunk, whole prompt
+  const torch::Tensor& q = step.q;
   const torch::Tensor lens = torch::tensor(f.lengths, torch::kLong);
-  const torch::Tensor starts = torch::tensor(query_start, torch::kLong);
+  const torch::Tensor& starts = step.query_start;
   const torch::Tensor fused =
       paged_attention(q, f.key_cache, f.value_cache, f.block_tables, starts, lens, scale);
   const torch::Tensor reference =
       paged_attention_reference(q, f.key_cache, f.value_cache, f.block_tables, starts, lens, scale);
-  EXPECT_LT((fused - torch::cat(expected)).abs().max().item<double>(), 1e-5);
-  EXPECT_LT((reference - torch::cat(expected)).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((fused - step.expected).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((reference - step.expected).abs().max().item<double>(), 1e-5);
 }
 
 // Long contexts (128 tokens and more) take torch's fused attention one sequence at a
@@ -111,24 +121,13 @@ TEST(PagedAttention, LongContextsThroughTorchAttentionBesideShortOnes) {
     const double scale = 0.3;
     const torch::Tensor full = varlen_causal_attention(
         f.q.to(torch::kFloat), f.k.to(torch::kFloat), f.v.to(torch::kFloat), f.cu_seqlens(), scale);
-    const std::vector<int64_t> new_tokens = {1, 5, 40};  // decode, whole prompt, chunk
-    std::vector<torch::Tensor> queries, expected;
-    std::vector<int64_t> query_start{0};
-    int64_t offset = 0;
-    for (size_t b = 0; b < f.lengths.size(); ++b) {
-      const int64_t first = offset + f.lengths[b] - new_tokens[b];
-      queries.push_back(f.q.narrow(0, first, new_tokens[b]));
-      expected.push_back(full.narrow(0, first, new_tokens[b]));
-      query_start.push_back(query_start.back() + new_tokens[b]);
-      offset += f.lengths[b];
-    }
-    const torch::Tensor fused = paged_attention(
-        torch::cat(queries), f.key_cache, f.value_cache, f.block_tables,
-        torch::tensor(query_start, torch::kLong), torch::tensor(f.lengths, torch::kLong), scale);
+    const StepQueries step = last_tokens(f, full, {1, 5, 40});  // decode, prompt, chunk
+    const torch::Tensor fused =
+        paged_attention(step.q, f.key_cache, f.value_cache, f.block_tables, step.query_start,
+                        torch::tensor(f.lengths, torch::kLong), scale);
     // bf16: the inputs are the same bf16 values; the output is rounded to bf16 (2^-8).
     const double tolerance = dtype == torch::kFloat ? 1e-5 : 1e-2;
-    EXPECT_LT((fused.to(torch::kFloat) - torch::cat(expected)).abs().max().item<double>(),
-              tolerance)
+    EXPECT_LT((fused.to(torch::kFloat) - step.expected).abs().max().item<double>(), tolerance)
         << dtype;
   }
 }
