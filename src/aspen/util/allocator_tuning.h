@@ -14,7 +14,8 @@
 
 namespace aspen {
 
-// Returns whether the thresholds were set.
+// Returns whether the thresholds were set (false under AddressSanitizer, whose
+// allocator replaces glibc's and ignores mallopt).
 bool keep_freed_memory_for_reuse();
 
 }  // namespace aspen
