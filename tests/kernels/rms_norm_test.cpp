@@ -48,6 +48,27 @@ TEST(RmsNorm, Bf16NormalisesInFp32AndCastsBeforeWeight) {
   EXPECT_TRUE(torch::equal(y, rms_norm_reference(x, w, 1e-6)));
 }
 
+TEST(RmsNorm, StridedHeadViewsOfAFusedProjectionMatchReference) {
+  torch::manual_seed(4);
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    // q's heads inside a fused [T, q + k + v] output: rows strided by the fused width.
+    auto fused_out = (torch::randn({5, 48}) * 2).to(dtype).requires_grad_();
+    auto w = torch::randn({8}).to(dtype);
+    auto heads = fused_out.narrow(1, 0, 32).view({5, 4, 8});
+    ASSERT_FALSE(heads.is_contiguous());
+    torch::Tensor got = rms_norm(heads, w, 1e-6);
+    torch::Tensor want = rms_norm_reference(heads, w, 1e-6);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    const double tol = dtype == torch::kFloat ? 2e-6 : 0.0;
+    EXPECT_LE((got - want).abs().max().item<double>(), tol) << dtype;
+    const torch::Tensor grad_got = torch::autograd::grad({got.sum()}, {fused_out})[0];
+    const torch::Tensor grad_want = torch::autograd::grad({want.sum()}, {fused_out})[0];
+    EXPECT_TRUE(torch::allclose(grad_got.to(torch::kFloat), grad_want.to(torch::kFloat), 2e-2,
+                                2e-2))
+        << dtype;
+  }
+}
+
 TEST(RmsNorm, KnownValue) {
   auto x = torch::tensor({{3.0, 4.0}}, torch::kDouble);  // rms = sqrt(12.5)
   auto w = torch::tensor({1.0, 2.0}, torch::kDouble);

@@ -48,6 +48,24 @@ TEST(Rope, PreservesNormAndRelativeAngle) {
   EXPECT_NEAR(a, b, 1e-5);
 }
 
+TEST(Rope, Fp32AndBf16CpuLoopsEqualTheReferenceOnStridedHeadViews) {
+  torch::manual_seed(3);
+  RopeTable table = make_rope_table(torch::tensor({0, 5, 9, 130}, torch::kLong), 16, 1e6);
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    // k's heads inside a fused [T, q + k + v] output: rows strided by the fused width.
+    auto fused_out = torch::randn({4, 80}).to(dtype);
+    auto heads = fused_out.narrow(1, 32, 32).view({4, 2, 16});
+    ASSERT_FALSE(heads.is_contiguous());
+    // One rounding of the fp32 rotation, in both: bit-identical.
+    EXPECT_TRUE(torch::equal(apply_rope(heads, table), apply_rope_reference(heads, table)))
+        << dtype;
+  }
+  auto x = torch::randn({4, 3, 16});
+  expect_same_value_and_grads([&](const auto& in) { return apply_rope(in[0], table); },
+                              [&](const auto& in) { return apply_rope_reference(in[0], table); },
+                              {x}, 1e-6);
+}
+
 TEST(Rope, Bf16RoundTripsThroughFp32) {
   torch::manual_seed(2);
   RopeTable table = make_rope_table(torch::arange(4, torch::kLong), 8, 10000.0);

@@ -1,6 +1,7 @@
 #include "aspen/kernels/paged_attention.h"
 
 #include <ATen/Parallel.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -71,7 +72,7 @@ constexpr int64_t kSdpaMinContext = 128;
 // q . k over `dim` floats with four independent partial sums: no single dependency
 // chain, so the compiler keeps the multiply-adds in flight (and packs them into SIMD
 // lanes) without reassociating one sum.
-inline float dot(const float* a, const float* b, int64_t dim) {
+inline float dot_portable(const float* a, const float* b, int64_t dim) {
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
   int64_t d = 0;
   for (; d + 4 <= dim; d += 4) {
@@ -84,13 +85,81 @@ inline float dot(const float* a, const float* b, int64_t dim) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// The inner loops again with AVX-512, chosen at run time (the build has no -march, and
+// the portable loops above compile to SSE2): a decode step scores and sums every cached
+// row of every sequence, so these loops are the kernel.
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b,
+                                                    int64_t dim) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t d = 0;
+  for (; d + 32 <= dim; d += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + d + 16), _mm512_loadu_ps(b + d + 16), acc1);
+  }
+  for (; d + 16 <= dim; d += 16)
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), acc0);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(acc0, acc1));
+  float sum = 0.0f;
+  for (float lane : lanes) sum += lane;
+  for (; d < dim; ++d) sum += a[d] * b[d];
+  return sum;
+}
+
+// acc = acc * scale + weight * v.
+__attribute__((target("avx512f"))) void scale_add_avx512(float* acc, float scale, float weight,
+                                                         const float* v, int64_t dim) {
+  const __m512 s = _mm512_set1_ps(scale), w = _mm512_set1_ps(weight);
+  int64_t d = 0;
+  for (; d + 16 <= dim; d += 16) {
+    const __m512 a = _mm512_mul_ps(_mm512_loadu_ps(acc + d), s);
+    _mm512_storeu_ps(acc + d, _mm512_fmadd_ps(w, _mm512_loadu_ps(v + d), a));
+  }
+  for (; d < dim; ++d) acc[d] = acc[d] * scale + weight * v[d];
+}
+
+// bf16 -> fp32 is a 16-bit shift: exact.
+__attribute__((target("avx512f"))) void bf16_row_avx512(const c10::BFloat16* row, int64_t dim,
+                                                        float* out) {
+  int64_t d = 0;
+  for (; d + 16 <= dim; d += 16) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + d));
+    // The zero-masked forms: GCC 12's unmasked ones read an undefined register, which
+    // -Wmaybe-uninitialized reports in every caller.
+    const __m512i widened = _mm512_maskz_cvtepu16_epi32(0xFFFF, bits);
+    _mm512_storeu_ps(out + d, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, widened, 16)));
+  }
+  for (; d < dim; ++d) out[d] = static_cast<float>(row[d]);
+}
+
+inline float dot(const float* a, const float* b, int64_t dim, bool avx512) {
+  return avx512 ? dot_avx512(a, b, dim) : dot_portable(a, b, dim);
+}
+
+inline void scale_add(float* acc, float scale, float weight, const float* v, int64_t dim,
+                      bool avx512) {
+  if (avx512) return scale_add_avx512(acc, scale, weight, v, dim);
+  for (int64_t d = 0; d < dim; ++d) acc[d] = acc[d] * scale + weight * v[d];
+}
+
 // A cache row as floats: the row itself when the cache is fp32, else converted into
 // `scratch` (once per row and tile, shared by every query head of the group).
 template <typename scalar_t>
-inline const float* float_row(const scalar_t* row, int64_t dim, float* scratch) {
+inline const float* float_row(const scalar_t* row, int64_t dim, float* scratch, bool avx512) {
   if constexpr (std::is_same_v<scalar_t, float>) {
     return row;
   } else {
+    if constexpr (std::is_same_v<scalar_t, c10::BFloat16>) {
+      if (avx512) {
+        bf16_row_avx512(row, dim, scratch);
+        return scratch;
+      }
+    }
     for (int64_t d = 0; d < dim; ++d) scratch[d] = as_float(row[d]);
     return scratch;
   }
@@ -129,6 +198,7 @@ void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
   }
 
   const int64_t items = static_cast<int64_t>(tokens.size()) * kv_heads;
+  const bool avx512 = cpu_has_avx512();
   at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> query(group * dim), accumulator(group * dim);
     std::vector<float> running_max(group), running_sum(group), scores(group * kTile);
@@ -156,29 +226,29 @@ void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
           const int64_t p = first + j;
           const int64_t offset = table[p / block_size] * block_stride +
                                  (p % block_size) * token_stride + kv_head * dim;
-          k_rows[j] = float_row(k_data + offset, dim, k_scratch.data() + j * dim);
-          v_rows[j] = float_row(v_data + offset, dim, v_scratch.data() + j * dim);
+          k_rows[j] = float_row(k_data + offset, dim, k_scratch.data() + j * dim, avx512);
+          v_rows[j] = float_row(v_data + offset, dim, v_scratch.data() + j * dim, avx512);
         }
         for (int64_t g = 0; g < group; ++g) {
           const float* qg = query.data() + g * dim;
           float* sg = scores.data() + g * kTile;
           float tile_max = running_max[g];
           for (int64_t j = 0; j < n; ++j) {
-            sg[j] = dot(qg, k_rows[j], dim);
+            sg[j] = dot(qg, k_rows[j], dim, avx512);
             tile_max = std::max(tile_max, sg[j]);
           }
           float* acc = accumulator.data() + g * dim;
+          // The first row's add also applies the tile's rescale of the accumulator.
+          float correction = 1.0f;
           if (tile_max > running_max[g]) {
-            const float correction = std::exp(running_max[g] - tile_max);
+            correction = std::exp(running_max[g] - tile_max);
             running_sum[g] *= correction;
-            for (int64_t d = 0; d < dim; ++d) acc[d] *= correction;
             running_max[g] = tile_max;
           }
           for (int64_t j = 0; j < n; ++j) {
             const float weight = std::exp(sg[j] - tile_max);
             running_sum[g] += weight;
-            const float* v = v_rows[j];
-            for (int64_t d = 0; d < dim; ++d) acc[d] += weight * v[d];
+            scale_add(acc, j == 0 ? correction : 1.0f, weight, v_rows[j], dim, avx512);
           }
         }
       }

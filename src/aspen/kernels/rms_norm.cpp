@@ -4,6 +4,7 @@
 #include <torch/autograd.h>
 
 #include <cmath>
+#include <optional>
 
 namespace aspen {
 namespace {
@@ -16,31 +17,75 @@ torch::ScalarType stat_dtype(const torch::Tensor& x) {
   return x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
 }
 
-bool use_cpu_loop(const torch::Tensor& x, const torch::Tensor& weight) {
+// The fp32 backward loop reads x and grad as contiguous [rows, D].
+bool use_cpu_backward_loop(const torch::Tensor& x, const torch::Tensor& weight) {
   return x.device().is_cpu() && weight.device().is_cpu() && x.scalar_type() == torch::kFloat &&
          weight.scalar_type() == torch::kFloat && x.is_contiguous() && weight.is_contiguous();
 }
 
-// Single pass per row: sum of squares, then scale. Returns (y, inv_rms[rows]).
+// Rows of x as the forward loop walks them: x is [outer, inner, D] (fewer dims pad with
+// size 1) with unit stride along D. Covers the per-head views of a fused q/k/v output
+// ([T, H, D], rows strided by the fused width) without a copy.
+struct RowLayout {
+  int64_t outer = 1, inner = 1, outer_stride = 0, inner_stride = 0;
+};
+
+std::optional<RowLayout> row_layout(const torch::Tensor& x) {
+  const int64_t dim = x.size(-1);
+  if (x.stride(-1) != 1 && dim > 1) return std::nullopt;
+  RowLayout rows;
+  if (x.dim() == 2) {
+    rows.outer = x.size(0), rows.outer_stride = x.stride(0);
+  } else if (x.dim() == 3) {
+    rows.outer = x.size(0), rows.outer_stride = x.stride(0);
+    rows.inner = x.size(1), rows.inner_stride = x.stride(1);
+  } else if (x.dim() > 3) {
+    if (!x.is_contiguous()) return std::nullopt;
+    rows.outer = dim == 0 ? 0 : x.numel() / dim, rows.outer_stride = dim;
+  }
+  return rows;
+}
+
+// The forward loop: fp32 or bf16 CPU tensors of one dtype (x's rows as row_layout).
+bool use_cpu_forward_loop(const torch::Tensor& x, const torch::Tensor& weight) {
+  const auto dtype = x.scalar_type();
+  return x.device().is_cpu() && weight.device().is_cpu() &&
+         (dtype == torch::kFloat || dtype == torch::kBFloat16) && weight.scalar_type() == dtype &&
+         weight.is_contiguous() && row_layout(x).has_value();
+}
+
+// Single pass per row: sum of squares in fp32, then scale. The normalised value is
+// rounded to x's dtype before the weight multiply, whose product is rounded again:
+// the two roundings of the composed formula (and of HF) for bf16; no-ops for fp32.
+// Returns (y contiguous, inv_rms[rows] fp32).
+template <typename scalar_t>
 std::pair<torch::Tensor, torch::Tensor> forward_cpu(const torch::Tensor& x,
                                                     const torch::Tensor& weight, double eps) {
   const int64_t dim = x.size(-1);
-  const int64_t rows = dim == 0 ? 0 : x.numel() / dim;
-  torch::Tensor y = torch::empty_like(x);
-  torch::Tensor inv_rms = torch::empty({rows}, x.options());
-  const float* xp = x.data_ptr<float>();
-  const float* wp = weight.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
+  const RowLayout layout = *row_layout(x);
+  const int64_t rows = layout.outer * layout.inner;
+  torch::Tensor y = torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  torch::Tensor inv_rms = torch::empty({rows}, x.options().dtype(torch::kFloat));
+  const scalar_t* xp = x.data_ptr<scalar_t>();
+  const scalar_t* wp = weight.data_ptr<scalar_t>();
+  scalar_t* yp = y.data_ptr<scalar_t>();
   float* ip = inv_rms.data_ptr<float>();
   at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const float* xr = xp + r * dim;
-      float* yr = yp + r * dim;
+      const scalar_t* xr =
+          xp + (r / layout.inner) * layout.outer_stride + (r % layout.inner) * layout.inner_stride;
+      scalar_t* yr = yp + r * dim;
       float sum = 0.f;
-      for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
+      for (int64_t i = 0; i < dim; ++i) {
+        const float v = static_cast<float>(xr[i]);
+        sum += v * v;
+      }
       const float inv = 1.f / std::sqrt(sum / static_cast<float>(dim) + static_cast<float>(eps));
       ip[r] = inv;
-      for (int64_t i = 0; i < dim; ++i) yr[i] = wp[i] * (xr[i] * inv);
+      for (int64_t i = 0; i < dim; ++i) {
+        const scalar_t normed = static_cast<scalar_t>(static_cast<float>(xr[i]) * inv);
+        yr[i] = static_cast<scalar_t>(static_cast<float>(wp[i]) * static_cast<float>(normed));
+      }
     }
   });
   return {y, inv_rms};
@@ -84,8 +129,10 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
                                const torch::Tensor& weight, double eps) {
     torch::Tensor y;
     torch::Tensor inv_rms;
-    if (use_cpu_loop(x, weight)) {
-      std::tie(y, inv_rms) = forward_cpu(x, weight, eps);
+    if (use_cpu_forward_loop(x, weight)) {
+      std::tie(y, inv_rms) = x.scalar_type() == torch::kFloat
+                                 ? forward_cpu<float>(x, weight, eps)
+                                 : forward_cpu<c10::BFloat16>(x, weight, eps);
     } else {
       torch::Tensor xf = x.to(stat_dtype(x));
       inv_rms = torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps).squeeze(-1);
@@ -102,7 +149,7 @@ class RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     const torch::Tensor& weight = saved[1];
     const torch::Tensor& inv_rms = saved[2];
     const torch::Tensor& grad = grad_outputs[0];
-    if (use_cpu_loop(x, weight) && grad.scalar_type() == torch::kFloat) {
+    if (use_cpu_backward_loop(x, weight) && grad.scalar_type() == torch::kFloat) {
       auto grads = backward_cpu(grad, x, weight, inv_rms);
       return {grads.first, grads.second, torch::Tensor()};
     }

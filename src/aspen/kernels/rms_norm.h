@@ -9,8 +9,10 @@
 //
 // rms_norm() is an autograd Function whose backward recomputes nothing but the
 // per-row inverse RMS it saved ([rows] fp32): it keeps x, not x_normed, alive.
-// Contiguous fp32 CPU inputs take a single-pass loop; every other device/dtype
-// runs the same math with composed ops. rms_norm_reference() is the plain
+// On the CPU, fp32 and bf16 inputs (weight of the same dtype) take a single-pass
+// forward loop, also over [T, H, D] views whose rows are strided (the per-head norm of
+// a fused q/k/v output), with the same two roundings for bf16; contiguous fp32 also a
+// single-pass backward. Every other device/dtype runs the same math with composed ops. rms_norm_reference() is the plain
 // composed-op formula the fused op is tested against.
 //
 // Thread safety: pure functions.

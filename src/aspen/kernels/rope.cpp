@@ -1,5 +1,6 @@
 #include "aspen/kernels/rope.h"
 
+#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
 namespace aspen {
@@ -28,17 +29,62 @@ torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
   return out.to(x.scalar_type());
 }
 
+// The same rotation as one CPU pass for fp32/bf16 x [T, H, D] with unit stride along D
+// (rows may be strided: the per-head view of a fused q/k/v output) and fp32 tables:
+// each pair is rotated in fp32 and rounded once to x's dtype, as rotate() does.
+bool use_rope_cpu_loop(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  return x.device().is_cpu() && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kBFloat16) &&
+         x.stride(2) == 1 && cos.scalar_type() == torch::kFloat && sin.scalar_type() == torch::kFloat &&
+         cos.device().is_cpu() && sin.device().is_cpu() && cos.is_contiguous() && sin.is_contiguous();
+}
+
+template <typename scalar_t>
+torch::Tensor rotate_cpu(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                         float sin_sign) {
+  const int64_t tokens = x.size(0), heads = x.size(1), dim = x.size(2), half = dim / 2;
+  const int64_t token_stride = x.stride(0), head_stride = x.stride(1);
+  torch::Tensor out = torch::empty({tokens, heads, dim}, x.options());
+  const scalar_t* xp = x.data_ptr<scalar_t>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  scalar_t* op = out.data_ptr<scalar_t>();
+  at::parallel_for(0, tokens * heads, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t t = row / heads, h = row % heads;
+      const scalar_t* xr = xp + t * token_stride + h * head_stride;
+      const float* c = cp + t * half;
+      const float* sn = sp + t * half;
+      scalar_t* o = op + row * dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = static_cast<float>(xr[i]), x2 = static_cast<float>(xr[i + half]);
+        const float s = sn[i] * sin_sign;
+        o[i] = static_cast<scalar_t>(x1 * c[i] - x2 * s);
+        o[i + half] = static_cast<scalar_t>(x2 * c[i] + x1 * s);
+      }
+    }
+  });
+  return out;
+}
+
+torch::Tensor rotate_any(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                         double sin_sign) {
+  if (!use_rope_cpu_loop(x, cos, sin)) return rotate(x, cos, sin, sin_sign);
+  const auto sign = static_cast<float>(sin_sign);
+  return x.scalar_type() == torch::kFloat ? rotate_cpu<float>(x, cos, sin, sign)
+                                          : rotate_cpu<c10::BFloat16>(x, cos, sin, sign);
+}
+
 class RopeFunction : public torch::autograd::Function<RopeFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& cos, const torch::Tensor& sin) {
     ctx->save_for_backward({cos, sin});
-    return rotate(x, cos, sin, 1.0);
+    return rotate_any(x, cos, sin, 1.0);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    return {rotate(grad_outputs[0], saved[0], saved[1], -1.0), torch::Tensor(), torch::Tensor()};
+    return {rotate_any(grad_outputs[0], saved[0], saved[1], -1.0), torch::Tensor(), torch::Tensor()};
   }
 };
 

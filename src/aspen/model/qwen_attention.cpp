@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "aspen/kernels/small_batch_linear.h"
 #include "aspen/kernels/varlen_attention.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/tp_collectives.h"
@@ -57,8 +58,10 @@ torch::Tensor QwenAttentionImpl::kv_projection(torch::nn::Linear& proj, const to
 }
 
 torch::Tensor QwenAttentionImpl::output_projection(const torch::Tensor& heads) {
-  if (!tp.enabled() || !o_proj->bias.defined()) return reduce_from_tp_region(o_proj(heads), tp);
-  const torch::Tensor partial = torch::nn::functional::linear(heads, o_proj->weight);
+  // small_batch_linear is F::linear except at a decode step's few rows, no gradient.
+  if (!tp.enabled() || !o_proj->bias.defined())
+    return reduce_from_tp_region(small_batch_linear(heads, o_proj->weight, o_proj->bias), tp);
+  const torch::Tensor partial = small_batch_linear(heads, o_proj->weight);
   return reduce_from_tp_region(partial, tp) + o_proj->bias;
 }
 
@@ -70,15 +73,24 @@ torch::Tensor QwenAttentionImpl::head_norm(RMSNorm& norm, const torch::Tensor& x
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> QwenAttentionImpl::project_qkv(
     const torch::Tensor& x, const RopeTable& rope) {
   const int64_t tokens = x.size(0);
-  torch::Tensor q = q_proj(x).view({tokens, num_heads, head_dim});
-  torch::Tensor k = kv_projection(k_proj, x).view({tokens, num_kv_heads, head_dim});
-  torch::Tensor v = kv_projection(v_proj, x).view({tokens, num_kv_heads, head_dim});
+  torch::Tensor q, k, v;
+  if (qkv_.usable_for_inference()) {
+    const std::vector<torch::Tensor> parts = qkv_.split(qkv_.forward(x));
+    q = parts[0], k = parts[1], v = parts[2];
+  } else {
+    q = q_proj(x), k = kv_projection(k_proj, x), v = kv_projection(v_proj, x);
+  }
+  q = q.view({tokens, num_heads, head_dim});
+  k = k.view({tokens, num_kv_heads, head_dim});
+  v = v.view({tokens, num_kv_heads, head_dim});
   if (q_norm) {
     q = head_norm(q_norm, q);
     k = head_norm(k_norm, k);
   }
   return {apply_rope(q, rope), apply_rope(k, rope), v};
 }
+
+void QwenAttentionImpl::fuse_projections() { qkv_.fuse({q_proj, k_proj, v_proj}); }
 
 torch::Tensor QwenAttentionImpl::forward(const torch::Tensor& x, const RopeTable& rope,
                                          const torch::Tensor& cu_seqlens) {

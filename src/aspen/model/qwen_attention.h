@@ -31,6 +31,7 @@
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/paged_attention.h"
 #include "aspen/kernels/rope.h"
+#include "aspen/model/fused_projection.h"
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/shard_spec.h"
 #include "aspen/parallel/tensor_parallel.h"
@@ -49,9 +50,14 @@ struct QwenAttentionImpl : torch::nn::Module {
                               const PagedBatch& batch, int64_t layer);
 
   // q [T, H, D], k and v [T, K, D] after projection, q/k norm and RoPE (local heads
-  // under TP; x must already be in the TP region).
+  // under TP; x must already be in the TP region). With the projections fused and no
+  // gradient wanted, one GEMM computes all three (model/fused_projection.h).
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> project_qkv(const torch::Tensor& x,
                                                                       const RopeTable& rope);
+
+  // Lays q_proj/k_proj/v_proj out in one weight matrix for inference; see
+  // FusedProjection for what keeps and what breaks the layout. Idempotent.
+  void fuse_projections();
 
   int64_t num_heads;     // query heads on this rank (H / t)
   int64_t num_kv_heads;  // kv heads on this rank (K / t, or 1 replicated when K < t)
@@ -66,6 +72,7 @@ struct QwenAttentionImpl : torch::nn::Module {
   RMSNorm k_norm{nullptr};
 
  private:
+  FusedProjection qkv_;
   // k_proj/v_proj(x), summing weight/bias gradients over replicas when K < t.
   torch::Tensor kv_projection(torch::nn::Linear& proj, const torch::Tensor& x);
   // o_proj over this rank's heads, reduced over TP ranks; a bias is added once, after

@@ -20,6 +20,11 @@ QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const Tens
   }
 }
 
+void QwenDecoderLayerImpl::fuse_projections() {
+  if (self_attn) self_attn->fuse_projections();
+  if (mlp) mlp->fuse_projections();
+}
+
 torch::Tensor QwenDecoderLayerImpl::feed_forward(const torch::Tensor& x, MoeRoutingLog* log) {
   return sparse_mlp ? sparse_mlp->forward(x, log) : mlp(x);
 }

@@ -40,6 +40,9 @@ struct QwenDecoderLayerImpl : torch::nn::Module {
   torch::Tensor forward_paged(const torch::Tensor& x, const RopeTable& rope,
                               const PagedBatch& batch, int64_t layer,
                               MoeRoutingLog* log = nullptr);
+  // Fuses the Qwen attention's q/k/v and the dense MLP's gate/up projections for
+  // inference (model/fused_projection.h); MLA attention and MoE blocks keep theirs.
+  void fuse_projections();
 
   RMSNorm input_layernorm{nullptr};
   QwenAttention self_attn{nullptr};     // Qwen

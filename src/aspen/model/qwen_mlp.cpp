@@ -1,5 +1,6 @@
 #include "aspen/model/qwen_mlp.h"
 
+#include "aspen/kernels/small_batch_linear.h"
 #include "aspen/kernels/swiglu.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/tp_collectives.h"
@@ -33,7 +34,14 @@ torch::Tensor QwenMLPImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor QwenMLPImpl::forward_local(const torch::Tensor& x_tp) {
-  return down_proj(swiglu(gate_proj(x_tp), up_proj(x_tp)));
+  // small_batch_linear is F::linear except at a decode step's few rows, no gradient.
+  if (gate_up_.usable_for_inference()) {
+    const std::vector<torch::Tensor> parts = gate_up_.split(gate_up_.forward(x_tp));
+    return small_batch_linear(swiglu(parts[0], parts[1]), down_proj->weight);
+  }
+  return small_batch_linear(swiglu(gate_proj(x_tp), up_proj(x_tp)), down_proj->weight);
 }
+
+void QwenMLPImpl::fuse_projections() { gate_up_.fuse({gate_proj, up_proj}); }
 
 }  // namespace aspen

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/model/fused_projection.h"
 #include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen {
@@ -33,12 +34,20 @@ struct QwenMLPImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   // The rank-local part: x already in the TP region -> this rank's partial sum of
   // the output (the caller reduces). forward = reduce(forward_local(copy(x))).
+  // With gate/up fused and no gradient wanted, one GEMM computes both.
   torch::Tensor forward_local(const torch::Tensor& x_tp);
+
+  // Lays gate_proj/up_proj out in one weight matrix for inference; see FusedProjection
+  // for what keeps and what breaks the layout. Idempotent.
+  void fuse_projections();
 
   torch::nn::Linear gate_proj{nullptr};
   torch::nn::Linear up_proj{nullptr};
   torch::nn::Linear down_proj{nullptr};
   TensorParallel tp;
+
+ private:
+  FusedProjection gate_up_;
 };
 TORCH_MODULE(QwenMLP);
 

@@ -84,6 +84,10 @@ torch::Tensor QwenForCausalLMImpl::forward(const torch::Tensor& input_ids,
   return model(input_ids, cu_seqlens, positions);
 }
 
+void QwenForCausalLMImpl::fuse_projections() {
+  for (const auto& layer : *model->layers) layer->as<QwenDecoderLayer>()->fuse_projections();
+}
+
 torch::Tensor QwenForCausalLMImpl::lm_head_weight() const {
   return lm_head ? lm_head->weight : model->embed_tokens->weight;
 }

@@ -109,6 +109,13 @@ struct QwenForCausalLMImpl : torch::nn::Module {
                               const PagedBatch& batch, MoeRoutingLog* log = nullptr) {
     return model->forward_paged(input_ids, positions, batch, log);
   }
+  // Lays each layer's q/k/v and gate/up projections out in one weight matrix, so an
+  // inference forward (no gradient wanted) runs one GEMM for each group
+  // (model/fused_projection.h). Names, shapes and autograd identity of the parameters
+  // are unchanged; in-place updates (weight publish, optimizer) keep the layout, a
+  // dtype/device change undoes it (the separate GEMMs then run) until it is called
+  // again. Idempotent; not thread-safe (call before the model is shared).
+  void fuse_projections();
 
   // The [V, C] head matrix: lm_head.weight, or the embedding when tied. Under TP,
   // this rank's rows [model->vocab_begin, model->vocab_begin + V/t).

@@ -29,6 +29,7 @@ struct StepLogits {
 class ModelRunner {
  public:
   // record_routing: fill StepLogits::routed_experts (ignored for a dense model).
+  // Fuses the model's q/k/v and gate/up projections (QwenForCausalLM::fuse_projections).
   ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_routing = false);
 
   StepLogits run(const SchedulerStep& step);

@@ -1,0 +1,163 @@
+#include "aspen/kernels/small_batch_linear.h"
+
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace aspen {
+namespace {
+
+// The instruction sets are checked at run time, so the build needs no -march flag and
+// the binary still runs (through at::linear) on CPUs without them.
+bool cpu_has_avx512f() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return has;
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = cpu_has_avx512f() && __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+// One block of R weight rows against M input rows: R*M independent fp32 accumulators
+// over K, each weight vector loaded once and used M times. Elem = float or bf16 bits.
+struct Fp32Kernel {
+  using Elem = float;
+  static constexpr int64_t kLanes = 16;
+  __attribute__((target("avx512f"))) static __m512 load(const float* p, int64_t n) {
+    return n >= kLanes ? _mm512_loadu_ps(p)
+                       : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+  }
+  __attribute__((target("avx512f"))) static __m512 madd(__m512 acc, __m512 w, __m512 x) {
+    return _mm512_fmadd_ps(w, x, acc);
+  }
+};
+
+struct Bf16Kernel {
+  using Elem = uint16_t;
+  static constexpr int64_t kLanes = 32;
+  __attribute__((target("avx512f,avx512bw"))) static __m512i load(const uint16_t* p, int64_t n) {
+    return n >= kLanes ? _mm512_loadu_si512(p)
+                       : _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << n) - 1), p);
+  }
+  // acc[i] += w[2i] x[2i] + w[2i+1] x[2i+1], products and sums in fp32.
+  __attribute__((target("avx512f,avx512bw,avx512bf16"))) static __m512 madd(__m512 acc,
+                                                                               __m512i w,
+                                                                               __m512i x) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);
+  }
+};
+
+template <typename Kernel, int R, int M>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_row_block(
+    const typename Kernel::Elem* x, int64_t x_stride, const typename Kernel::Elem* w, int64_t k,
+    float (&sums)[R][M]) {
+  __m512 acc[R][M];
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
+  for (int64_t begin = 0; begin < k; begin += Kernel::kLanes) {
+    const int64_t n = k - begin;
+    decltype(Kernel::load(x, n)) xv[M];
+    for (int m = 0; m < M; ++m) xv[m] = Kernel::load(x + m * x_stride + begin, n);
+    for (int r = 0; r < R; ++r) {
+      const auto wv = Kernel::load(w + r * k + begin, n);
+      for (int m = 0; m < M; ++m) acc[r][m] = Kernel::madd(acc[r][m], wv, xv[m]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < M; ++m) {
+      // Through memory rather than _mm512_reduce_add_ps, whose GCC 12 header reads an
+      // undefined register (a -Wuninitialized warning in every user).
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, acc[r][m]);
+      float sum = 0.f;
+      for (float lane : lanes) sum += lane;
+      sums[r][m] = sum;
+    }
+}
+
+// y[m, n] = cast(sum_k x[m, k] w[n, k] + bias[n]) for n in [n_begin, n_end).
+template <typename Kernel, typename scalar_t, int M>
+void gemv_rows(const scalar_t* x, int64_t x_stride, const scalar_t* w, const scalar_t* bias,
+          scalar_t* y, int64_t y_stride, int64_t k, int64_t n_begin, int64_t n_end) {
+  using Elem = typename Kernel::Elem;
+  const auto* xe = reinterpret_cast<const Elem*>(x);
+  auto store = [&](int64_t n, int m, float sum) {
+    if (bias != nullptr) sum += static_cast<float>(bias[n]);
+    y[m * y_stride + n] = static_cast<scalar_t>(sum);
+  };
+  int64_t n = n_begin;
+  for (; n + 4 <= n_end; n += 4) {
+    float sums[4][M];
+    gemv_row_block<Kernel, 4, M>(xe, x_stride, reinterpret_cast<const Elem*>(w + n * k), k, sums);
+    for (int r = 0; r < 4; ++r)
+      for (int m = 0; m < M; ++m) store(n + r, m, sums[r][m]);
+  }
+  for (; n < n_end; ++n) {
+    float sums[1][M];
+    gemv_row_block<Kernel, 1, M>(xe, x_stride, reinterpret_cast<const Elem*>(w + n * k), k, sums);
+    for (int m = 0; m < M; ++m) store(n, m, sums[0][m]);
+  }
+}
+
+template <typename Kernel, typename scalar_t>
+void gemv_run(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+         torch::Tensor& y) {
+  const int64_t m = x.size(0), k = x.size(1), n = weight.size(0);
+  const scalar_t* xp = x.data_ptr<scalar_t>();
+  const scalar_t* wp = weight.data_ptr<scalar_t>();
+  const scalar_t* bp = bias.defined() ? bias.data_ptr<scalar_t>() : nullptr;
+  scalar_t* yp = y.data_ptr<scalar_t>();
+  const int64_t xs = x.stride(0);
+  // Chunks of at least 64 rows: small layers stay on one thread, where a fork-join
+  // would cost more than the rows.
+  at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+    switch (m) {
+      case 1: return gemv_rows<Kernel, scalar_t, 1>(xp, xs, wp, bp, yp, n, k, begin, end);
+      case 2: return gemv_rows<Kernel, scalar_t, 2>(xp, xs, wp, bp, yp, n, k, begin, end);
+      case 3: return gemv_rows<Kernel, scalar_t, 3>(xp, xs, wp, bp, yp, n, k, begin, end);
+      default: return gemv_rows<Kernel, scalar_t, 4>(xp, xs, wp, bp, yp, n, k, begin, end);
+    }
+  });
+}
+
+bool linear_wants_gradient(const torch::Tensor& x, const torch::Tensor& weight,
+                    const torch::Tensor& bias) {
+  return torch::GradMode::is_enabled() &&
+         (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+}
+
+}  // namespace
+
+bool small_batch_kernel_applies(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias) {
+  const auto dtype = x.scalar_type();
+  const bool cpu_ok = dtype == torch::kFloat      ? cpu_has_avx512f()
+                      : dtype == torch::kBFloat16 ? cpu_has_avx512_bf16()
+                                                  : false;
+  return cpu_ok && x.device().is_cpu() && weight.device().is_cpu() && x.dim() == 2 &&
+         x.size(0) >= 1 && x.size(0) <= kSmallBatchRows && x.stride(1) == 1 &&
+         weight.dim() == 2 && weight.is_contiguous() && weight.size(1) == x.size(1) &&
+         weight.scalar_type() == dtype &&
+         (!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0) &&
+                              bias.is_contiguous() && bias.scalar_type() == dtype &&
+                              bias.device().is_cpu())) &&
+         !linear_wants_gradient(x, weight, bias);
+}
+
+torch::Tensor small_batch_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& bias) {
+  if (!small_batch_kernel_applies(x, weight, bias))
+    return torch::nn::functional::linear(x, weight, bias);
+  torch::Tensor y = torch::empty({x.size(0), weight.size(0)}, x.options());
+  if (x.scalar_type() == torch::kFloat) {
+    gemv_run<Fp32Kernel, float>(x, weight, bias, y);
+  } else {
+    gemv_run<Bf16Kernel, c10::BFloat16>(x, weight, bias, y);
+  }
+  return y;
+}
+
+}  // namespace aspen

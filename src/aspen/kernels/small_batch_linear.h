@@ -1,0 +1,40 @@
+// y = x W^T (+ b) for inference at a small batch: the decode step's GEMMs.
+//
+// At M <= kSmallBatchRows rows a linear layer is a matrix-vector product: each weight
+// byte is read once and used M times, so it runs at the speed of memory, and what
+// matters is streaming W at full bandwidth. torch's CPU GEMMs do not at this shape:
+// measured on the 0.6B shapes (docs/benchmarks.md, "Small-batch linear"), oneDNN's bf16
+// matmul repacks W on every call and MKL's fp32 GEMV leaves bandwidth unused on the
+// 151,936-row head. This kernel reads each row of W once, as dot products with
+// AVX-512 (vdpbf16ps for bf16: pairs of bf16 products summed in fp32, no repacking of
+// W needed), 4 rows at a time for independent accumulators, rows split across the
+// intra-op pool.
+//
+// Numerics: products and sums in fp32, the result rounded once to x's dtype (bias
+// added in fp32 before that rounding): the contract of at::linear on the CPU. Only the
+// order of the fp32 sum differs from torch's, so results agree to fp32 rounding of
+// the accumulator before the final cast.
+//
+// small_batch_linear() takes this kernel when it applies - CPU tensors, x [M, K] with
+// M <= kSmallBatchRows and unit stride along K, W [N, K] contiguous, bias [N] or
+// undefined, all fp32 or all bf16, no gradient wanted (autograd off or nothing
+// requires grad), and a CPU with AVX-512F (+ AVX512-BF16 for bf16) - and at::linear
+// otherwise, so it is a drop-in for torch::nn::functional::linear on any input.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <torch/types.h>
+
+namespace aspen {
+
+inline constexpr int64_t kSmallBatchRows = 4;
+
+torch::Tensor small_batch_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& bias = {});
+
+// Whether small_batch_linear would run its own kernel on these inputs.
+bool small_batch_kernel_applies(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias = {});
+
+}  // namespace aspen
