@@ -62,6 +62,14 @@ target_link_libraries(TORCH INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
 target_include_directories(TORCH SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(ASPEN_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(TORCH INTERFACE ${ASPEN_TORCH_CXX_FLAGS})
+# OpenMP, as torch itself is built: ATen's at::parallel_for is a header template that
+# only forks when the including translation unit defines _OPENMP. Without -fopenmp every
+# at::parallel_for in Aspen's own kernels (paged attention, RMSNorm, RoPE, the
+# small-batch linear) ran on one thread whatever --threads said. The runtime is the
+# wheel's libgomp.so.1 (torch/lib, first on the run path), the one torch's pool uses, so
+# at::set_num_threads governs both.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+target_link_libraries(TORCH INTERFACE OpenMP::OpenMP_CXX)
 
 # The wheel's CUDA libraries (site-packages/nvidia/*/lib: cudart, cuBLAS, NCCL, cuDNN
 # of the CUDA release torch was built with) come first, at link time and at run time.

@@ -21,8 +21,7 @@ bool cpu_has_avx512_bf16() {
   return has;
 }
 
-// One block of R weight rows against M input rows: R*M independent fp32 accumulators
-// over K, each weight vector loaded once and used M times. Elem = float or bf16 bits.
+// The element types: Elem = float, or bf16 as its bits.
 struct Fp32Kernel {
   using Elem = float;
   static constexpr int64_t kLanes = 16;
@@ -50,23 +49,44 @@ struct Bf16Kernel {
   }
 };
 
+// acc[r][m] += W[r, begin:begin+n] . x[m, begin:begin+n] (n <= kLanes; masked when
+// n < kLanes). Inlined, fully unrolled over R and M, so the R*M accumulators live in
+// registers (at -O2 GCC otherwise keeps the arrays on the stack: a load and a store
+// per multiply-add).
+template <typename Kernel, int R, int M>
+__attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) inline void gemv_step(
+    const typename Kernel::Elem* x, int64_t x_stride, const typename Kernel::Elem* w, int64_t k,
+    int64_t begin, int64_t n, __m512 (&acc)[R][M]) {
+  decltype(Kernel::load(x, n)) xv[M];
+#pragma GCC unroll 16
+  for (int m = 0; m < M; ++m) xv[m] = Kernel::load(x + m * x_stride + begin, n);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const auto wv = Kernel::load(w + r * k + begin, n);
+#pragma GCC unroll 16
+    for (int m = 0; m < M; ++m) acc[r][m] = Kernel::madd(acc[r][m], wv, xv[m]);
+  }
+}
+
+// One block of R weight rows against M input rows: R*M independent fp32 accumulators
+// over K, each weight vector loaded once and used M times.
 template <typename Kernel, int R, int M>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_row_block(
     const typename Kernel::Elem* x, int64_t x_stride, const typename Kernel::Elem* w, int64_t k,
     float (&sums)[R][M]) {
   __m512 acc[R][M];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
     for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
-  for (int64_t begin = 0; begin < k; begin += Kernel::kLanes) {
-    const int64_t n = k - begin;
-    decltype(Kernel::load(x, n)) xv[M];
-    for (int m = 0; m < M; ++m) xv[m] = Kernel::load(x + m * x_stride + begin, n);
-    for (int r = 0; r < R; ++r) {
-      const auto wv = Kernel::load(w + r * k + begin, n);
-      for (int m = 0; m < M; ++m) acc[r][m] = Kernel::madd(acc[r][m], wv, xv[m]);
-    }
+  int64_t begin = 0;
+  for (; begin + Kernel::kLanes <= k; begin += Kernel::kLanes) {
+    gemv_step<Kernel, R, M>(x, x_stride, w, k, begin, Kernel::kLanes, acc);
   }
+  if (begin < k) gemv_step<Kernel, R, M>(x, x_stride, w, k, begin, k - begin, acc);
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
     for (int m = 0; m < M; ++m) {
       // Through memory rather than _mm512_reduce_add_ps, whose GCC 12 header reads an
       // undefined register (a -Wuninitialized warning in every user).
