@@ -2,13 +2,14 @@
 //
 // At M <= kSmallBatchRows rows a linear layer is a matrix-vector product: each weight
 // byte is read once and used M times, so it runs at the speed of memory, and what
-// matters is streaming W at full bandwidth. torch's CPU GEMMs do not at this shape:
-// measured on the 0.6B shapes (docs/benchmarks.md, "Small-batch linear"), oneDNN's bf16
-// matmul repacks W on every call and MKL's fp32 GEMV leaves bandwidth unused on the
-// 151,936-row head. This kernel reads each row of W once, as dot products with
-// AVX-512 (vdpbf16ps for bf16: pairs of bf16 products summed in fp32, no repacking of
-// W needed), 4 rows at a time for independent accumulators, rows split across the
-// intra-op pool.
+// matters is streaming W at full bandwidth. torch's CPU GEMMs fall short of that at
+// this shape, measured on the 0.6B shapes (docs/benchmarks.md, "Small-batch linear"):
+// at 2-4 rows they read W at about half the one-row speed, and in bf16 even one row
+// runs slower per byte than fp32. This kernel reads each row of W once, as dot
+// products with AVX-512 (vdpbf16ps for bf16: pairs of bf16 products summed in fp32),
+// 4 rows of W at a time for independent accumulators, rows split across the intra-op
+// pool. The exception it leaves to torch: one row against a weight over 64 MB (the
+// vocabulary head), where torch's GEMV streams DRAM faster (measured 0.84-0.93x).
 //
 // Numerics: products and sums in fp32, the result rounded once to x's dtype (bias
 // added in fp32 before that rounding): the contract of at::linear on the CPU. Only the
