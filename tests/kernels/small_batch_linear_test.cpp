@@ -76,5 +76,18 @@ TEST(SmallBatchLinear, WithAGradientWantedItIsTorchLinear) {
   EXPECT_TRUE(torch::equal(small_batch_linear(xd, wd), torch::nn::functional::linear(xd, wd)));
 }
 
+TEST(SmallBatchLinear, OneRowAgainstAHeadSizedWeightIsLeftToTorch) {
+  torch::NoGradGuard no_grad;
+  // 16,400 x 1,024 fp32 is just over 64 MB: at one row torch's GEMV measured faster
+  // there; at two rows the kernel did. Only the dispatch is checked (no values needed).
+  const torch::Tensor w = torch::empty({16400, 1024});
+  EXPECT_FALSE(small_batch_kernel_applies(torch::zeros({1, 1024}), w));
+  EXPECT_EQ(small_batch_kernel_applies(torch::zeros({2, 1024}), w),
+            cpu_runs_kernel(torch::kFloat));
+  const torch::Tensor layer = torch::empty({4096, 1024});  // 16 MB: the kernel's
+  EXPECT_EQ(small_batch_kernel_applies(torch::zeros({1, 1024}), layer),
+            cpu_runs_kernel(torch::kFloat));
+}
+
 }  // namespace
 }  // namespace aspen

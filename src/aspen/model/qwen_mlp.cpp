@@ -37,9 +37,10 @@ torch::Tensor QwenMLPImpl::forward_local(const torch::Tensor& x_tp) {
   // small_batch_linear is F::linear except at a decode step's few rows, no gradient.
   if (gate_up_.usable_for_inference()) {
     const std::vector<torch::Tensor> parts = gate_up_.split(gate_up_.forward(x_tp));
-    return small_batch_linear(swiglu(parts[0], parts[1]), down_proj->weight);
+    return small_batch_linear(swiglu(parts[0], parts[1]), down_proj->weight, down_proj->bias);
   }
-  return small_batch_linear(swiglu(gate_proj(x_tp), up_proj(x_tp)), down_proj->weight);
+  return small_batch_linear(swiglu(gate_proj(x_tp), up_proj(x_tp)), down_proj->weight,
+                            down_proj->bias);
 }
 
 void QwenMLPImpl::fuse_projections() { gate_up_.fuse({gate_proj, up_proj}); }
