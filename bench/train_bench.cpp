@@ -160,8 +160,14 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
   }
   int64_t parameters = 0;
   for (const auto& p : master->parameters()) parameters += p.numel();
-  const double update_flops = 6.0 * matmul_parameters(master, /*active_only=*/true) * packed_tokens +
-                              attention_flops(base, config);
+  // The head runs on response positions only (train/policy_logprobs.h): the log-probs
+  // of prompt tokens are never needed, so their logits are neither computed nor counted.
+  const int64_t response_tokens = base.num_response_tokens();
+  const int64_t head_parameters = master->lm_head_weight().numel();
+  const int64_t layer_parameters = matmul_parameters(master, /*active_only=*/true) - head_parameters;
+  const double head_flops = 6.0 * static_cast<double>(head_parameters) * response_tokens;
+  const double update_flops = 6.0 * static_cast<double>(layer_parameters) * packed_tokens +
+                              head_flops + attention_flops(base, config);
 
   nlohmann::json results = nlohmann::json::object();
   for (const std::string& dtype_name : options.dtypes) {
@@ -204,11 +210,16 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
            "uniform in [" + std::to_string(std::max<int64_t>(1, options.response_tokens / 2)) +
                ", " + std::to_string(options.response_tokens) + "]"},
           {"packed_tokens", packed_tokens},
+          {"response_tokens_total", response_tokens},
+          {"head_parameters", head_parameters},
+          {"attention_flops_per_update", attention_flops(base, config)},
           {"response_lengths", response_lengths},
           {"threads", torch::get_num_threads()},
           {"flops_per_update", update_flops},
-          {"flops_formula", "6 * active_matmul_parameters * packed_tokens + 6 * layers * "
-                            "heads * head_dim * sum(row_length^2)"},
+          {"flops_formula",
+           "6 * (active_matmul_parameters - head_parameters) * packed_tokens + 6 * "
+           "head_parameters * response_tokens_total + 6 * layers * heads * head_dim * "
+           "sum(row_length^2)"},
           {"dtypes", results}};
   if (config.is_moe()) out["moe"] = moe_routing_summary(master, base);
   return out;

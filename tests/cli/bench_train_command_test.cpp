@@ -34,6 +34,17 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
     // 1-D parameters: 2 layers x (2 norms + q_norm + k_norm) + the final norm.
     return 2 * (2 * 64 + 2 * 24) + 64;
   }());
+  // The head (untied here) on response positions only; every other linear on all.
+  const int64_t head = bench["head_parameters"];
+  EXPECT_EQ(head, 300 * 64);
+  int64_t responses = 0;
+  for (const auto& length : bench["response_lengths"]) responses += length.get<int64_t>();
+  EXPECT_EQ(bench["response_tokens_total"].get<int64_t>(), responses);
+  EXPECT_EQ(packed, 3 * 5 + responses);
+  const double want_flops = 6.0 * (bench["matmul_parameters"].get<int64_t>() - head) * packed +
+                            6.0 * head * responses +
+                            bench["attention_flops_per_update"].get<double>();
+  EXPECT_NEAR(bench["flops_per_update"].get<double>(), want_flops, 1e-9 * want_flops);
   for (const char* dtype : {"fp32", "bf16", "bf16_head"}) {
     const nlohmann::json& d = bench["dtypes"][dtype];
     const double seconds = d["seconds_per_update"];

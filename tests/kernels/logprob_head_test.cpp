@@ -1,3 +1,5 @@
+#include "aspen/kernels/logprob_chunk_cpu.h"
+#include "aspen/kernels/logprob_chunks.h"
 #include "aspen/kernels/logprob_head.h"
 
 #include <gtest/gtest.h>
@@ -156,6 +158,47 @@ TEST(LogprobHead, Bf16GemmsStayWithinTheLogitsRoundingOfTheFp32Head) {
   };
   EXPECT_LE(rel(h.grad(), h32.grad()), 3e-2);
   EXPECT_LE(rel(w.grad(), w32.grad()), 3e-2);
+}
+
+// saved_logits_max_bytes: a backward from the forward's kept logits equals one that
+// recomputes them (the same GEMM outputs), for fp32 and for bf16 GEMMs, with entropy
+// and a temperature; under the budget nothing is kept and the results are the same.
+TEST(LogprobHead, KeptLogitsGiveTheGradientsOfRecomputedOnes) {
+  for (const bool bf16 : {false, true}) {
+    torch::manual_seed(8);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat;
+    const torch::Tensor h0 = torch::randn({21, 32}).to(dtype);
+    const torch::Tensor w0 = (torch::randn({203, 32}) * 0.5).to(dtype);
+    const torch::Tensor targets = torch::randint(0, 203, {21}, torch::kLong);
+    LogprobHeadOptions options;
+    options.chunk_size = 64;  // 3 full chunks and a ragged one
+    options.with_entropy = true;
+    options.temperature = 0.8;
+    options.gemm_in_input_dtype = bf16;
+    const auto run = [&](int64_t max_bytes) {
+      LogprobHeadOptions o = options;
+      o.saved_logits_max_bytes = max_bytes;
+      auto h = h0.clone().requires_grad_(true);
+      auto w = w0.clone().requires_grad_(true);
+      TokenLogprobs out = chunked_logprobs(h, w, targets, o);
+      (out.logprobs * torch::linspace(-1.0, 1.0, 21) + out.entropy * 0.3).sum().backward();
+      return std::vector<torch::Tensor>{out.logprobs, out.entropy, h.grad(), w.grad()};
+    };
+    if (logprob_chunk_cpu_available()) {  // the fused CPU path: what keeps logits
+      const torch::Tensor h_gemm = head_gemm_input(h0, bf16);
+      const int64_t bytes = 21 * 203 * (bf16 ? 2 : 4);
+      EXPECT_TRUE(keep_head_logits(h_gemm, h0.clone().requires_grad_(true), w0, bytes));
+      EXPECT_FALSE(keep_head_logits(h_gemm, h0.clone().requires_grad_(true), w0, bytes - 1));
+      EXPECT_FALSE(keep_head_logits(h_gemm, h0, w0, bytes)) << "no gradient: nothing to keep for";
+    }
+    const auto recomputed = run(0);
+    const auto kept = run(int64_t{1} << 30);
+    const auto too_small = run(21 * 203 * (bf16 ? 2 : 4) - 1);
+    for (size_t i = 0; i < recomputed.size(); ++i) {
+      EXPECT_LE(max_abs_diff(kept[i], recomputed[i]), 1e-6) << "bf16 " << bf16 << ", output " << i;
+      EXPECT_LE(max_abs_diff(too_small[i], recomputed[i]), 1e-6) << "bf16 " << bf16;
+    }
+  }
 }
 
 TEST(LogprobHead, ProbabilitiesOfAllTargetsSumToOne) {

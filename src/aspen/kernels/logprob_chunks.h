@@ -48,10 +48,20 @@ struct SoftmaxStats {
 torch::Tensor head_gemm_input(const torch::Tensor& hidden, bool gemm_in_input_dtype);
 
 // One streaming pass over the rows of `weight`, N rows at a time; the statistics in acc
-// whatever hidden_gemm's dtype.
+// whatever hidden_gemm's dtype. With `kept_logits` non-null and the fused CPU path
+// taken, the raw logits of every chunk are kept there, chunk after chunk (chunk
+// [begin, begin + n) is the contiguous [T, n] block at element T * begin), for
+// head_backward to reuse; otherwise it is left undefined.
 SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
                                   const torch::Tensor& targets, double temperature,
-                                  int64_t chunk_size, bool with_entropy);
+                                  int64_t chunk_size, bool with_entropy,
+                                  torch::Tensor* kept_logits = nullptr);
+
+// Whether a head forward should keep its logits for the backward: a gradient will be
+// taken (hidden or weight requires one) and [T, rows] in the GEMM dtype fits
+// options.saved_logits_max_bytes.
+bool keep_head_logits(const torch::Tensor& hidden_gemm, const torch::Tensor& hidden,
+                      const torch::Tensor& weight, int64_t max_bytes);
 
 // What the head returns and what its backward needs, from stats over the WHOLE
 // vocabulary: lse = m + log s, logprobs = target_logit - lse, mean_logit = a / s
@@ -65,14 +75,16 @@ struct HeadResult {
 HeadResult finish_head(const SoftmaxStats& stats, bool with_entropy);
 
 // For a head autograd Function's forward: saves (hidden, weight, targets, lse,
-// mean_logit, temperature, chunk_size, gemm_in_input_dtype) in ctx and returns the
-// Function's outputs, {logprobs} or {logprobs, entropy}, in fp32 (fp64 for fp64 hidden).
+// mean_logit, kept_logits (may be undefined), temperature, chunk_size,
+// gemm_in_input_dtype) in ctx and returns the Function's outputs, {logprobs} or
+// {logprobs, entropy}, in fp32 (fp64 for fp64 hidden).
 torch::autograd::variable_list save_head_for_backward(
     torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
     const torch::Tensor& targets, const HeadResult& result, double temperature, int64_t chunk_size,
-    bool gemm_in_input_dtype);
+    bool gemm_in_input_dtype, const torch::Tensor& kept_logits = torch::Tensor());
 
-// The matching backward: recomputes each chunk's logits and, with p = exp(z - lse),
+// The matching backward: recomputes each chunk's logits (or reads the kept ones) and,
+// with p = exp(z - lse),
 //   d logprob_t / d z_v = (v == target_t) - p_v,   d entropy_t / d z_v = p_v (E_p[z] - z_v),
 // returns {grad_hidden [T, C] in hidden's dtype, grad_weight [R, C] in weight's dtype}
 // (with gemm_in_input_dtype: grad_z rounded to hidden's dtype for the two GEMMs, whose

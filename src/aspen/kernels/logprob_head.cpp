@@ -16,18 +16,20 @@ class ChunkedLogprobFunction : public torch::autograd::Function<ChunkedLogprobFu
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                const torch::Tensor& weight, const torch::Tensor& targets,
                                double temperature, int64_t chunk_size, bool with_entropy,
-                               bool gemm_in_input_dtype) {
-    const SoftmaxStats stats =
-        online_softmax_stats(head_gemm_input(hidden, gemm_in_input_dtype), weight, targets,
-                             temperature, chunk_size, with_entropy);
+                               bool gemm_in_input_dtype, int64_t saved_logits_max_bytes) {
+    const torch::Tensor hidden_gemm = head_gemm_input(hidden, gemm_in_input_dtype);
+    torch::Tensor kept;
+    const bool keep = keep_head_logits(hidden_gemm, hidden, weight, saved_logits_max_bytes);
+    const SoftmaxStats stats = online_softmax_stats(hidden_gemm, weight, targets, temperature,
+                                                    chunk_size, with_entropy, keep ? &kept : nullptr);
     return save_head_for_backward(ctx, hidden, weight, targets, finish_head(stats, with_entropy),
-                                  temperature, chunk_size, gemm_in_input_dtype);
+                                  temperature, chunk_size, gemm_in_input_dtype, kept);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     auto [grad_hidden, grad_weight] = head_backward(ctx, grad_outputs);
     return {grad_hidden,     grad_weight,     torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -43,7 +45,8 @@ TokenLogprobs chunked_logprobs(const torch::Tensor& hidden, const torch::Tensor&
   check_inputs(hidden, weight, targets, options);
   variable_list out = ChunkedLogprobFunction::apply(hidden, weight, targets, options.temperature,
                                                     options.chunk_size, options.with_entropy,
-                                                    options.gemm_in_input_dtype);
+                                                    options.gemm_in_input_dtype,
+                                                    options.saved_logits_max_bytes);
   TokenLogprobs result;
   result.logprobs = out[0];
   if (options.with_entropy) result.entropy = out[1];

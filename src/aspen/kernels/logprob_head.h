@@ -10,8 +10,8 @@
 // online softmax state - running max m, sum s of exp(logit - m), the target logit
 // and, for entropy, a = sum exp(logit - m) * logit - so memory is O(T*N).
 // logsumexp = m + log s; entropy = logsumexp - a / s.
-// Backward recomputes each chunk's logits and accumulates grad_hidden [T, C] and
-// grad_weight [V, C] chunk by chunk, with
+// Backward recomputes each chunk's logits (or reads them back: saved_logits_max_bytes)
+// and accumulates grad_hidden [T, C] and grad_weight [V, C] chunk by chunk, with
 //   d logprob_t / d z_v = (v == target_t) - p_v
 //   d entropy_t / d z_v = p_v * (E_p[z] - z_v)
 // (z = logits / temperature; the chain rule then divides by temperature).
@@ -39,6 +39,11 @@ struct LogprobHeadOptions {
   int64_t chunk_size = 4096;  // vocabulary rows per chunk; need not divide V
   bool with_entropy = false;
   bool gemm_in_input_dtype = false;  // bf16 inputs: the GEMMs in bf16 (above)
+  // When a gradient will be taken, the forward keeps its logits ([T, V] in the GEMM
+  // dtype) for the backward if they take at most this many bytes, and the backward
+  // then skips its recomputing GEMM: three head GEMMs instead of four. 0: always
+  // recompute (O(T*N) memory). The fused CPU path only (logprob_chunk_cpu.h).
+  int64_t saved_logits_max_bytes = int64_t{1} << 30;
 };
 
 struct TokenLogprobs {

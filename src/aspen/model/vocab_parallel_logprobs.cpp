@@ -41,20 +41,23 @@ class VocabParallelLogprobFunction
                                const torch::Tensor& weight_shard,
                                const torch::Tensor& local_targets, double temperature,
                                int64_t chunk_size, bool with_entropy,
-                               const ProcessGroupHandle& group) {
-    SoftmaxStats stats = online_softmax_stats(head_gemm_input(hidden, false), weight_shard,
-                                              local_targets, temperature, chunk_size, with_entropy);
+                               int64_t saved_logits_max_bytes, const ProcessGroupHandle& group) {
+    const torch::Tensor hidden_gemm = head_gemm_input(hidden, false);
+    torch::Tensor kept;
+    const bool keep = keep_head_logits(hidden_gemm, hidden, weight_shard, saved_logits_max_bytes);
+    SoftmaxStats stats = online_softmax_stats(hidden_gemm, weight_shard, local_targets, temperature,
+                                              chunk_size, with_entropy, keep ? &kept : nullptr);
     // Every TP rank scores the same tokens, so either all or none have none.
     if (hidden.size(0) > 0) combine_over_vocab_shards(stats, with_entropy, group);
     return save_head_for_backward(ctx, hidden, weight_shard, local_targets,
                                   finish_head(stats, with_entropy), temperature, chunk_size,
-                                  /*gemm_in_input_dtype=*/false);
+                                  /*gemm_in_input_dtype=*/false, kept);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     auto [grad_hidden, grad_weight] = head_backward(ctx, grad_outputs);
     return {grad_hidden,     grad_weight,     torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -73,7 +76,8 @@ TokenLogprobs vocab_parallel_logprobs(const torch::Tensor& hidden,
                     "vocab_parallel_logprobs");
   variable_list out = VocabParallelLogprobFunction::apply(
       copy_to_tp_region(hidden, tp), weight_shard, targets - vocab_begin, options.temperature,
-      options.chunk_size, options.with_entropy, tp.require_group("vocab_parallel_logprobs"));
+      options.chunk_size, options.with_entropy, options.saved_logits_max_bytes,
+      tp.require_group("vocab_parallel_logprobs"));
   TokenLogprobs result;
   result.logprobs = out[0];
   if (options.with_entropy) result.entropy = out[1];

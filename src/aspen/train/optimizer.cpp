@@ -1,5 +1,6 @@
 #include "aspen/train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -21,6 +22,25 @@ typename Map::key_type state_key(const torch::Tensor& param) {
   return static_cast<typename Map::key_type>(param.unsafeGetTensorImpl());
 }
 
+// ||g||^2 accumulated in fp64, without an fp64 copy of g: for the 103M bench model that
+// copy and its square were 1.6 GB of allocation and memory traffic per step. Slices of
+// 2^20 elements are upcast one at a time and dotted with themselves.
+torch::Tensor squared_norm_fp64(const torch::Tensor& grad) {
+  constexpr int64_t kSlice = int64_t{1} << 20;
+  const torch::Tensor flat = grad.detach().reshape(-1);
+  const int64_t numel = flat.numel();
+  if (numel <= kSlice) {
+    const torch::Tensor g = flat.to(torch::kDouble);
+    return g.dot(g);
+  }
+  torch::Tensor total = torch::zeros({}, flat.options().dtype(torch::kDouble));
+  for (int64_t begin = 0; begin < numel; begin += kSlice) {
+    const torch::Tensor g = flat.narrow(0, begin, std::min(kSlice, numel - begin)).to(torch::kDouble);
+    total.add_(g.dot(g));
+  }
+  return total;
+}
+
 }  // namespace
 
 void OptimizerOptions::validate() const {
@@ -38,7 +58,7 @@ double global_grad_norm(const std::vector<torch::Tensor>& params, const ShardedN
   torch::Tensor total;
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].grad().defined()) continue;
-    torch::Tensor sq = params[i].grad().detach().to(torch::kDouble).pow(2).sum();
+    torch::Tensor sq = squared_norm_fp64(params[i].grad());
     if (sharded != nullptr) sq = sq / sharded->copies[i];
     total = total.defined() ? total + sq : sq;
   }
