@@ -49,7 +49,7 @@ nlohmann::json run_linear_bench(double min_seconds) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   nlohmann::json cases = nlohmann::json::array();
-  const std::vector<int64_t> batch_rows = {1, kSmallBatchRows};
+  const std::vector<int64_t> batch_rows = {1, 4, 8};
   const std::vector<torch::ScalarType> dtypes = {torch::kFloat, torch::kBFloat16};
   const double case_count =
       static_cast<double>(std::size(kShapes) * batch_rows.size() * dtypes.size());

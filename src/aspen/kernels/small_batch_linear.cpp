@@ -25,6 +25,7 @@ bool cpu_has_avx512_bf16() {
 struct Fp32Kernel {
   using Elem = float;
   static constexpr int64_t kLanes = 16;
+  static constexpr int kMaxRows = 8;
   __attribute__((target("avx512f"))) static __m512 load(const float* p, int64_t n) {
     return n >= kLanes ? _mm512_loadu_ps(p)
                        : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
@@ -37,6 +38,10 @@ struct Fp32Kernel {
 struct Bf16Kernel {
   using Elem = uint16_t;
   static constexpr int64_t kLanes = 32;
+  // Past 4 input rows the dot products, not memory, bound this kernel (one vdpbf16ps
+  // per row per 64 bytes of W), and torch's AMX GEMM reads W faster: at 8 rows the
+  // kernel measured 0.5-0.7x of torch on the 0.6B shapes (`aspen bench linear`).
+  static constexpr int kMaxRows = 4;
   __attribute__((target("avx512f,avx512bw"))) static __m512i load(const uint16_t* p, int64_t n) {
     return n >= kLanes ? _mm512_loadu_si512(p)
                        : _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << n) - 1), p);
@@ -62,6 +67,9 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) inline voi
   for (int m = 0; m < M; ++m) xv[m] = Kernel::load(x + m * x_stride + begin, n);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+    // The same cache line of the next block's row: explicit prefetches cross the 4 KB
+    // pages where the hardware streamer stops (a 1,024-wide bf16 row is half a page).
+    _mm_prefetch(reinterpret_cast<const char*>(w + (r + R) * k + begin), _MM_HINT_T0);
     const auto wv = Kernel::load(w + r * k + begin, n);
 #pragma GCC unroll 16
     for (int m = 0; m < M; ++m) acc[r][m] = Kernel::madd(acc[r][m], wv, xv[m]);
@@ -98,8 +106,10 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void gemv_row_block(
     }
 }
 
-// y[m, n] = cast(sum_k x[m, k] w[n, k] + bias[n]) for n in [n_begin, n_end).
-template <typename Kernel, typename scalar_t, int M>
+// y[m, n] = cast(sum_k x[m, k] w[n, k] + bias[n]) for n in [n_begin, n_end), R weight
+// rows per block: 4 up to 4 input rows, 2 beyond (R*M accumulators + M inputs + the
+// weight vector must fit AVX-512's 32 registers: 2 x 8 + 8 + 1 = 25).
+template <typename Kernel, typename scalar_t, int M, int R = (M <= 4 ? 4 : 2)>
 void gemv_rows(const scalar_t* x, int64_t x_stride, const scalar_t* w, const scalar_t* bias,
           scalar_t* y, int64_t y_stride, int64_t k, int64_t n_begin, int64_t n_end) {
   using Elem = typename Kernel::Elem;
@@ -109,10 +119,10 @@ void gemv_rows(const scalar_t* x, int64_t x_stride, const scalar_t* w, const sca
     y[m * y_stride + n] = static_cast<scalar_t>(sum);
   };
   int64_t n = n_begin;
-  for (; n + 4 <= n_end; n += 4) {
-    float sums[4][M];
-    gemv_row_block<Kernel, 4, M>(xe, x_stride, reinterpret_cast<const Elem*>(w + n * k), k, sums);
-    for (int r = 0; r < 4; ++r)
+  for (; n + R <= n_end; n += R) {
+    float sums[R][M];
+    gemv_row_block<Kernel, R, M>(xe, x_stride, reinterpret_cast<const Elem*>(w + n * k), k, sums);
+    for (int r = 0; r < R; ++r)
       for (int m = 0; m < M; ++m) store(n + r, m, sums[r][m]);
   }
   for (; n < n_end; ++n) {
@@ -138,17 +148,19 @@ void gemv_run(const torch::Tensor& x, const torch::Tensor& weight, const torch::
       case 1: return gemv_rows<Kernel, scalar_t, 1>(xp, xs, wp, bp, yp, n, k, begin, end);
       case 2: return gemv_rows<Kernel, scalar_t, 2>(xp, xs, wp, bp, yp, n, k, begin, end);
       case 3: return gemv_rows<Kernel, scalar_t, 3>(xp, xs, wp, bp, yp, n, k, begin, end);
-      default: return gemv_rows<Kernel, scalar_t, 4>(xp, xs, wp, bp, yp, n, k, begin, end);
+      case 4: return gemv_rows<Kernel, scalar_t, 4>(xp, xs, wp, bp, yp, n, k, begin, end);
     }
+    if constexpr (Kernel::kMaxRows == 8) {
+      switch (m) {
+        case 5: return gemv_rows<Kernel, scalar_t, 5>(xp, xs, wp, bp, yp, n, k, begin, end);
+        case 6: return gemv_rows<Kernel, scalar_t, 6>(xp, xs, wp, bp, yp, n, k, begin, end);
+        case 7: return gemv_rows<Kernel, scalar_t, 7>(xp, xs, wp, bp, yp, n, k, begin, end);
+        case 8: return gemv_rows<Kernel, scalar_t, 8>(xp, xs, wp, bp, yp, n, k, begin, end);
+      }
+    }
+    TORCH_CHECK(false, "small_batch_linear: ", m, " rows past the kernel's ", Kernel::kMaxRows);
   });
 }
-
-// At one row, a weight past this size (the 151,936-row head: 311 MB in bf16, 622 MB in
-// fp32) streams from DRAM faster through torch's GEMV than through this kernel:
-// measured 0.84x (bf16) and 0.93x (fp32) of torch there at 2 threads, against
-// 1.00-1.75x on the layers' 2-24 MB weights (`aspen bench linear`). At 2-4 rows the
-// kernel wins on the head as well (1.04x, 1.75x), so only one-row calls go back.
-constexpr int64_t kOneRowMaxWeightBytes = int64_t{64} << 20;
 
 bool linear_wants_gradient(const torch::Tensor& x, const torch::Tensor& weight,
                     const torch::Tensor& bias) {
@@ -158,6 +170,12 @@ bool linear_wants_gradient(const torch::Tensor& x, const torch::Tensor& weight,
 
 }  // namespace
 
+int64_t small_batch_max_rows(torch::ScalarType dtype) {
+  return dtype == torch::kFloat      ? Fp32Kernel::kMaxRows
+         : dtype == torch::kBFloat16 ? Bf16Kernel::kMaxRows
+                                     : 0;
+}
+
 bool small_batch_kernel_applies(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias) {
   const auto dtype = x.scalar_type();
@@ -165,14 +183,13 @@ bool small_batch_kernel_applies(const torch::Tensor& x, const torch::Tensor& wei
                       : dtype == torch::kBFloat16 ? cpu_has_avx512_bf16()
                                                   : false;
   return cpu_ok && x.device().is_cpu() && weight.device().is_cpu() && x.dim() == 2 &&
-         x.size(0) >= 1 && x.size(0) <= kSmallBatchRows && x.stride(1) == 1 &&
+         x.size(0) >= 1 && x.size(0) <= small_batch_max_rows(dtype) && x.stride(1) == 1 &&
          weight.dim() == 2 && weight.is_contiguous() && weight.size(1) == x.size(1) &&
          weight.scalar_type() == dtype &&
          (!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0) &&
                               bias.is_contiguous() && bias.scalar_type() == dtype &&
                               bias.device().is_cpu())) &&
-         !linear_wants_gradient(x, weight, bias) &&
-         (x.size(0) > 1 || weight.numel() * weight.element_size() <= kOneRowMaxWeightBytes);
+         !linear_wants_gradient(x, weight, bias);
 }
 
 torch::Tensor small_batch_linear(const torch::Tensor& x, const torch::Tensor& weight,

@@ -68,9 +68,8 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   }
   const torch::Tensor rows = hidden.index_select(0, last);
   const torch::Tensor weight = model_->lm_head_weight();
-  // The head is a quarter of a 0.6B model's bytes: at 2-4 rows small_batch_linear
-  // streams it once; at one row it leaves it to torch's GEMV, which measured faster
-  // there (kernels/small_batch_linear.h).
+  // The head is a quarter of a 0.6B model's bytes: at up to small_batch_max_rows rows
+  // small_batch_linear streams it once (kernels/small_batch_linear.h).
   torch::Tensor logits = small_batch_linear(rows, weight);
   if (model_->tp.enabled()) {
     // Vocab-parallel head: rank r holds vocabulary rows [r V/t, (r+1) V/t); every TP

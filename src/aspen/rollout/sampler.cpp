@@ -56,17 +56,10 @@ Candidate top_p_cut(std::vector<Candidate>& scratch, double top_p) {
                            [](const Candidate& a, const Candidate& b) { return higher(b, a); });
 }
 
-double log_sum_exp(const float* logits, int64_t vocab) {
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < vocab; ++i) max_logit = std::max(max_logit, logits[i]);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
-  return max_logit + std::log(sum);
-}
-
-SampledToken sample_row(const float* logits, int64_t vocab, const SamplingRow& row) {
+// policy_lse: log sum_v exp(logits[v]), the policy's normaliser.
+SampledToken sample_row(const float* logits, int64_t vocab, double policy_lse,
+                        const SamplingRow& row) {
   const SamplingParams& params = *row.params;
-  const double policy_lse = log_sum_exp(logits, vocab);
   std::vector<char> blocked(row.suppressed.empty() ? 0 : vocab, 0);
   for (TokenId id : row.suppressed) {
     if (id >= 0 && id < vocab) blocked[id] = 1;
@@ -160,9 +153,13 @@ std::vector<SampledToken> sample_tokens(const torch::Tensor& logits,
   const torch::Tensor host = logits.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t vocab = host.size(1);
   const float* data = host.data_ptr<float>();
+  // Every row's log-sum-exp in fp64 by torch's vectorised, threaded ops: a scalar
+  // std::exp loop took about 3 ms per row of 151,936 logits, a few % of a decode step.
+  const torch::Tensor policy_lse = torch::logsumexp(host.to(torch::kDouble), {1});
+  const double* lse = policy_lse.data_ptr<double>();
   std::vector<SampledToken> sampled(rows.size());
   for (size_t b = 0; b < rows.size(); ++b)
-    sampled[b] = sample_row(data + b * vocab, vocab, rows[b]);
+    sampled[b] = sample_row(data + b * vocab, vocab, lse[b], rows[b]);
   return sampled;
 }
 
