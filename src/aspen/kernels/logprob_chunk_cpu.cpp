@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "aspen/kernels/cpu_features.h"
+
 // Every helper carries the same target attributes, so they inline into the row loops;
 // the instruction sets are checked at run time (logprob_chunk_cpu_applies), so the build
 // needs no -march flag.
@@ -23,12 +25,6 @@ constexpr int64_t kLanes = 16;
 // with every lane set are the same instructions without it.
 constexpr __mmask16 kAllLanes = 0xFFFF;
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-
-bool chunk_cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return has;
-}
 
 ASPEN_CHUNK_INLINE __mmask16 tail_mask(int64_t count) {
   return static_cast<__mmask16>((1u << count) - 1);
@@ -221,10 +217,10 @@ void check_row_vector(const torch::Tensor& t, int64_t tokens, const char* name) 
 
 }  // namespace
 
-bool logprob_chunk_cpu_available() { return chunk_cpu_has_avx512(); }
+bool logprob_chunk_cpu_available() { return cpu_has_avx512(); }
 
 bool logprob_chunk_cpu_applies(const torch::Tensor& logits) {
-  return chunk_cpu_has_avx512() && logits.device().is_cpu() && logits.dim() == 2 &&
+  return cpu_has_avx512() && logits.device().is_cpu() && logits.dim() == 2 &&
          logits.is_contiguous() &&
          (logits.scalar_type() == torch::kFloat || logits.scalar_type() == torch::kBFloat16);
 }

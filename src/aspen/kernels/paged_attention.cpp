@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+#include "aspen/kernels/cpu_features.h"
+
 namespace aspen {
 namespace {
 
@@ -93,11 +95,6 @@ inline float dot_portable(const float* a, const float* b, int64_t dim) {
 // The inner loops again with AVX-512, chosen at run time (the build has no -march, and
 // the portable loops above compile to SSE2): a decode step scores and sums every cached
 // row of every sequence, so these loops are the kernel.
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
-
 __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b,
                                                     int64_t dim) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();

@@ -6,20 +6,10 @@
 
 #include <cstdint>
 
+#include "aspen/kernels/cpu_features.h"
+
 namespace aspen {
 namespace {
-
-// The instruction sets are checked at run time, so the build needs no -march flag and
-// the binary still runs (through at::linear) on CPUs without them.
-bool cpu_has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return has;
-}
-
-bool cpu_has_avx512_bf16() {
-  static const bool has = cpu_has_avx512f() && __builtin_cpu_supports("avx512bf16");
-  return has;
-}
 
 // The element types: Elem = float, or bf16 as its bits.
 struct Fp32Kernel {
@@ -179,7 +169,7 @@ int64_t small_batch_max_rows(torch::ScalarType dtype) {
 bool small_batch_kernel_applies(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias) {
   const auto dtype = x.scalar_type();
-  const bool cpu_ok = dtype == torch::kFloat      ? cpu_has_avx512f()
+  const bool cpu_ok = dtype == torch::kFloat      ? cpu_has_avx512()
                       : dtype == torch::kBFloat16 ? cpu_has_avx512_bf16()
                                                   : false;
   return cpu_ok && x.device().is_cpu() && weight.device().is_cpu() && x.dim() == 2 &&
