@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 
 #include "aspen/parallel/compute_threads.h"
@@ -16,6 +17,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/op_profile.h"
 
 namespace aspen {
 namespace {
@@ -196,6 +198,14 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
                            {"gemm_peak_flops_per_second", peak},
                            {"mfu", update_flops / seconds / peak},
                            {"peak_rss_bytes", peak_rss_bytes()}};
+    if (!options.profile_dir.empty()) {
+      std::filesystem::create_directories(options.profile_dir);
+      const std::string path = options.profile_dir + "/train-" + dtype_name + ".trace.json";
+      OpProfile profile;
+      actor.update(batch, update);
+      profile.save(path);
+      results[dtype_name]["profile"] = path;
+    }
   }
   nlohmann::json out = {
           {"model", options.model_dir.empty()

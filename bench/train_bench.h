@@ -17,6 +17,7 @@
 //   mfu                flops_per_second / the GEMM peak of that dtype, measured in the
 //                      same run (torch::mm of 2048 x 2048 matrices on these threads)
 //   peak_rss_bytes     the process's peak resident memory during that dtype's updates
+//   profile            with profile_dir: the trace of one more update (not timed)
 // FLOPs of one update: 6 * N * T + 6 * L * H * D * sum over rows of len^2, with N the
 // parameters of every matrix multiply a token passes (the head counted once even when
 // tied, the embedding lookup not; of a MoE layer's experts the k of E a token is routed
@@ -45,6 +46,9 @@ struct TrainBenchOptions {
   // fp32, bf16 (the head's GEMMs in fp32), bf16_head (the head's GEMMs in bf16 too)
   std::vector<std::string> dtypes = {"fp32", "bf16", "bf16_head"};
   int64_t micro_batch_tokens = 4096;
+  // Non-empty: after the timed updates, one more per dtype under torch's profiler,
+  // written to DIR/train-<dtype>.trace.json (bench/op_profile.h); not in the timings.
+  std::string profile_dir;
 };
 
 nlohmann::json run_train_bench(const TrainBenchOptions& options);

@@ -2,6 +2,7 @@
 // transformers; the figures agree with the stated formula and the batch it describes.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -55,6 +56,33 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
                 d["flops_per_second"].get<double>(), 1e-6 * d["flops_per_second"].get<double>());
     EXPECT_GT(d["peak_rss_bytes"].get<int64_t>(), 0);
   }
+}
+
+// --profile DIR: one more update per dtype under torch's profiler, a Chrome trace whose
+// operators include the head's and the layers' GEMMs; the timings do not include it.
+TEST(BenchTrain, ProfileWritesAnOperatorTracePerDtype) {
+  const std::string model = testing::scratch_dir() + "/model";
+  const std::vector<nlohmann::json> jobs = {
+      testing::hf_make_job(model, {{"arch", "qwen3"}, {"vocab", 300}, {"seed", 1}})};
+  ASSERT_TRUE(testing::run_hf_reference(jobs, testing::scratch_dir()).ok(jobs.size()));
+  const std::string dir = testing::scratch_dir() + "/profile";
+  const auto result = run_command(testing::aspen_cli() + " bench train --model " + model +
+                                  " --rows 2 --prompt-tokens 4 --response-tokens 6 --steps 1"
+                                  " --threads 1 --dtypes fp32 --profile " + dir + " --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json bench = nlohmann::json::parse(result.out);
+  const std::string path = bench["dtypes"]["fp32"]["profile"];
+  EXPECT_EQ(path, dir + "/train-fp32.trace.json");
+  std::ifstream file(path);
+  ASSERT_TRUE(file.good()) << path;
+  const nlohmann::json trace = nlohmann::json::parse(file);
+  int64_t gemms = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("cat", "") != "cpu_op") continue;
+    const std::string name = event["name"];
+    if (name == "aten::mm" || name == "aten::addmm" || name == "aten::addmm_") ++gemms;
+  }
+  EXPECT_GT(gemms, 0) << "no GEMM in " << path;
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ surrogate (epsilon 0.2), backward, gradient clipping at 1.0 and torch.optim.Adam
             block-diagonal causal mask (SDPA), the head applied to response positions
             only (Aspen's packing, in eager PyTorch).
 bf16: torch.autocast(bfloat16) around the forward, fp32 master weights and optimizer.
+--flush-denormal: torch.set_flush_denormal(True) first, as Aspen's main() does
+(src/aspen/util/denormals.h); off by default, as a user of plain PyTorch runs it.
 Prints one JSON object: seconds_per_update, tokens_per_second (packed tokens: prompt +
 response, as Aspen counts), peak_rss_bytes. One warm-up update, then --steps timed.
 """
@@ -111,7 +113,11 @@ def main():
     parser.add_argument("--response-lengths", required=True,
                         help="comma-separated, one row each (aspen bench train prints them)")
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--flush-denormal", action="store_true",
+                        help="flush denormals to zero (torch.set_flush_denormal) first")
     args = parser.parse_args()
+    if args.flush_denormal and not torch.set_flush_denormal(True):
+        raise SystemExit("--flush-denormal: not supported on this CPU")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32,
@@ -128,6 +134,7 @@ def main():
     seconds = (time.perf_counter() - start) / args.steps
     print(json.dumps({"anchor": "pytorch eager", "layout": args.layout, "dtype": args.dtype,
                       "threads": torch.get_num_threads(), "torch": torch.__version__,
+                      "flush_denormal": args.flush_denormal,
                       "packed_tokens": tokens, "seconds_per_update": seconds,
                       "tokens_per_second": tokens / seconds,
                       "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -1,5 +1,5 @@
 // `aspen bench train [--model DIR | --kind qwen3|qwen3_moe] [--rows N] [--prompt-tokens P] [--response-tokens T]
-//   [--steps S] [--threads N] [--dtypes fp32,bf16] --json`: the actor update's tokens/s,
+//   [--steps S] [--threads N] [--dtypes fp32,bf16] [--profile DIR] --json`: the actor update's tokens/s,
 // FLOP/s and MFU against a GEMM peak measured in the same run (bench/train_bench.h).
 #include <iostream>
 
@@ -36,6 +36,9 @@ void setup(CLI::App& root) {
   command->add_option("--micro-batch-tokens", options->micro_batch_tokens,
                       "packed tokens per forward/backward")
       ->capture_default_str();
+  command->add_option("--profile", options->profile_dir,
+                      "write DIR/train-<dtype>.trace.json: torch's operator profile of one "
+                      "more update (Chrome trace; tools/op_profile_summary.py sums it)");
   command->add_flag("--json", *json, "print JSON (the only format)");
   on_run(command, [options] {
     std::cout << run_train_bench(*options).dump(2) << '\n';

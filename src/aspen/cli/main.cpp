@@ -11,10 +11,12 @@
 
 #include "aspen/cli/command.h"
 #include "aspen/util/allocator_tuning.h"
+#include "aspen/util/denormals.h"
 #include "aspen/util/error.h"
 
 int main(int argc, char** argv) {
   aspen::keep_freed_memory_for_reuse();  // before the first tensor: see the header
+  aspen::set_flush_denormals(true);      // before the first thread: see the header
   CLI::App app{"aspen: reinforcement-learning post-training of LLMs on libtorch", "aspen"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
