@@ -15,7 +15,8 @@
 //   tokens_per_second  packed tokens (prompt + response) per second of update
 //   flops_per_second   by the formula below, over the same time
 //   mfu                flops_per_second / the GEMM peak of that dtype, measured in the
-//                      same run (torch::mm of 2048 x 2048 matrices on these threads)
+//                      same run (the best torch::mm of 2048 x 2048 matrices on these
+//                      threads over a second)
 //   peak_rss_bytes     the process's peak resident memory during that dtype's updates
 //   profile            with profile_dir: the trace of one more update (not timed)
 // FLOPs of one update: 6 * N * T + 6 * L * H * D * sum over rows of len^2, with N the

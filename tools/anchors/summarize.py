@@ -5,7 +5,9 @@
         single-sequence decode; Aspen's aggregate decode at 32 sequences over its own
         single-sequence decode (32 + 32 tokens);
     training (per shape and dtype): Aspen tokens/s over eager packed and over eager
-        padded, and Aspen's MFU against the GEMM peak of that dtype; Aspen's bf16_head
+        padded, and over eager packed with denormals flushed (packed_ftz, the
+        arithmetic setting Aspen runs with), and Aspen's MFU against the GEMM peak of
+        that dtype; Aspen's bf16_head
         (the log-prob head's GEMMs in bf16 too) is compared with eager bf16 autocast.
 """
 import glob
@@ -53,7 +55,7 @@ def main():
                    "gemm_peak_flops_per_second": figures["gemm_peak_flops_per_second"]}
             # bf16_head (the head's GEMMs in bf16 too) is what eager autocast does.
             eager_dtype = "bf16" if dtype == "bf16_head" else dtype
-            for layout in ("packed", "padded"):
+            for layout in ("packed", "padded", "packed_ftz"):
                 eager_path = os.path.join(out, f"eager-train-{shape}-{layout}-{eager_dtype}.json")
                 if os.path.exists(eager_path):
                     eager = load(eager_path)
