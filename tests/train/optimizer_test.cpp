@@ -68,6 +68,51 @@ TEST(Optimizer, AdamWTwoStepsMatchHandComputation) {
   EXPECT_EQ(opt.step_count(), 2);
 }
 
+// The fused one-pass step (at::_fused_adamw_) against torch::optim::AdamW's composed
+// one, in fp32, over three steps with decay on the matrix only: the same trajectory to
+// fp32 rounding, and the state where state_tensors() says it is.
+TEST(Optimizer, Fp32StepsEqualTorchsComposedAdamW) {
+  torch::manual_seed(3);
+  torch::Tensor w = torch::randn({16, 8}).requires_grad_(true);
+  torch::Tensor b = torch::randn({8}).requires_grad_(true);
+  torch::Tensor w_ref = w.detach().clone().requires_grad_(true);
+  torch::Tensor b_ref = b.detach().clone().requires_grad_(true);
+  OptimizerOptions o;
+  o.lr = 1e-2;
+  o.weight_decay = 0.1;
+  o.max_grad_norm = 0.0;
+  Optimizer opt({{"layer.weight", w}, {"layer.bias", b}}, o);
+  auto options = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<torch::Tensor>{w_ref}, options(o.weight_decay));
+  groups.emplace_back(std::vector<torch::Tensor>{b_ref}, options(0.0));
+  torch::optim::AdamW reference(groups, torch::optim::AdamWOptions(o.lr));
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor gw = torch::randn({16, 8});
+    const torch::Tensor gb = torch::randn({8});
+    w.mutable_grad() = gw.clone();
+    b.mutable_grad() = gb.clone();
+    w_ref.mutable_grad() = gw.clone();
+    b_ref.mutable_grad() = gb.clone();
+    opt.step();
+    reference.step();
+    EXPECT_TRUE(torch::allclose(w, w_ref, 1e-6, 1e-7)) << "step " << step;
+    EXPECT_TRUE(torch::allclose(b, b_ref, 1e-6, 1e-7)) << "step " << step;
+  }
+  EXPECT_FALSE(w.detach().equal(w_ref.detach().clone().zero_()));  // it moved
+  const NamedParams state = opt.state_tensors();
+  ASSERT_EQ(state.size(), 4u);
+  const auto& ref_state =
+      static_cast<torch::optim::AdamWParamState&>(*reference.state().at(w_ref.unsafeGetTensorImpl()));
+  EXPECT_EQ(state[0].first, "layer.weight.exp_avg");
+  EXPECT_TRUE(torch::allclose(state[0].second, ref_state.exp_avg(), 1e-6, 1e-8));
+  EXPECT_TRUE(torch::allclose(state[1].second, ref_state.exp_avg_sq(), 1e-6, 1e-10));
+  EXPECT_EQ(ref_state.step(), 3);
+}
+
 TEST(Optimizer, ClipGradNormReturnsPreClipNormAndScalesToMax) {
   torch::Tensor a = leaf({0.0, 0.0}, {2});
   torch::Tensor c = leaf({0.0}, {1});

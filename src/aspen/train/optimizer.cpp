@@ -22,6 +22,63 @@ typename Map::key_type state_key(const torch::Tensor& param) {
   return static_cast<typename Map::key_type>(param.unsafeGetTensorImpl());
 }
 
+// AdamW in one pass per tensor: torch's fused kernel (at::_fused_adamw_, CPU and CUDA)
+// reads param, grad, exp_avg and exp_avg_sq once and writes three of them, where
+// torch::optim::AdamW::step() makes about eight passes (decay, two moment updates, sqrt,
+// divide, add eps, addcdiv) and allocates the denominator: 0.45 s of a 3.5 s bf16_head
+// update on the 103M bench shape. Same math and state (AdamWParamState, so save/resume
+// and swapping see the same tensors). Returns false, changing nothing, where the fused
+// kernel does not apply (amsgrad, sparse grads, other dtypes or devices): the caller
+// then steps torch::optim::AdamW.
+bool fused_adamw_step(torch::optim::AdamW& adamw) {
+  using State = torch::optim::AdamWParamState;
+  for (auto& group : adamw.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    if (o.amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto dtype = p.scalar_type();
+      if (p.grad().is_sparse() || p.grad().scalar_type() != dtype ||
+          (dtype != torch::kFloat && dtype != torch::kDouble) ||
+          (!p.device().is_cpu() && !p.device().is_cuda()) || p.grad().device() != p.device()) {
+        return false;
+      }
+    }
+  }
+  auto& state = adamw.state();
+  torch::NoGradGuard no_grad;
+  for (auto& group : adamw.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto key = state_key<std::decay_t<decltype(state)>>(p);
+      auto it = state.find(key);
+      if (it == state.end()) {
+        auto fresh = std::make_unique<State>();
+        fresh->step(0);
+        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        it = state.emplace(key, std::move(fresh)).first;
+      }
+      auto& s = static_cast<State&>(*it->second);
+      s.step(s.step() + 1);
+      params.push_back(p);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+      // The kernel reads the step count (already advanced) from a float tensor.
+      steps.push_back(torch::full({}, static_cast<double>(s.step()),
+                                  torch::TensorOptions().dtype(torch::kFloat).device(p.device())));
+    }
+    if (params.empty()) continue;
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, o.lr(),
+                      std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+                      /*amsgrad=*/false, /*maximize=*/false);
+  }
+  return true;
+}
+
 // ||g||^2 accumulated in fp64, without an fp64 copy of g: for the 103M bench model that
 // copy and its square were 1.6 GB of allocation and memory traffic per step. Slices of
 // 2^20 elements are upcast one at a time and dotted with themselves.
@@ -166,7 +223,7 @@ StepResult Optimizer::step() {
   for (auto& group : adamw_->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(result.lr);
   }
-  adamw_->step();
+  if (!fused_adamw_step(*adamw_)) adamw_->step();
   ++step_count_;
   zero_grad();
   return result;
