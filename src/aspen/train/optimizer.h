@@ -14,7 +14,9 @@
 //   3. max_grad_norm > 0 and norm > max_grad_norm: grads *= max_grad_norm / (norm + 1e-6).
 //   4. lr = options.lr * lr_factor(schedule, step_count) set on every group, AdamW step,
 //      step_count += 1, gradients cleared
-//      (set to none).
+//      (set to none). The AdamW step is torch's fused one-pass kernel
+//      (at::_fused_adamw_) for fp32/fp64 dense parameters on CPU or CUDA, and
+//      torch::optim::AdamW's composed step otherwise: the same math and state.
 //
 // checkpoint_state()/restore_state(): the AdamW state by parameter NAME - per parameter
 // "<name>.exp_avg", "<name>.exp_avg_sq" (and ".max_exp_avg_sq" with amsgrad) in the
