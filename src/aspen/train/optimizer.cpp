@@ -28,19 +28,23 @@ typename Map::key_type state_key(const torch::Tensor& param) {
 // divide, add eps, addcdiv) and allocates the denominator: 0.45 s of a 3.5 s bf16_head
 // update on the 103M bench shape. Same math and state (AdamWParamState, so save/resume
 // and swapping see the same tensors). Returns false, changing nothing, where the fused
-// kernel does not apply (amsgrad, sparse grads, other dtypes or devices): the caller
+// kernel does not apply (amsgrad, sparse grads, other dtypes or devices, a group
+// mixing dtypes or devices): the caller
 // then steps torch::optim::AdamW.
 bool fused_adamw_step(torch::optim::AdamW& adamw) {
   using State = torch::optim::AdamWParamState;
   for (auto& group : adamw.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     if (o.amsgrad()) return false;
+    const torch::Tensor* first = nullptr;  // one kernel call per group: one dtype, one device
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
+      if (first == nullptr) first = &p;
       const auto dtype = p.scalar_type();
       if (p.grad().is_sparse() || p.grad().scalar_type() != dtype ||
           (dtype != torch::kFloat && dtype != torch::kDouble) ||
-          (!p.device().is_cpu() && !p.device().is_cuda()) || p.grad().device() != p.device()) {
+          (!p.device().is_cpu() && !p.device().is_cuda()) || p.grad().device() != p.device() ||
+          dtype != first->scalar_type() || p.device() != first->device()) {
         return false;
       }
     }
