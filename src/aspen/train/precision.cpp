@@ -23,11 +23,13 @@ void MasterWeights::accumulate_grads() {
     torch::Tensor& compute = compute_[i].second;
     if (!compute.grad().defined()) continue;
     torch::Tensor& master = master_[i].second;
-    torch::Tensor grad = compute.grad().to(master.scalar_type());
     if (master.grad().defined()) {
-      master.mutable_grad().add_(grad);
+      master.mutable_grad().add_(compute.grad());  // add_ casts to the master's dtype
     } else {
-      master.mutable_grad() = grad.clone();
+      // The cast is a fresh tensor (or, at the same dtype, the compute grad itself, which
+      // is dropped below), so the master owns it without a copy: a clone here cost a
+      // second full pass over the vocabulary-sized head gradient every step.
+      master.mutable_grad() = compute.grad().to(master.scalar_type());
     }
     compute.mutable_grad() = torch::Tensor();
   }
