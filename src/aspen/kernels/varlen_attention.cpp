@@ -32,16 +32,9 @@ torch::Tensor attend_same_length(const torch::Tensor& q, const torch::Tensor& k,
       .transpose(1, 2);
 }
 
-}  // namespace
-
-torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                      const torch::Tensor& v, const torch::Tensor& cu_seqlens,
-                                      double scale) {
-  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.sizes() == k.sizes() && q.size(0) == k.size(0) &&
-                  q.size(2) == k.size(2) && k.size(1) > 0 && q.size(1) % k.size(1) == 0,
-              "varlen_causal_attention: q [T, H, D], k/v [T, K, D] with H % K == 0 expected, got ",
-              q.sizes(), " ", k.sizes(), " ", v.sizes());
-  const std::vector<int64_t> offsets = read_offsets(cu_seqlens, q.size(0));
+// Sequences of one dtype: those of equal length are attended as one batch.
+torch::Tensor attend_packed(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const std::vector<int64_t>& offsets, double scale) {
   const int64_t heads = q.size(1), kv_heads = k.size(1), dim = q.size(2);
   // Sequences of equal length are attended as one batch: RL batches repeat a few
   // lengths many times (one prompt template, short answers), and one batched matmul
@@ -83,6 +76,32 @@ torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tenso
   std::vector<int64_t> inverse(rows.size());
   for (size_t r = 0; r < rows.size(); ++r) inverse[static_cast<size_t>(rows[r])] = static_cast<int64_t>(r);
   return torch::cat(outputs, 0).index_select(0, torch::tensor(inverse, torch::kLong).to(q.device()));
+}
+
+// torch's CPU flash attention runs fp32 inputs about twice as fast as bf16 ones,
+// forward and backward together (measured on [1, 8, 213, 64] with 4 kv heads, 2
+// threads: 4.8 against 10.8 ms), because its reduced-precision path converts every
+// block to fp32 inside its loops. Its softmax statistics are fp32 either way, so
+// attending in fp32 and rounding the output once is also at least as accurate.
+bool attend_in_fp32(const torch::Tensor& q) {
+  const auto dtype = q.scalar_type();
+  return q.device().is_cpu() && (dtype == torch::kBFloat16 || dtype == torch::kHalf);
+}
+
+}  // namespace
+
+torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                      const torch::Tensor& v, const torch::Tensor& cu_seqlens,
+                                      double scale) {
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.sizes() == k.sizes() && q.size(0) == k.size(0) &&
+                  q.size(2) == k.size(2) && k.size(1) > 0 && q.size(1) % k.size(1) == 0,
+              "varlen_causal_attention: q [T, H, D], k/v [T, K, D] with H % K == 0 expected, got ",
+              q.sizes(), " ", k.sizes(), " ", v.sizes());
+  const std::vector<int64_t> offsets = read_offsets(cu_seqlens, q.size(0));
+  if (!attend_in_fp32(q)) return attend_packed(q, k, v, offsets, scale);
+  return attend_packed(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), offsets,
+                       scale)
+      .to(q.scalar_type());
 }
 
 }  // namespace aspen
