@@ -2,8 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include "aspen/parallel/compute_threads.h"
@@ -62,10 +64,10 @@ int64_t matmul_parameters(QwenForCausalLM& model, bool active_only = false) {
 }
 
 // The GEMM FLOP/s of `dtype` here: the best of 2048 x 2048 products repeated for at
-// least a second (and 3 times). The best, because MFU divides by it: a peak read low
-// in a slow moment of a shared machine would flatter the MFU (a best of 3 read 466 G
+// least `min_seconds` (and 3 times). The best, because MFU divides by it: a peak read
+// low in a slow moment of a shared machine would flatter the MFU (a best of 3 read 466 G
 // against 648-683 G in one run).
-double gemm_peak(torch::ScalarType dtype) {
+double gemm_peak(torch::ScalarType dtype, double min_seconds) {
   torch::NoGradGuard no_grad;
   const int64_t n = 2048;
   const torch::Tensor a = torch::randn({n, n}).to(dtype);
@@ -73,12 +75,51 @@ double gemm_peak(torch::ScalarType dtype) {
   torch::mm(a, b);  // warm-up
   double best = 1e30;
   const auto begin = Clock::now();
-  for (int i = 0; i < 3 || seconds_since(begin) < 1.0; ++i) {
+  for (int i = 0; i < 3 || seconds_since(begin) < min_seconds; ++i) {
     const auto start = Clock::now();
     torch::mm(a, b);
     best = std::min(best, seconds_since(start));
   }
   return 2.0 * n * n * n / best;
+}
+
+// Timed updates bracketed by GEMM peak readings: peak, update, peak, update, ..., peak.
+// Each update's MFU divides by the better of the two readings around it, so an update
+// and its peak see the same machine: on this shared 2-core machine the bf16 peak moved
+// from 0.56 to 1.93 TFLOP/s between runs minutes apart, and a peak read once per run
+// paired a fast update with a slow peak or the other way round.
+struct TimedUpdates {
+  std::vector<double> seconds;  // per update
+  std::vector<double> peaks;    // seconds.size() + 1 readings
+  std::vector<double> mfu;      // per update
+
+  double mean_seconds() const {
+    return std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
+  }
+  double best_peak() const { return *std::max_element(peaks.begin(), peaks.end()); }
+  double median_mfu() const {
+    std::vector<double> sorted = mfu;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  }
+};
+
+template <typename Update>
+TimedUpdates time_updates(int steps, torch::ScalarType dtype, double update_flops,
+                          const Update& update) {
+  constexpr double kPeakSeconds = 0.5;
+  TimedUpdates t;
+  t.peaks.push_back(gemm_peak(dtype, kPeakSeconds));
+  for (int i = 0; i < steps; ++i) {
+    const auto start = Clock::now();
+    update();
+    t.seconds.push_back(seconds_since(start));
+    t.peaks.push_back(gemm_peak(dtype, kPeakSeconds));
+    const double peak = std::max(t.peaks[t.peaks.size() - 2], t.peaks.back());
+    t.mfu.push_back(update_flops / t.seconds.back() / peak);
+  }
+  return t;
 }
 
 TrainBatch synthetic_batch(const TrainBenchOptions& options, int64_t vocab, uint64_t seed) {
@@ -192,15 +233,17 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
     ActorUpdateOptions update;
     actor.update(batch, update);  // warm-up: allocator, thread pools, the bf16 copy
     reset_peak_rss();
-    const auto start = Clock::now();
-    for (int i = 0; i < options.steps; ++i) actor.update(batch, update);
-    const double seconds = seconds_since(start) / options.steps;
-    const double peak = gemm_peak(dtype);
+    const TimedUpdates timed = time_updates(options.steps, dtype, update_flops,
+                                            [&] { actor.update(batch, update); });
+    const double seconds = timed.mean_seconds();
     results[dtype_name] = {{"seconds_per_update", seconds},
+                           {"update_seconds", timed.seconds},
                            {"tokens_per_second", packed_tokens / seconds},
                            {"flops_per_second", update_flops / seconds},
-                           {"gemm_peak_flops_per_second", peak},
-                           {"mfu", update_flops / seconds / peak},
+                           {"gemm_peak_flops_per_second", timed.best_peak()},
+                           {"gemm_peak_readings", timed.peaks},
+                           {"mfu", timed.median_mfu()},
+                           {"mfu_per_update", timed.mfu},
                            {"peak_rss_bytes", peak_rss_bytes()}};
     if (!options.profile_dir.empty()) {
       std::filesystem::create_directories(options.profile_dir);

@@ -12,11 +12,15 @@
 // log-prob head's GEMMs in fp32; bf16_head = the same with the head's GEMMs in bf16,
 // train.head_gemm_bf16), after
 // one warm-up update, `steps` updates are timed, and reported:
+//   seconds_per_update the mean of update_seconds, one per timed update
 //   tokens_per_second  packed tokens (prompt + response) per second of update
 //   flops_per_second   by the formula below, over the same time
-//   mfu                flops_per_second / the GEMM peak of that dtype, measured in the
-//                      same run (the best torch::mm of 2048 x 2048 matrices on these
-//                      threads over a second)
+//   mfu                the median over the timed updates of one update's FLOP/s over
+//                      the GEMM peak of that dtype read around it: the best torch::mm
+//                      of 2048 x 2048 matrices on these threads over half a second,
+//                      read before the first update and after each, an update divided
+//                      by the better of its two readings (mfu_per_update lists them)
+//   gemm_peak_flops_per_second  the best of those readings (gemm_peak_readings)
 //   peak_rss_bytes     the process's peak resident memory during that dtype's updates
 //   profile            with profile_dir: the trace of one more update (not timed)
 // FLOPs of one update: 6 * N * T + 6 * L * H * D * sum over rows of len^2, with N the

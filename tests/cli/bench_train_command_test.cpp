@@ -2,6 +2,7 @@
 // transformers; the figures agree with the stated formula and the batch it describes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,7 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
       testing::hf_make_job(model, {{"arch", "qwen3"}, {"vocab", 300}, {"seed", 1}})};
   ASSERT_TRUE(testing::run_hf_reference(jobs, testing::scratch_dir()).ok(jobs.size()));
   const auto result = run_command(testing::aspen_cli() + " bench train --model " + model +
-                                  " --rows 3 --prompt-tokens 5 --response-tokens 8 --steps 1"
+                                  " --rows 3 --prompt-tokens 5 --response-tokens 8 --steps 2"
                                   " --threads 1 --dtypes fp32,bf16,bf16_head --json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json bench = nlohmann::json::parse(result.out);
@@ -52,8 +53,23 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
     EXPECT_NEAR(d["tokens_per_second"].get<double>() * seconds, packed, 1e-6 * packed) << dtype;
     EXPECT_NEAR(d["flops_per_second"].get<double>() * seconds,
                 bench["flops_per_update"].get<double>(), 1e-3 * bench["flops_per_update"].get<double>());
-    EXPECT_NEAR(d["mfu"].get<double>() * d["gemm_peak_flops_per_second"].get<double>(),
-                d["flops_per_second"].get<double>(), 1e-6 * d["flops_per_second"].get<double>());
+    // Each update's MFU divides by the better of the peak readings before and after it;
+    // the reported MFU is their median, the reported peak the best reading.
+    const std::vector<double> updates = d["update_seconds"];
+    const std::vector<double> peaks = d["gemm_peak_readings"];
+    const std::vector<double> mfu = d["mfu_per_update"];
+    ASSERT_EQ(updates.size(), 2u) << dtype;  // --steps 2
+    ASSERT_EQ(peaks.size(), updates.size() + 1) << dtype;
+    ASSERT_EQ(mfu.size(), updates.size()) << dtype;
+    EXPECT_NEAR(seconds, (updates[0] + updates[1]) / 2, 1e-9 * seconds) << dtype;
+    for (size_t i = 0; i < updates.size(); ++i) {
+      const double flops = bench["flops_per_update"].get<double>() / updates[i];
+      EXPECT_NEAR(mfu[i] * std::max(peaks[i], peaks[i + 1]), flops, 1e-9 * flops) << dtype;
+    }
+    EXPECT_NEAR(d["mfu"].get<double>(), (mfu[0] + mfu[1]) / 2, 1e-12) << dtype;
+    EXPECT_EQ(d["gemm_peak_flops_per_second"].get<double>(),
+              *std::max_element(peaks.begin(), peaks.end()))
+        << dtype;
     EXPECT_GT(d["peak_rss_bytes"].get<int64_t>(), 0);
   }
 }
