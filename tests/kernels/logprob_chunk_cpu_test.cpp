@@ -21,11 +21,21 @@ torch::Tensor mixed_targets(int64_t tokens, int64_t begin, int64_t n) {
   std::vector<int64_t> ids;
   for (int64_t t = 0; t < tokens; ++t) {
     switch (t % 5) {
-      case 0: ids.push_back(begin + (t * 7) % n); break;
-      case 1: ids.push_back(begin - 1); break;
-      case 2: ids.push_back(begin + n); break;
-      case 3: ids.push_back(begin); break;
-      default: ids.push_back(begin + n - 1); break;
+      case 0:
+        ids.push_back(begin + (t * 7) % n);
+        break;
+      case 1:
+        ids.push_back(begin - 1);
+        break;
+      case 2:
+        ids.push_back(begin + n);
+        break;
+      case 3:
+        ids.push_back(begin);
+        break;
+      default:
+        ids.push_back(begin + n - 1);
+        break;
     }
   }
   return torch::tensor(ids, torch::kLong);
@@ -67,11 +77,11 @@ TEST_P(LogprobChunkCpu, StatsEqualTheComposedOnlineSoftmaxUpdate) {
   const torch::Tensor local = targets - begin;
   const torch::Tensor in_chunk = (local >= 0) & (local < c.n);
   const torch::Tensor gathered = z.gather(1, local.clamp(0, c.n - 1).unsqueeze(1)).squeeze(1);
-  const torch::Tensor want_target =
-      target_logit.to(torch::kDouble) + torch::where(in_chunk, gathered, torch::zeros_like(gathered));
+  const torch::Tensor want_target = target_logit.to(torch::kDouble) +
+                                    torch::where(in_chunk, gathered, torch::zeros_like(gathered));
 
-  logprob_chunk_stats_cpu(logits, c.temperature, targets, begin, /*with_entropy=*/true,
-                          running_max, sum_exp, sum_exp_logit, target_logit);
+  logprob_chunk_stats_cpu(logits, c.temperature, targets, begin, /*with_entropy=*/true, running_max,
+                          sum_exp, sum_exp_logit, target_logit);
   EXPECT_TRUE(torch::allclose(running_max.to(torch::kDouble), new_max, 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(sum_exp.to(torch::kDouble), want_sum, 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(sum_exp_logit.to(torch::kDouble), want_sum_logit, 1e-5, 1e-4));
@@ -159,6 +169,61 @@ TEST_P(LogprobChunkCpu, GradWithOneOutputAndTargetsElsewhere) {
   EXPECT_TRUE(torch::allclose(grad_z.to(torch::kDouble), want_ent, 1e-5, 1e-6));
 }
 
+// The transposed layout ([n, T]) against the row layout on the same logits: the same
+// online state after a previous chunk (to fp32 rounding: the max folds in 64 rows at a
+// time there), and the gradient value for value, over token counts that fill whole
+// 16-token vectors, leave a ragged last one, or fit in one, and chunks of more than one
+// 64-row group.
+TEST_P(LogprobChunkCpu, TransposedLayoutMatchesTheRowLayout) {
+  const Case c = GetParam();
+  for (int64_t tokens : {32, 19, 3}) {
+    for (int64_t n : {c.n, c.n + 80}) {
+      const int64_t begin = 16;
+      const torch::Tensor logits = chunk_logits(tokens, n, c.dtype, 7);
+      const torch::Tensor logits_t = logits.t().contiguous();
+      const torch::Tensor targets = mixed_targets(tokens, begin, n);
+      torch::manual_seed(8);
+      // A previous chunk's state: finite max and sums for most tokens, -inf for one.
+      const torch::Tensor max0 = torch::randn({tokens}) * 2;
+      max0[0] = -std::numeric_limits<float>::infinity();
+      const torch::Tensor sum0 = torch::rand({tokens}) + 0.5;
+      sum0[0] = 0.0;
+      const torch::Tensor logit0 = torch::randn({tokens});
+      logit0[0] = 0.0;
+      for (bool with_entropy : {false, true}) {
+        torch::Tensor m = max0.clone(), s = sum0.clone(), a = logit0.clone(),
+                      tl = torch::randn({tokens});
+        torch::Tensor mt = max0.clone(), st = sum0.clone(), at = logit0.clone(), tlt = tl.clone();
+        logprob_chunk_stats_cpu(logits, c.temperature, targets, begin, with_entropy, m, s, a, tl);
+        logprob_chunk_stats_t_cpu(logits_t, c.temperature, targets, begin, with_entropy, mt, st, at,
+                                  tlt);
+        EXPECT_TRUE(torch::equal(mt, m)) << tokens << " x " << n;
+        EXPECT_TRUE(torch::allclose(st, s, 1e-5, 0)) << tokens << " x " << n;
+        EXPECT_TRUE(torch::allclose(at, a, 1e-5, 1e-6)) << tokens << " x " << n;
+        EXPECT_TRUE(torch::equal(tlt, tl)) << tokens << " x " << n;
+      }
+      const torch::Tensor lse = torch::logsumexp(logits.to(torch::kFloat) / c.temperature, 1) + 0.5;
+      const torch::Tensor grad_lp = torch::randn({tokens});
+      const torch::Tensor grad_ent = torch::randn({tokens});
+      const torch::Tensor mean_logit = torch::randn({tokens});
+      for (torch::ScalarType out_dtype : {torch::kFloat, torch::kBFloat16}) {
+        for (int terms = 0; terms < 3; ++terms) {  // both, grad_lp only, grad_ent only
+          const torch::Tensor glp = terms == 2 ? torch::Tensor() : grad_lp;
+          const torch::Tensor gent = terms == 1 ? torch::Tensor() : grad_ent;
+          torch::Tensor want = torch::empty({tokens, n}, out_dtype);
+          logprob_chunk_grad_cpu(logits, c.temperature, targets, begin, lse, glp, gent, mean_logit,
+                                 want);
+          torch::Tensor got = torch::full({n, tokens}, 123.0, out_dtype);
+          logprob_chunk_grad_t_cpu(logits_t, c.temperature, targets, begin, lse, glp, gent,
+                                   mean_logit, got);
+          EXPECT_TRUE(torch::equal(got, want.t()))
+              << tokens << " x " << n << ", " << out_dtype << ", terms " << terms;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(DtypesWidthsTemperatures, LogprobChunkCpu,
                          ::testing::Values(Case{torch::kFloat, 64, 1.0},
                                            Case{torch::kFloat, 37, 0.7},
@@ -173,14 +238,14 @@ TEST(LogprobChunkCpuContract, WrongShapesAndDtypesAreRefused) {
   EXPECT_TRUE(logprob_chunk_cpu_applies(logits));
   torch::Tensor m = torch::zeros({3}), s = torch::zeros({4}), a = torch::zeros({4}),
                 tl = torch::zeros({4});
-  EXPECT_THROW(logprob_chunk_stats_cpu(logits, 1.0, torch::zeros({4}, torch::kLong), 0, false, m,
-                                       s, a, tl),
-               c10::Error);
+  EXPECT_THROW(
+      logprob_chunk_stats_cpu(logits, 1.0, torch::zeros({4}, torch::kLong), 0, false, m, s, a, tl),
+      c10::Error);
   torch::Tensor grad_z = torch::empty({4, 15});
-  EXPECT_THROW(logprob_chunk_grad_cpu(logits, 1.0, torch::zeros({4}, torch::kLong), 0,
-                                      torch::zeros({4}), torch::zeros({4}), torch::Tensor(),
-                                      torch::Tensor(), grad_z),
-               c10::Error);
+  EXPECT_THROW(
+      logprob_chunk_grad_cpu(logits, 1.0, torch::zeros({4}, torch::kLong), 0, torch::zeros({4}),
+                             torch::zeros({4}), torch::Tensor(), torch::Tensor(), grad_z),
+      c10::Error);
 }
 
 }  // namespace

@@ -52,4 +52,22 @@ void logprob_chunk_grad_cpu(const torch::Tensor& logits, double temperature,
                             const torch::Tensor& grad_lp, const torch::Tensor& grad_ent,
                             const torch::Tensor& mean_logit, torch::Tensor& grad_z);
 
+// The same two loops over a chunk laid out transposed: logits_t [n, T] (the chunk's
+// vocabulary rows by tokens, contiguous, fp32 or bf16; W_chunk @ hidden^T), with
+// grad_z_t [n, T] likewise. Same statistics and gradient; the statistics fold in 64
+// rows at a time, so their rounding differs from the row layout's, not their value.
+// Why a second layout: the weight gradient grad_z^T @ hidden is a bf16 GEMM that
+// oneDNN runs at 1.7x the time per FLOP when grad_z^T is a transposed view of a [T, n]
+// tensor, and at the forward's speed when it is laid out [n, T] (4,096 x 1,192 x 512,
+// 2 threads); a transposing copy costs as much as it saves (docs/benchmarks.md).
+void logprob_chunk_stats_t_cpu(const torch::Tensor& logits_t, double temperature,
+                               const torch::Tensor& targets, int64_t begin, bool with_entropy,
+                               torch::Tensor& running_max, torch::Tensor& sum_exp,
+                               torch::Tensor& sum_exp_logit, torch::Tensor& target_logit);
+void logprob_chunk_grad_t_cpu(const torch::Tensor& logits_t, double temperature,
+                              const torch::Tensor& targets, int64_t begin,
+                              const torch::Tensor& lse, const torch::Tensor& grad_lp,
+                              const torch::Tensor& grad_ent, const torch::Tensor& mean_logit,
+                              torch::Tensor& grad_z_t);
+
 }  // namespace aspen

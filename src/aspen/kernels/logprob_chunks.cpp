@@ -19,31 +19,44 @@ torch::Tensor chunk_logits(const torch::Tensor& hidden_gemm, const torch::Tensor
   return z;
 }
 
-// The raw GEMM output of one chunk, hidden @ weight[begin:begin+n]^T in hidden_gemm's
-// dtype, written into `buffer` (grown on demand, reused across chunks: a fresh 19.5 MB
-// tensor per chunk cost page faults on every step).
-// With `keep`: into keep's elements from `offset` instead (the kept logits).
-torch::Tensor chunk_gemm_into(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
-                              int64_t begin, int64_t n, torch::Tensor& buffer,
-                              const torch::Tensor& keep = torch::Tensor(), int64_t offset = 0) {
-  const torch::Tensor w = weight.narrow(0, begin, n).to(hidden_gemm.scalar_type());
-  const int64_t tokens = hidden_gemm.size(0);
-  if (!keep.defined() && (!buffer.defined() || buffer.numel() < tokens * n)) {
-    buffer = torch::empty({tokens * n}, hidden_gemm.options());
-  }
-  torch::Tensor logits = (keep.defined() ? keep.narrow(0, offset, tokens * n)
-                                         : buffer.narrow(0, 0, tokens * n))
-                             .view({tokens, n});
-  torch::mm_out(logits, hidden_gemm, w.t());
-  return logits;
-}
-
 // The fused CPU loops (logprob_chunk_cpu.h) take fp32 statistics on CPU tensors; fp64
 // and accelerators keep the composed ops.
 bool fused_cpu_head(const torch::Tensor& hidden_gemm) {
   const auto dtype = hidden_gemm.scalar_type();
   return logprob_chunk_cpu_available() && hidden_gemm.device().is_cpu() &&
          (dtype == torch::kFloat || dtype == torch::kBFloat16);
+}
+
+// bf16 GEMMs on the fused CPU path lay each chunk out transposed, [n, T]: oneDNN runs
+// the weight gradient g^T @ h at 1.7x the time per FLOP when g^T is a transposed view,
+// and a whole head pipeline over 16,384 rows took 0.84-0.89x the time of the [T, n]
+// layout (docs/benchmarks.md). fp32 GEMMs (MKL) take either layout at full speed.
+bool transposed_chunks(const torch::Tensor& hidden_gemm) {
+  return fused_cpu_head(hidden_gemm) && hidden_gemm.scalar_type() == torch::kBFloat16;
+}
+
+// The raw GEMM output of one chunk, hidden @ weight[begin:begin+n]^T in hidden_gemm's
+// dtype ([n, T], its transpose, when `transposed`), written into `buffer` (grown on
+// demand, reused across chunks: a fresh 19.5 MB tensor per chunk cost page faults on
+// every step). With `keep`: into keep's elements from `offset` instead (the kept logits).
+torch::Tensor chunk_gemm_into(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
+                              int64_t begin, int64_t n, bool transposed, torch::Tensor& buffer,
+                              const torch::Tensor& keep = torch::Tensor(), int64_t offset = 0) {
+  const torch::Tensor w = weight.narrow(0, begin, n).to(hidden_gemm.scalar_type());
+  const int64_t tokens = hidden_gemm.size(0);
+  if (!keep.defined() && (!buffer.defined() || buffer.numel() < tokens * n)) {
+    buffer = torch::empty({tokens * n}, hidden_gemm.options());
+  }
+  const torch::Tensor flat =
+      keep.defined() ? keep.narrow(0, offset, tokens * n) : buffer.narrow(0, 0, tokens * n);
+  if (transposed) {
+    torch::Tensor logits_t = flat.view({n, tokens});
+    torch::mm_out(logits_t, w, hidden_gemm.t());
+    return logits_t;
+  }
+  torch::Tensor logits = flat.view({tokens, n});
+  torch::mm_out(logits, hidden_gemm, w.t());
+  return logits;
 }
 
 }  // namespace
@@ -63,8 +76,7 @@ void check_head_inputs(const torch::Tensor& hidden, const torch::Tensor& weight,
               caller, ": targets [T] int64 expected");
   TORCH_CHECK(options.chunk_size > 0 && options.temperature > 0, caller,
               ": chunk_size and temperature must be positive");
-  TORCH_CHECK(options.saved_logits_max_bytes >= 0, caller,
-              ": saved_logits_max_bytes must be >= 0");
+  TORCH_CHECK(options.saved_logits_max_bytes >= 0, caller, ": saved_logits_max_bytes must be >= 0");
   // Range check on host tensors only: on an accelerator it would force a sync per call.
   if (targets.numel() > 0 && targets.device().is_cpu()) {
     TORCH_CHECK(targets.min().item<int64_t>() >= 0 && targets.max().item<int64_t>() < vocab, caller,
@@ -98,16 +110,23 @@ SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_gemm, const torch:
   s.target_logit = torch::zeros({tokens}, opts);
   if (fused_cpu_head(hidden_gemm)) {
     const torch::Tensor contiguous_targets = targets.contiguous();
+    const bool transposed = transposed_chunks(hidden_gemm);
     torch::Tensor buffer;
     if (kept_logits != nullptr) *kept_logits = torch::empty({tokens * rows}, hidden_gemm.options());
     for (int64_t begin = 0; begin < rows; begin += chunk_size) {
       const int64_t n = std::min(chunk_size, rows - begin);
       const torch::Tensor logits =
           kept_logits != nullptr
-              ? chunk_gemm_into(hidden_gemm, weight, begin, n, buffer, *kept_logits, tokens * begin)
-              : chunk_gemm_into(hidden_gemm, weight, begin, n, buffer);
-      logprob_chunk_stats_cpu(logits, temperature, contiguous_targets, begin, with_entropy,
-                              s.running_max, s.sum_exp, s.sum_exp_logit, s.target_logit);
+              ? chunk_gemm_into(hidden_gemm, weight, begin, n, transposed, buffer, *kept_logits,
+                                tokens * begin)
+              : chunk_gemm_into(hidden_gemm, weight, begin, n, transposed, buffer);
+      if (transposed) {
+        logprob_chunk_stats_t_cpu(logits, temperature, contiguous_targets, begin, with_entropy,
+                                  s.running_max, s.sum_exp, s.sum_exp_logit, s.target_logit);
+      } else {
+        logprob_chunk_stats_cpu(logits, temperature, contiguous_targets, begin, with_entropy,
+                                s.running_max, s.sum_exp, s.sum_exp_logit, s.target_logit);
+      }
     }
     return s;
   }
@@ -138,13 +157,10 @@ HeadResult finish_head(const SoftmaxStats& stats, bool with_entropy) {
   return r;
 }
 
-torch::autograd::variable_list save_head_for_backward(torch::autograd::AutogradContext* ctx,
-                                                      const torch::Tensor& hidden,
-                                                      const torch::Tensor& weight,
-                                                      const torch::Tensor& targets,
-                                                      const HeadResult& result, double temperature,
-                                                      int64_t chunk_size, bool gemm_in_input_dtype,
-                                                      const torch::Tensor& kept_logits) {
+torch::autograd::variable_list save_head_for_backward(
+    torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
+    const torch::Tensor& targets, const HeadResult& result, double temperature, int64_t chunk_size,
+    bool gemm_in_input_dtype, const torch::Tensor& kept_logits) {
   ctx->save_for_backward({hidden, weight, targets, result.lse, result.mean_logit, kept_logits});
   ctx->saved_data["temperature"] = temperature;
   ctx->saved_data["chunk_size"] = chunk_size;
@@ -177,7 +193,8 @@ std::pair<torch::Tensor, torch::Tensor> head_backward(
   const bool need_hidden = ctx->needs_input_grad(0);
   const bool need_weight = ctx->needs_input_grad(1);
   const auto acc_options = hidden.options().dtype(acc);
-  torch::Tensor grad_hidden = need_hidden ? torch::zeros(hidden.sizes(), acc_options) : torch::Tensor();
+  torch::Tensor grad_hidden =
+      need_hidden ? torch::zeros(hidden.sizes(), acc_options) : torch::Tensor();
   // With the GEMMs in the weight's own dtype, each chunk's grad_weight product is
   // written in place; otherwise it is computed in the GEMM dtype and copied to acc.
   const auto grad_weight_dtype = weight.scalar_type() == gemm_dtype ? gemm_dtype : acc;
@@ -188,20 +205,28 @@ std::pair<torch::Tensor, torch::Tensor> head_backward(
   const torch::Tensor contiguous_targets = fused ? targets.contiguous() : targets;
   if (fused && grad_lp.defined()) grad_lp = grad_lp.contiguous();  // often an expanded scalar
   if (fused && grad_ent.defined()) grad_ent = grad_ent.contiguous();
+  const bool transposed = transposed_chunks(h);
   torch::Tensor logits_buffer, grad_buffer;
   const int64_t tokens = hidden.size(0);
   for (int64_t begin = 0; begin < rows; begin += chunk_size) {
     const int64_t n = std::min(chunk_size, rows - begin);
-    torch::Tensor g;  // d loss / d logits of this chunk, in the GEMM dtype
+    // d loss / d logits of this chunk in the GEMM dtype: [T, n], or [n, T] when transposed
+    torch::Tensor g;
     if (fused) {
       const torch::Tensor logits =
-          kept_logits.defined()
-              ? kept_logits.narrow(0, tokens * begin, tokens * n).view({tokens, n})
-              : chunk_gemm_into(h, weight, begin, n, logits_buffer);
+          kept_logits.defined() ? kept_logits.narrow(0, tokens * begin, tokens * n)
+                                      .view(transposed ? std::vector<int64_t>{n, tokens}
+                                                       : std::vector<int64_t>{tokens, n})
+                                : chunk_gemm_into(h, weight, begin, n, transposed, logits_buffer);
       if (!grad_buffer.defined()) grad_buffer = torch::empty({tokens * n}, h.options());
-      g = grad_buffer.narrow(0, 0, tokens * n).view({tokens, n});
-      logprob_chunk_grad_cpu(logits, temperature, contiguous_targets, begin, lse, grad_lp,
-                             grad_ent, mean_logit, g);
+      g = grad_buffer.narrow(0, 0, tokens * n).view(logits.sizes());
+      if (transposed) {
+        logprob_chunk_grad_t_cpu(logits, temperature, contiguous_targets, begin, lse, grad_lp,
+                                 grad_ent, mean_logit, g);
+      } else {
+        logprob_chunk_grad_cpu(logits, temperature, contiguous_targets, begin, lse, grad_lp,
+                               grad_ent, mean_logit, g);
+      }
     } else {
       torch::Tensor z = chunk_logits(h, weight, begin, n, temperature);  // [T, n]
       torch::Tensor p = torch::exp(z - lse.unsqueeze(1));
@@ -221,19 +246,21 @@ std::pair<torch::Tensor, torch::Tensor> head_backward(
       g = grad_z.to(gemm_dtype);
     }
     const torch::Tensor w = weight.narrow(0, begin, n).to(gemm_dtype);
+    const torch::Tensor g_rows = transposed ? g.t() : g;     // [T, n]
+    const torch::Tensor g_columns = transposed ? g : g.t();  // [n, T]
     if (need_hidden) {
       if (low_precision) {
-        grad_hidden.add_(torch::matmul(g, w));
+        grad_hidden.add_(torch::matmul(g_rows, w));
       } else {
-        grad_hidden.addmm_(g, w);
+        grad_hidden.addmm_(g_rows, w);
       }
     }
     if (need_weight) {
       torch::Tensor rows_grad = grad_weight.narrow(0, begin, n);
       if (grad_weight_dtype == gemm_dtype) {
-        torch::mm_out(rows_grad, g.t(), h);
+        torch::mm_out(rows_grad, g_columns, h);
       } else {
-        rows_grad.copy_(torch::matmul(g.t(), h));
+        rows_grad.copy_(torch::matmul(g_columns, h));
       }
     }
   }

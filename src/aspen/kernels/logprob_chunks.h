@@ -50,7 +50,8 @@ torch::Tensor head_gemm_input(const torch::Tensor& hidden, bool gemm_in_input_dt
 // One streaming pass over the rows of `weight`, N rows at a time; the statistics in acc
 // whatever hidden_gemm's dtype. With `kept_logits` non-null and the fused CPU path
 // taken, the raw logits of every chunk are kept there, chunk after chunk (chunk
-// [begin, begin + n) is the contiguous [T, n] block at element T * begin), for
+// [begin, begin + n) is the contiguous [T, n] block at element T * begin; [n, T]
+// for bf16 GEMMs on the fused CPU path, logprob_chunks.cpp), for
 // head_backward to reuse; otherwise it is left undefined.
 SoftmaxStats online_softmax_stats(const torch::Tensor& hidden_gemm, const torch::Tensor& weight,
                                   const torch::Tensor& targets, double temperature,
