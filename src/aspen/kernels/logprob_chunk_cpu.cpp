@@ -217,8 +217,9 @@ ASPEN_CHUNK_TARGET void grad_rows(const Elem* logits, Out* grad_z, const GradArg
 // vector, so each token's statistics live in lanes and every pass reads rows front to
 // back.
 
-// Rows of the chunk per online-softmax step: 64 rows of a thread's tokens stay in L1/L2
-// between the max pass and the exp pass.
+// Rows of the chunk per online-softmax step: a 16-token vector's 64 rows (2-4 KB) stay
+// in L1 between the max pass and the exp pass, and the rest of their cache lines (the
+// next vector's tokens) in L2 until that vector comes.
 constexpr int64_t kRowGroup = 64;
 
 // Tokens [t_begin, t_end) (t_begin a multiple of 16) over every row of the chunk.
