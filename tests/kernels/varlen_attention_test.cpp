@@ -46,10 +46,11 @@ void expect_matches_dense(const std::vector<int64_t>& offsets) {
 
 TEST(VarlenAttention, MatchesDenseBlockDiagonalMaskWithGrads) {
   // Distinct lengths with an empty and a 1-token sequence; repeated lengths
-  // interleaved (batched per length, then put back in packed order); one length only.
+  // interleaved (batched per length, then put back in packed order); repeated lengths
+  // in consecutive runs (batched in place); one length only.
   for (const std::vector<int64_t>& offsets :
        {std::vector<int64_t>{0, 5, 5, 6, 13}, std::vector<int64_t>{0, 3, 7, 10, 14, 17, 17, 18},
-        std::vector<int64_t>{0, 4, 8, 12}}) {
+        std::vector<int64_t>{0, 2, 4, 7, 10, 11}, std::vector<int64_t>{0, 4, 8, 12}}) {
     SCOPED_TRACE(offsets.size());
     expect_matches_dense(offsets);
   }
