@@ -377,6 +377,14 @@ void check_grad_inputs(int64_t tokens, const torch::Tensor& targets, const torch
   }
 }
 
+void check_logits_and_grad(const torch::Tensor& logits, const torch::Tensor& grad,
+                           const char* grad_name) {
+  TORCH_CHECK(logprob_chunk_cpu_applies(logits), "logprob chunk (cpu): unsupported logits");
+  TORCH_CHECK(logprob_chunk_cpu_applies(grad) && grad.sizes() == logits.sizes(),
+              "logprob chunk (cpu): ", grad_name,
+              " must be a contiguous fp32/bf16 tensor shaped like the logits");
+}
+
 GradArgs grad_args(int64_t n, int64_t begin, double temperature, const torch::Tensor& targets,
                    const torch::Tensor& lse, const torch::Tensor& grad_lp,
                    const torch::Tensor& grad_ent, const torch::Tensor& mean_logit) {
@@ -434,10 +442,7 @@ void logprob_chunk_grad_cpu(const torch::Tensor& logits, double temperature,
                             const torch::Tensor& targets, int64_t begin, const torch::Tensor& lse,
                             const torch::Tensor& grad_lp, const torch::Tensor& grad_ent,
                             const torch::Tensor& mean_logit, torch::Tensor& grad_z) {
-  TORCH_CHECK(logprob_chunk_cpu_applies(logits), "logprob chunk (cpu): unsupported logits");
-  TORCH_CHECK(logprob_chunk_cpu_applies(grad_z) && grad_z.sizes() == logits.sizes(),
-              "logprob chunk (cpu): grad_z must be a contiguous fp32/bf16 tensor shaped like "
-              "the logits");
+  check_logits_and_grad(logits, grad_z, "grad_z");
   const int64_t tokens = logits.size(0);
   check_grad_inputs(tokens, targets, lse, grad_lp, grad_ent, mean_logit);
   const GradArgs args =
@@ -475,10 +480,7 @@ void logprob_chunk_grad_t_cpu(const torch::Tensor& logits_t, double temperature,
                               const torch::Tensor& targets, int64_t begin, const torch::Tensor& lse,
                               const torch::Tensor& grad_lp, const torch::Tensor& grad_ent,
                               const torch::Tensor& mean_logit, torch::Tensor& grad_z_t) {
-  TORCH_CHECK(logprob_chunk_cpu_applies(logits_t), "logprob chunk (cpu): unsupported logits");
-  TORCH_CHECK(logprob_chunk_cpu_applies(grad_z_t) && grad_z_t.sizes() == logits_t.sizes(),
-              "logprob chunk (cpu): grad_z_t must be a contiguous fp32/bf16 tensor shaped like "
-              "the logits");
+  check_logits_and_grad(logits_t, grad_z_t, "grad_z_t");
   const int64_t n = logits_t.size(0), tokens = logits_t.size(1);
   check_grad_inputs(tokens, targets, lse, grad_lp, grad_ent, mean_logit);
   const GradArgs args =
