@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+
 namespace aspen {
 namespace {
 
@@ -141,6 +144,51 @@ TEST(Config, ADirectoryIsNotAConfigFile) {
   } catch (const Error& e) {
     EXPECT_NE(e.problem().find("directory"), std::string::npos) << e.what();
   }
+}
+
+// "Billion laughs": nine levels of nine aliases, 9^9 values in about 300 bytes, as a
+// block mapping (a file) or one flow list (an override value).
+std::string alias_bomb(bool flow) {
+  std::string yaml = flow ? "[" : "";
+  for (char level = 'a'; level <= 'i'; ++level) {
+    const std::string name(1, level);
+    const std::string item = level == 'a' ? "lol" : "*" + std::string(1, level - 1);
+    yaml += flow ? (level == 'a' ? "&" : ", &") + name + " [" : name + ": &" + name + " [";
+    for (int i = 0; i < 9; ++i) yaml += (i ? ", " : "") + item;
+    yaml += flow ? "]" : "]\n";
+  }
+  return flow ? yaml + "]" : yaml;
+}
+
+TEST(Config, AnAliasBombFailsAtOnceNamingTheFile) {
+  const std::string path = ::testing::TempDir() + "/alias_bomb.yaml";
+  std::ofstream(path) << alias_bomb(/*flow=*/false);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Config::load_file(path);
+    FAIL() << "an alias bomb was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), path);
+    EXPECT_NE(e.problem().find("aliases"), std::string::npos) << e.what();
+  }
+  Config config = Config::empty();
+  const std::string assignment = "data.task_options.x=" + alias_bomb(/*flow=*/true);
+  try {
+    config.apply_override(assignment);
+    FAIL() << "an alias bomb in an override was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "override \"" + assignment + "\"");
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0);
+}
+
+TEST(Config, ModestAliasesStillWork) {
+  Config config = Config::parse(
+      "defaults: &opts {digits: 3, count: 2}\ntrain:\n  a: *opts\n  b: *opts\n", "alias.yaml");
+  ConfigSection train = config.root().section("train");
+  EXPECT_EQ(train.section("b").get<int64_t>("digits", 0), 3);
 }
 
 }  // namespace

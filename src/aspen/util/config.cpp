@@ -102,10 +102,31 @@ void ConfigSection::finish() const {
 
 namespace {
 
+// The most values (mappings, lists and scalars, counted as if every alias were written
+// out) one config file or override may hold. An alias shares its anchor's node, so
+// yaml-cpp loads nested aliases cheaply, but every walk over the tree (this check, the
+// readers, to_json) visits the shared node once per path to it: nine anchors of ten
+// aliases each ("billion laughs", 300 bytes) are 10^9 values and a minute of CPU. Real
+// configs hold a few hundred values; the bound makes such a file fail in milliseconds.
+constexpr int64_t kMaxConfigValues = 100000;
+
+// Counts values as reject_duplicate_keys visits them; aspen::Error past the bound.
+struct ValueBudget {
+  int64_t left = kMaxConfigValues;
+  void spend(const std::string& source) {
+    check_input(--left >= 0,
+                "the YAML expands to more than " + std::to_string(kMaxConfigValues) +
+                    " values (anchors and aliases repeat content)",
+                source, "write the values out, or nest fewer aliases");
+  }
+};
+
 // yaml-cpp keeps every pair of a mapping that repeats a key and answers lookups with
-// the first, so `lr: 1e-5` written twice would silently use the first value.
+// the first, so `lr: 1e-5` written twice would silently use the first value. Also
+// bounds the expanded size (ValueBudget) before anything else walks the tree.
 void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
-                           const std::string& source) {
+                           const std::string& source, ValueBudget& budget) {
+  budget.spend(source);
   if (node.IsMap()) {
     std::set<std::string> keys;
     for (const auto& item : node) {
@@ -118,11 +139,11 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
       if (!keys.insert(key).second) {
         throw Error("duplicate key", source + ": " + here, "each key may appear once per mapping");
       }
-      reject_duplicate_keys(item.second, here, source);
+      reject_duplicate_keys(item.second, here, source, budget);
     }
   } else if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      reject_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source);
+      reject_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source, budget);
     }
   }
 }
@@ -144,7 +165,8 @@ Config Config::parse(const std::string& yaml_text, const std::string& source) {
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw Error("the top level must be a mapping of sections", source);
-  reject_duplicate_keys(root, "", source);
+  ValueBudget budget;
+  reject_duplicate_keys(root, "", source, budget);
   return Config(root, source);
 }
 
@@ -165,7 +187,8 @@ void Config::apply_override(const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw Error(std::string("the value is not valid YAML: ") + e.what(), where);
   }
-  reject_duplicate_keys(value, "", where);
+  ValueBudget budget;
+  reject_duplicate_keys(value, "", where, budget);
   std::vector<std::string> keys;
   std::stringstream stream(path);
   for (std::string key; std::getline(stream, key, '.');) {

@@ -2,7 +2,9 @@
 // unknown keys rejected, and `key.sub=value` command-line overrides.
 //
 // Refused at parse time: a mapping that repeats a key (YAML parsers keep one silently),
-// and a config path that is a directory. Floating-point values must be finite.
+// a document (or override value) that expands to more than 100,000 values once its
+// aliases are written out (an alias bomb), and a config path that is a directory.
+// Floating-point values must be finite.
 //
 // Usage: a reader asks a ConfigSection for each key it understands (get/section),
 // then calls finish(), which throws for any key it never asked about — so a typo
