@@ -82,6 +82,10 @@ def dock_frames():
     write("dock_frames", "lifecycle",
           allocate + register + put + publish + claim + get + ack + erase + message(9))
     write("dock_frames", "statuses", message(15, string("k") + string("v")) + message(16, string("")))
+    # No elements, yet strides past int64: the decoder must refuse it before libtorch
+    # computes them ("Stride calculation overflowed" escaped once).
+    write("dock_frames", "stride_overflow",
+          message(32, i64s([0]) + strings(["tokens"]), [tensor_frames(5, [0, 2**62, 2**62], b"")]))
 
 
 def claim_codec():

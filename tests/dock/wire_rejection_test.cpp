@@ -130,6 +130,41 @@ TEST(WireFormatTest, DataFrameOfTheWrongSizeIsRejected) {
   EXPECT_THROW(decode_message(frames, kRightToken, 1 << 20), Error);
 }
 
+// A tensor header as a peer could write it: dtype code, ndim, the dims.
+zmq::message_t tensor_header(uint8_t dtype_code, const std::vector<int64_t>& shape) {
+  ByteWriter header;
+  header.put<uint8_t>(dtype_code).put<uint8_t>(static_cast<uint8_t>(shape.size()));
+  for (int64_t size : shape) header.put<int64_t>(size);
+  const std::string bytes = header.take();
+  return zmq::message_t(bytes.data(), bytes.size());
+}
+
+TEST(WireFormatTest, ShapesBeyondTheElementBoundAreRefusedBeforeAnyTensorExists) {
+  constexpr int64_t k62 = int64_t{1} << 62;
+  // The zero dim makes no elements, but libtorch's strides (a zero dim counting as one)
+  // would overflow: its c10::Error once escaped here.
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{0, k62, k62}, {k62, k62, 0}, {1 << 21, 1 << 20}}) {
+    WireMessage message;
+    message.tensors = {torch::zeros({0}, torch::kInt64)};
+    std::vector<zmq::message_t> frames = encode_message(message, kRightToken);
+    frames[2] = tensor_header(5, shape);
+    try {
+      decode_message(frames, kRightToken, 1 << 20);
+      ADD_FAILURE() << "a shape of " << shape.size() << " dims past 2^40 elements was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(e.problem().find("tensor dimension"), std::string::npos) << e.what();
+    }
+  }
+  // At the bound an empty tensor still decodes.
+  WireMessage message;
+  message.tensors = {torch::zeros({0}, torch::kInt64)};
+  std::vector<zmq::message_t> frames = encode_message(message, kRightToken);
+  frames[2] = tensor_header(5, {0, int64_t{1} << 40});
+  EXPECT_EQ(decode_message(frames, kRightToken, 1 << 20).tensors.at(0).sizes(),
+            c10::IntArrayRef({0, int64_t{1} << 40}));
+}
+
 TEST(WarehouseServiceTest, RemotePutGetEraseAcrossTheWire) {
   auto store = std::make_shared<Warehouse>();
   WarehouseService service(store, ZmqServiceOptions{"tcp://127.0.0.1:*", kRightToken});

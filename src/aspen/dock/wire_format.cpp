@@ -1,5 +1,6 @@
 #include "aspen/dock/wire_format.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace aspen {
@@ -9,6 +10,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the dock wire format i
 
 constexpr char kMagic[4] = {'A', 'S', 'P', 'D'};
 constexpr int kMaxDims = 8;
+// The most elements a received tensor may span: far beyond any real batch, far below
+// where element counts, strides and byte sizes overflow int64.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 struct DtypeCode {
   uint8_t code;
@@ -56,12 +60,19 @@ torch::Tensor tensor_from_frames(const zmq::message_t& header_frame, zmq::messag
   const torch::Dtype dtype = wire_dtype(reader.get<uint8_t>());
   const uint8_t ndim = reader.get<uint8_t>();
   check_input(ndim <= kMaxDims, "tensor with " + std::to_string(ndim) + " dims", "dock wire");
+  // Both products are bounded before any tensor exists: the element count, and the
+  // span the strides reach, where libtorch counts a zero dim as one. A shape such as
+  // [0, 2^62, 2^62] has no elements, yet its strides overflow inside libtorch.
   std::vector<int64_t> shape(ndim);
   int64_t numel = 1;
+  int64_t span = 1;  // >= numel, so numel cannot overflow either
   for (int64_t& size : shape) {
     size = reader.get<int64_t>();
-    check_input(size >= 0 && (size == 0 || numel <= (int64_t{1} << 40) / size),
-                "tensor dimension " + std::to_string(size), "dock wire");
+    check_input(size >= 0 && std::max<int64_t>(size, 1) <= kMaxElements / span,
+                "tensor dimension " + std::to_string(size) + " (a shape may span at most 2^40 "
+                "elements, counting a zero dim as one)",
+                "dock wire");
+    span *= std::max<int64_t>(size, 1);
     numel *= size;
   }
   reader.expect_end();
