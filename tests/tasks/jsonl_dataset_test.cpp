@@ -166,5 +166,24 @@ TEST(JsonlDataset, DeeplyNestedLineIsAnErrorNamingTheLine) {
   }
 }
 
+// {"answer": "4", "answer": "5"} would have graded against "5" silently (nlohmann keeps
+// the last value); either may be the one meant, so the line is refused.
+TEST(JsonlDataset, ARepeatedKeyIsAnErrorNamingTheLineAndKey) {
+  expect_error(
+      [] {
+        read("{\"prompt\": \"2+2?\", \"answer\": \"4\"}\n"
+             "{\"prompt\": \"3+3?\", \"answer\": \"6\", \"answer\": \"5\"}\n");
+      },
+      {"data.jsonl: line 2", "duplicate key \"answer\""});
+  // Nested objects too (a chat message), and the same key in two objects is fine.
+  expect_error(
+      [] {
+        read("{\"messages\": [{\"role\": \"user\", \"role\": \"system\", \"content\": "
+             "\"hi\"}], \"answer\": \"1\"}\n");
+      },
+      {"data.jsonl: line 1", "duplicate key \"role\""});
+  EXPECT_EQ(read("{\"prompt\": \"p\", \"answer\": {\"prompt\": 1}}\n").size(), 1u);
+}
+
 }  // namespace
 }  // namespace aspen

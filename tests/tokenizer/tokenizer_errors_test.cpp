@@ -2,6 +2,7 @@
 // the input, never produce silently different ids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "aspen/tokenizer/tokenizer.h"
@@ -135,6 +136,37 @@ TEST(TokenizerErrors, DeeplyNestedJsonIsAnAspenError) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("deep.json"), std::string::npos) << e.what();
   }
+}
+
+// HF tokenizers reads a repeated vocab key as the last of its values; which one was
+// meant is unknowable, so the file is refused, naming the token and the line.
+TEST(TokenizerErrors, ATokenListedTwiceInTheVocabIsRefusedNamingItsLine) {
+  std::string text = tiny_json().dump(2);  // one vocab entry per line, as HF writes it
+  const size_t vocab = text.find("\"vocab\": {\n");
+  ASSERT_NE(vocab, std::string::npos);
+  const size_t first_entry = text.find('\n', vocab) + 1;
+  const size_t line_end = text.find('\n', first_entry) + 1;
+  const std::string entry = text.substr(first_entry, line_end - first_entry);  // "x": 9,
+  const size_t quote = entry.find('"');
+  const std::string key = entry.substr(quote, entry.find("\":") + 1 - quote);  // "x"
+  text.insert(line_end, entry);  // the same token again, next line
+  const auto line = 1 + std::count(text.begin(), text.begin() + line_end, '\n');
+  try {
+    Tokenizer::from_json(text, "tiny.json");
+    FAIL() << "a token listed twice was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "tiny.json");
+    EXPECT_NE(e.problem().find("duplicate key " + key), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find("line " + std::to_string(line)), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerErrors, TwoTokensWithOneIdAreRefused) {
+  auto spec = tiny_json();
+  spec["model"]["vocab"]["zz"] = spec["model"]["vocab"]["b"];
+  const std::string error = load_error(spec);
+  EXPECT_NE(error.find("\"b\" and \"zz\" both have id 1"), std::string::npos) << error;
+  EXPECT_NE(error.find("tiny.json: model.vocab"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "aspen/tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <queue>
 
@@ -76,6 +77,15 @@ BpeModel BpeModel::from_json(const nlohmann::json& spec, const std::string& sour
   model.tokens_.resize(static_cast<size_t>(max_id + 1));
   model.has_token_.assign(static_cast<size_t>(max_id + 1), false);
   for (const auto& [token, id] : model.vocab_) {
+    // Two tokens on one id would decode that id as either of them: refused, as a
+    // token listed twice is (io/bounded_json.h). Named in byte order, so the message
+    // does not depend on the hash map's order.
+    if (model.has_token_[id]) {
+      const std::string& other = model.tokens_[id];
+      throw Error("\"" + std::min(token, other) + "\" and \"" + std::max(token, other) +
+                      "\" both have id " + std::to_string(id),
+                  where + ".vocab", "each id may name one token");
+    }
     model.tokens_[id] = token;
     model.has_token_[id] = true;
   }
