@@ -19,6 +19,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/mfu_estimate.h"
 #include "bench/op_profile.h"
 
 namespace aspen {
@@ -87,37 +88,31 @@ double gemm_peak(torch::ScalarType dtype, double min_seconds) {
 // Each update's MFU divides by the better of the two readings around it, so an update
 // and its peak see the same machine: on this shared 2-core machine the bf16 peak moved
 // from 0.56 to 1.93 TFLOP/s between runs minutes apart, and a peak read once per run
-// paired a fast update with a slow peak or the other way round.
+// paired a fast update with a slow peak or the other way round. Readings the update
+// beats, or under `floor`, are re-read and then rejected (bench/mfu_estimate.h).
 struct TimedUpdates {
   std::vector<double> seconds;  // per update
-  std::vector<double> peaks;    // seconds.size() + 1 readings
-  std::vector<double> mfu;      // per update
+  MfuEstimate mfu;
 
   double mean_seconds() const {
     return std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
   }
-  double best_peak() const { return *std::max_element(peaks.begin(), peaks.end()); }
-  double median_mfu() const {
-    std::vector<double> sorted = mfu;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  }
 };
 
+constexpr double kPeakSeconds = 0.5;
+constexpr int kPeakRereads = 2;
+
 template <typename Update>
-TimedUpdates time_updates(int steps, torch::ScalarType dtype, double update_flops,
+TimedUpdates time_updates(int steps, torch::ScalarType dtype, double update_flops, double floor,
                           const Update& update) {
-  constexpr double kPeakSeconds = 0.5;
-  TimedUpdates t;
-  t.peaks.push_back(gemm_peak(dtype, kPeakSeconds));
+  TimedUpdates t{{}, MfuEstimate(update_flops, floor, kPeakRereads,
+                                 [dtype] { return gemm_peak(dtype, kPeakSeconds); })};
+  t.mfu.read_first_peak();
   for (int i = 0; i < steps; ++i) {
     const auto start = Clock::now();
     update();
     t.seconds.push_back(seconds_since(start));
-    t.peaks.push_back(gemm_peak(dtype, kPeakSeconds));
-    const double peak = std::max(t.peaks[t.peaks.size() - 2], t.peaks.back());
-    t.mfu.push_back(update_flops / t.seconds.back() / peak);
+    t.mfu.add_update(t.seconds.back());
   }
   return t;
 }
@@ -217,6 +212,9 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
                               head_flops + attention_flops(base, config);
 
   nlohmann::json results = nlohmann::json::object();
+  // The floor of a bf16 peak: the best fp32 reading of this run (bench/mfu_estimate.h),
+  // from the fp32 updates when they ran first, else read once here.
+  double fp32_peak = 0;
   for (const std::string& dtype_name : options.dtypes) {
     // "bf16_head": bf16 compute with the log-prob head's GEMMs in bf16 too.
     const bool bf16_head = dtype_name == "bf16_head";
@@ -232,19 +230,19 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
     batch.token_columns[columns::kOldLogprobs] = actor.compute_logprobs(batch).logprobs;
     ActorUpdateOptions update;
     actor.update(batch, update);  // warm-up: allocator, thread pools, the bf16 copy
+    if (dtype != torch::kFloat && fp32_peak == 0) fp32_peak = gemm_peak(torch::kFloat, kPeakSeconds);
     reset_peak_rss();
-    const TimedUpdates timed = time_updates(options.steps, dtype, update_flops,
-                                            [&] { actor.update(batch, update); });
+    const TimedUpdates timed =
+        time_updates(options.steps, dtype, update_flops, dtype == torch::kFloat ? 0.0 : fp32_peak,
+                     [&] { actor.update(batch, update); });
+    if (dtype == torch::kFloat) fp32_peak = std::max(fp32_peak, timed.mfu.best_peak());
     const double seconds = timed.mean_seconds();
     results[dtype_name] = {{"seconds_per_update", seconds},
                            {"update_seconds", timed.seconds},
                            {"tokens_per_second", packed_tokens / seconds},
                            {"flops_per_second", update_flops / seconds},
-                           {"gemm_peak_flops_per_second", timed.best_peak()},
-                           {"gemm_peak_readings", timed.peaks},
-                           {"mfu", timed.median_mfu()},
-                           {"mfu_per_update", timed.mfu},
                            {"peak_rss_bytes", peak_rss_bytes()}};
+    results[dtype_name].update(timed.mfu.to_json());
     if (!options.profile_dir.empty()) {
       std::filesystem::create_directories(options.profile_dir);
       const std::string path = options.profile_dir + "/train-" + dtype_name + ".trace.json";

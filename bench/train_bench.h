@@ -19,7 +19,13 @@
 //                      the GEMM peak of that dtype read around it: the best torch::mm
 //                      of 2048 x 2048 matrices on these threads over half a second,
 //                      read before the first update and after each, an update divided
-//                      by the better of its two readings (mfu_per_update lists them)
+//                      by the better of its two readings (mfu_per_update lists them).
+//                      A reading the update beats, or a bf16 reading under the run's
+//                      fp32 peak (gemm_peak_floor), is re-read (gemm_peak_rereads); an
+//                      update that still beats its peak is rejected
+//                      (mfu_rejected_updates), so no MFU above 1 is reported; with every
+//                      update rejected "mfu" is absent and "mfu_unavailable" says why
+//                      (bench/mfu_estimate.h)
 //   gemm_peak_flops_per_second  the best of those readings (gemm_peak_readings)
 //   peak_rss_bytes     the process's peak resident memory during that dtype's updates
 //   profile            with profile_dir: the trace of one more update (not timed)

@@ -53,23 +53,32 @@ TEST(BenchTrain, ReportsThroughputFlopsAndMfuPerDtypeByTheStatedFormula) {
     EXPECT_NEAR(d["tokens_per_second"].get<double>() * seconds, packed, 1e-6 * packed) << dtype;
     EXPECT_NEAR(d["flops_per_second"].get<double>() * seconds,
                 bench["flops_per_update"].get<double>(), 1e-3 * bench["flops_per_update"].get<double>());
-    // Each update's MFU divides by the better of the peak readings before and after it;
-    // the reported MFU is their median, the reported peak the best reading.
+    // Each update's MFU divides by the better of the peak readings before and after it
+    // (and, for bf16, at least the run's fp32 peak); the reported MFU is their median,
+    // the reported peak the best reading. On this tiny model no update comes near the
+    // peak, so none is re-read or rejected.
     const std::vector<double> updates = d["update_seconds"];
     const std::vector<double> peaks = d["gemm_peak_readings"];
     const std::vector<double> mfu = d["mfu_per_update"];
     ASSERT_EQ(updates.size(), 2u) << dtype;  // --steps 2
     ASSERT_EQ(peaks.size(), updates.size() + 1) << dtype;
     ASSERT_EQ(mfu.size(), updates.size()) << dtype;
+    EXPECT_TRUE(d["mfu_rejected_updates"].empty()) << dtype;
+    const double floor = d.value("gemm_peak_floor", 0.0);
+    EXPECT_EQ(d.contains("gemm_peak_floor"), std::string(dtype) != "fp32") << dtype;
     EXPECT_NEAR(seconds, (updates[0] + updates[1]) / 2, 1e-9 * seconds) << dtype;
     for (size_t i = 0; i < updates.size(); ++i) {
       const double flops = bench["flops_per_update"].get<double>() / updates[i];
-      EXPECT_NEAR(mfu[i] * std::max(peaks[i], peaks[i + 1]), flops, 1e-9 * flops) << dtype;
+      EXPECT_LE(mfu[i], 1.0) << dtype;
+      if (!d["gemm_peak_rereads"].empty()) continue;
+      EXPECT_NEAR(mfu[i] * std::max({peaks[i], peaks[i + 1], floor}), flops, 1e-9 * flops) << dtype;
     }
     EXPECT_NEAR(d["mfu"].get<double>(), (mfu[0] + mfu[1]) / 2, 1e-12) << dtype;
-    EXPECT_EQ(d["gemm_peak_flops_per_second"].get<double>(),
-              *std::max_element(peaks.begin(), peaks.end()))
-        << dtype;
+    if (d["gemm_peak_rereads"].empty()) {
+      EXPECT_EQ(d["gemm_peak_flops_per_second"].get<double>(),
+                *std::max_element(peaks.begin(), peaks.end()))
+          << dtype;
+    }
     EXPECT_GT(d["peak_rss_bytes"].get<int64_t>(), 0);
   }
 }
