@@ -9,6 +9,7 @@
 #include "cli_test_util.h"
 #include "support/hf_reference.h"
 #include "support/oracles.h"
+#include "tiny_model_dir.h"
 
 namespace aspen {
 namespace {
@@ -116,6 +117,30 @@ TEST(GenerateCommand, BadInputsGetClearErrors) {
   EXPECT_NE(bad_top_p.err.find("top_p"), std::string::npos) << bad_top_p.err;
   const auto both = run_command(testing::aspen_cli() + " generate --model " + dir);
   EXPECT_EQ(both.exit_code, 1);
+}
+
+// Values vLLM would refuse get one line naming the flag's value (the sampling flags
+// before the model loads); -1 is vLLM's "top-k off" and keeps that meaning. A KV cache
+// of 9 * 10^12 MiB overflowed the byte count and ran with a single block.
+TEST(GenerateCommand, OutOfRangeSamplingAndCacheFlagsAreRefused) {
+  const std::string dir = testing::write_tiny_model_dir(testing::scratch_dir() + "/model");
+  const std::string base = testing::aspen_cli() + " generate --model " + dir +
+                           " --prompt ab --max-tokens 2 --kv-cache-mb 1";
+  const auto off = run_command(base + " --top-k -1 --seed 0");
+  EXPECT_EQ(off.exit_code, 0) << off.err;
+  struct Case {
+    std::string flags;
+    std::string named;
+  };
+  for (const Case& c : {Case{"--top-k -5", "top_k must be -1 or 0 (off) or >= 1, got -5"},
+                        Case{"--seed -1", "--seed must be >= 0, got -1"},
+                        Case{"--kv-cache-mb 9000000000000", "--kv-cache-mb: 9000000000000 MiB is more"}}) {
+    const auto result = run_command(testing::aspen_cli() + " generate --model " + dir +
+                                    " --prompt ab --max-tokens 2 " + c.flags);
+    EXPECT_EQ(result.exit_code, 1) << c.flags << ": " << result.out;
+    EXPECT_NE(result.err.find(c.named), std::string::npos) << c.flags << ": " << result.err;
+    EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << "one line: " << result.err;
+  }
 }
 
 TEST(InfoCommand, DescribesArchitectureWeightsAndTokenizer) {

@@ -13,6 +13,7 @@
 
 #include "cli_test_util.h"
 #include "support/hf_reference.h"
+#include "tiny_model_dir.h"
 
 namespace aspen {
 namespace {
@@ -96,6 +97,23 @@ TEST(LogprobsCommand, BadInputGetsOneClearLineAndNonZeroExit) {
   const auto bad_dtype = run_command(testing::aspen_cli() + " logprobs --dtype fp8 --model " + dir);
   EXPECT_EQ(bad_dtype.exit_code, 1);
   EXPECT_NE(bad_dtype.err.find("--dtype"), std::string::npos);
+}
+
+// Positions past max_position_embeddings have no trained meaning: such a line is refused,
+// naming it and both lengths; a line of exactly the context still scores.
+TEST(LogprobsCommand, ASequenceLongerThanTheContextIsRefusedNamingTheLine) {
+  const std::string dir =
+      testing::write_tiny_model_dir(testing::scratch_dir() + "/model", /*context=*/8);
+  const std::string fits = "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+  const auto ok = run_command(testing::aspen_cli() + " logprobs --model " + dir, fits);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out)["logprobs"].size(), 7u);
+  const auto long_line = run_command(testing::aspen_cli() + " logprobs --model " + dir,
+                                     fits + "{\"tokens\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n");
+  EXPECT_EQ(long_line.exit_code, 1);
+  EXPECT_NE(long_line.err.find("stdin: line 2: 9 tokens, more than the model's context of 8"),
+            std::string::npos)
+      << long_line.err;
 }
 
 }  // namespace

@@ -168,6 +168,49 @@ TEST(QwenPretrained, AConfigThatDoesNotDescribeTheWeightsIsRefusedBeforeAllocati
   fs::remove_all(dir);
 }
 
+// Keys that decide which tensors exist (not only their sizes): each change below makes
+// the model expect a tensor the checkpoint lacks, or lack one it holds. Refused from the
+// files alone, as `aspen info` refuses them too (it shares the check).
+TEST(QwenPretrained, ConfigKeysThatAddOrRemoveTensorsAreRefusedNamingThem) {
+  struct Case {
+    ModelConfig model;
+    std::string key;
+    nlohmann::json value;
+    std::string named;  // what the error must mention
+  };
+  const std::vector<Case> cases = {
+      {testing::tiny_config(ModelFamily::kQwen3, /*tied=*/true, 8), "tie_word_embeddings", false,
+       "lm_head.weight"},
+      {testing::tiny_config(ModelFamily::kQwen3, false, 8), "attention_bias", true,
+       "q_proj.bias"},
+      {testing::tiny_config(ModelFamily::kQwen3, false, 8), "model_type", "qwen2", "qwen2"},
+      {testing::tiny_config(ModelFamily::kQwen3, false, 8), "head_dim", 16, "head_dim"},
+      {testing::tiny_moe_config(), "mlp_only_layers", nlohmann::json::array(), "mlp_only_layers"},
+      {testing::tiny_moe_config(), "decoder_sparse_step", 2, "decoder_sparse_step"},
+      {testing::tiny_moe_config(), "moe_intermediate_size", 32, "moe_intermediate_size"},
+      {testing::tiny_deepseek_config(), "n_shared_experts", 0, "n_shared_experts"},
+      {testing::tiny_deepseek_config(), "first_k_dense_replace", 0, "first_k_dense_replace"},
+  };
+  const std::string dir = ::testing::TempDir() + "/aspen_model_keys_without_tensors";
+  for (const Case& c : cases) {
+    fs::remove_all(dir);
+    save_pretrained_model(dir, make_random_model(c.model, 3));
+    ASSERT_NO_THROW(load_pretrained_model(dir)) << c.key;
+    nlohmann::json config = nlohmann::json::parse(read_file(dir + "/config.json"));
+    config[c.key] = c.value;
+    if (c.key == "model_type") config["architectures"] = {"Qwen2ForCausalLM"};
+    write_file_atomic(dir + "/config.json", config.dump());
+    try {
+      load_pretrained_model(dir);
+      ADD_FAILURE() << c.key << " = " << c.value.dump() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.input(), dir + "/config.json") << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // DeepSeek-V3 checkpoints carry their multi-token-prediction module as decoder layer
 // num_hidden_layers (+ its own head parts): skipped on load, the rest loads exactly -
 // and a checkpoint that does not declare the module still has its layer count checked.

@@ -44,7 +44,7 @@ struct GenerateOptions {
   int64_t max_tokens = 64;
   std::optional<double> temperature, top_p, min_p;
   std::optional<int64_t> top_k;
-  std::optional<uint64_t> seed;
+  std::optional<int64_t> seed;  // >= 0; read signed so that -1 is refused, not wrapped
   std::string dtype = "fp32";
   std::string device = "cpu";
   int64_t kv_cache_mb = 512;
@@ -100,7 +100,7 @@ SamplingParams sampling_params(const GenerateOptions& options,
                                const std::optional<GenerationConfig>& generation) {
   SamplingParams params = generation_defaults(generation);
   params.max_tokens = options.max_tokens;
-  params.seed = options.seed;
+  if (options.seed) params.seed = static_cast<uint64_t>(*options.seed);
   if (options.temperature) params.temperature = *options.temperature;
   if (options.top_p) params.top_p = *options.top_p;
   if (options.top_k) params.top_k = *options.top_k;
@@ -113,21 +113,25 @@ int run_generate(const GenerateOptions& options) {
   check_input(options.prompt.has_value() != options.prompts_file.has_value(),
               "give exactly one of --prompt and --prompts", "command line");
   check_input(options.n >= 1, "--n must be >= 1", "command line");
+  check_input(!options.seed || *options.seed >= 0,
+              "--seed must be >= 0, got " + std::to_string(options.seed.value_or(0)),
+              "command line", "leave it out for a random seed");
   set_compute_threads(options.threads, "--threads");
   // The device first: a GPU asked for but missing fails before any file is read.
   const torch::Device device = device_from_option(options.device, "--device");
+  // The sampling flags next: a bad one fails before the model is loaded.
+  const auto generation = read_generation_config(options.model_dir);
+  const SamplingParams params = sampling_params(options, generation);
   const std::vector<PromptInput> prompts = read_prompts(options);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
   QwenForCausalLM model =
       load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
-  const auto generation = read_generation_config(options.model_dir);
 
   EngineConfig engine_config;
   engine_config.kv_cache_bytes =
       kv_cache_bytes_of(options.kv_cache_mb, options.kv_cache_fraction, device);
   engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
-  engine_config.seed = options.seed.value_or(0);
-  const SamplingParams params = sampling_params(options, generation);
+  engine_config.seed = static_cast<uint64_t>(options.seed.value_or(0));
 
   std::optional<ChatTemplate> chat_template;
   std::vector<GenerationRequest> requests;
@@ -188,9 +192,10 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   command->add_option("--temperature", options->temperature, "0 = greedy");
   command->add_option("--top-p", options->top_p, "nucleus sampling mass");
-  command->add_option("--top-k", options->top_k, "keep the k most likely tokens (<= 0: off)");
+  command->add_option("--top-k", options->top_k,
+                      "keep the k most likely tokens (0 or -1: off, as in vLLM)");
   command->add_option("--min-p", options->min_p, "keep tokens with p >= min_p * p_max");
-  command->add_option("--seed", options->seed, "seed; prompt i uses seed + i");
+  command->add_option("--seed", options->seed, "seed >= 0; prompt i uses seed + i");
   command->add_option("--dtype", options->dtype, "compute dtype: fp32 or bf16")
       ->capture_default_str();
   add_device_option(command, options->device);

@@ -1,14 +1,19 @@
 // `aspen info --model DIR`: one JSON object describing a model directory —
 // architecture, parameter count, checkpoint dtypes, context length, tokenizer.
-// Reads only headers and mapped views; no weights are converted.
+// Reads only headers and mapped views; no weights are converted. The weights are held
+// against config.json as loading the model does: a contradiction is an error, exit 1.
+// "parameters" counts the tensors the model uses (DeepSeek's multi-token-prediction
+// layers, which Aspen skips, are left out, as DeepSeek's own 671B count does).
 #include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "aspen/cli/command.h"
 #include "aspen/io/hf_config.h"
+#include "aspen/io/hf_head.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/model/pretrained.h"
 #include "aspen/tokenizer/chat_template.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"
@@ -62,8 +67,12 @@ nlohmann::json architecture_json(const ModelConfig& config) {
   return out;
 }
 
-nlohmann::json weights_json(const std::string& dir) {
-  const auto weights = load_model_weights(dir);
+// The weights as a command that loads the model reads them: checked against config.json
+// first (model/pretrained.h), so a config that contradicts the checkpoint is refused
+// here as `logprobs` or `generate` would refuse it, not described as if it were true.
+nlohmann::json weights_json(const std::string& dir, const ModelConfig& config,
+                            const HfHeadConfig& head) {
+  const auto weights = load_weights_matching_config(dir, config, head);
   int64_t parameters = 0;
   int64_t bytes = 0;
   std::map<std::string, int64_t> tensors_per_dtype;
@@ -100,9 +109,10 @@ nlohmann::json tokenizer_json(const std::string& dir) {
 }
 
 int run_info(const std::string& dir) {
-  const ModelConfig config = load_hf_config((std::filesystem::path(dir) / "config.json").string());
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  const ModelConfig config = load_hf_config(config_path);
   nlohmann::json info = architecture_json(config);
-  info.update(weights_json(dir));
+  info.update(weights_json(dir, config, load_hf_head(config_path)));
   info["tokenizer"] = tokenizer_json(dir);
   const auto generation = read_generation_config(dir);
   if (generation) info["generation_eos_token_ids"] = generation->eos_token_ids;

@@ -11,7 +11,8 @@
 namespace aspen::cli {
 
 inline void add_kv_cache_options(CLI::App* command, int64_t& mb, std::optional<double>& fraction) {
-  command->add_option("--kv-cache-mb", mb, "KV cache budget")->capture_default_str();
+  command->add_option("--kv-cache-mb", mb, "KV cache budget in MiB, at most the free memory")
+      ->capture_default_str();
   command
       ->add_option("--kv-cache-fraction", fraction,
                    "KV cache as a share of the memory free after loading the model (0, 0.95]")

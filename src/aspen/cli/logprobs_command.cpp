@@ -2,6 +2,7 @@
 //   stdin:  one {"tokens":[...]} per line
 //   stdout: one {"logprobs":[...]} per line; entry i = log p(tokens[i+1] | tokens[0..i]),
 //           n-1 entries, accumulated in fp32 whatever the compute dtype.
+// A line longer than the model's context (max_position_embeddings) is an error naming it.
 // Lines are scored one at a time and each result is flushed at once, so the command
 // works as a pipe filter.
 #include <iostream>
@@ -26,12 +27,21 @@ struct LogprobsOptions {
   int threads = 0;
 };
 
-torch::Tensor parse_tokens(const nlohmann::json& line, int64_t vocab_size,
+torch::Tensor parse_tokens(const nlohmann::json& line, const ModelConfig& config,
                            const std::string& location) {
+  const int64_t vocab_size = config.vocab_size;
   check_input(line.is_object() && line.contains("tokens"), "expected {\"tokens\": [...]}",
               location);
   const auto& tokens = line.at("tokens");
   check_input(tokens.is_array(), "\"tokens\" must be an array of token ids", location);
+  // Positions past the context have no trained RoPE angles: the scores would be
+  // numbers without meaning, so the line is refused (vLLM refuses such a prompt too).
+  const int64_t length = static_cast<int64_t>(tokens.size());
+  check_input(length <= config.max_position_embeddings,
+              std::to_string(length) + " tokens, more than the model's context of " +
+                  std::to_string(config.max_position_embeddings) +
+                  " (max_position_embeddings in config.json)",
+              location, "split the sequence");
   std::vector<int64_t> ids;
   ids.reserve(tokens.size());
   for (const auto& token : tokens) {
@@ -57,7 +67,7 @@ int run_logprobs(const LogprobsOptions& options) {
   JsonlReader reader(std::cin, "stdin");
   nlohmann::json line;
   while (reader.next(line)) {
-    const torch::Tensor ids = parse_tokens(line, model->config.vocab_size, reader.location());
+    const torch::Tensor ids = parse_tokens(line, model->config, reader.location());
     std::vector<float> logprobs;
     if (ids.numel() >= 2) {
       const torch::Tensor cu_seqlens =

@@ -56,7 +56,7 @@ void drop_mtp_layers(const ModelConfig& config, std::map<std::string, torch::Ten
 
 }  // namespace
 
-void check_config_matches_weights(const ModelConfig& config,
+void check_config_matches_weights(const ModelConfig& config, const HfHeadConfig& head,
                                   const std::map<std::string, torch::Tensor>& weights,
                                   const std::string& config_path) {
   auto expect_shape = [&](const std::string& name, std::vector<int64_t> shape,
@@ -73,8 +73,23 @@ void check_config_matches_weights(const ModelConfig& config,
     throw Error(keys + " say " + name + " is " + text(shape) + "; the weights hold " + text(actual),
                 config_path, "config.json must describe the checkpoint beside it");
   };
+  // A tensor on one side only would be a missing or an unexpected weight on load.
+  auto expect_presence = [&](const std::string& name, bool wanted, const std::string& keys) {
+    const bool present = weights.count(name) != 0;
+    if (present == wanted) return;
+    throw Error(keys + (wanted ? " call for " : " rule out ") + name + "; the weights " +
+                    (present ? "hold it" : "have none"),
+                config_path, "config.json must describe the checkpoint beside it");
+  };
   expect_shape("model.embed_tokens.weight", {config.vocab_size, config.hidden_size},
                "vocab_size and hidden_size");
+  if (head.head == HfHead::kSequenceClassification) {
+    expect_shape("score.weight", {head.num_labels, config.hidden_size},
+                 "num_labels and hidden_size");
+  } else if (!config.tie_word_embeddings) {
+    expect_shape("lm_head.weight", {config.vocab_size, config.hidden_size},
+                 "tie_word_embeddings false, vocab_size and hidden_size");
+  }
   int64_t layers = 0;
   const std::string prefix = "model.layers.";
   for (const auto& [name, tensor] : weights) {
@@ -86,6 +101,11 @@ void check_config_matches_weights(const ModelConfig& config,
                   "; the weights have " + std::to_string(layers) + " layers",
               config_path);
   if (layers == 0) return;
+  for (int64_t i = 0; i < layers; ++i) {
+    expect_presence(prefix + std::to_string(i) + ".mlp.gate.weight", config.is_sparse_layer(i),
+                    "the MoE keys (num_experts, decoder_sparse_step, mlp_only_layers, "
+                    "first_k_dense_replace)");
+  }
   // The first dense and the first sparse (MoE) layer: every size the model is built from
   // is held against bytes that exist before anything is allocated.
   for (int64_t i = 0; i < layers; ++i) {
@@ -103,6 +123,14 @@ void check_config_matches_weights(const ModelConfig& config,
     expect_shape(mlp + "experts.0.gate_proj.weight",
                  {config.moe.moe_intermediate_size, config.hidden_size},
                  "moe_intermediate_size and hidden_size");
+    const std::string shared = mlp + "shared_experts.gate_proj.weight";
+    expect_presence(shared, config.moe.n_shared_experts > 0, "n_shared_experts");
+    if (config.moe.n_shared_experts > 0) {
+      expect_shape(shared,
+                   {config.moe.n_shared_experts * config.moe.moe_intermediate_size,
+                    config.hidden_size},
+                   "n_shared_experts, moe_intermediate_size and hidden_size");
+    }
     break;
   }
   if (config.is_mla()) {
@@ -131,6 +159,23 @@ void check_config_matches_weights(const ModelConfig& config,
   expect_shape("model.layers.0.self_attn.k_proj.weight",
                {config.num_key_value_heads * config.head_dim, config.hidden_size},
                "num_key_value_heads, head_dim and hidden_size");
+  expect_shape("model.layers.0.self_attn.o_proj.weight",
+               {config.hidden_size, config.num_attention_heads * config.head_dim},
+               "hidden_size, num_attention_heads and head_dim");
+  expect_presence("model.layers.0.self_attn.q_proj.bias", config.attention_bias,
+                  "attention_bias (always true for qwen2)");
+  expect_presence("model.layers.0.self_attn.q_norm.weight", config.has_qk_norm(),
+                  "model_type " + config.model_type() + " (q/k norms: qwen3 and qwen3_moe)");
+}
+
+std::map<std::string, torch::Tensor> load_weights_matching_config(const std::string& dir,
+                                                                  const ModelConfig& config,
+                                                                  const HfHeadConfig& head) {
+  std::map<std::string, torch::Tensor> weights = load_model_weights(dir);
+  drop_mtp_layers(config, weights, dir);
+  check_config_matches_weights(config, head, weights,
+                               (std::filesystem::path(dir) / "config.json").string());
+  return weights;
 }
 
 
@@ -138,12 +183,12 @@ QwenForCausalLM load_pretrained_model(const std::string& dir, torch::ScalarType 
                                       torch::Device device) {
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   ModelConfig config = load_hf_config(config_path);
-  check_input(load_hf_head(config_path).head == HfHead::kCausalLM,
+  const HfHeadConfig head = load_hf_head(config_path);
+  check_input(head.head == HfHead::kCausalLM,
               "a sequence-classification (reward) model, not a causal LM", config_path,
               "use it as a reward: data.verifier: model with verifier_options.path");
-  std::map<std::string, torch::Tensor> weights = load_model_weights(dir);
-  drop_mtp_layers(config, weights, dir);
-  check_config_matches_weights(config, weights, config_path);
+  const std::map<std::string, torch::Tensor> weights =
+      load_weights_matching_config(dir, config, head);
   QwenForCausalLM model(config);
   model->to(device, dtype);
   model->load_state(weights, dir);

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/io/hf_head.h"
 #include "aspen/model/qwen_model.h"
 
 namespace aspen {
@@ -25,13 +26,24 @@ QwenForCausalLM load_pretrained_model(const std::string& dir,
                                       torch::ScalarType dtype = torch::kFloat,
                                       torch::Device device = torch::kCPU);
 
-// The decoder dimensions config.json declares, checked against the weights on disk
-// BEFORE a model is built from them: a config claiming a vocabulary of 10^12 would
-// otherwise allocate terabytes first (every tensor's shape is checked again on load).
-// aspen::Error naming `config_path` and the keys.
-void check_config_matches_weights(const ModelConfig& config,
+// The decoder dimensions and head config.json declares, checked against the weights
+// on disk BEFORE a model is built from them: a config claiming a vocabulary of 10^12
+// would otherwise allocate terabytes first (every tensor's shape is checked again on
+// load). Checked: the embedding, the layer count, the head (lm_head when untied, or a
+// reward model's score), every layer's MLP kind (dense or MoE), and layer 0's
+// attention and the first dense and MoE MLP's shapes and optional tensors (biases,
+// q/k norms, shared experts). aspen::Error naming `config_path` and the keys.
+void check_config_matches_weights(const ModelConfig& config, const HfHeadConfig& head,
                                   const std::map<std::string, torch::Tensor>& weights,
                                   const std::string& config_path);
+
+// The checkpoint in `dir` as a model of `config` and `head` (its config.json) reads it:
+// every tensor less the multi-token-prediction layers Aspen does not use (the log says
+// so), checked by check_config_matches_weights. Every loader and `aspen info` use it,
+// so info refuses exactly the directories that loading the model refuses.
+std::map<std::string, torch::Tensor> load_weights_matching_config(const std::string& dir,
+                                                                  const ModelConfig& config,
+                                                                  const HfHeadConfig& head);
 
 // max_shard_bytes <= 0 writes a single model.safetensors.
 void save_pretrained_model(const std::string& dir, const QwenForCausalLM& model,

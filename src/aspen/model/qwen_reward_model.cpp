@@ -92,8 +92,8 @@ QwenForSequenceClassification load_pretrained_reward_model(const std::string& di
               "a reward model is a Qwen2ForSequenceClassification or "
               "Qwen3ForSequenceClassification checkpoint");
   const ModelConfig config = load_hf_config(config_path);
-  std::map<std::string, torch::Tensor> weights = load_model_weights(dir);
-  check_config_matches_weights(config, weights, config_path);
+  const std::map<std::string, torch::Tensor> weights =
+      load_weights_matching_config(dir, config, head);
   QwenForSequenceClassification model(config, head.num_labels, head.pad_token_id);
   model->to(device, dtype);
   model->load_state(weights, dir);

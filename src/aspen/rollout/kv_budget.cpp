@@ -34,7 +34,16 @@ int64_t kv_cache_bytes(const KvCacheBudget& budget, const torch::Device& device,
   check_input((budget.mb > 0) != (budget.fraction > 0.0),
               "give the KV cache either in MiB or as a fraction of free memory, one of them",
               where);
-  if (budget.mb > 0) return budget.mb << 20;
+  if (budget.mb > 0) {
+    // More than is free could never be allocated (and 2^43 MiB or more overflows the
+    // byte count): refused, as vLLM refuses a KV cache that does not fit.
+    const int64_t free_mb = free_memory_bytes(device) >> 20;
+    check_input(budget.mb <= free_mb,
+                std::to_string(budget.mb) + " MiB is more than the " + std::to_string(free_mb) +
+                    " MiB free on " + device.str(),
+                where, "give a smaller budget, or a fraction of the free memory");
+    return budget.mb << 20;
+  }
   check_input(budget.fraction <= 0.95, "must be in (0, 0.95]: the rest of the process needs memory too",
               where);
   const int64_t bytes = static_cast<int64_t>(budget.fraction * free_memory_bytes(device));

@@ -4,8 +4,8 @@
 //   cpu:  MemAvailable of /proc/meminfo (what the kernel can hand out without swapping)
 //   cuda: the device's free memory (cudaMemGetInfo)
 // Exactly one of the two is set. Errors: aspen::Error naming `where` (the option) for
-// a fraction outside (0, 0.95], both or neither given, or a budget too small for one
-// KV block.
+// a fraction outside (0, 0.95], both or neither given, a budget in MiB above the
+// device's free memory, or a budget too small for one KV block.
 #pragma once
 
 #include <torch/types.h>

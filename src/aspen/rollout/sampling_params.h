@@ -14,7 +14,7 @@ namespace aspen {
 
 struct SamplingParams {
   double temperature = 1.0;  // 0: greedy (argmax)
-  int64_t top_k = 0;         // <= 0: off
+  int64_t top_k = 0;         // 0 or -1 (vLLM's "disabled"): off; below -1: an error
   double top_p = 1.0;        // (0, 1]; 1: off
   double min_p = 0.0;        // [0, 1]; keep tokens with p >= min_p * p_max
   // Reproducibility: the same seed gives the same tokens whatever else shares the
