@@ -13,6 +13,21 @@ TEST(KvBudget, MegabytesAreTakenAsGiven) {
   EXPECT_EQ(kv_cache_bytes({256, 0.0}, torch::kCPU, "--kv-cache-mb"), 256LL << 20);
 }
 
+// 9 * 10^12 MiB overflowed the byte count and left the engine a single block.
+TEST(KvBudget, MegabytesBeyondTheFreeMemoryAreAnErrorNamingTheOption) {
+  const int64_t free_mb = free_memory_bytes(torch::kCPU) >> 20;
+  for (const int64_t mb : {int64_t{9000000000000}, free_mb * 4}) {
+    try {
+      kv_cache_bytes({mb, 0.0}, torch::kCPU, "--kv-cache-mb");
+      FAIL() << mb << " MiB was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.input(), "--kv-cache-mb");
+      EXPECT_NE(e.problem().find(std::to_string(mb) + " MiB is more than"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(KvBudget, AFractionIsAShareOfTheMemoryFreeNow) {
   const int64_t free = free_memory_bytes(torch::kCPU);
   ASSERT_GT(free, 64LL << 20);

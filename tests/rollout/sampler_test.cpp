@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 
+#include "aspen/util/error.h"
+
 namespace aspen {
 namespace {
 
@@ -176,6 +178,23 @@ TEST(SamplingParams, RejectsOutOfRangeValues) {
   params = SamplingParams{};
   params.temperature = -1.0;
   EXPECT_THROW(params.validate("request 0"), std::exception);
+}
+
+// vLLM's meaning: top_k -1 (like 0) is "off"; below -1 is a mistake, not "off" too.
+TEST(SamplingParams, TopKBelowMinusOneIsRefusedAndMinusOneMeansOff) {
+  SamplingParams params;
+  for (const int64_t off : {int64_t{-1}, int64_t{0}, int64_t{1}}) {
+    params.top_k = off;
+    EXPECT_NO_THROW(params.validate("request 0")) << off;
+  }
+  params.top_k = -5;
+  try {
+    params.validate("request 0");
+    FAIL() << "top_k -5 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.input(), "request 0");
+    EXPECT_NE(e.problem().find("got -5"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
