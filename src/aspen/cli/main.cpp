@@ -25,7 +25,18 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     return aspen::cli::run_selected_command(app);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help, --help-all and --version arrive as ParseErrors that exit 0: CLI11 prints them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // A bad flag is bad input like any other: one line naming it, CLI11's exit code.
+    std::string what = e.what();
+    for (char& c : what) {
+      if (c == '\n') c = ' ';
+    }
+    const auto selected = app.get_subcommands();
+    const std::string command = selected.empty() ? "aspen" : "aspen " + selected.front()->get_name();
+    std::fprintf(stderr, "aspen: error: command line: %s (hint: %s --help)\n", what.c_str(),
+                 command.c_str());
+    return e.get_exit_code();
   } catch (const aspen::Error& e) {
     std::fprintf(stderr, "aspen: error: %s\n", e.what());
     return 1;
