@@ -157,6 +157,7 @@ bool RolloutWorker::start_claim(Claim claim) {
       continue;
     }
     held.requests.push_back(id);
+    origins_[id] = {group, held.claim.lease};
     if (options_.peers) plan_requests_.push_back(planned);  // the followers add it too
   }
   if (held.requests.empty()) {
@@ -182,8 +183,8 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
   }
   // Each row is one (group, sample) of the claim: its completion is found by both.
   std::map<std::pair<int64_t, int64_t>, const Completion*> by_sample;
-  for (const Completion& c : held.samples) {
-    by_sample[{std::stoll(c.request_id), c.sample_index}] = &c;
+  for (size_t i = 0; i < held.samples.size(); ++i) {
+    by_sample[{held.sample_groups[i], held.samples[i].sample_index}] = &held.samples[i];
   }
   const std::vector<ColumnData> columns = dock_.get(held.claim);
   const ColumnData& sample_index = find_column(columns, rl_columns::kSampleIndex);
@@ -394,14 +395,14 @@ void RolloutWorker::run_loop() {
           std::uniform_int_distribution<int64_t>(0, step_delay_ms_)(jitter)));
     }
     for (Completion& c : finished) {
-      // Request ids are "<group>/<lease>".
-      const int64_t lease = std::stoll(c.request_id.substr(c.request_id.find('/') + 1));
-      c.request_id = c.request_id.substr(0, c.request_id.find('/'));
-      HeldClaim& held = held_.at(lease);
+      const RequestOrigin origin = origins_.at(c.request_id);
+      HeldClaim& held = held_.at(origin.lease);
       held.samples.push_back(std::move(c));
+      held.sample_groups.push_back(origin.group);
       if (held.samples.size() < held.claim.rows.size()) continue;
       finish_claim(held);
-      held_.erase(lease);
+      for (const std::string& id : held.requests) origins_.erase(id);
+      held_.erase(origin.lease);
     }
     renew_leases();
   }

@@ -117,9 +117,16 @@ class RolloutWorker {
   // The rows of one rollout claim (lease) while they generate.
   struct HeldClaim {
     Claim claim;
-    std::vector<std::string> requests;  // engine request ids ("<group>/<lease>")
+    std::vector<std::string> requests;  // engine request ids ("<group>/<lease>", names only)
     std::vector<Completion> samples;    // finished so far
+    std::vector<int64_t> sample_groups;  // the prompt group of each of `samples`
     bool aborted = false;               // a part the engine refused
+  };
+  // What an engine request id stands for: its ids are names for logs and the engine's
+  // bookkeeping, never parsed back, so a request's group and lease are kept here.
+  struct RequestOrigin {
+    int64_t group = 0;
+    int64_t lease = 0;
   };
   void run_loop();
   void refresh_weights();
@@ -143,6 +150,7 @@ class RolloutWorker {
   RolloutEngine engine_;
   int track_ = 0;
   std::map<int64_t, HeldClaim> held_;  // by lease
+  std::map<std::string, RequestOrigin> origins_;  // by engine request id, while it runs
   InstanceStatus status_;
   std::chrono::steady_clock::time_point last_status_, last_renew_;
   int64_t step_delay_ms_ = 0;
