@@ -26,7 +26,7 @@ TEST(InfoCommand, RefusesAConfigThatContradictsTheWeights) {
       {"vocab_size", 1000000000000LL}, {"vocab_size", 51},          {"hidden_size", 64},
       {"intermediate_size", 96},       {"num_hidden_layers", 3},    {"num_hidden_layers", 1},
       {"num_attention_heads", 8},      {"num_key_value_heads", 4},  {"head_dim", 16},
-      {"attention_bias", true}};
+      {"attention_bias", true},        {"eos_token_id", 50}};
   for (const auto& [key, value] : lies) {
     nlohmann::json config = nlohmann::json::parse(config_text);
     config[key] = value;

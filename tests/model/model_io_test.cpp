@@ -169,8 +169,9 @@ TEST(QwenPretrained, AConfigThatDoesNotDescribeTheWeightsIsRefusedBeforeAllocati
 }
 
 // Keys that decide which tensors exist (not only their sizes): each change below makes
-// the model expect a tensor the checkpoint lacks, or lack one it holds. Refused from the
-// files alone, as `aspen info` refuses them too (it shares the check).
+// the model expect a tensor the checkpoint lacks, or lack one it holds (or, for eos,
+// name a row the embedding lacks). Refused from the files alone, as `aspen info`
+// refuses them too (it shares the check).
 TEST(QwenPretrained, ConfigKeysThatAddOrRemoveTensorsAreRefusedNamingThem) {
   struct Case {
     ModelConfig model;
@@ -185,6 +186,7 @@ TEST(QwenPretrained, ConfigKeysThatAddOrRemoveTensorsAreRefusedNamingThem) {
        "q_proj.bias"},
       {testing::tiny_config(ModelFamily::kQwen3, false, 8), "model_type", "qwen2", "qwen2"},
       {testing::tiny_config(ModelFamily::kQwen3, false, 8), "head_dim", 16, "head_dim"},
+      {testing::tiny_config(ModelFamily::kQwen3, false, 8), "eos_token_id", 50, "eos_token_id"},
       {testing::tiny_moe_config(), "mlp_only_layers", nlohmann::json::array(), "mlp_only_layers"},
       {testing::tiny_moe_config(), "decoder_sparse_step", 2, "decoder_sparse_step"},
       {testing::tiny_moe_config(), "moe_intermediate_size", 32, "moe_intermediate_size"},

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aspen/io/hf_head.h"
@@ -83,6 +84,16 @@ void check_config_matches_weights(const ModelConfig& config, const HfHeadConfig&
   };
   expect_shape("model.embed_tokens.weight", {config.vocab_size, config.hidden_size},
                "vocab_size and hidden_size");
+  // A special token names a row of that embedding: an eos past it could never be
+  // sampled, so no sample would end on it.
+  const std::pair<std::string, int64_t> special_ids[] = {{"bos_token_id", config.bos_token_id},
+                                                          {"eos_token_id", config.eos_token_id}};
+  for (const auto& [key, id] : special_ids) {
+    check_input(id < config.vocab_size,
+                key + " " + std::to_string(id) + " is not below vocab_size " +
+                    std::to_string(config.vocab_size),
+                config_path);
+  }
   if (head.head == HfHead::kSequenceClassification) {
     expect_shape("score.weight", {head.num_labels, config.hidden_size},
                  "num_labels and hidden_size");

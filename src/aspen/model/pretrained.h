@@ -29,7 +29,8 @@ QwenForCausalLM load_pretrained_model(const std::string& dir,
 // The decoder dimensions and head config.json declares, checked against the weights
 // on disk BEFORE a model is built from them: a config claiming a vocabulary of 10^12
 // would otherwise allocate terabytes first (every tensor's shape is checked again on
-// load). Checked: the embedding, the layer count, the head (lm_head when untied, or a
+// load). Checked: the embedding (and bos/eos ids below its rows), the layer count, the
+// head (lm_head when untied, or a
 // reward model's score), every layer's MLP kind (dense or MoE), and layer 0's
 // attention and the first dense and MoE MLP's shapes and optional tensors (biases,
 // q/k norms, shared experts). aspen::Error naming `config_path` and the keys.
