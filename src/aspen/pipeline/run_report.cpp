@@ -23,8 +23,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Every line of metrics.jsonl, and how many of them are RL iterations, evaluations and
+// SFT log lines. Charts read ALL lines: a value belongs to a series wherever the train
+// loop put it (the periodic evals ride on RL iteration lines as eval_accuracy; only the
+// one before RL has a "phase": "eval" line of its own).
 struct RunMetrics {
-  std::vector<json> rl, eval, sft;
+  std::vector<json> lines;
+  size_t rl = 0, evaluations = 0, sft = 0;
 };
 
 RunMetrics read_metrics(const std::string& run_dir) {
@@ -38,12 +43,13 @@ RunMetrics read_metrics(const std::string& run_dir) {
   while (reader.next(line)) {
     check_input(line.is_object(), "a metrics line must be a JSON object", reader.location());
     const std::string phase = line.value("phase", "");
-    if (phase == "rl") metrics.rl.push_back(line);
-    if (phase == "eval") metrics.eval.push_back(line);
-    if (phase == "sft") metrics.sft.push_back(line);
+    if (phase != "rl" && phase != "eval" && phase != "sft") continue;
+    metrics.rl += phase == "rl";
+    metrics.sft += phase == "sft";
+    metrics.evaluations += line.contains("eval_accuracy") && line["eval_accuracy"].is_number();
+    metrics.lines.push_back(std::move(line));
   }
-  check_input(!metrics.rl.empty() || !metrics.sft.empty() || !metrics.eval.empty(),
-              "no rl, sft or eval lines: nothing to report", path);
+  check_input(!metrics.lines.empty(), "no rl, sft or eval lines: nothing to report", path);
   return metrics;
 }
 
@@ -71,9 +77,10 @@ bool number_at(const json& line, const std::string& path, double& value) {
   return true;
 }
 
+// Every (x, y) of the lines that have a number at both `x_key` and `y_path`.
 ChartSeries series_of(const std::vector<json>& lines, const std::string& x_key,
                       const std::string& y_path, const std::string& name) {
-  ChartSeries series{name, {}};
+  ChartSeries series{name, {}, y_path};
   for (const json& line : lines) {
     double x = 0, y = 0;
     if (number_at(line, x_key, x) && number_at(line, y_path, y)) series.points.push_back({x, y});
@@ -110,8 +117,9 @@ Chart rl_chart(const RunMetrics& metrics, const std::string& title,
   Chart chart;
   chart.spec.title = title;
   chart.spec.x_label = "iteration";
+  chart.spec.x_source = "iteration";
   for (const auto& [path, name] : paths_and_names) {
-    ChartSeries series = series_of(metrics.rl, "iteration", path, name);
+    ChartSeries series = series_of(metrics.lines, "iteration", path, name);
     if (!series.points.empty()) chart.spec.series.push_back(std::move(series));
   }
   return chart;
@@ -120,10 +128,8 @@ Chart rl_chart(const RunMetrics& metrics, const std::string& title,
 std::vector<Chart> charts_of(const RunMetrics& metrics) {
   std::vector<Chart> charts;
   charts.push_back(rl_chart(metrics, "Reward", {{"reward_mean", "reward_mean"}}));
-  Chart accuracy = rl_chart(metrics, "Accuracy", {{"accuracy", "training samples"}});
-  ChartSeries eval = series_of(metrics.eval, "iteration", "eval_accuracy", "eval");
-  if (!eval.points.empty()) accuracy.spec.series.push_back(std::move(eval));
-  charts.push_back(std::move(accuracy));
+  charts.push_back(
+      rl_chart(metrics, "Accuracy", {{"accuracy", "training samples"}, {"eval_accuracy", "eval"}}));
   charts.push_back(rl_chart(metrics, "Response length (tokens)",
                             {{"response_length_mean", "mean"}, {"response_length_max", "max"}}));
   charts.push_back(rl_chart(metrics, "KL", {{"kl", "kl"}, {"approx_kl", "approx_kl"}}));
@@ -131,10 +137,10 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   charts.push_back(rl_chart(metrics, "Clip fraction", {{"clip_frac", "clip_frac"}}));
   charts.push_back(rl_chart(metrics, "Grad norm", {{"grad_norm", "grad_norm"}}));
   std::vector<std::pair<std::string, std::string>> bubbles;
-  for (const auto& key : numeric_keys(metrics.rl, "bubbles")) bubbles.push_back({"bubbles/" + key, key});
+  for (const auto& key : numeric_keys(metrics.lines, "bubbles")) bubbles.push_back({"bubbles/" + key, key});
   charts.push_back(rl_chart(metrics, "Bubbles (fraction of the iteration)", bubbles));
   std::vector<std::pair<std::string, std::string>> stages;
-  for (const auto& key : numeric_keys(metrics.rl, "stage_seconds")) {
+  for (const auto& key : numeric_keys(metrics.lines, "stage_seconds")) {
     stages.push_back({"stage_seconds/" + key, key});
   }
   charts.push_back(rl_chart(metrics, "Stage seconds per iteration", stages));
@@ -153,7 +159,8 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   Chart sft;
   sft.spec.title = "SFT loss (nll)";
   sft.spec.x_label = "step";
-  sft.spec.series.push_back(series_of(metrics.sft, "step", "nll", "nll"));
+  sft.spec.x_source = "step";
+  sft.spec.series.push_back(series_of(metrics.lines, "step", "nll", "nll"));
   charts.push_back(std::move(sft));
   std::vector<Chart> kept;
   for (auto& chart : charts) {
@@ -171,7 +178,7 @@ std::string format_fixed(double value, int digits) {
 std::string stage_table(const RunMetrics& metrics) {
   std::map<std::string, double> totals;
   double all = 0;
-  for (const json& line : metrics.rl) {
+  for (const json& line : metrics.lines) {
     if (!line.contains("stage_seconds") || !line["stage_seconds"].is_object()) continue;
     for (const auto& [stage, value] : line["stage_seconds"].items()) {
       if (!value.is_number()) continue;
@@ -228,8 +235,8 @@ std::string render_run_report(const std::string& run_dir) {
        << "pre{background:#f6f6f6;padding:8px;font-size:12px;overflow:auto}"
        << "</style></head><body>";
   html << "<h1>Aspen run <code>" << html_escape(name) << "</code></h1>";
-  html << "<p>" << metrics.rl.size() << " RL iterations, " << metrics.eval.size()
-       << " evaluations, " << metrics.sft.size() << " SFT log lines. Report written "
+  html << "<p>" << metrics.rl << " RL iterations, " << metrics.evaluations
+       << " evaluations, " << metrics.sft << " SFT log lines. Report written "
        << now_utc() << ".</p>";
   html << summary_table(summary);
   html << "<h2>Metrics</h2><div class=\"charts\">";

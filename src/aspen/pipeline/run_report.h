@@ -8,6 +8,10 @@
 // entropy, clip fraction, grad norm, each bubble fraction, stage seconds, the
 // rollout/trainer log-prob mismatch, throughput; and the SFT loss by step when the run
 // had an SFT phase. A table gives each stage's total seconds and share of the run.
+// A series holds every value of its key in metrics.jsonl, whichever line carries it:
+// the eval before RL has a "phase": "eval" line, the periodic evals (logging.eval_every
+// and the last iteration) are eval_accuracy on RL iteration lines. Each chart's series
+// name their key and x key (svg_chart.h's data-source / data-x-source attributes).
 //
 // Errors: aspen::Error naming the file (and line) for a missing or malformed
 // metrics.jsonl, summary.json or config.json; a run with no metric lines at all is an

@@ -22,6 +22,42 @@ std::string format_number(double value) {
   return buffer;
 }
 
+// The exact value, for data-x / data-y: 17 significant digits parse back to the same double.
+std::string exact_number(double value) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
+  return buffer;
+}
+
+// Legend geometry, in pixels: rows of entries (swatch, gap, name) below the x-axis label.
+constexpr double kLegendRow = 16, kSwatch = 10, kSwatchGap = 4, kEntryGap = 14;
+// A generous width per character of the 11 px legend font (sans-serif averages about 6):
+// an overestimate only spaces entries further apart; the legend never reaches the plot
+// area, which lies above it whatever the text's real width.
+constexpr double kCharWidth = 7;
+
+double legend_entry_width(const std::string& name) {
+  size_t characters = 0;
+  for (unsigned char c : name) characters += (c & 0xC0) != 0x80;  // UTF-8 code points
+  return kSwatch + kSwatchGap + kCharWidth * static_cast<double>(characters);
+}
+
+// The (x, row) of each series' legend entry: left to right from `left`, wrapping before
+// `right_edge`; an entry wider than a whole row gets a row of its own.
+std::vector<std::pair<double, int>> legend_positions(const std::vector<ChartSeries>& series,
+                                                     double left, double right_edge) {
+  std::vector<std::pair<double, int>> positions;
+  double x = left;
+  int row = 0;
+  for (const ChartSeries& s : series) {
+    const double width = legend_entry_width(s.name);
+    if (x > left && x + width > right_edge) x = left, ++row;
+    positions.push_back({x, row});
+    x += width + kEntryGap;
+  }
+  return positions;
+}
+
 }  // namespace
 
 std::string chart_color(size_t index) { return kPalette[index % (sizeof(kPalette) / sizeof(*kPalette))]; }
@@ -71,13 +107,22 @@ std::string render_svg_chart(const ChartSpec& spec) {
       y_min = std::min(y_min, y), y_max = std::max(y_max, y);
     }
   }
+  const bool has_data = std::isfinite(x_min);
+  const std::vector<std::pair<double, int>> legend =
+      has_data ? legend_positions(spec.series, left, spec.width - right)
+               : std::vector<std::pair<double, int>>();
+  const int legend_rows = legend.empty() ? 0 : legend.back().second + 1;
+  const double legend_top = spec.height + 4;  // below the x-axis label
+  const double height = spec.height + (legend_rows > 0 ? 8 + kLegendRow * legend_rows : 0);
+
   std::ostringstream svg;
   svg << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << spec.width
-      << "\" height=\"" << spec.height << "\" viewBox=\"0 0 " << spec.width << " " << spec.height
-      << "\" role=\"img\" aria-label=\"" << html_escape(spec.title) << "\">";
+      << "\" height=\"" << height << "\" viewBox=\"0 0 " << spec.width << " " << height
+      << "\" role=\"img\" aria-label=\"" << html_escape(spec.title) << "\" data-x-source=\""
+      << html_escape(spec.x_source) << "\">";
   svg << "<text x=\"" << left << "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">"
       << html_escape(spec.title) << "</text>";
-  if (!std::isfinite(x_min)) {
+  if (!has_data) {
     svg << "<text x=\"" << spec.width / 2 << "\" y=\"" << spec.height / 2
         << "\" text-anchor=\"middle\" fill=\"#888\">no data</text></svg>";
     return svg.str();
@@ -108,8 +153,8 @@ std::string render_svg_chart(const ChartSpec& spec) {
   }
   svg << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << spec.height - 6
       << "\" text-anchor=\"middle\">" << html_escape(spec.x_label) << "</text></g>";
-  svg << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\""
-      << plot_h << "\" fill=\"none\" stroke=\"#999\"/>";
+  svg << "<rect class=\"plot-area\" x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w
+      << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#999\"/>";
 
   for (size_t s = 0; s < spec.series.size(); ++s) {
     const ChartSeries& series = spec.series[s];
@@ -121,21 +166,27 @@ std::string render_svg_chart(const ChartSpec& spec) {
       ++finite;
       points << px(x) << "," << py(y) << " ";
       markers << "<circle cx=\"" << px(x) << "\" cy=\"" << py(y) << "\" r=\"2.5\" fill=\"" << color
+              << "\" data-x=\"" << exact_number(x) << "\" data-y=\"" << exact_number(y)
               << "\"><title>" << html_escape(series.name) << " @ " << format_number(x) << ": "
               << format_number(y) << "</title></circle>";
     }
+    svg << "<g class=\"series\" data-name=\"" << html_escape(series.name) << "\" data-source=\""
+        << html_escape(series.source) << "\">";
     if (finite > 1) {
       svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\""
           << points.str() << "\"/>";
     }
-    svg << markers.str();
-    // Legend, top right, one row per series.
-    const double legend_y = top + 12 + 14 * static_cast<double>(s);
-    svg << "<rect x=\"" << left + plot_w - 150 << "\" y=\"" << legend_y - 8
-        << "\" width=\"10\" height=\"10\" fill=\"" << color << "\"/><text x=\""
-        << left + plot_w - 136 << "\" y=\"" << legend_y + 1 << "\" font-size=\"11\">"
-        << html_escape(series.name) << "</text>";
+    svg << markers.str() << "</g>";
   }
+  svg << "<g class=\"legend\" font-size=\"11\">";
+  for (size_t s = 0; s < spec.series.size(); ++s) {
+    const auto& [x, row] = legend[s];
+    const double y = legend_top + kLegendRow * row;  // the row's top
+    svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << kSwatch << "\" height=\""
+        << kSwatch << "\" fill=\"" << chart_color(s) << "\"/><text x=\"" << x + kSwatch + kSwatchGap
+        << "\" y=\"" << y + 9 << "\">" << html_escape(spec.series[s].name) << "</text>";
+  }
+  svg << "</g>";
   svg << "</svg>";
   return svg.str();
 }
