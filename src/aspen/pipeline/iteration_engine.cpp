@@ -16,6 +16,7 @@
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/parallel/resharder.h"
 #include "aspen/parallel/tensor_parallel.h"
+#include "aspen/pipeline/batch_plan.h"
 #include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/pipeline/distributed_dock.h"
@@ -139,8 +140,8 @@ class IterationEngine : public Schedule {
   void publish_weights();  // this rank's set of version_ (collective over the trainers)
   void publish();
   void check_workers() const;
-  // Polls the status board until `key` is posted; its value as JSON.
-  nlohmann::json await_status(const std::string& key);
+  // Polls the status board until `key` is posted; returns its value.
+  std::string await_status(const std::string& key);
   nlohmann::json rollout_bubbles(double seconds);
 
   const TrainConfig& config_;
@@ -419,11 +420,11 @@ void IterationEngine::check_workers() const {
   }
 }
 
-nlohmann::json IterationEngine::await_status(const std::string& key) {
+std::string IterationEngine::await_status(const std::string& key) {
   while (true) {
     const auto entries = dock_->statuses(key);
     const auto it = entries.find(key);
-    if (it != entries.end()) return nlohmann::json::parse(it->second.value);
+    if (it != entries.end()) return it->second.value;
     check_workers();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -906,22 +907,15 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
       timed_stage(record.stage_seconds, "swap_out", trace_, trainer_track_,
                   [&] { swapped_bytes = swap_.swap_out(workers_); });
     }
-    nlohmann::json batch = nlohmann::json::object();
-    std::vector<int64_t> versions;  // of the rows to train
+    BatchPlan plan;
     if (is_admitter()) {
       const auto wait_start = Clock::now();
-      choose_batch(index, record, leases, groups, versions, idle, sorting);
+      choose_batch(index, record, leases, plan.groups, plan.trained_versions, idle, sorting);
       if (trace_ != nullptr && idle > 0) {
         trace_->span(trainer_track_, "wait", wait_start, Clock::now(), {{"sorting_s", sorting}});
       }
-      batch = {{"groups", groups},
-               {"trained_versions", versions},
-               {"sampling_rounds", record.sampling_rounds},
-               {"scores", record.rewards.scores},
-               {"lengths", record.rewards.lengths},
-               {"versions", record.rewards.versions},
-               {"row_groups", record.rewards.row_groups},
-               {"drawn_groups", record.rewards.groups}};
+      plan.sampling_rounds = record.sampling_rounds;
+      plan.rewards = record.rewards;
     }
     if (trainers_) {
       // The wait for a batch has no bound (generation takes as long as it takes), so
@@ -929,20 +923,15 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
       // status board and the others poll for it.
       const std::string key = "batch/" + std::to_string(index);
       if (is_admitter()) {
-        dock_->post_status(key, batch.dump());
+        dock_->post_status(key, encode_batch_plan(plan));
       } else {
-        batch = await_status(key);
+        plan = decode_batch_plan(await_status(key));
+        record.sampling_rounds = plan.sampling_rounds;
+        record.rewards = plan.rewards;
       }
-      groups = batch.at("groups").get<std::vector<int64_t>>();
-      versions = batch.at("trained_versions").get<std::vector<int64_t>>();
-      record.sampling_rounds = batch.at("sampling_rounds").get<int64_t>();
-      record.rewards.scores = batch.at("scores").get<std::vector<double>>();
-      record.rewards.lengths = batch.at("lengths").get<std::vector<int64_t>>();
-      record.rewards.versions = batch.at("versions").get<std::vector<int64_t>>();
-      record.rewards.row_groups = batch.at("row_groups").get<std::vector<int64_t>>();
-      const auto drawn = batch.at("drawn_groups").get<std::vector<int64_t>>();
-      record.rewards.groups.insert(drawn.begin(), drawn.end());
     }
+    groups = plan.groups;
+    const std::vector<int64_t>& versions = plan.trained_versions;
     record.update.row_versions = versions;
     if (swap_.enabled()) {
       timed_stage(record.stage_seconds, "swap_in", trace_, trainer_track_,
