@@ -59,7 +59,7 @@ void logprob_chunk_grad_cpu(const torch::Tensor& logits, double temperature,
 // Why a second layout: the weight gradient grad_z^T @ hidden is a bf16 GEMM that
 // oneDNN runs at 1.7x the time per FLOP when grad_z^T is a transposed view of a [T, n]
 // tensor, and at the forward's speed when it is laid out [n, T] (4,096 x 1,192 x 512,
-// 2 threads); a transposing copy costs as much as it saves (docs/benchmarks.md).
+// 2 threads); a transposing copy costs as much as it saves (docs/benchmark-history.md).
 void logprob_chunk_stats_t_cpu(const torch::Tensor& logits_t, double temperature,
                                const torch::Tensor& targets, int64_t begin, bool with_entropy,
                                torch::Tensor& running_max, torch::Tensor& sum_exp,

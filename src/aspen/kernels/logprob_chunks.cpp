@@ -30,7 +30,7 @@ bool fused_cpu_head(const torch::Tensor& hidden_gemm) {
 // bf16 GEMMs on the fused CPU path lay each chunk out transposed, [n, T]: oneDNN runs
 // the weight gradient g^T @ h at 1.7x the time per FLOP when g^T is a transposed view,
 // and the head's GEMMs and loops in a 103M bf16 update went from 1.68 to 1.21 s of
-// operator time (docs/benchmarks.md). fp32 GEMMs (MKL) take either layout at full speed.
+// operator time (docs/benchmark-history.md). fp32 GEMMs (MKL) take either layout at full speed.
 bool transposed_chunks(const torch::Tensor& hidden_gemm) {
   return fused_cpu_head(hidden_gemm) && hidden_gemm.scalar_type() == torch::kBFloat16;
 }

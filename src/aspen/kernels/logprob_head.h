@@ -20,7 +20,7 @@
 // inside, its logits are rounded to bf16, as eager autocast's lm_head) and everything
 // after - max, log-sum-exp, entropy, the backward's softmax - stays in fp32; on the
 // 103M bench shape, whose head is 76% of the matmul FLOPs, that is most of the bf16
-// update (docs/benchmarks.md). Log-probs then differ from the fp32 head by the logits'
+// update (docs/benchmark-history.md). Log-probs then differ from the fp32 head by the logits'
 // bf16 rounding (tests/kernels/logprob_head_test.cpp bounds it). Gradients are
 // returned in the input dtypes. Works on any device (composed ops per chunk).
 // The chunk loops live in logprob_chunks.h, shared with the vocab-parallel head of

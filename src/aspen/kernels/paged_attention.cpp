@@ -73,7 +73,7 @@ constexpr int64_t kTile = 32;
 // reads the cache in place, where SDPA would first gather the sequence's blocks (1 MB
 // per layer at 512 tokens in bf16). Measured on the Qwen3-0.6B shape at 2 threads
 // after a 512-token prompt: fp32 decode 6.78 -> 7.72 tokens/s, bf16 9.39 -> 8.98-9.93
-// (three runs; docs/benchmarks.md).
+// (three runs; docs/benchmark-history.md).
 constexpr int64_t kSdpaMinContext = 128;
 
 // q . k over `dim` floats with four independent partial sums: no single dependency

@@ -5,7 +5,7 @@
 // time, and freed heap tops are trimmed back to the kernel, so every step pays fresh
 // page faults and page zeroing: 9% of a bf16 update's profile on the 103M bench shape
 // was exc_page_fault alone. keep_freed_memory_for_reuse() raises both thresholds so
-// that freed blocks are reused (measured: docs/benchmarks.md, "Actor update"), at the
+// that freed blocks are reused (measured: docs/benchmark-history.md, "Actor update"), at the
 // cost of a higher resident set after a peak. PyTorch's own CPU guidance reaches the
 // same end with jemalloc or tcmalloc; this needs no extra library.
 // A GLIBC_TUNABLES setting in the environment wins: the call then changes nothing.

@@ -8,7 +8,7 @@
 // are full of them: p = exp(z - lse) under 2^-126 wherever z - lse < -87, scaled
 // again by the loss's 1/tokens. On the 103M bench shape the log-prob head's two
 // backward GEMMs ran at 60 GFLOP/s against 190 for the same shapes on normal data,
-// and one fp32 update fell from 10.3 to 6.3 s with flushing (docs/benchmarks.md,
+// and one fp32 update fell from 10.3 to 6.3 s with flushing (docs/benchmark-history.md,
 // "Denormals"). Results change only where a value below 2^-126 (1.2e-38) becomes 0.
 //
 // x86-64: MXCSR's FTZ (results) and DAZ (inputs) bits; aarch64: FPCR.FZ (both).
