@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <set>
+
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
@@ -15,23 +18,20 @@ using testing::ivec;
 
 TEST(DynamicSampling, KeepsOnlyGroupsWhoseRewardsDiffer) {
   // group 10: [1, 1] equal -> drop; 20: [0, 1] -> keep; 30: [0.5, 0.5] -> drop;
-  // 40: [0.3] singleton -> drop unless keep_singletons.
-  torch::Tensor rewards = dvec({1, 0, 1, 0.5, 0.5, 0.3, 1});
-  torch::Tensor groups = ivec({10, 20, 10, 30, 30, 40, 20});
-  GroupFilter f = filter_informative_groups(rewards, groups);
-  EXPECT_TRUE(
-      torch::equal(f.keep_rows, torch::tensor({false, true, false, false, false, false, true})));
-  EXPECT_TRUE(torch::equal(f.kept_groups, ivec({20})));
-  GroupFilter s = filter_informative_groups(rewards, groups, /*keep_singletons=*/true);
-  EXPECT_TRUE(torch::equal(s.kept_groups, ivec({20, 40})));
-  EXPECT_TRUE(s.keep_rows[5].item<bool>());
+  // 40: [0.3] a single row -> drop.
+  const std::vector<double> rewards = {1, 0, 1, 0.5, 0.5, 0.3, 1};
+  const std::vector<int64_t> groups = {10, 20, 10, 30, 30, 40, 20};
+  EXPECT_EQ(informative_groups(groups, rewards), (std::set<int64_t>{20}));
 }
 
 TEST(DynamicSampling, EqualRewardsThatWouldRoundInTheMeanAreStillDropped) {
   // Three rewards of 0.1: their mean is 0.10000000000000002, so a std > 0 test can keep them.
-  GroupFilter f = filter_informative_groups(dvec({0.1, 0.1, 0.1}), ivec({1, 1, 1}));
-  EXPECT_EQ(f.kept_groups.numel(), 0);
-  EXPECT_THROW(filter_informative_groups(dvec({1, 2}), ivec({1})), Error);
+  EXPECT_TRUE(informative_groups({1, 1, 1}, {0.1, 0.1, 0.1}).empty());
+  EXPECT_THROW(informative_groups({1}, {1, 2}), Error);
+}
+
+TEST(DynamicSampling, ARewardDifferenceOfOneUlpIsInformative) {
+  EXPECT_EQ(informative_groups({5, 5}, {0.1, std::nextafter(0.1, 1.0)}), (std::set<int64_t>{5}));
 }
 
 TEST(OverlongPenalty, ZeroThenLinearRampThenMinusOne) {

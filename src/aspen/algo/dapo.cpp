@@ -2,32 +2,32 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <string>
 
-#include "aspen/algo/groups.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
 
-GroupFilter filter_informative_groups(const torch::Tensor& rewards, const torch::Tensor& group_ids,
-                                      bool keep_singletons) {
-  check_input(rewards.defined() && rewards.dim() == 1 && rewards.is_floating_point(),
-              "rewards must be a 1-D floating [B] tensor", "filter_informative_groups: rewards");
-  GroupIndex g = GroupIndex::from_ids(group_ids);
-  check_input(rewards.size(0) == g.inverse.size(0), "rewards and group ids must both be [B]",
-              "filter_informative_groups");
-  torch::Tensor r = rewards.detach();
-  const int64_t G = g.num_groups();
-  torch::Tensor hi = torch::full({G}, -std::numeric_limits<double>::infinity(), r.options())
-                         .scatter_reduce(0, g.inverse, r, "amax");
-  torch::Tensor lo = torch::full({G}, std::numeric_limits<double>::infinity(), r.options())
-                         .scatter_reduce(0, g.inverse, r, "amin");
-  torch::Tensor keep_group = hi != lo;
-  if (keep_singletons) keep_group = keep_group | (g.counts == 1);
-  GroupFilter out;
-  out.keep_rows = keep_group.index_select(0, g.inverse);
-  out.kept_groups = g.ids.masked_select(keep_group);
-  return out;
+std::set<int64_t> informative_groups(const std::vector<int64_t>& group_of_row,
+                                     const std::vector<double>& rewards) {
+  check_input(group_of_row.size() == rewards.size(),
+              "one group id per reward (" + std::to_string(group_of_row.size()) + " ids, " +
+                  std::to_string(rewards.size()) + " rewards)",
+              "informative_groups");
+  std::map<int64_t, std::pair<double, double>> range;  // group -> (min, max)
+  for (size_t i = 0; i < rewards.size(); ++i) {
+    const double r = rewards[i];
+    auto [it, first] = range.try_emplace(group_of_row[i], r, r);
+    if (!first) it->second = {std::min(it->second.first, r), std::max(it->second.second, r)};
+  }
+  std::set<int64_t> informative;
+  for (const auto& [group, low_high] : range) {
+    if (low_high.first != low_high.second) informative.insert(group);
+  }
+  return informative;
 }
 
 torch::Tensor overlong_penalty(const torch::Tensor& lengths, const OverlongBuffer& b) {

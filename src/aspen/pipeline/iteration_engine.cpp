@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "aspen/algo/dapo.h"
 #include "aspen/dock/claim_codec.h"
 #include "aspen/dock/in_process_transport.h"
 #include "aspen/model/expert_parallel_state.h"
@@ -218,8 +219,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
       batch_groups_(config_.rollout.prompts_per_iteration),
       eta_(config_.pipeline.mode == PipelineMode::kAsync ? config_.pipeline.max_staleness : 0),
       prompts_(static_cast<int64_t>(setup_.train_examples.size()), config_.train.seed) {
-  RlSchemaOptions schema = workers_.schema;
-  schema.with_dispatch = true;
+  const RlSchemaOptions& schema = workers_.schema;
   // Room for the admission window: (eta + 2) batches of groups, with slack.
   const int64_t capacity =
       std::max<int64_t>(1 << 12, (eta_ + 3) * batch_groups_ * config_.rollout.n * 2);
@@ -581,7 +581,7 @@ void IterationEngine::read_back_rewards(const Claim& batch, RewardStats& rewards
   const std::vector<ColumnData> columns = dock_->get(batch);
   const ColumnData& scores = find_column(columns, rl_columns::kVerifierScore);
   const ColumnData& shaped = find_column(columns, rl_columns::kScores);
-  std::map<int64_t, std::pair<double, double>> range;  // group -> shaped (min, max)
+  std::vector<double> shaped_rewards;
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const RowInfo& info = batch.rows[i].info;
     rewards.scores.push_back(scores.values[i].item<double>());
@@ -589,13 +589,9 @@ void IterationEngine::read_back_rewards(const Claim& batch, RewardStats& rewards
     rewards.versions.push_back(info.version);
     rewards.row_groups.push_back(info.group_id);
     rewards.groups.insert(info.group_id);
-    const double r = shaped.values[i].item<double>();
-    auto [it, first] = range.try_emplace(info.group_id, r, r);
-    if (!first) it->second = {std::min(it->second.first, r), std::max(it->second.second, r)};
+    shaped_rewards.push_back(shaped.values[i].item<double>());
   }
-  for (const auto& [group, low_high] : range) {
-    if (low_high.first != low_high.second) rewards.informative.insert(group);
-  }
+  rewards.informative = informative_groups(rewards.row_groups, shaped_rewards);
 }
 
 void IterationEngine::choose_batch(int64_t index, IterationRecord& record,
@@ -611,12 +607,7 @@ void IterationEngine::choose_batch(int64_t index, IterationRecord& record,
     Claim claim = claim_batch(index, wanted, /*whole=*/true, idle, sorting);
     RewardStats round;
     read_back_rewards(claim, round);
-    RewardStats& all = record.rewards;  // the metrics cover every row generated
-    all.scores.insert(all.scores.end(), round.scores.begin(), round.scores.end());
-    all.lengths.insert(all.lengths.end(), round.lengths.begin(), round.lengths.end());
-    all.versions.insert(all.versions.end(), round.versions.begin(), round.versions.end());
-    all.row_groups.insert(all.row_groups.end(), round.row_groups.begin(), round.row_groups.end());
-    all.groups.insert(round.groups.begin(), round.groups.end());
+    record.rewards.append(round);  // the metrics cover every row generated
     // DAPO: a group whose rewards are all equal has zero advantage everywhere; it
     // leaves the dock, and (before the last round) a new group takes its slot.
     std::vector<RowId> dropped;
@@ -739,7 +730,7 @@ void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t
     if (!trainers_) {
       ClaimOptions options = claim_rows(rows, /*whole_groups=*/true);
       options.groups = groups;
-      record.update = update_stage(config_, workers_, *dock_, options, nullptr, seed, proximal);
+      record.update = update_stage(config_, workers_, *dock_, options, seed, proximal);
       return;
     }
     // Data-parallel: the actor (and critic) claims are made once and shared.
@@ -760,8 +751,7 @@ void IterationEngine::train_whole_batch(int64_t index, const std::vector<int64_t
     const Claim actor = decode_claim(actor_encoded);
     const Claim critic = workers_.critic ? decode_claim(critic_encoded) : Claim{};
     stats = update_stage(config_, workers_, *dock_, share_of(actor, dp_rank_),
-                         workers_.critic ? share_of(critic, dp_rank_) : Claim{}, nullptr, seed,
-                         proximal);
+                         workers_.critic ? share_of(critic, dp_rank_) : Claim{}, seed, proximal);
     trainers_->barrier();
     if (is_admitter()) {
       dock_->ack(actor);
@@ -795,14 +785,7 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
     read_back_rewards(part, part_rewards);
     const std::vector<int64_t> part_groups(part_rewards.groups.begin(), part_rewards.groups.end());
     groups.insert(groups.end(), part_groups.begin(), part_groups.end());
-    RewardStats& all = record.rewards;
-    all.scores.insert(all.scores.end(), part_rewards.scores.begin(), part_rewards.scores.end());
-    all.lengths.insert(all.lengths.end(), part_rewards.lengths.begin(), part_rewards.lengths.end());
-    all.versions.insert(all.versions.end(), part_rewards.versions.begin(),
-                        part_rewards.versions.end());
-    all.row_groups.insert(all.row_groups.end(), part_rewards.row_groups.begin(),
-                          part_rewards.row_groups.end());
-    all.groups.insert(part_rewards.groups.begin(), part_rewards.groups.end());
+    record.rewards.append(part_rewards);
     const bool done =
         static_cast<int64_t>(groups.size()) >= batch_groups_ && part.pending_required_rows == 0;
     leases.push_back(std::move(part));

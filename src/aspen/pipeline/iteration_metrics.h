@@ -1,5 +1,5 @@
-// The metrics line of one RL iteration (metrics.jsonl), shared by both schedules so
-// their curves compare key for key: reward mean/std, accuracy, response length
+// The metrics line of one RL iteration (metrics.jsonl), the same in sync mode and in
+// the async pipeline so their curves compare key for key: reward mean/std, accuracy, response length
 // mean/max, KL, entropy, clip fraction, grad norm, LR, per-stage seconds, tokens/s.
 // Thread safety: pure function.
 #pragma once

@@ -31,7 +31,7 @@ void RewardWorker::run() {
       const Claim claim = dock_.claim(rl_consumers::kReward, options);
       if (claim.empty()) continue;
       const auto start = std::chrono::steady_clock::now();
-      reward_stage(config_, setup_, nullptr, dock_, claim);
+      reward_stage(config_, setup_, dock_, claim);
       if (trace_ != nullptr) {
         trace_->span(track_, "reward", start, std::chrono::steady_clock::now(),
                      {{"rows", static_cast<int64_t>(claim.rows.size())}});

@@ -40,14 +40,14 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
   }
   consumers.push_back(advantage);
   consumers.push_back(actor);
-  if (options.with_dispatch) {
-    columns.push_back({kExample, torch::kInt64, ColumnKind::kPerRow});
-    columns.push_back({kSampleIndex, torch::kInt64, ColumnKind::kPerRow});
-    columns.push_back({kVerifierScore, torch::kFloat32, ColumnKind::kPerRow});
-    consumers.push_back({rl_consumers::kRollout, {kPrompt, kSampleIndex}});
-    consumers[0].columns.push_back(kExample);  // reward: the example's ground truth
-    consumers.push_back({rl_consumers::kBatch, {kScores, kVerifierScore}});
-  }
+  // Dispatch: rows are allocated at admission with their example and sample index; the
+  // rollout consumer generates them, and the batch consumer reads their scores back.
+  columns.push_back({kExample, torch::kInt64, ColumnKind::kPerRow});
+  columns.push_back({kSampleIndex, torch::kInt64, ColumnKind::kPerRow});
+  columns.push_back({kVerifierScore, torch::kFloat32, ColumnKind::kPerRow});
+  consumers.push_back({rl_consumers::kRollout, {kPrompt, kSampleIndex}});
+  consumers[0].columns.push_back(kExample);  // reward: the example's ground truth
+  consumers.push_back({rl_consumers::kBatch, {kScores, kVerifierScore}});
   return DockSchema(columns, consumers);
 }
 

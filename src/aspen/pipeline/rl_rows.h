@@ -66,7 +66,6 @@ struct RlSchemaOptions {
   bool with_reference = false;  // ref_logprobs (KL in the loss or in the reward)
   bool kl_in_reward = false;    // the advantage stage reads ref and old log-probs
   bool with_critic = false;     // ppo: values, returns, critic_update
-  bool with_dispatch = false;   // example, verifier_score, rollout and batch consumers
   bool with_routing = false;    // rollout_routed_experts (a MoE policy), for actor_update
 };
 

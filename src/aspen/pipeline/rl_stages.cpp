@@ -162,27 +162,24 @@ ClaimOptions claim_rows(int64_t rows, bool whole_groups) {
   return options;
 }
 
-RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
-                         const PromptSource* prompts, TransferDock& dock,
-                         const ClaimOptions& claim_options) {
-  const Claim claim = dock.claim(rl_consumers::kReward, claim_options);
-  return reward_stage(config, setup, prompts, dock, claim);
+void RewardStats::append(const RewardStats& other) {
+  scores.insert(scores.end(), other.scores.begin(), other.scores.end());
+  lengths.insert(lengths.end(), other.lengths.begin(), other.lengths.end());
+  versions.insert(versions.end(), other.versions.begin(), other.versions.end());
+  row_groups.insert(row_groups.end(), other.row_groups.begin(), other.row_groups.end());
+  groups.insert(other.groups.begin(), other.groups.end());
+  informative.insert(other.informative.begin(), other.informative.end());
 }
 
-RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
-                         const PromptSource* prompts, TransferDock& dock, const Claim& claim) {
+void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,
+                  const Claim& claim) {
   const AlgorithmSection& algorithm = config.algorithm;
-  RewardStats stats;
-  if (claim.empty()) return stats;
+  if (claim.empty()) return;
   const auto columns = dock.get(claim);
   const ColumnData& responses = find_column(columns, rl_columns::kResponse);
-  const bool dispatched = std::find(claim.columns.begin(), claim.columns.end(),
-                                    rl_columns::kExample) != claim.columns.end();
-  check_input(dispatched || prompts != nullptr, "no example column and no prompt source",
-              "reward stage");
+  const ColumnData& examples = find_column(columns, rl_columns::kExample);
   ColumnData scores{rl_columns::kScores, {}};
   ColumnData verifier_scores{rl_columns::kVerifierScore, {}};
-  std::map<int64_t, std::vector<double>> shaped_by_group;
   // Inputs first, then one score_batch() per verifier: an external reward (a command,
   // a service) then sees the whole claim as one batch instead of a call per row.
   std::vector<RewardInput> inputs;
@@ -192,9 +189,7 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
     const RowInfo& info = claim.rows[i].info;
     const torch::Tensor r = responses.values[i].to(torch::kInt64).contiguous();
     const std::vector<TokenId> response(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
-    const int64_t example_index =
-        dispatched ? find_column(columns, rl_columns::kExample).values[i].item<int64_t>()
-                   : prompts->example_of(info.group_id);
+    const int64_t example_index = examples.values[i].item<int64_t>();
     check_input(
         example_index >= 0 && example_index < static_cast<int64_t>(setup.train_examples.size()),
         "example " + std::to_string(example_index) + " out of range",
@@ -215,7 +210,6 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
     for (size_t k = 0; k < rows.size(); ++k) row_scores[rows[k]] = batch_scores[k];
   }
   for (size_t i = 0; i < claim.rows.size(); ++i) {
-    const RowInfo& info = claim.rows[i].info;
     const double score = row_scores[i];
     double shaped = score;
     if (algorithm.overlong_buffer > 0) {
@@ -223,28 +217,11 @@ RewardStats reward_stage(const TrainConfig& config, const RlSetup& setup,
                                   algorithm.overlong_penalty};
       shaped += overlong_penalty(torch::tensor({lengths[i]}, torch::kInt64), buffer).item<double>();
     }
-    stats.scores.push_back(score);
-    stats.lengths.push_back(lengths[i]);
-    stats.versions.push_back(info.version);
-    stats.groups.insert(info.group_id);
-    shaped_by_group[info.group_id].push_back(shaped);
     scores.values.push_back(torch::tensor({static_cast<float>(shaped)}));
     verifier_scores.values.push_back(torch::tensor({static_cast<float>(score)}));
   }
-  std::vector<ColumnData> written = {scores};
-  if (dispatched) written.push_back(verifier_scores);  // the batch reads them back
-  dock.put_columns(row_ids(claim), written);
-  dock.ack(claim);
-  for (const auto& [group, values] : shaped_by_group) {
-    const auto [low, high] = std::minmax_element(values.begin(), values.end());
-    if (*low != *high) stats.informative.insert(group);
-  }
-  return stats;
-}
-
-void reference_stage(ReferencePolicy& reference, TransferDock& dock, const ClaimOptions& options) {
-  const Claim claim = dock.claim(rl_consumers::kReference, options);
-  reference_stage(reference, dock, claim);
+  // The batch reads both back: the shaped scores train, the verifier's are reported.
+  dock.put_columns(row_ids(claim), {scores, verifier_scores});
   dock.ack(claim);
 }
 
@@ -259,13 +236,6 @@ void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim
   const torch::Tensor logprobs = reference.compute_logprobs(batch);
   if (!write || claim.rows.empty()) return;
   dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs, split_per_row(logprobs, batch)}});
-}
-
-void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const ClaimOptions& options,
-                       bool reuse_rollout) {
-  const Claim claim = dock.claim(rl_consumers::kOldLogprobs, options);
-  old_logprob_stage(actor, dock, claim, reuse_rollout);
-  dock.ack(claim);
 }
 
 void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& claim,
@@ -283,12 +253,6 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& cla
     if (!write || claim.rows.empty()) return;
     dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs, split_per_row(logprobs, batch)}});
   }
-}
-
-void value_stage(CriticTrainer& critic, TransferDock& dock, const ClaimOptions& options) {
-  const Claim claim = dock.claim(rl_consumers::kValues, options);
-  value_stage(critic, dock, claim);
-  dock.ack(claim);
 }
 
 void value_stage(CriticTrainer& critic, TransferDock& dock, const Claim& claim, bool write) {
@@ -352,22 +316,26 @@ AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& 
 
 namespace {
 
-// The claimed rows restricted to `kept_groups` (all rows when null).
-std::pair<Claim, std::vector<ColumnData>> keep_groups(const Claim& claim,
-                                                      const std::vector<ColumnData>& columns,
-                                                      const std::set<int64_t>* kept_groups) {
-  Claim kept = claim;
-  kept.rows.clear();
-  std::vector<ColumnData> kept_columns;
-  for (const auto& column : columns) kept_columns.push_back({column.name, {}});
-  for (size_t i = 0; i < claim.rows.size(); ++i) {
-    if (kept_groups != nullptr && !kept_groups->count(claim.rows[i].info.group_id)) continue;
-    kept.rows.push_back(claim.rows[i]);
-    for (size_t c = 0; c < columns.size(); ++c) {
-      kept_columns[c].values.push_back(columns[c].values[i]);
-    }
+// The actor's batch of the claimed rows (none: a collective update's empty share): the
+// old log-probs, advantages and, with a reference, its log-probs; always the behaviour
+// policy's log-probs (the off-policy correction reads them when set, the mismatch
+// metrics every time) and, with routing replay, its routed experts.
+TrainBatch actor_batch(const RlWorkers& workers, const Claim& claim,
+                       const std::vector<ColumnData>& columns) {
+  std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
+  if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
+  TrainBatch batch = to_train_batch(claim, columns, token_columns);
+  if (claim.rows.empty()) {
+    batch.token_columns[columns::kBehaviourLogprobs] = torch::zeros({0});
+    return batch;
   }
-  return {kept, kept_columns};
+  batch.token_columns[columns::kBehaviourLogprobs] =
+      packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
+  if (workers.schema.with_routing) {
+    batch.token_columns[columns::kBehaviourRoutedExperts] =
+        routed_experts_column(batch, find_column(columns, rl_columns::kRolloutRoutedExperts));
+  }
+  return batch;
 }
 
 ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed) {
@@ -397,8 +365,7 @@ ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed
 }  // namespace
 
 UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
-                         const ClaimOptions& options, const std::set<int64_t>* kept_groups,
-                         uint64_t seed, bool proximal_is_current) {
+                         const ClaimOptions& options, uint64_t seed, bool proximal_is_current) {
   const Claim actor_claim = dock.claim(rl_consumers::kActorUpdate, options);
   Claim critic_claim;
   if (workers.critic) {
@@ -408,50 +375,37 @@ UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, Transfer
     critic_options.min_rows = critic_options.max_rows;
     critic_claim = dock.claim(rl_consumers::kCriticUpdate, critic_options);
   }
-  UpdateStats stats = update_stage(config, workers, dock, actor_claim, critic_claim, kept_groups,
-                                   seed, proximal_is_current);
+  UpdateStats stats =
+      update_stage(config, workers, dock, actor_claim, critic_claim, seed, proximal_is_current);
   dock.ack(actor_claim);
   if (workers.critic) dock.ack(critic_claim);
   return stats;
 }
 
 UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
-                         const Claim& claim, const Claim& critic_claim,
-                         const std::set<int64_t>* kept_groups, uint64_t seed,
+                         const Claim& claim, const Claim& critic_claim, uint64_t seed,
                          bool proximal_is_current) {
   UpdateStats stats;
   // A data-parallel trainer's update is collective: it runs with no local rows too.
   const bool collective = workers.actor->data_parallel().enabled();
-  const auto [kept, columns] = keep_groups(
-      claim, claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim), kept_groups);
-  for (const auto& row : kept.rows) stats.row_versions.push_back(row.info.version);
-  stats.rows = static_cast<int64_t>(kept.rows.size());
+  const std::vector<ColumnData> columns =
+      claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim);
+  for (const auto& row : claim.rows) stats.row_versions.push_back(row.info.version);
+  stats.rows = static_cast<int64_t>(claim.rows.size());
   if (stats.rows > 0 || collective) {
-    std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
-    if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
-    TrainBatch batch = to_train_batch(kept, columns, token_columns);
+    const TrainBatch batch = actor_batch(workers, claim, columns);
     ActorUpdateOptions update = actor_update_options(config, seed);
     update.proximal_is_current = proximal_is_current;
-    // Always: the correction reads them when set, the mismatch metrics every time.
-    batch.token_columns[columns::kBehaviourLogprobs] =
-        stats.rows > 0 ? packed_column(find_column(columns, rl_columns::kRolloutLogprobs))
-                       : torch::zeros({0});
-    if (workers.schema.with_routing && stats.rows > 0) {
-      batch.token_columns[columns::kBehaviourRoutedExperts] = routed_experts_column(
-          batch, find_column(columns, rl_columns::kRolloutRoutedExperts));
-    }
     stats.actor = workers.actor->update(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }
 
   if (workers.critic) {
-    const auto [critic_rows, critic_columns] =
-        keep_groups(critic_claim,
-                    critic_claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(critic_claim),
-                    kept_groups);
-    if (!critic_rows.rows.empty() || collective) {
+    const std::vector<ColumnData> critic_columns =
+        critic_claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(critic_claim);
+    if (!critic_claim.rows.empty() || collective) {
       const TrainBatch batch =
-          to_train_batch(critic_rows, critic_columns, {rl_columns::kValues, rl_columns::kReturns});
+          to_train_batch(critic_claim, critic_columns, {rl_columns::kValues, rl_columns::kReturns});
       CriticUpdateOptions update;
       update.mini_batch_size = config.train.mini_batch_size;
       update.epochs = config.train.epochs;
@@ -470,22 +424,13 @@ UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& worker
   check_input(!workers.critic, "a streamed update has no critic step", "accumulate_update_stage");
   UpdateStats stats;
   const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);
-  const auto [kept, columns] = keep_groups(claim, dock.get(claim), nullptr);
-  for (const auto& row : kept.rows) stats.row_versions.push_back(row.info.version);
-  stats.rows = static_cast<int64_t>(kept.rows.size());
+  for (const auto& row : claim.rows) stats.row_versions.push_back(row.info.version);
+  stats.rows = static_cast<int64_t>(claim.rows.size());
   if (stats.rows > 0) {
-    std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
-    if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
-    TrainBatch batch = to_train_batch(kept, columns, token_columns);
+    const TrainBatch batch = actor_batch(workers, claim, dock.get(claim));
     ActorUpdateOptions update = actor_update_options(config, seed);
     update.mini_batch_size = 0;  // one step over everything accumulated
     update.proximal_is_current = proximal_is_current;
-    batch.token_columns[columns::kBehaviourLogprobs] =
-        packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
-    if (workers.schema.with_routing) {
-      batch.token_columns[columns::kBehaviourRoutedExperts] = routed_experts_column(
-          batch, find_column(columns, rl_columns::kRolloutRoutedExperts));
-    }
     workers.actor->accumulate(batch, update);
     stats.response_tokens = batch.num_response_tokens();
   }

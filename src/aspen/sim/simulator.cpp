@@ -144,7 +144,6 @@ DockSchema simulation_schema(const SimulationSpec& spec) {
   RlSchemaOptions options;
   options.with_reference = spec.reference;
   options.with_critic = spec.critic;
-  options.with_dispatch = true;
   return make_rl_schema(options);
 }
 
