@@ -1,14 +1,17 @@
 // `aspen report`: the HTML report of a real (tiny) `aspen train` run, rendered by
 // headless Chromium (tools/python/report_render_check.py): every chart of the metrics
 // the run logged is there, the series' lines are drawn (their palette colours cover
-// pixels of the screenshot), and the page logs nothing to the console. A run directory
-// without metrics is refused with a one-line error naming the file.
+// pixels of the screenshot), every chart holds every value of its series in the run's
+// metrics.jsonl (the periodic evals included, which ride on RL iteration lines), each
+// legend's laid-out box lies outside its plot area, and the page logs nothing to the
+// console. A run directory without metrics is refused with a one-line error naming the file.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 #include "support/oracles.h"
+#include "support/report_charts.h"
 #include "support/tiny_run_overrides.h"
 
 namespace aspen {
@@ -53,6 +56,41 @@ TEST(ReportCommand, ChromiumRendersEveryChartOfARealRunWithoutConsoleErrors) {
   EXPECT_GT(seen["palette_pixels"]["#1f77b4"].get<int64_t>(), 2000) << seen.dump();
   EXPECT_GT(seen["palette_pixels"]["#ff7f0e"].get<int64_t>(), 300) << seen.dump();
   EXPECT_EQ(seen["size"], nlohmann::json::array({1200, 2400}));
+
+  // Every value: each chart's series are exactly their key's (x, y) in metrics.jsonl, and
+  // the keys a reader looks for are charted (every bubble and stage the run logged too).
+  const auto lines = testing::metrics_lines(dir + "/metrics.jsonl");
+  const auto charted =
+      testing::expect_charts_hold_every_metrics_value(testing::report_charts(html), lines);
+  std::vector<std::string> expected = {
+      "reward_mean", "accuracy", "eval_accuracy", "response_length_mean", "response_length_max",
+      "kl", "approx_kl", "entropy", "clip_frac", "grad_norm", "rollout_logprob_diff_mean",
+      "rollout_logprob_diff_max", "tokens_per_second", "effective_tps", "nll"};
+  for (const auto& line : lines) {
+    for (const char* group : {"bubbles", "stage_seconds"}) {
+      if (!line.contains(group)) continue;
+      for (const auto& [key, value] : line[group].items()) {
+        if (value.is_number()) expected.push_back(std::string(group) + "/" + key);
+      }
+    }
+  }
+  for (const auto& key : expected) {
+    EXPECT_NE(std::find(charted.begin(), charted.end(), key), charted.end()) << key;
+  }
+  // logging.eval_every=2 of 4 iterations: the eval before RL and after iterations 2 and 4.
+  EXPECT_EQ(testing::metrics_points(lines, "iteration", "eval_accuracy").size(), 3u);
+  EXPECT_NE(html.find(" 3 evaluations,"), std::string::npos);
+
+  // Legends outside the plot area, as laid out by Chromium with its fonts.
+  ASSERT_TRUE(seen["geometry"].is_array()) << seen.dump();
+  ASSERT_EQ(seen["geometry"].size(), titles.size());
+  for (const auto& chart : seen["geometry"]) {
+    const std::vector<double> plot = chart["plot"], legend = chart["legend"];
+    const bool apart = legend[0] >= plot[0] + plot[2] || legend[0] + legend[2] <= plot[0] ||
+                       legend[1] >= plot[1] + plot[3] || legend[1] + legend[3] <= plot[1];
+    EXPECT_TRUE(apart) << chart.dump();
+    EXPECT_GT(legend[2] * legend[3], 0) << chart.dump();
+  }
 }
 
 TEST(ReportCommand, ARunDirectoryWithoutMetricsIsAOneLineError) {
