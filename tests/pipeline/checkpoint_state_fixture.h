@@ -1,7 +1,7 @@
 // A checkpoint's schedule state as the iteration engine writes it ({"evals",
 // "schedule"}; pipeline/checkpoint_state.h): for tests that save and load checkpoints
 // or check the reader's refusals. `samples` marks the state so a test can tell which
-// one it read back.
+// one it read back; `version` must equal the iteration of the checkpoint it goes into.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,13 +10,13 @@
 
 namespace aspen::testing {
 
-inline nlohmann::json example_schedule_state(int64_t samples = 16) {
+inline nlohmann::json example_schedule_state(int64_t samples = 16, int64_t version = 2) {
   PromptSource source(4, 7);
   const std::vector<PromptGroup> drawn = source.next(2);
   source.close(drawn[0].group_id);
   const nlohmann::json engine = {{"prompts", source.state()},
                                  {"pending", {{drawn[1].group_id, drawn[1].example}}},
-                                 {"version", 2},
+                                 {"version", version},
                                  {"samples", samples},
                                  {"trained_tokens", 300},
                                  {"consumed_groups", 1},

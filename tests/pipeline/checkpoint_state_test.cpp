@@ -81,6 +81,35 @@ TEST(CheckpointState, NamesAMissingOrMistypedField) {
   EXPECT_NE(refusal(nlohmann::json::array()).find("state is not an object"), std::string::npos);
 }
 
+TEST(CheckpointState, RefusesAPolicyVersionThatIsNotTheIteration) {
+  // An iteration edited on its own (the policy trained 2 times, the state says 3) once
+  // resumed with the wrong rollout window.
+  nlohmann::json state = valid_state();
+  state["iteration"] = 3;
+  const std::string what = refusal(state);
+  EXPECT_NE(what.find("run/state.json: schedule.schedule.version is 2 but iteration is 3"),
+            std::string::npos)
+      << what;
+}
+
+TEST(CheckpointState, RefusesAnIterationOtherThanItsDirectorys) {
+  // "iteration": 3 in the checkpoint of iteration 2 once failed deep in the resume with
+  // a message that named no file.
+  nlohmann::json state = valid_state();
+  state["iteration"] = 3;
+  state["schedule"]["schedule"]["version"] = 3;
+  try {
+    read_checkpoint_state(state.dump(), "run/iter_000002/state.json", 2);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run/iter_000002/state.json: iteration is 3 but its "
+                                         "directory is the checkpoint of iteration 2"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(read_checkpoint_state(valid_state().dump(), "iter_000002/state.json", 2));
+}
+
 TEST(CheckpointState, RefusesAnUnreadableRngState) {
   nlohmann::json state = valid_state();
   state["schedule"]["schedule"]["prompts"]["rng"] = "not numbers";

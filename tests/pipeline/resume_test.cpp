@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/checkpoint.h"
+#include "aspen/pipeline/checkpoint_manifest.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/util/error.h"
+#include "aspen/util/file.h"
 #include "checkpoint_state_fixture.h"
 #include "tiny_run.h"
 
@@ -140,6 +143,116 @@ TEST(Resume, AsyncEngineContinuesLikeAnUninterruptedRun) {
   }
 }
 
+// The error of resuming `dir`, "" if it resumes.
+std::string resume_error(const TrainConfig& config, const std::string& dir) {
+  RlSetup setup = build_rl_setup(config);
+  try {
+    run_rl(config, setup, RunOptions{dir, /*resume=*/true});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A copy of the finished run `full` in `name`, to be tampered with and resumed.
+std::string copy_of_run(const std::string& full, const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  fs::remove_all(dir);
+  fs::copy(full, dir, fs::copy_options::recursive);
+  fs::remove_all(dir + "/final");
+  fs::remove(dir + "/summary.json");
+  return dir;
+}
+
+void edit_state(const std::string& checkpoint, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json state = nlohmann::json::parse(read_file(checkpoint + "/state.json"));
+  edit(state);
+  write_file_atomic(checkpoint + "/state.json", state.dump(1));
+}
+
+TEST(Resume, RefusesACheckpointThatContradictsItsRunNamingTheFile) {
+  const TrainConfig config =
+      testing::tiny_run_config({"checkpoint.every=2", "checkpoint.keep_last=0"});
+  const std::string full = ::testing::TempDir() + "/aspen_resume_contradicted_full";
+  fs::remove_all(full);
+  {
+    RlSetup setup = build_rl_setup(config);
+    run_rl(config, setup, RunOptions{full});
+  }
+  ASSERT_TRUE(fs::exists(full + "/checkpoints/iter_000004/manifest.json"));
+
+  // A flipped bit in the policy's weights (it once trained on silently).
+  std::string dir = copy_of_run(full, "aspen_resume_flipped");
+  const std::string weights = dir + "/checkpoints/iter_000004/policy/model.safetensors";
+  std::string bytes = read_file(weights);
+  bytes[bytes.size() - 100] ^= 0x40;
+  write_file_atomic(weights, bytes);
+  std::string what = resume_error(config, dir);
+  EXPECT_NE(what.find(weights + ": CRC32C is"), std::string::npos) << what;
+
+  // iteration 10^9 in the newest checkpoint: once skipped every iteration and exported
+  // the checkpoint's weights as the final model, exit 0.
+  dir = copy_of_run(full, "aspen_resume_iteration_1e9");
+  edit_state(dir + "/checkpoints/iter_000004",
+             [](nlohmann::json& s) { s["iteration"] = 1000000000; });
+  what = resume_error(config, dir);
+  EXPECT_NE(what.find(dir + "/checkpoints/iter_000004/state.json: iteration is 1000000000 but its "
+                            "directory is the checkpoint of iteration 4"),
+            std::string::npos)
+      << what;
+  EXPECT_FALSE(fs::exists(dir + "/final"));
+  // ... and the same state consistent with its directory and checksums.
+  const std::string far = dir + "/checkpoints/iter_1000000000";
+  fs::rename(dir + "/checkpoints/iter_000004", far);
+  edit_state(far, [](nlohmann::json& s) { s["schedule"]["schedule"]["version"] = 1000000000; });
+  write_checkpoint_manifest(far);
+  what = resume_error(config, dir);
+  EXPECT_NE(what.find(far + "/state.json: iteration 1000000000 is past the run's end, "
+                            "train.iterations=4"),
+            std::string::npos)
+      << what;
+
+  // iteration 3 in the checkpoint of iteration 2 (once an error that named no file).
+  dir = copy_of_run(full, "aspen_resume_iteration_3");
+  fs::remove_all(dir + "/checkpoints/iter_000004");
+  edit_state(dir + "/checkpoints/iter_000002", [](nlohmann::json& s) { s["iteration"] = 3; });
+  what = resume_error(config, dir);
+  EXPECT_NE(what.find(dir + "/checkpoints/iter_000002/state.json: iteration is 3 but its "
+                            "directory is the checkpoint of iteration 2"),
+            std::string::npos)
+      << what;
+
+  // metrics.jsonl without the line of iteration 2: refused, and left as it was.
+  dir = copy_of_run(full, "aspen_resume_metrics_gap");
+  std::string metrics;
+  for (const std::string& line : [&] {
+         std::vector<std::string> lines;
+         std::ifstream in(dir + "/metrics.jsonl");
+         for (std::string l; std::getline(in, l);) lines.push_back(l);
+         return lines;
+       }()) {
+    if (line.find("\"phase\":\"rl\"") != std::string::npos &&
+        nlohmann::json::parse(line)["iteration"] == 2) {
+      continue;
+    }
+    metrics += line + "\n";
+  }
+  write_file_atomic(dir + "/metrics.jsonl", metrics);
+  what = resume_error(config, dir);
+  EXPECT_NE(what.find(dir + "/metrics.jsonl: line"), std::string::npos) << what;
+  EXPECT_NE(what.find("where the line of iteration 2 should be"), std::string::npos) << what;
+  EXPECT_EQ(read_file(dir + "/metrics.jsonl"), metrics);
+
+  // A checkpoint of an Aspen before manifests resumes (with a warning), exactly.
+  dir = copy_of_run(full, "aspen_resume_no_manifest");
+  fs::remove_all(dir + "/checkpoints/iter_000004");
+  fs::remove(dir + "/checkpoints/iter_000002/manifest.json");
+  EXPECT_EQ(resume_error(config, dir), "");
+  const auto a = load_model_weights(full + "/final");
+  const auto b = load_model_weights(dir + "/final");
+  for (const auto& [name, tensor] : a) EXPECT_TRUE(torch::equal(tensor, b.at(name))) << name;
+}
+
 TEST(Resume, WithoutACheckpointIsAClearError) {
   const TrainConfig config = resume_config();
   const std::string dir = ::testing::TempDir() + "/aspen_resume_none";
@@ -161,7 +274,7 @@ TEST(Checkpoint, KeepsOnlyTheNewestAndIgnoresPartialWrites) {
   RlSetup setup = build_rl_setup(config);
   RlWorkers workers(config, setup);
   for (int64_t i = 1; i <= 3; ++i) {
-    save_checkpoint(dir, i, setup, workers, testing::example_schedule_state(i), 2);
+    save_checkpoint(dir, i, setup, workers, testing::example_schedule_state(i, i), 2);
   }
   EXPECT_FALSE(fs::exists(dir + "/checkpoints/iter_000001"));
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/iter_000002"));

@@ -13,9 +13,11 @@
 #include "aspen/io/model_dir.h"
 #include "aspen/io/safetensors.h"
 #include "aspen/model/expert_parallel_state.h"
+#include "aspen/pipeline/checkpoint_manifest.h"
 #include "aspen/pipeline/checkpoint_state.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
+#include "aspen/util/log.h"
 
 namespace aspen {
 namespace {
@@ -32,6 +34,19 @@ std::string iteration_name(int64_t iteration) {
   char name[32];
   std::snprintf(name, sizeof(name), "%s%06lld", kPrefix, static_cast<long long>(iteration));
   return name;
+}
+
+// N of a complete checkpoint's name "iter_NNNNNN" (zero-padded, at least 6 digits);
+// nothing for any other name.
+std::optional<int64_t> iteration_of_name(const std::string& name) {
+  const std::string digits = name.rfind(kPrefix, 0) == 0
+                                 ? name.substr(std::char_traits<char>::length(kPrefix))
+                                 : std::string();
+  if (digits.size() < 6 || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(digits);
 }
 
 // Complete checkpoints (no .tmp suffix), oldest first.
@@ -151,6 +166,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   }
   const nlohmann::json state = {{"iteration", iteration}, {"schedule", schedule_state}};
   write_file_atomic((tmp / "state.json").string(), state.dump(1));
+  // Last: the checksums of everything above (every EP rank's share included).
+  write_checkpoint_manifest(tmp.string());
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);
 
@@ -174,7 +191,18 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup) {
   const fs::path root(dir);
   const std::string state_path = (root / "state.json").string();
   check_input(fs::exists(state_path), "not a checkpoint (no state.json)", dir);
-  CheckpointState state = read_checkpoint_state(read_file(state_path), state_path);
+  // state.json's own checks first (its iteration against the directory's name among
+  // them): they say what is wrong with a hand-edited state, where the checksum below
+  // would only say that it changed.
+  CheckpointState state = read_checkpoint_state(read_file(state_path), state_path,
+                                                iteration_of_name(root.filename().string()));
+  // Every file is checked before a tensor is read. A checkpoint of an Aspen that wrote
+  // no manifest still resumes (as the legacy optimizer formats do), with a warning:
+  // refusing it would strand the runs started before the upgrade.
+  if (!verify_checkpoint_manifest(dir)) {
+    log_warn("checkpoint ", dir, " has no ", kCheckpointManifest,
+             " (written before Aspen recorded checksums): its files load unverified");
+  }
   loaded.iteration = state.iteration;
   loaded.schedule_state = std::move(state.schedule);
   setup.model->load_state(load_model_weights((root / "policy").string()),

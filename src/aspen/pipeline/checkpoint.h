@@ -15,6 +15,8 @@
 //   critic_optimizer.safetensors  (ppo)
 //   state.json               {"iteration": N, "schedule": {...}}: prompt order and
 //                            RNG, policy version, counters, KL controller, evals
+//   manifest.json            written last: size and CRC32C of every file above
+//                            (pipeline/checkpoint_manifest.h)
 // A checkpoint is written to iter_NNNNNN.tmp and renamed into place, so a run killed
 // while saving leaves the previous checkpoint intact; only keep_last are kept.
 // RNG streams that are not saved are counter-based (sampling seeds derive from the
@@ -25,6 +27,9 @@
 // critic_optimizer.pt, torch archives) still resume, with the same parameters.
 // Fault injection for tests: ASPEN_FAULT_CHECKPOINT_DELAY_MS=M pauses M ms halfway
 // through every checkpoint write.
+// Loading checks state.json in full (checkpoint_state.h), its iteration against the
+// directory's name, and every file against manifest.json before a tensor is read; a
+// checkpoint without a manifest (Aspen before checksums) loads with a warning.
 // Errors: aspen::Error naming the file. Thread safety: call from the trainer thread.
 #pragma once
 

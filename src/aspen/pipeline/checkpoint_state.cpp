@@ -78,16 +78,31 @@ void check_engine(const nlohmann::json& engine, const std::string& source) {
 
 }  // namespace
 
-CheckpointState read_checkpoint_state(std::string_view text, const std::string& source) {
+CheckpointState read_checkpoint_state(std::string_view text, const std::string& source,
+                                      std::optional<int64_t> directory_iteration) {
   const nlohmann::json state = parse_json_bounded(text, source, kStateDepth);
   CheckpointState parsed;
   parsed.iteration = count_field(state, "iteration", "state", source, 1);
+  check_input(!directory_iteration || *directory_iteration == parsed.iteration,
+              "iteration is " + std::to_string(parsed.iteration) +
+                  " but its directory is the checkpoint of iteration " +
+                  std::to_string(directory_iteration.value_or(0)),
+              source, "state.json was edited or copied from another checkpoint");
   const nlohmann::json& schedule = field(state, "schedule", "state", source);
   const nlohmann::json& evals = field(schedule, "evals", "schedule", source);
   for (const char* key : {"initial", "before", "after"}) {
     number_field(evals, key, "schedule.evals", source, 0.0, 1.0);
   }
-  check_engine(field(schedule, "schedule", "schedule", source), source);
+  const nlohmann::json& engine = field(schedule, "schedule", "schedule", source);
+  check_engine(engine, source);
+  // Every iteration trains the policy once (a step with no batch included), so the
+  // policy version is the number of iterations done: a state that says otherwise was
+  // edited, and would resume with the wrong rollout window.
+  check_input(engine.at("version").get<int64_t>() == parsed.iteration,
+              "schedule.schedule.version is " + engine.at("version").dump() + " but iteration is " +
+                  std::to_string(parsed.iteration) +
+                  " (the policy version counts the iterations trained)",
+              source);
   parsed.schedule = schedule;
   return parsed;
 }

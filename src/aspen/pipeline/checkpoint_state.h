@@ -8,7 +8,8 @@
 //   ENGINE, as IterationEngine::state() writes it:
 //     {"prompts": PROMPTS (PromptSource::check_state),
 //      "pending": [[group_id, example], ...]   groups admitted, not trained
-//      "version", "samples", "trained_tokens": integers >= 0,
+//      "version", "samples", "trained_tokens": integers >= 0, version == N
+//                                              (one policy update per iteration),
 //      "consumed_groups", "refilled_groups":   integers >= 0, both or neither
 //                                              (neither: written before the engine),
 //      "kl_reward_coef": finite >= 0}
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,10 @@ struct CheckpointState {
   nlohmann::json schedule;  // {"evals": ..., "schedule": ENGINE}, checked
 };
 
-CheckpointState read_checkpoint_state(std::string_view text, const std::string& source);
+// `directory_iteration`: the N of the checkpoint directory iter_NNNNNN that holds the
+// file, which "iteration" must equal (checked first: the clearest word on a state
+// edited or copied from another checkpoint).
+CheckpointState read_checkpoint_state(std::string_view text, const std::string& source,
+                                      std::optional<int64_t> directory_iteration = std::nullopt);
 
 }  // namespace aspen

@@ -19,6 +19,7 @@
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/console_progress.h"
 #include "aspen/pipeline/pass_at_k.h"
+#include "aspen/pipeline/resume_check.h"
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
@@ -255,6 +256,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     check_input(latest.has_value(), "no checkpoint to resume from", options.out_dir,
                 "checkpoints are written every checkpoint.every iterations");
     checkpoint = load_checkpoint(*latest, setup);
+    // Before anything is rewritten: a state that contradicts the run is refused.
+    check_checkpoint_against_run(checkpoint->iteration, checkpoint->schedule_state,
+                                 (fs::path(checkpoint->dir) / "state.json").string(), config,
+                                 static_cast<int64_t>(setup.train_examples.size()), metrics_path);
     evals = checkpoint->schedule_state.at("evals");
     if (world) world->barrier();  // all have read it before rank 0 rewrites the metrics
     if (writer) cut_metrics(metrics_path, checkpoint->iteration);
