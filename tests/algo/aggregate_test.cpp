@@ -86,14 +86,5 @@ TEST(Aggregate, EmptySequenceContributesZeroAndEmptyBatchIsZero) {
   EXPECT_EQ(scalar(aggregate(torch::zeros({0}, torch::kDouble), empty, AggOptions{})), 0.0);
 }
 
-TEST(Aggregate, ParsesVerlNames) {
-  for (AggMode m : {AggMode::kTokenMean, AggMode::kSeqMeanTokenMean, AggMode::kSeqMeanTokenSum,
-                    AggMode::kSeqMeanTokenSumNorm}) {
-    EXPECT_EQ(parse_agg_mode(agg_mode_name(m)), m);
-  }
-  EXPECT_EQ(parse_agg_mode("seq-mean-token-mean"), AggMode::kSeqMeanTokenMean);
-  EXPECT_THROW(parse_agg_mode("mean"), Error);
-}
-
 }  // namespace
 }  // namespace aspen

@@ -47,15 +47,7 @@ TEST(KlPenalty, K3GradientWithRespectToLogprobs) {
   expect_values(lp.grad(), {1 - std::exp(-0.5), 1 - std::exp(1.0), 0}, 1e-12);
 }
 
-TEST(KlPenalty, ParsesVerlNames) {
-  EXPECT_EQ(parse_kl_estimator("kl"), KlEstimator::kK1);
-  EXPECT_EQ(parse_kl_estimator("k1"), KlEstimator::kK1);
-  EXPECT_EQ(parse_kl_estimator("abs"), KlEstimator::kAbs);
-  EXPECT_EQ(parse_kl_estimator("mse"), KlEstimator::kK2);
-  EXPECT_EQ(parse_kl_estimator("k2"), KlEstimator::kK2);
-  EXPECT_EQ(parse_kl_estimator("low_var_kl"), KlEstimator::kK3);
-  EXPECT_EQ(parse_kl_estimator("k3"), KlEstimator::kK3);
-  EXPECT_THROW(parse_kl_estimator("full"), Error);
+TEST(KlPenalty, RefusesMismatchedShapes) {
   EXPECT_THROW(kl_penalty(dvec({1, 2}), dvec({1}), KlEstimator::kK1), Error);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "aspen/pipeline/train_config.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -26,28 +27,6 @@ GroupShape group(int64_t n, int64_t prompt_tokens, int64_t max_tokens) {
   g.prompt_tokens = prompt_tokens;
   g.max_tokens = max_tokens;
   return g;
-}
-
-TEST(DispatchPolicy, ParsesTheThreeNamesAndRejectsOthers) {
-  EXPECT_EQ(parse_dispatch_policy("round_robin"), DispatchPolicyKind::kRoundRobin);
-  EXPECT_EQ(parse_dispatch_policy("least_requests"), DispatchPolicyKind::kLeastRequests);
-  EXPECT_EQ(parse_dispatch_policy("queue_aware"), DispatchPolicyKind::kQueueAware);
-  for (auto kind : {DispatchPolicyKind::kRoundRobin, DispatchPolicyKind::kLeastRequests,
-                    DispatchPolicyKind::kQueueAware}) {
-    EXPECT_EQ(parse_dispatch_policy(dispatch_policy_name(kind)), kind);
-  }
-  try {
-    parse_dispatch_policy("fastest");
-    FAIL() << "expected aspen::Error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.input(), "pipeline.dispatch");
-    EXPECT_NE(e.problem().find("fastest"), std::string::npos);
-    for (const char* choice : {"round_robin", "least_requests", "queue_aware"}) {
-      EXPECT_NE(e.hint().find(choice), std::string::npos) << choice;
-    }
-  }
-  EXPECT_THROW(parse_dispatch_policy(""), Error);
-  EXPECT_THROW(parse_dispatch_policy("Round_Robin"), Error);
 }
 
 TEST(DispatchRoundRobin, CyclesInOrderIgnoringLoad) {
@@ -106,7 +85,7 @@ TEST(DispatchBackToBack, GroupsFromOneSnapshotSpreadOverIdleInstances) {
       dispatcher.on_dispatched(chosen, g);
       order.push_back(chosen);
     }
-    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 0})) << dispatch_policy_name(kind);
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 0})) << name_of(kind);
     EXPECT_EQ(dispatcher.own_outstanding(0), 8);
     EXPECT_EQ(dispatcher.own_outstanding(1), 4);
   }

@@ -90,6 +90,41 @@ TEST(TrainConfig, PipelineEnumsAreParsedOnceAndWrittenBackAsSpelled) {
   EXPECT_EQ(json["pipeline"]["on_instance_failure"], "stop");
 }
 
+// The config's field table is the one place these spellings live (verl's, for the
+// algorithm's): every one parses to its value, anything else names the key.
+TEST(TrainConfig, EnumSpellingsParseToTheirValuesAndOthersNameTheKey) {
+  const auto parsed = [](const std::string& yaml) {
+    Config config = Config::parse(yaml, "run.yaml");
+    return parse_train_config(config);
+  };
+  const std::vector<std::pair<std::string, KlEstimator>> kl = {
+      {"kl", KlEstimator::kK1},  {"k1", KlEstimator::kK1},         {"abs", KlEstimator::kAbs},
+      {"mse", KlEstimator::kK2}, {"k2", KlEstimator::kK2},         {"low_var_kl", KlEstimator::kK3},
+      {"k3", KlEstimator::kK3}};
+  for (const auto& [spelling, value] : kl) {
+    EXPECT_EQ(parsed("algorithm:\n  kl_estimator: " + spelling + "\n").algorithm.kl_estimator,
+              value)
+        << spelling;
+  }
+  for (AggMode m : {AggMode::kTokenMean, AggMode::kSeqMeanTokenMean, AggMode::kSeqMeanTokenSum,
+                    AggMode::kSeqMeanTokenSumNorm}) {
+    const std::string yaml = "algorithm:\n  loss_agg: " + std::string(name_of(m)) + "\n";
+    EXPECT_EQ(parsed(yaml).algorithm.loss_agg, m) << name_of(m);
+  }
+  EXPECT_EQ(parsed("train:\n  schedule: cosine\n").train.schedule, LrScheduleKind::kCosine);
+  for (DispatchPolicyKind kind : {DispatchPolicyKind::kRoundRobin,
+                                  DispatchPolicyKind::kLeastRequests,
+                                  DispatchPolicyKind::kQueueAware}) {
+    const std::string yaml = std::string("pipeline:\n  dispatch: ") + name_of(kind) + "\n";
+    EXPECT_EQ(parsed(yaml).pipeline.dispatch, kind) << name_of(kind);
+  }
+  expect_error_at("algorithm:\n  kl_estimator: full\n", "run.yaml: algorithm.kl_estimator");
+  expect_error_at("algorithm:\n  loss_agg: mean\n", "run.yaml: algorithm.loss_agg");
+  expect_error_at("train:\n  schedule: linear\n", "run.yaml: train.schedule");
+  expect_error_at("pipeline:\n  dispatch: fastest\n", "run.yaml: pipeline.dispatch");
+  expect_error_at("pipeline:\n  dispatch: Round_Robin\n", "run.yaml: pipeline.dispatch");
+}
+
 TEST(TrainConfig, DevicesAreParsedOnceAndWrittenBackAsTheyWereSpelled) {
   Config config = Config::parse("train:\n  device: cuda:1\nrollout:\n  device: cuda\n", "run.yaml");
   const TrainConfig parsed = parse_train_config(config);

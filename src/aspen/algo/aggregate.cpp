@@ -8,16 +8,6 @@
 
 namespace aspen {
 
-AggMode parse_agg_mode(const std::string& name) {
-  if (name == "token-mean") return AggMode::kTokenMean;
-  if (name == "seq-mean-token-mean") return AggMode::kSeqMeanTokenMean;
-  if (name == "seq-mean-token-sum") return AggMode::kSeqMeanTokenSum;
-  if (name == "seq-mean-token-sum-norm") return AggMode::kSeqMeanTokenSumNorm;
-  throw Error("unknown loss aggregation mode '" + name + "'", "loss_agg_mode",
-              "use token-mean, seq-mean-token-mean, seq-mean-token-sum or "
-              "seq-mean-token-sum-norm");
-}
-
 std::string agg_mode_name(AggMode mode) {
   switch (mode) {
     case AggMode::kTokenMean:

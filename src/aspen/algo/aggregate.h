@@ -33,8 +33,7 @@ namespace aspen {
 
 enum class AggMode { kTokenMean, kSeqMeanTokenMean, kSeqMeanTokenSum, kSeqMeanTokenSumNorm };
 
-// Throws aspen::Error naming the valid modes for an unknown name.
-AggMode parse_agg_mode(const std::string& name);
+// verl's spelling of `mode` (the config's spellings: pipeline/train_config_fields.h).
 std::string agg_mode_name(AggMode mode);
 
 struct AggOptions {

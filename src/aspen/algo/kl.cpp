@@ -6,15 +6,6 @@
 
 namespace aspen {
 
-KlEstimator parse_kl_estimator(const std::string& name) {
-  if (name == "kl" || name == "k1") return KlEstimator::kK1;
-  if (name == "abs") return KlEstimator::kAbs;
-  if (name == "mse" || name == "k2") return KlEstimator::kK2;
-  if (name == "low_var_kl" || name == "k3") return KlEstimator::kK3;
-  throw Error("unknown KL estimator '" + name + "'", "kl_penalty",
-              "use kl/k1, abs, mse/k2 or low_var_kl/k3");
-}
-
 torch::Tensor kl_penalty(const torch::Tensor& logprobs, const torch::Tensor& ref_logprobs,
                          KlEstimator estimator) {
   check_input(

@@ -27,9 +27,6 @@ namespace aspen {
 
 enum class KlEstimator { kK1, kAbs, kK2, kK3 };
 
-// Throws aspen::Error listing the valid names for an unknown one.
-KlEstimator parse_kl_estimator(const std::string& name);
-
 // [T] per-token estimate; differentiable w.r.t. logprobs (and ref_logprobs).
 torch::Tensor kl_penalty(const torch::Tensor& logprobs, const torch::Tensor& ref_logprobs,
                          KlEstimator estimator);

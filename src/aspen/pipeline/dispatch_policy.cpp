@@ -7,26 +7,6 @@
 
 namespace aspen {
 
-DispatchPolicyKind parse_dispatch_policy(const std::string& name) {
-  if (name == "round_robin") return DispatchPolicyKind::kRoundRobin;
-  if (name == "least_requests") return DispatchPolicyKind::kLeastRequests;
-  if (name == "queue_aware") return DispatchPolicyKind::kQueueAware;
-  throw Error("unknown dispatch policy '" + name + "'", "pipeline.dispatch",
-              "choose one of: round_robin, least_requests, queue_aware");
-}
-
-std::string dispatch_policy_name(DispatchPolicyKind kind) {
-  switch (kind) {
-    case DispatchPolicyKind::kRoundRobin:
-      return "round_robin";
-    case DispatchPolicyKind::kLeastRequests:
-      return "least_requests";
-    case DispatchPolicyKind::kQueueAware:
-      return "queue_aware";
-  }
-  return "unknown";
-}
-
 Dispatcher::Dispatcher(DispatchPolicyKind kind, int num_instances) : kind_(kind) {
   check_input(num_instances >= 1,
               "number of rollout instances must be >= 1, got " + std::to_string(num_instances),

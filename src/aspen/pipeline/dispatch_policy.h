@@ -44,9 +44,8 @@ namespace aspen {
 
 enum class DispatchPolicyKind { kRoundRobin, kLeastRequests, kQueueAware };
 
-// "round_robin" | "least_requests" | "queue_aware"; anything else throws aspen::Error.
-DispatchPolicyKind parse_dispatch_policy(const std::string& name);
-std::string dispatch_policy_name(DispatchPolicyKind kind);
+// Spelled in the config as round_robin, least_requests, queue_aware
+// (pipeline/train_config_fields.h).
 
 // One prompt group as the dispatcher sees it.
 struct GroupShape {

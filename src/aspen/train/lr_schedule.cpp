@@ -10,13 +10,6 @@ namespace {
 const double kPi = std::acos(-1.0);
 }  // namespace
 
-LrScheduleKind parse_lr_schedule(const std::string& name) {
-  if (name == "constant") return LrScheduleKind::kConstant;
-  if (name == "cosine") return LrScheduleKind::kCosine;
-  throw Error("unknown learning-rate schedule '" + name + "'", "lr_schedule",
-              "use constant or cosine");
-}
-
 void LrScheduleOptions::validate() const {
   check_input(warmup_steps >= 0, "must be >= 0", "lr_schedule.warmup_steps");
   check_input(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "must be in [0, 1]",

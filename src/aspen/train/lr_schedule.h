@@ -17,9 +17,6 @@ namespace aspen {
 
 enum class LrScheduleKind { kConstant, kCosine };
 
-// "constant" | "cosine"; aspen::Error otherwise.
-LrScheduleKind parse_lr_schedule(const std::string& name);
-
 struct LrScheduleOptions {
   LrScheduleKind kind = LrScheduleKind::kConstant;
   int64_t warmup_steps = 0;    // >= 0
