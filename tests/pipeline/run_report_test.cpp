@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 
 std::string scratch_run_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(::testing::TempDir()) / ("aspen_run_report_" + std::string(info->name()));
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("aspen_run_report_" + std::string(info->name()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -57,9 +58,9 @@ TEST(RunReport, EveryChartHoldsEveryValueOfItsSeriesInMetricsJsonl) {
   const auto charted = testing::expect_charts_hold_every_metrics_value(
       testing::report_charts(render_run_report(dir)),
       testing::metrics_lines(dir + "/metrics.jsonl"));
-  for (const char* key :
-       {"reward_mean", "accuracy", "eval_accuracy", "grad_norm", "bubbles/rollout_idle",
-        "bubbles/trainer_idle", "bubbles/skewness", "stage_seconds/update", "stage_seconds/wait", "nll"}) {
+  for (const char* key : {"reward_mean", "accuracy", "eval_accuracy", "grad_norm",
+                          "bubbles/rollout_idle", "bubbles/trainer_idle", "bubbles/skewness",
+                          "stage_seconds/update", "stage_seconds/wait", "nll"}) {
     EXPECT_NE(std::find(charted.begin(), charted.end(), key), charted.end()) << key;
   }
 }

@@ -38,7 +38,8 @@ inline std::string report_attribute(const std::string& tag, const std::string& n
   const std::pair<const char*, const char*> escapes[] = {
       {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
   for (const auto& [escaped, plain] : escapes) {
-    for (size_t at = value.find(escaped); at != std::string::npos; at = value.find(escaped, at + 1)) {
+    for (size_t at = value.find(escaped); at != std::string::npos;
+         at = value.find(escaped, at + 1)) {
       value.replace(at, std::string(escaped).size(), plain);
     }
   }
@@ -52,14 +53,17 @@ inline std::vector<ReportChart> report_charts(const std::string& html) {
        at = html.find("<svg class=\"chart\"", at + 1)) {
     const std::string svg = html.substr(at, html.find("</svg>", at) - at);
     const std::string open = svg.substr(0, svg.find('>'));
-    ReportChart chart{report_attribute(open, "aria-label"), report_attribute(open, "data-x-source"), {}};
+    ReportChart chart{
+        report_attribute(open, "aria-label"), report_attribute(open, "data-x-source"), {}};
     for (size_t g = svg.find("<g class=\"series\""); g != std::string::npos;
          g = svg.find("<g class=\"series\"", g + 1)) {
       const std::string group = svg.substr(g, svg.find("</g>", g) - g);
       const std::string group_open = group.substr(0, group.find('>'));
       ReportSeries series{report_attribute(group_open, "data-name"),
-                          report_attribute(group_open, "data-source"), {}};
-      for (size_t c = group.find("<circle"); c != std::string::npos; c = group.find("<circle", c + 1)) {
+                          report_attribute(group_open, "data-source"),
+                          {}};
+      for (size_t c = group.find("<circle"); c != std::string::npos;
+           c = group.find("<circle", c + 1)) {
         const std::string circle = group.substr(c, group.find('>', c) - c);
         series.points.push_back({std::strtod(report_attribute(circle, "data-x").c_str(), nullptr),
                                  std::strtod(report_attribute(circle, "data-y").c_str(), nullptr)});
@@ -97,8 +101,8 @@ inline const nlohmann::json* metrics_number(const nlohmann::json& line, const st
 
 // Every (x, y) of the lines with a number at both `x_key` and `y_path`, in file order:
 // what a chart of that series must show, wherever in the file the values sit.
-inline ChartPoints metrics_points(const std::vector<nlohmann::json>& lines, const std::string& x_key,
-                                  const std::string& y_path) {
+inline ChartPoints metrics_points(const std::vector<nlohmann::json>& lines,
+                                  const std::string& x_key, const std::string& y_path) {
   ChartPoints points;
   for (const nlohmann::json& line : lines) {
     const nlohmann::json* x = metrics_number(line, x_key);

@@ -65,7 +65,8 @@ TEST(SvgChart, EachPointCarriesItsExactValueAndEachSeriesItsSource) {
   ChartSpec spec;
   spec.title = "exact";
   spec.x_source = "iteration";
-  const testing::ChartPoints points = {{1, 0.1}, {2, 1.0 / 3.0}, {3, 1e-300}, {4, 123456789.123456789}};
+  const testing::ChartPoints points = {
+      {1, 0.1}, {2, 1.0 / 3.0}, {3, 1e-300}, {4, 123456789.123456789}};
   spec.series.push_back({"thirds", points, "bubbles/rollout_idle"});
   const auto charts = testing::report_charts(render_svg_chart(spec));
   ASSERT_EQ(charts.size(), 1u);
@@ -90,13 +91,15 @@ TEST(SvgChart, TheLegendLiesBelowThePlotAreaAndTheChartGrowsToHoldIt) {
   ChartSpec spec;
   spec.title = "bubbles";
   for (int s = 0; s < 10; ++s) {
-    spec.series.push_back({"a rather long bubble name " + std::to_string(s), {{0, 1.0 * s}, {1, 0.5}}});
+    spec.series.push_back(
+        {"a rather long bubble name " + std::to_string(s), {{0, 1.0 * s}, {1, 0.5}}});
   }
   const std::string svg = render_svg_chart(spec);
   const std::string plot = svg.substr(svg.find("<rect class=\"plot-area\""));
   const std::string plot_rect = plot.substr(0, plot.find('>'));
-  const double plot_bottom = std::strtod(testing::report_attribute(plot_rect, "y").c_str(), nullptr) +
-                             std::strtod(testing::report_attribute(plot_rect, "height").c_str(), nullptr);
+  const double plot_bottom =
+      std::strtod(testing::report_attribute(plot_rect, "y").c_str(), nullptr) +
+      std::strtod(testing::report_attribute(plot_rect, "height").c_str(), nullptr);
   ASSERT_GT(plot_bottom, 100);
   const std::string legend = svg.substr(svg.find("<g class=\"legend\""));
   const auto swatch_tops = attribute_values(legend, "<rect", "y");
@@ -110,7 +113,8 @@ TEST(SvgChart, TheLegendLiesBelowThePlotAreaAndTheChartGrowsToHoldIt) {
   // The long names wrap onto several rows, and the SVG is tall enough for the last one.
   EXPECT_GT(*std::max_element(swatch_tops.begin(), swatch_tops.end()),
             *std::min_element(swatch_tops.begin(), swatch_tops.end()));
-  const double height = std::stod(testing::report_attribute(svg.substr(0, svg.find('>')), "height"));
+  const double height =
+      std::stod(testing::report_attribute(svg.substr(0, svg.find('>')), "height"));
   EXPECT_GE(height, *std::max_element(text_baselines.begin(), text_baselines.end()) + 3);
   // The plot area keeps the size it has with a one-row legend.
   ChartSpec one = spec;

@@ -137,7 +137,9 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   charts.push_back(rl_chart(metrics, "Clip fraction", {{"clip_frac", "clip_frac"}}));
   charts.push_back(rl_chart(metrics, "Grad norm", {{"grad_norm", "grad_norm"}}));
   std::vector<std::pair<std::string, std::string>> bubbles;
-  for (const auto& key : numeric_keys(metrics.lines, "bubbles")) bubbles.push_back({"bubbles/" + key, key});
+  for (const auto& key : numeric_keys(metrics.lines, "bubbles")) {
+    bubbles.push_back({"bubbles/" + key, key});
+  }
   charts.push_back(rl_chart(metrics, "Bubbles (fraction of the iteration)", bubbles));
   std::vector<std::pair<std::string, std::string>> stages;
   for (const auto& key : numeric_keys(metrics.lines, "stage_seconds")) {
