@@ -15,6 +15,7 @@
 #include "aspen/dock/warehouse_protocol.h"
 #include "aspen/dock/zmq_transport.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 #include "bench/worker_process.h"
 
 namespace aspen {
@@ -97,7 +98,7 @@ nlohmann::json run_one(const DockBenchOptions& options, const std::string& mode,
       if (w.consumer) expect_line(w, "done");
     }
     const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        seconds_since(start);
     for (Worker& w : workers) {
       if (!w.consumer) expect_line(w, "done");
     }

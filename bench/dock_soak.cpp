@@ -16,6 +16,7 @@
 #include "aspen/dock/controller_protocol.h"
 #include "aspen/dock/warehouse_protocol.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 #include "bench/dock_soak_ledger.h"
 #include "bench/worker_process.h"
 
@@ -23,10 +24,6 @@ namespace aspen {
 namespace {
 
 using SoakClock = std::chrono::steady_clock;
-
-double soak_seconds_since(SoakClock::time_point start) {
-  return std::chrono::duration<double>(SoakClock::now() - start).count();
-}
 
 struct SoakWorker {
   WorkerProcess process;
@@ -263,7 +260,7 @@ void SoakDriver::pump(int timeout_ms) {
                                          : "signal " + std::to_string(WTERMSIG(status))),
                   "dock soak", "its error is on stderr above");
     }
-    if (!worker.ready && soak_seconds_since(worker.spawned) > 120) {
+    if (!worker.ready && seconds_since(worker.spawned) > 120) {
       throw Error("a worker did not start within 120 s", "dock soak");
     }
   }
@@ -273,7 +270,7 @@ template <typename Done>
 void SoakDriver::pump_until(Done done, double timeout_s, const std::string& what) {
   const auto start = SoakClock::now();
   while (!done()) {
-    if (soak_seconds_since(start) > timeout_s) {
+    if (seconds_since(start) > timeout_s) {
       throw Error(what + " did not happen within " + std::to_string(timeout_s) + " s",
                   "dock soak", "live rows: " + std::to_string(controller_count("live_rows")));
     }
@@ -359,9 +356,9 @@ nlohmann::json SoakDriver::run() {
   std::exponential_distribution<double> interval(1.0 / options_.kill_every_s);
   double next_kill = interval(rng);
   double next_progress = 30;
-  while (soak_seconds_since(start) < options_.soak_s) {
+  while (seconds_since(start) < options_.soak_s) {
     pump(20);
-    const double now = soak_seconds_since(start);
+    const double now = seconds_since(start);
     if (now >= next_kill && kill_one(rng)) next_kill = now + interval(rng);
     if (now >= next_progress) {
       std::cerr << "dock soak: " << static_cast<int>(now) << " s, "
@@ -370,7 +367,7 @@ nlohmann::json SoakDriver::run() {
       next_progress += 30;
     }
   }
-  const double soak_elapsed = soak_seconds_since(start);
+  const double soak_elapsed = seconds_since(start);
 
   // Stop producing, then drain: every row not lost is consumed by every consumer.
   for (auto& w : workers_) {
@@ -412,10 +409,10 @@ nlohmann::json SoakDriver::run() {
   }
   // A killed consumer's lease ends by lease_s; none may outlive that.
   const auto grace = SoakClock::now();
-  while (controller_count("open_leases") > 0 && soak_seconds_since(grace) < options_.lease_s + 5) {
+  while (controller_count("open_leases") > 0 && seconds_since(grace) < options_.lease_s + 5) {
     pump(50);
   }
-  const double drain_elapsed = soak_seconds_since(start);
+  const double drain_elapsed = seconds_since(start);
 
   std::vector<std::string> violations;
   nlohmann::json warehouses = check_warehouses(violations);

@@ -20,6 +20,7 @@
 #include "aspen/train/actor.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
@@ -205,7 +206,7 @@ void run_dp_bench_worker(const DpBenchOptions& options, int threads, const std::
   for (int64_t i = 0; i < options.updates; ++i) tokens += actor.update(local, update).tokens;
   if (group) group->barrier();  // the slowest rank ends the measurement
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      seconds_since(start);
   if (rank != 0) return;
   nlohmann::json result = {{"tokens_per_s", static_cast<double>(tokens) / seconds},
                            {"seconds", seconds},

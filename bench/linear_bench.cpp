@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "aspen/kernels/small_batch_linear.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
@@ -35,7 +36,7 @@ double median_seconds(const std::function<void()>& call, double repeat_seconds) 
     do {
       call();
       ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      elapsed = seconds_since(start);
     } while (elapsed < repeat_seconds);
     per_call.push_back(elapsed / static_cast<double>(calls));
   }

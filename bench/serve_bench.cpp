@@ -15,6 +15,7 @@
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/serve/openai_server.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
@@ -64,7 +65,7 @@ PhaseResult run_phase(int port, int clients, int count, int max_tokens) {
                                      {"ignore_eos", true}};
         const auto sent = Clock::now();
         const auto response = client.Post("/v1/completions", body.dump(), "application/json");
-        result.latencies[i] = std::chrono::duration<double>(Clock::now() - sent).count();
+        result.latencies[i] = seconds_since(sent);
         if (!response || response->status != 200) {
           std::lock_guard<std::mutex> lock(failure_mutex);
           failed = true;
@@ -77,7 +78,7 @@ PhaseResult run_phase(int port, int clients, int count, int max_tokens) {
   }
   for (auto& thread : threads) thread.join();
   check_input(!failed, "a benchmark request failed: " + failure, "aspen bench serve");
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.seconds = seconds_since(start);
   for (int64_t t : tokens) result.tokens += t;
   return result;
 }

@@ -12,6 +12,7 @@
 #include "aspen/rollout/engine.h"
 #include "aspen/tokenizer/bpe_trainer.h"
 #include "aspen/util/log.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -81,7 +82,7 @@ int run_demo() {
               << " finish=" << finish_reason_name(c.finish_reason) << "\n";
   }
   const auto& stats = engine.stats();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = seconds_since(start);
   std::cout << "demo: " << completions.size() << " completions, " << stats.generated_tokens
             << " tokens in " << stats.steps << " engine steps; group prompts computed once ("
             << stats.forks << " forks); " << seconds << " s in all\n";

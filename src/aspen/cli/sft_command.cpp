@@ -19,6 +19,7 @@
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/train_config.h"
 #include "aspen/util/file.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -36,7 +37,11 @@ int run_sft_command(const SftCommandOptions& options) {
   const TrainConfig train_config = parse_train_config(config);
   check_input(train_config.train.sft_steps > 0, "must be > 0 for aspen sft", "train.sft_steps");
   namespace fs = std::filesystem;
-  fs::create_directories(options.out_dir);
+  // Every output before any work (util/file.h): the run directory and its files.
+  check_output_directory(options.out_dir, "--out");
+  for (const char* file : {"metrics.jsonl", "config.json", "summary.json"}) {
+    check_output_file((fs::path(options.out_dir) / file).string(), std::string("--out's ") + file);
+  }
   std::ofstream metrics((fs::path(options.out_dir) / "metrics.jsonl").string(), std::ios::trunc);
   // The configuration as run, as aspen train writes it.
   write_file_atomic((fs::path(options.out_dir) / "config.json").string(),
@@ -51,7 +56,7 @@ int run_sft_command(const SftCommandOptions& options) {
   const std::string final_dir = (fs::path(options.out_dir) / "final").string();
   export_policy(setup, final_dir);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      seconds_since(start);
   const nlohmann::json summary = {{"eval_accuracy_before_sft", before},
                                   {"eval_accuracy_after_sft", after},
                                   {"steps", train_config.train.sft_steps},

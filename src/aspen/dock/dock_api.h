@@ -71,6 +71,13 @@ struct Claim {
   int64_t pending_required_rows = 0;
   int64_t ready_rows_left = 0;
   bool empty() const { return rows.empty(); }
+  // The claimed rows' ids, in claim order.
+  std::vector<RowId> row_ids() const {
+    std::vector<RowId> ids;
+    ids.reserve(rows.size());
+    for (const ClaimedRow& row : rows) ids.push_back(row.id);
+    return ids;
+  }
 };
 
 // A row every consumer has consumed: its data may be freed where it lives.

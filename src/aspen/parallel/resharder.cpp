@@ -4,6 +4,7 @@
 
 #include "aspen/parallel/shard_assembly.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
@@ -82,7 +83,7 @@ std::shared_ptr<const WeightSet> Resharder::reshard(
   weights->tp_rank = placement_.tp_rank;
   weights->tp_size = plan_.infer_tp;
   stats_.bytes_published = weights->bytes();
-  stats_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  stats_.seconds = seconds_since(start);
   return weights;
 }
 

@@ -127,13 +127,23 @@ torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& c
   return rows.empty() ? torch::zeros({0, 0}, torch::kInt32) : torch::cat(rows);
 }
 
-std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch) {
-  const std::vector<int64_t> offsets = batch.response_offsets();
+std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed,
+                                         const std::vector<int64_t>& lengths) {
   std::vector<torch::Tensor> rows;
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
-    rows.push_back(packed.narrow(0, offsets[b], offsets[b + 1] - offsets[b]).clone());
+  rows.reserve(lengths.size());
+  int64_t offset = 0;
+  for (int64_t length : lengths) {
+    rows.push_back(packed.narrow(0, offset, length).to(torch::kFloat32).clone());
+    offset += length;
   }
   return rows;
+}
+
+std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch) {
+  const std::vector<int64_t> offsets = batch.response_offsets();
+  std::vector<int64_t> lengths;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) lengths.push_back(offsets[b + 1] - offsets[b]);
+  return split_per_row(packed, lengths);
 }
 
 }  // namespace aspen

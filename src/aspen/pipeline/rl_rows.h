@@ -96,7 +96,11 @@ torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& c
 // The column `name` among `columns`; aspen::Error if absent.
 const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name);
 
-// Splits a packed [R] tensor into per-row tensors of the claim's response lengths.
+// Splits a packed tensor into consecutive per-row tensors of `lengths` (their sum is
+// packed's size), as float32 copies: the dock's per-token columns.
+std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed,
+                                         const std::vector<int64_t>& lengths);
+// ... of the batch's response lengths.
 std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch);
 
 }  // namespace aspen

@@ -12,12 +12,6 @@
 namespace aspen {
 namespace {
 
-std::vector<RowId> row_ids(const Claim& claim) {
-  std::vector<RowId> ids;
-  for (const auto& row : claim.rows) ids.push_back(row.id);
-  return ids;
-}
-
 std::vector<int64_t> response_lengths(const ColumnData& responses) {
   std::vector<int64_t> lengths;
   for (const auto& r : responses.values) lengths.push_back(r.numel());
@@ -27,17 +21,6 @@ std::vector<int64_t> response_lengths(const ColumnData& responses) {
 torch::Tensor packed_column(const ColumnData& column) {
   if (column.values.empty()) return torch::zeros({0});
   return torch::cat(column.values).to(torch::kFloat32);
-}
-
-std::vector<torch::Tensor> split_lengths(const torch::Tensor& packed,
-                                         const std::vector<int64_t>& lengths) {
-  std::vector<torch::Tensor> rows;
-  int64_t offset = 0;
-  for (int64_t length : lengths) {
-    rows.push_back(packed.narrow(0, offset, length).to(torch::kFloat32).clone());
-    offset += length;
-  }
-  return rows;
 }
 
 // Outcome estimators: per-token advantages from per-row scores.
@@ -221,7 +204,7 @@ void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock&
     verifier_scores.values.push_back(torch::tensor({static_cast<float>(score)}));
   }
   // The batch reads both back: the shaped scores train, the verifier's are reported.
-  dock.put_columns(row_ids(claim), {scores, verifier_scores});
+  dock.put_columns(claim.row_ids(), {scores, verifier_scores});
   dock.ack(claim);
 }
 
@@ -235,7 +218,7 @@ void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim
       claim, claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim), {});
   const torch::Tensor logprobs = reference.compute_logprobs(batch);
   if (!write || claim.rows.empty()) return;
-  dock.put_columns(row_ids(claim), {{rl_columns::kRefLogprobs, split_per_row(logprobs, batch)}});
+  dock.put_columns(claim.row_ids(), {{rl_columns::kRefLogprobs, split_per_row(logprobs, batch)}});
 }
 
 void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& claim,
@@ -245,13 +228,13 @@ void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& cla
   if (reuse_rollout && !write) return;  // nothing to compute
   const auto columns = claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim);
   if (reuse_rollout) {
-    dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs,
+    dock.put_columns(claim.row_ids(), {{rl_columns::kOldLogprobs,
                                        find_column(columns, rl_columns::kRolloutLogprobs).values}});
   } else {
     const TrainBatch batch = to_train_batch(claim, columns, {});
     const torch::Tensor logprobs = actor.compute_logprobs(batch).logprobs;
     if (!write || claim.rows.empty()) return;
-    dock.put_columns(row_ids(claim), {{rl_columns::kOldLogprobs, split_per_row(logprobs, batch)}});
+    dock.put_columns(claim.row_ids(), {{rl_columns::kOldLogprobs, split_per_row(logprobs, batch)}});
   }
 }
 
@@ -260,7 +243,7 @@ void value_stage(CriticTrainer& critic, TransferDock& dock, const Claim& claim, 
   const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
   const torch::Tensor values = critic.compute_values(batch);
   if (!write) return;
-  dock.put_columns(row_ids(claim), {{rl_columns::kValues, split_per_row(values, batch)}});
+  dock.put_columns(claim.row_ids(), {{rl_columns::kValues, split_per_row(values, batch)}});
 }
 
 AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& kl_ctrl,
@@ -300,15 +283,15 @@ AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& 
     const torch::Tensor values = packed_column(find_column(columns, rl_columns::kValues));
     const AdvantagesAndReturns gae =
         gae_advantages(token_rewards, values, packed, algorithm.gamma, algorithm.lambda);
-    out.push_back({rl_columns::kAdvantages, split_lengths(gae.advantages, lengths)});
-    out.push_back({rl_columns::kReturns, split_lengths(gae.returns, lengths)});
+    out.push_back({rl_columns::kAdvantages, split_per_row(gae.advantages, lengths)});
+    out.push_back({rl_columns::kReturns, split_per_row(gae.returns, lengths)});
   } else {
     const torch::Tensor advantages =
         outcome_advantages(algorithm.name, algorithm.gamma, scores,
                            torch::tensor(group_ids, torch::kInt64), packed, token_rewards);
-    out.push_back({rl_columns::kAdvantages, split_lengths(advantages, lengths)});
+    out.push_back({rl_columns::kAdvantages, split_per_row(advantages, lengths)});
   }
-  dock.put_columns(row_ids(claim), out);
+  dock.put_columns(claim.row_ids(), out);
   dock.ack(claim);
   if (algorithm.kl_in_reward) kl_ctrl.update(stats.kl_in_reward, stats.rows);
   return stats;

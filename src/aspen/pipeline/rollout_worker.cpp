@@ -13,25 +13,16 @@
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 #include "aspen/util/thread_affinity.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_from(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
 int64_t environment_int(const char* name, int64_t otherwise) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::atoll(value) : otherwise;
-}
-
-std::vector<RowId> rows_of(const Claim& claim) {
-  std::vector<RowId> ids;
-  for (const ClaimedRow& row : claim.rows) ids.push_back(row.id);
-  return ids;
 }
 
 }  // namespace
@@ -161,7 +152,7 @@ bool RolloutWorker::start_claim(Claim claim) {
     if (options_.peers) plan_requests_.push_back(planned);  // the followers add it too
   }
   if (held.requests.empty()) {
-    dock_.discard(rows_of(held.claim));
+    dock_.discard(held.claim.row_ids());
     return false;
   }
   status_.claimed_samples += static_cast<int64_t>(held.claim.rows.size());
@@ -178,7 +169,7 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
   if (aborted) {
     log_error("rollout instance ", options_.instance, ": rows of lease ", held.claim.lease,
               " were aborted by the engine; dropped");
-    dock_.discard(rows_of(held.claim));
+    dock_.discard(held.claim.row_ids());
     return;
   }
   // Each row is one (group, sample) of the claim: its completion is found by both.
@@ -225,7 +216,7 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
 }
 
 void RolloutWorker::renew_leases() {
-  if (seconds_from(last_renew_) < options_.lease_s / 4) return;
+  if (seconds_since(last_renew_) < options_.lease_s / 4) return;
   last_renew_ = Clock::now();
   for (auto& [lease, held] : held_) {
     if (!dock_.renew(held.claim, options_.lease_s)) {
@@ -367,14 +358,14 @@ void RolloutWorker::run_loop() {
     refresh_weights();
     // Idle: wait (briefly, to keep weights and status fresh) for a dispatched group.
     const bool claimed = claim_groups(0.05) > 0;
-    if (claimed || seconds_from(last_status_) >= options_.status_period_s) {
+    if (claimed || seconds_since(last_status_) >= options_.status_period_s) {
       post_status(false);
       if (run_is_over()) break;  // what is still generating is not needed any more
     }
     if (!engine_.has_unfinished()) {
       // Idle followers hear from the leader at least every second: their wait for a
       // plan is a collective, which would time out.
-      if (options_.peers && seconds_from(last_plan_) >= 1.0) send_plan(false, false);
+      if (options_.peers && seconds_since(last_plan_) >= 1.0) send_plan(false, false);
       continue;
     }
     if (options_.peers) send_plan(/*step=*/true, /*stop=*/false);

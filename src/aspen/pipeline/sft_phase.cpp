@@ -7,6 +7,7 @@
 
 #include "aspen/io/jsonl.h"
 #include "aspen/train/sft.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 
@@ -53,7 +54,7 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
     const SftStepMetrics m = trainer.step(batch);
     if ((step + 1) % 50 != 0 && step + 1 != train.sft_steps) continue;
     const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        seconds_since(start);
     write_jsonl(metrics, {{"phase", "sft"},
                           {"step", step + 1},
                           {"nll", m.nll},

@@ -5,6 +5,7 @@
 
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen {
 namespace {
@@ -255,7 +256,7 @@ std::vector<Completion> RolloutEngine::step() {
     double& total;
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     ~BusyTimer() {
-      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      total += seconds_since(start);
     }
   } busy{stats_.busy_seconds};
   const SchedulerStep step = scheduler_->schedule();
