@@ -12,6 +12,7 @@
 // Prints {"model", "data", "examples", "n", "temperature", "top_p", "max_tokens",
 // "mean_score", "pass@1", "pass@2", ..., "pass@n", "response_tokens", "seconds"}.
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <optional>
 
@@ -63,8 +64,16 @@ int run_eval(const EvalOptions& options) {
   config.data.train_size = 1;  // build_rl_setup also reads a training split: keep it small
   if (options.verifier) config.data.verifier = *options.verifier;
   if (options.reward_command) {
+    // The flag is the command; data.verifier_options.* overrides (timeout_s,
+    // max_restarts) still apply, as they would to data.verifier=command in train.
     config.data.verifier = "command";
-    config.data.verifier_options = {{"command", *options.reward_command}};
+    if (!config.data.verifier_options.is_object()) {
+      config.data.verifier_options = nlohmann::json::object();
+    }
+    check_input(!config.data.verifier_options.contains("command"),
+                "give the command once: --reward-command or data.verifier_options.command",
+                "aspen eval");
+    config.data.verifier_options["command"] = *options.reward_command;
   }
   RlSetup setup = build_rl_setup(config);
 
@@ -77,6 +86,10 @@ int run_eval(const EvalOptions& options) {
   const PassAtKResult result =
       evaluate_pass_at_k(setup, setup.eval_examples, params, options.n);
 
+  // Scores are bounded (reward/verifier.h), so this holds; a metric is never JSON null.
+  check_input(std::isfinite(result.mean_score),
+              "the mean score is not finite (" + std::to_string(result.mean_score) + ")",
+              "aspen eval", "a verifier returned scores too large to average");
   nlohmann::json out = {{"model", options.model_dir},
                         {"data", options.data},
                         {"examples", result.examples},

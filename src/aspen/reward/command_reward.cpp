@@ -10,14 +10,17 @@
 namespace aspen {
 namespace {
 
-std::string request_line(const RewardInput& input) {
+std::string request_line(const RewardInput& input, uint64_t request_id) {
+  nlohmann::json request = external_reward_request(input);
+  request["request_id"] = request_id;
   // Model output need not be valid UTF-8: replace what is not, as json_for_message does.
-  return external_reward_request(input).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace);
+  return request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The score of one reply line; aspen::Error quoting the line when it is malformed.
-double parse_reply(const std::string& line, size_t index, const std::string& command) {
+// The score of one reply line; aspen::Error quoting the line when it is malformed, out
+// of bounds, or echoes another request's request_id.
+double parse_reply(const std::string& line, size_t index, uint64_t request_id,
+                   const std::string& command) {
   const std::string where = "reward command `" + command + "`, reply " + std::to_string(index + 1);
   const std::string quoted = line.size() > 200 ? line.substr(0, 200) + "..." : line;
   nlohmann::json reply;
@@ -30,8 +33,18 @@ double parse_reply(const std::string& line, size_t index, const std::string& com
   check_input(reply.is_object() && reply.contains("score") && reply["score"].is_number(),
               "reply has no numeric \"score\": " + quoted, where,
               "print one {\"score\": number} line per input line");
+  // Optional, but when present it must be this request's: the one check that catches
+  // replies out of step with requests whatever the script's timing.
+  check_input(!reply.contains("request_id") || reply["request_id"] == request_id,
+              "reply answers request_id " +
+                  (reply.contains("request_id") ? reply["request_id"].dump() : "") +
+                  " where request_id " + std::to_string(request_id) + " was sent: " + quoted,
+              where, "print exactly one reply per input line, in order, echoing its request_id");
   const double score = reply["score"].get<double>();
   check_input(std::isfinite(score), "score is not finite: " + quoted, where);
+  check_input(std::fabs(score) <= kMaxRewardMagnitude,
+              "score " + reply["score"].dump() + " is outside [-1e6, 1e6]: " + quoted, where,
+              "rewards are bounded so that their means stay finite (docs/rewards.md)");
   check_input(!reply.contains("extra") || reply["extra"].is_object(),
               "\"extra\" is not an object: " + quoted, where);
   return score;
@@ -68,9 +81,12 @@ int CommandReward::processes_started() const {
 
 std::vector<double> CommandReward::score_batch(const std::vector<RewardInput>& inputs) const {
   if (inputs.empty()) return {};
+  const uint64_t first_id = next_request_id_.fetch_add(inputs.size());
   std::vector<std::string> requests;
   requests.reserve(inputs.size());
-  for (const RewardInput& input : inputs) requests.push_back(request_line(input));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    requests.push_back(request_line(inputs[i], first_id + i));
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> replies;
   for (int attempt = 0;; ++attempt) {
@@ -94,7 +110,7 @@ std::vector<double> CommandReward::score_batch(const std::vector<RewardInput>& i
   std::vector<double> scores;
   scores.reserve(replies.size());
   for (size_t i = 0; i < replies.size(); ++i) {
-    scores.push_back(parse_reply(replies[i], i, options_.command));
+    scores.push_back(parse_reply(replies[i], i, first_id + i, options_.command));
   }
   return scores;
 }

@@ -4,8 +4,12 @@
 //
 // Protocol, one line per response, in order:
 //   in  (Aspen -> stdin):  {"prompt": str, "response": str, "answer": <ground truth>,
-//                           "metadata": {"id": example id, ...}}
-//   out (stdout -> Aspen): {"score": finite number, "extra": {...}}   ("extra" optional)
+//                           "metadata": {"id": example id, ...}, "request_id": int}
+//   out (stdout -> Aspen): {"score": number, "request_id": int, "extra": {...}}
+// "extra" and "request_id" are optional; a request_id, when given, must be the one of
+// the request answered (unique per request over the verifier's life). |score| is at
+// most kMaxRewardMagnitude (verifier.h). Exactly one reply line per request line:
+// extra lines are an error (LineProcess), never read as the next request's reply.
 // A batch is written as it is read (the child may answer each line before reading the
 // next); its stderr is Aspen's, for the script's own diagnostics.
 //
@@ -17,11 +21,14 @@
 // Errors (aspen::Error naming the command): the child cannot start, dies or times out
 // more than max_restarts times in a row, or writes a line that is not such an object
 // (the error quotes the line and the request it answered; this is a script bug, so it
-// is not retried).
+// is not retried), prints more lines than requests, a score out of bounds or another
+// request's request_id.
 // Thread safety: score()/score_batch() may be called from any thread; calls are
 // serialised on the one child.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +57,7 @@ class CommandReward : public Verifier {
 
  private:
   CommandRewardOptions options_;
+  mutable std::atomic<uint64_t> next_request_id_{0};
   mutable std::mutex mutex_;
   mutable LineProcess process_;  // GUARDED_BY(mutex_)
 };

@@ -34,6 +34,9 @@ std::vector<double> parse_scores(const std::string& body, size_t count, const st
   const auto take = [&](const nlohmann::json& value) {
     check_input(value.is_number() && std::isfinite(value.get<double>()),
                 "a score is not a finite number: " + quote(value.dump()), where);
+    check_input(std::fabs(value.get<double>()) <= kMaxRewardMagnitude,
+                "score " + value.dump() + " is outside [-1e6, 1e6]", where,
+                "rewards are bounded so that their means stay finite (docs/rewards.md)");
     scores.push_back(value.get<double>());
   };
   if (reply.is_object() && reply.contains("scores") && reply["scores"].is_array()) {

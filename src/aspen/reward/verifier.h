@@ -34,6 +34,14 @@ inline nlohmann::json external_reward_request(const RewardInput& input) {
           {"metadata", input.metadata}};
 }
 
+// The largest |score| an external reward (command, http) may return. Scores are
+// averaged, differenced into advantages and squared into standard deviations, some of
+// it in float32 (max 3.4e38): a score of 1e308 overflows the mean to inf, written as
+// JSON null. 1e6 leaves every such sum finite for any batch Aspen can hold, and is
+// far beyond any reward scale in use (verl's and TRL's rules score in [-1, 1] or so);
+// a larger reply is a bug in the script, refused with the value and the reply.
+inline constexpr double kMaxRewardMagnitude = 1e6;
+
 class Verifier {
  public:
   virtual ~Verifier() = default;

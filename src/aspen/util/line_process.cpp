@@ -3,17 +3,19 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <thread>
 
 #include "aspen/util/error.h"
-
-extern char** environ;
 
 namespace aspen {
 namespace {
@@ -35,6 +37,69 @@ int milliseconds_until(std::chrono::steady_clock::time_point deadline) {
   return left.count() > 60'000 ? 60'000 : static_cast<int>(left.count());
 }
 
+// Runs `task` on one thread that lives as long as the process, and waits for it.
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
+// process: a child forked from a reward worker thread would be killed when that pool
+// shuts down while the LineProcess (and the next caller) lives on. Forking from this
+// thread makes the signal mean "Aspen exited". Its state is never freed: the thread
+// may still wait on it while static destructors run at exit.
+void run_on_forking_thread(const std::function<void()>& task) {
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    const std::function<void()>* task = nullptr;
+    uint64_t submitted = 0;
+    uint64_t finished = 0;
+  };
+  static State* const state = [] {
+    auto* created = new State;
+    std::thread([created] {
+      std::unique_lock<std::mutex> lock(created->mutex);
+      for (;;) {
+        created->changed.wait(lock, [created] { return created->task != nullptr; });
+        (*created->task)();
+        created->task = nullptr;
+        ++created->finished;
+        created->changed.notify_all();
+      }
+    }).detach();
+    return created;
+  }();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  state->changed.wait(lock, [] { return state->task == nullptr; });
+  state->task = &task;
+  const uint64_t ticket = ++state->submitted;
+  state->changed.notify_all();
+  state->changed.wait(lock, [ticket] { return state->finished >= ticket; });
+}
+
+// The child's side of fork(): only async-signal-safe calls (the parent has threads).
+// `parent` is Aspen's pid, read before fork().
+[[noreturn]] void exec_shell(const char* const* argv, int stdin_fd, int stdout_fd, pid_t parent) {
+  // Die with Aspen, as the launcher's ranks do: a SIGKILLed Aspen runs no stop(), and
+  // the script would run on. If Aspen died before prctl took effect, we have already
+  // been re-parented: exit at once. This covers the process that `sh -c` becomes (sh
+  // execs a simple command); what a compound command forks in turn sees EOF on stdin.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(128 + SIGKILL);
+  // A process group of its own, so that stop() reaches what the shell started too
+  // (a script's interpreter, its children), not only the shell.
+  setpgid(0, 0);
+  // Not Aspen's signal state: SIGPIPE ignored and a worker thread's blocked signals
+  // would otherwise survive exec.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigaction(SIGPIPE, &default_action, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0) _exit(127);
+  execv("/bin/sh", const_cast<char* const*>(argv));
+  static const char kMessage[] = "aspen: cannot execute /bin/sh\n";
+  const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  (void)ignored;
+  _exit(127);
+}
+
 }  // namespace
 
 LineProcess::LineProcess(std::string command, size_t max_line_bytes)
@@ -54,28 +119,23 @@ void LineProcess::start() {
     close(in[1]);
     throw Error(std::strerror(errno), "pipe for `" + command_ + "`");
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  // A process group of its own, so that stop() reaches what the shell started too
-  // (a script's interpreter, its children), not only the shell.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attributes, 0);
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
+  const pid_t parent = getpid();
   pid_t pid = -1;
-  const int rc =
-      posix_spawn(&pid, "/bin/sh", &actions, &attributes, const_cast<char**>(argv), environ);
-  posix_spawnattr_destroy(&attributes);
-  posix_spawn_file_actions_destroy(&actions);
+  int fork_error = 0;
+  run_on_forking_thread([&] {
+    pid = fork();
+    if (pid == 0) exec_shell(argv, in[0], out[1], parent);
+    if (pid < 0) fork_error = errno;
+    if (pid > 0) setpgid(pid, pid);  // also from here: no race with stop()'s kill(-pid)
+  });
   close(in[0]);
   close(out[1]);
-  if (rc != 0) {
+  if (pid < 0) {
     close(in[1]);
     close(out[0]);
-    throw Error(std::string("cannot start: ") + std::strerror(rc), "command `" + command_ + "`");
+    throw Error(std::string("cannot start: ") + std::strerror(fork_error),
+                "command `" + command_ + "`");
   }
   pid_ = pid;
   to_child_ = in[1];
@@ -107,6 +167,9 @@ void LineProcess::fail(const std::string& problem) {
 std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& requests,
                                                std::chrono::steady_clock::time_point deadline) {
   if (pid_ <= 0) start();
+  // Whatever the child printed since the last batch answers no request sent: refuse it
+  // rather than let it be read as this batch's first replies (a shift of every score).
+  check_no_unrequested_output(std::chrono::milliseconds(0), 0);
   std::string out;
   for (const std::string& request : requests) {
     check_input(request.find('\n') == std::string::npos, "a request holds a newline",
@@ -163,7 +226,39 @@ std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& r
       }
     }
   }
+  // As many replies as requests, yet some requests unsent or lines left over: the child
+  // prints more than one line per request.
+  if (written < out.size()) {
+    fail("printed " + std::to_string(requests.size()) + " reply lines before it was sent all " +
+         std::to_string(requests.size()) + " requests: more than one line per request");
+  }
+  check_no_unrequested_output(kQuietAfterReplies, requests.size());
   return replies;
+}
+
+void LineProcess::check_no_unrequested_output(std::chrono::milliseconds wait, size_t requests) {
+  if (pid_ <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + wait;
+  char buffer[65536];
+  while (pending_.empty()) {
+    pollfd fd = {from_child_, POLLIN, 0};
+    const int ready = poll(&fd, 1, milliseconds_until(until));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    const ssize_t n = read(from_child_, buffer, sizeof buffer);
+    if (n > 0) {
+      pending_.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      break;  // it exited: the next exchange finds out and restarts it
+    }
+  }
+  if (pending_.empty()) return;
+  const std::string first = pending_.substr(0, std::min<size_t>(pending_.find('\n'), 200));
+  fail("printed a line that answers no request (" +
+       (requests > 0 ? "after the " + std::to_string(requests) + " replies to a batch of " +
+                           std::to_string(requests)
+                     : std::string("between batches")) +
+       "): " + first + "; print exactly one reply line per request line");
 }
 
 }  // namespace aspen

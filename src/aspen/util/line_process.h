@@ -7,9 +7,24 @@
 // with poll(): a child that answers each line before reading the next never blocks
 // on a full pipe, whatever the batch size. It fails with aspen::Error naming the
 // command when the deadline passes, the child exits or closes its stdout before
-// answering everything, or a reply line exceeds max_line_bytes. After any failure the
-// child is killed (SIGKILL to its process group: the shell and whatever it started,
-// reaped); the next exchange() starts a fresh one.
+// answering everything, or a reply line exceeds max_line_bytes.
+//
+// One reply line per request line, strictly: a child that prints more must fail, never
+// have its extra lines read as the replies to later requests. exchange() therefore also
+// fails when the child had printed anything before the batch was written, when it
+// printed all the replies before it was sent all the requests, or when more output
+// follows the last reply within kQuietAfterReplies (a script printing two lines per
+// input prints the extras at once). A slow script's extra lines after that are caught
+// at the next exchange(); callers that need a per-reply guarantee echo an id (as
+// CommandReward does with request_id).
+//
+// After any failure the child is killed (SIGKILL to its process group: the shell and
+// whatever it started, reaped); the next exchange() starts a fresh one.
+//
+// The child dies with this process: it gets SIGKILL when Aspen exits, even by SIGKILL
+// (PR_SET_PDEATHSIG, as the launcher's ranks), so a killed `aspen eval` leaves no
+// reward script running. That covers the process `sh -c` execs; what a compound
+// command forks in turn is not covered (it reads EOF on stdin).
 //
 // Writing to a dead child must not kill this process: the first LineProcess sets
 // SIGPIPE to ignored when it is at its default (writes then fail with EPIPE).
@@ -27,6 +42,10 @@ namespace aspen {
 
 class LineProcess {
  public:
+  // How long exchange() watches for output after the last reply (see above): short,
+  // since it is paid once per batch.
+  static constexpr std::chrono::milliseconds kQuietAfterReplies{5};
+
   explicit LineProcess(std::string command, size_t max_line_bytes = size_t{16} << 20);
   ~LineProcess();
   LineProcess(const LineProcess&) = delete;
@@ -49,6 +68,9 @@ class LineProcess {
  private:
   void start();
   [[noreturn]] void fail(const std::string& problem);
+  // Fails when the child prints anything within `wait` (or already has): output that
+  // answers none of the `requests` just answered (0: between batches).
+  void check_no_unrequested_output(std::chrono::milliseconds wait, size_t requests);
 
   std::string command_;
   size_t max_line_bytes_;
