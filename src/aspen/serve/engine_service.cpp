@@ -35,9 +35,10 @@ EngineService::~EngineService() {
     StreamEvent event;
     event.kind = StreamEvent::Kind::kFailed;
     event.error = "server shutting down";
+    event.unavailable = true;
     pending.stream->push(std::move(event));
   }
-  fail_all("server shutting down");
+  fail_all("server shutting down", /*unavailable=*/true);
 }
 
 std::shared_ptr<RequestStream> EngineService::submit(std::vector<GenerationRequest> requests) {
@@ -50,6 +51,14 @@ std::shared_ptr<RequestStream> EngineService::submit(std::vector<GenerationReque
       ids.push_back(request.id);
     }
     stream = std::make_shared<RequestStream>(ids);
+    if (abort_reason_) {
+      StreamEvent event;
+      event.kind = StreamEvent::Kind::kFailed;
+      event.error = *abort_reason_;
+      event.unavailable = true;
+      stream->push(std::move(event));
+      return stream;
+    }
     for (size_t i = 0; i < requests.size(); ++i) {
       pending_.push_back({std::move(requests[i]), static_cast<int64_t>(i), stream});
     }
@@ -62,6 +71,15 @@ void EngineService::cancel(const RequestStream& stream) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     cancelled_.insert(cancelled_.end(), stream.request_ids().begin(), stream.request_ids().end());
+  }
+  wake_.notify_one();
+}
+
+void EngineService::abort_all(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abort_reason_ = reason;
+    abort_requested_ = true;
   }
   wake_.notify_one();
 }
@@ -89,12 +107,13 @@ void EngineService::admit(std::vector<Pending> pending) {
   }
 }
 
-void EngineService::fail_all(const std::string& message) {
+void EngineService::fail_all(const std::string& message, bool unavailable) {
   for (auto& [id, flight] : in_flight_) {
     engine_->abort_request(id);
     StreamEvent event;
     event.kind = StreamEvent::Kind::kFailed;
     event.error = message;
+    event.unavailable = unavailable;
     flight.stream->push(std::move(event));
   }
   in_flight_.clear();
@@ -104,15 +123,31 @@ void EngineService::run() {
   for (;;) {
     std::vector<Pending> pending;
     std::vector<std::string> cancelled;
+    std::optional<std::string> abort_reason;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       snapshot_ = {engine_->queue_state(), engine_->stats(), static_cast<int64_t>(in_flight_.size())};
       wake_.wait(lock, [this] {
-        return stopping_ || !pending_.empty() || !cancelled_.empty() || engine_->has_unfinished();
+        return stopping_ || abort_requested_ || !pending_.empty() || !cancelled_.empty() ||
+               engine_->has_unfinished();
       });
       if (stopping_) return;
       pending.swap(pending_);
       cancelled.swap(cancelled_);
+      if (abort_requested_) abort_reason = abort_reason_;
+      abort_requested_ = false;
+    }
+    if (abort_reason) {
+      for (auto& item : pending) {
+        StreamEvent event;
+        event.kind = StreamEvent::Kind::kFailed;
+        event.prompt_index = item.prompt_index;
+        event.error = *abort_reason;
+        event.unavailable = true;
+        item.stream->push(std::move(event));
+      }
+      fail_all(*abort_reason, /*unavailable=*/true);
+      continue;
     }
     for (const auto& id : cancelled) {
       if (in_flight_.erase(id) > 0) engine_->abort_request(id);

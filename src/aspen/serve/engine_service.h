@@ -13,14 +13,20 @@
 // If a step throws (a bug or an allocation failure), every in-flight request fails
 // with that message, is dropped from the engine, and the service keeps serving.
 //
-// Thread safety: submit() and cancel() from any thread. The destructor stops the
-// thread; requests still in flight then fail with "server shutting down".
+// abort_all(reason) is the end of a shutdown's grace period: every request in the
+// service fails with `reason` at once (its KV blocks freed), and so does every request
+// submitted after it.
+//
+// Thread safety: submit(), cancel(), abort_all() and snapshot() from any thread. The
+// destructor stops the thread; requests still in flight then fail with "server
+// shutting down".
 #pragma once
 
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +45,7 @@ class EngineService {
 
   std::shared_ptr<RequestStream> submit(std::vector<GenerationRequest> requests);
   void cancel(const RequestStream& stream);
+  void abort_all(const std::string& reason);
 
   // Read-only facts of the engine, fixed at construction.
   const EngineConfig& engine_config() const { return engine_->config(); }
@@ -59,14 +66,18 @@ class EngineService {
   };
   void run();
   void admit(std::vector<Pending> pending);
-  void fail_all(const std::string& message);
+  void fail_all(const std::string& message, bool unavailable = false);
 
   std::unique_ptr<RolloutEngine> engine_;
-  mutable std::mutex mutex_;  // guards pending_, cancelled_, stopping_, next_id_, snapshot_
+  // guards pending_, cancelled_, stopping_, abort_reason_, abort_requested_, next_id_,
+  // snapshot_
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Pending> pending_;
   std::vector<std::string> cancelled_;
   bool stopping_ = false;
+  std::optional<std::string> abort_reason_;  // set by abort_all: every request fails
+  bool abort_requested_ = false;             // the engine thread has yet to act on it
   Snapshot snapshot_;
   int64_t next_id_ = 0;
   // Engine thread only: the streams of admitted, unfinished requests, and how many of

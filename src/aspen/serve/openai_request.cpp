@@ -157,6 +157,22 @@ void check_sample_count(const ServeRequest& request) {
   }
 }
 
+// The work bound (ServeContext::max_request_tokens): every sample's max_tokens, summed.
+void check_request_work(const ServeRequest& request, const ServeContext& context) {
+  if (context.max_request_tokens <= 0) return;
+  int64_t tokens = 0;  // at most 1,024 samples x max_model_len: no overflow
+  for (const auto& prompt : request.prompts) {
+    tokens += request.n * resolve_max_tokens(request, static_cast<int64_t>(prompt.size()), context);
+  }
+  if (tokens > context.max_request_tokens) {
+    const char* field = request.n > 1 ? "n" : "prompt";  // n = 1: the prompts are many
+    bad(field, "n x prompts x max_tokens asks for up to " + std::to_string(tokens) +
+                   " generated tokens; one request may ask for at most " +
+                   std::to_string(context.max_request_tokens) +
+                   " (--max-num-seqs x max_model_len: one full batch); lower n or max_tokens");
+  }
+}
+
 std::string message_text(const json& content, const std::string& field) {
   if (content.is_string()) return content.get<std::string>();
   if (content.is_array()) {
@@ -216,6 +232,7 @@ ServeRequest parse_completion_request(const json& body, const ServeContext& cont
   for (const auto& ids : request.prompts) check_prompt_fits(ids, context, "prompt");
   check_sample_count(request);
   for (const auto& ids : request.prompts) resolve_max_tokens(request, ids.size(), context);
+  check_request_work(request, context);
   return request;
 }
 
@@ -241,8 +258,10 @@ ServeRequest parse_chat_request(const json& body, const ServeContext& context) {
   if (given(body, "top_logprobs") && integer(body, "top_logprobs") != 0) {
     bad("top_logprobs", "top-N alternatives are not computed; use top_logprobs 0");
   }
-  if (given(body, "tools") && !(body["tools"].is_array() && body["tools"].empty())) {
-    bad("tools", "tool calling is not supported");
+  // Even an empty list: a client that sends tools expects tool calls to be parsed out
+  // of the reply, which this server does not do (docs/serve.md).
+  for (const char* field : {"tools", "tool_choice"}) {
+    if (given(body, field)) bad(field, std::string(field) + " is not supported (no tool calling)");
   }
   bool enable_thinking = true;
   if (given(body, "chat_template_kwargs")) {
@@ -279,6 +298,7 @@ ServeRequest parse_chat_request(const json& body, const ServeContext& context) {
   check_prompt_fits(request.prompts[0], context, "messages");
   check_sample_count(request);
   resolve_max_tokens(request, request.prompts[0].size(), context);
+  check_request_work(request, context);
   return request;
 }
 

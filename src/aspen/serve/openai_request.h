@@ -16,8 +16,10 @@
 //
 // Decisions, each refused with a 400 that names the field rather than silently ignored:
 // top-N alternatives (logprobs > 0, top_logprobs > 0) are not computed; penalties,
-// logit_bias, echo, suffix, best_of != n and tools are not implemented; unknown fields
-// are errors (a misspelt "temprature" must not sample at the default).
+// logit_bias, echo, suffix, best_of != n, tools (even []) and tool_choice are not
+// implemented; unknown fields are errors (a misspelt "temprature" must not sample at
+// the default); a request asking for more than ServeContext::max_request_tokens
+// generated tokens in all is refused, naming n.
 //
 // Errors: RequestError (an aspen::Error) whose input() is the field, with the HTTP
 // status to answer: 400 for a bad field, 404 for a model this server does not serve.
@@ -54,6 +56,11 @@ struct ServeContext {
   std::optional<ChatTemplate> chat_template;  // nullopt: /v1/chat/completions is refused
   int64_t max_model_len = 0;                  // prompt + generated tokens, at most
   SamplingParams defaults;                    // generation_config.json's sampling values
+  // The most tokens one request may ask the engine to generate, n x prompts x max_tokens
+  // (0: no bound). `aspen serve` sets --max-num-seqs x max_model_len, one full batch of
+  // the engine: a request cannot queue more work than the engine holds at once, so one
+  // client cannot keep the engine busy for many batches' worth while others wait.
+  int64_t max_request_tokens = 0;
 };
 
 enum class Endpoint { kCompletions, kChatCompletions };

@@ -104,6 +104,10 @@ json error_body(int status, const std::string& message, const std::string& param
             {"code", status}}}};
 }
 
-std::string sse_event(const json& body) { return "data: " + body.dump() + "\n\n"; }
+std::string wire_text(const json& body) {
+  return body.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+std::string sse_event(const json& body) { return "data: " + wire_text(body) + "\n\n"; }
 
 }  // namespace aspen

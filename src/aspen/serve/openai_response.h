@@ -63,6 +63,10 @@ nlohmann::json chunk_body(const ResponseHeader& header, int64_t index, const std
 nlohmann::json usage_chunk_body(const ResponseHeader& header, const Usage& usage);
 
 nlohmann::json error_body(int status, const std::string& message, const std::string& param);
+// The body as sent: JSON text in which any invalid UTF-8 (a client's bad bytes quoted
+// in an error message, a completion cut inside a multi-byte character) becomes U+FFFD,
+// as vLLM sends it, instead of failing the dump (which would turn a 400 into a 500).
+std::string wire_text(const nlohmann::json& body);
 // "data: <json>\n\n"
 std::string sse_event(const nlohmann::json& body);
 

@@ -1,11 +1,15 @@
 #include "aspen/serve/openai_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
 #include "aspen/io/bounded_json.h"
+#include "aspen/serve/client_connection.h"
+#include "aspen/serve/connection_threads.h"
 #include "aspen/serve/openai_response.h"
 #include "aspen/serve/text_streamer.h"
 #include "aspen/util/log.h"
@@ -24,8 +28,33 @@ int64_t unix_seconds() {
 void send_error(httplib::Response& response, int status, const std::string& message,
                 const std::string& param) {
   response.status = status;
-  response.set_content(error_body(status, message, param).dump(), "application/json");
+  response.set_content(wire_text(error_body(status, message, param)), "application/json");
 }
+
+// The HTTP status of a failed request's error.
+int failure_status(const StreamEvent& event) {
+  return event.client_error ? 400 : event.unavailable ? 503 : 500;
+}
+
+// httplib's server, whose listening socket queues as many connections as the system
+// allows: httplib listens with a backlog of 5, and a burst of clients beyond that has
+// its handshakes dropped and retried by the clients' kernels seconds later.
+class DeepBacklogServer : public httplib::Server {
+ public:
+  bool deepen_backlog() { return ::listen(svr_sock_, SOMAXCONN) == 0; }
+};
+
+// Counts a generation request in OpenAiServer::generating_ for as long as it lives.
+class GenerationSlot {
+ public:
+  explicit GenerationSlot(std::atomic<int>& generating) : generating_(generating) { ++generating_; }
+  ~GenerationSlot() { --generating_; }
+  GenerationSlot(const GenerationSlot&) = delete;
+  GenerationSlot& operator=(const GenerationSlot&) = delete;
+
+ private:
+  std::atomic<int>& generating_;
+};
 
 // One GenerationRequest per prompt, n samples each.
 std::vector<GenerationRequest> generation_requests(const ServeRequest& request,
@@ -60,6 +89,8 @@ struct StreamState {
   ServeRequest request;
   ResponseHeader header;
   std::shared_ptr<RequestStream> stream;
+  std::shared_ptr<GenerationSlot> slot;
+  ClientConnection client;
   std::vector<TextStreamer> streamers;  // per choice
   std::vector<bool> started;            // per choice: its first chunk was sent
   Usage usage;
@@ -73,9 +104,9 @@ OpenAiServer::OpenAiServer(ServeContext context, EngineService& service, ServerO
     : context_(std::move(context)),
       service_(service),
       options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()) {
-  const int threads = options_.worker_threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+      server_(std::make_unique<DeepBacklogServer>()) {
+  const size_t threads = static_cast<size_t>(std::max(options_.max_connections, 1));
+  server_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   server_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
   register_routes();
 }
@@ -90,6 +121,8 @@ void OpenAiServer::bind() {
   }
   check_input(port_ > 0, "cannot listen", options_.host + ":" + std::to_string(options_.port),
               "is the port in use, or the host not an address of this machine?");
+  check_input(static_cast<DeepBacklogServer&>(*server_).deepen_backlog(), "cannot listen",
+              options_.host + ":" + std::to_string(port_), "listen() refused a deeper backlog");
 }
 
 void OpenAiServer::run() { server_->listen_after_bind(); }
@@ -106,7 +139,7 @@ void OpenAiServer::register_routes() {
                         {"created", unix_seconds()},
                         {"owned_by", "aspen"},
                         {"max_model_len", context_.max_model_len}};
-    response.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(),
+    response.set_content(wire_text(json{{"object", "list"}, {"data", json::array({model})}}),
                          "application/json");
   });
 
@@ -122,6 +155,18 @@ void OpenAiServer::register_routes() {
     } catch (const Error& error) {
       return send_error(response, 400, error.problem(), error.input());
     }
+    // Generation leaves kConnectionsForProbes threads to /health and /v1/models.
+    auto slot = std::make_shared<GenerationSlot>(generating_);
+    const int generating_limit = std::max(options_.max_connections - kConnectionsForProbes, 1);
+    if (generating_.load() > generating_limit) {
+      response.set_header("Retry-After", "1");
+      return send_error(response, 503,
+                        "server busy: " + std::to_string(generating_limit) +
+                            " generation requests are being answered; retry later",
+                        "");
+    }
+    ClientConnection client(http_request.remote_addr, http_request.remote_port,
+                            http_request.local_port);
     ResponseHeader header;
     header.endpoint = endpoint;
     header.created = unix_seconds();
@@ -134,11 +179,24 @@ void OpenAiServer::register_routes() {
     if (!request.stream) {
       std::vector<ChoiceResult> choices(num_choices);
       Usage usage = prompt_usage(request);
+      auto next_check = std::chrono::steady_clock::now() + kClientCheckInterval;
       for (int64_t finished = 0; finished < num_choices;) {
-        StreamEvent event = stream->next();
+        // Checked on a clock, not only when no event comes: a running request's
+        // samples send a token event every engine step.
+        std::optional<StreamEvent> next = stream->next_for(kClientCheckInterval);
+        if (std::chrono::steady_clock::now() >= next_check) {
+          next_check = std::chrono::steady_clock::now() + kClientCheckInterval;
+          if (client.closed()) {
+            // Nobody is left to answer: free the engine for those who are (as vLLM does).
+            service_.cancel(*stream);
+            return send_error(response, 499, "the client closed the connection", "");
+          }
+        }
+        if (!next) continue;
+        StreamEvent event = std::move(*next);
         if (event.kind == StreamEvent::Kind::kFailed) {
           service_.cancel(*stream);
-          return send_error(response, event.client_error ? 400 : 500, event.error, "");
+          return send_error(response, failure_status(event), event.error, "");
         }
         if (event.kind != StreamEvent::Kind::kFinished) continue;
         ChoiceResult& choice = choices[event.prompt_index * request.n + event.sample_index];
@@ -154,7 +212,7 @@ void OpenAiServer::register_routes() {
         usage.completion_tokens += completion.token_ids.size();
         ++finished;
       }
-      response.set_content(response_body(header, choices, request.logprobs, usage).dump(),
+      response.set_content(wire_text(response_body(header, choices, request.logprobs, usage)),
                            "application/json");
       return;
     }
@@ -163,6 +221,8 @@ void OpenAiServer::register_routes() {
     state->request = std::move(request);
     state->header = header;
     state->stream = stream;
+    state->slot = slot;
+    state->client = client;
     state->usage = prompt_usage(state->request);
     for (int64_t c = 0; c < num_choices; ++c) {
       state->streamers.emplace_back(*context_.tokenizer, state->request.params.stop);
@@ -177,10 +237,14 @@ void OpenAiServer::register_routes() {
             sink.done();
             return true;
           }
-          StreamEvent event = state->stream->next();
+          std::optional<StreamEvent> next = state->stream->next_for(kClientCheckInterval);
+          // Nothing to send yet (the request may wait for room in the batch): a client
+          // gone meanwhile ends the response (false), and the releaser cancels it.
+          if (!next) return !state->client.closed();
+          StreamEvent event = std::move(*next);
           if (event.kind == StreamEvent::Kind::kFailed) {
             state->done = true;
-            write(sse_event(error_body(event.client_error ? 400 : 500, event.error, "")));
+            write(sse_event(error_body(failure_status(event), event.error, "")));
             write("data: [DONE]\n\n");
             sink.done();
             return true;

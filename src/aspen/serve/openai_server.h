@@ -3,17 +3,24 @@
 //   GET  /v1/models            the one served model, with its max_model_len
 //   POST /v1/completions       openai_request.h / openai_response.h
 //   POST /v1/chat/completions  with the model's chat template
-// Every request is answered by its own worker thread, which submits the prompts to the
-// shared EngineService and waits for (or streams, as server-sent events ending in
-// "data: [DONE]") the samples; concurrent requests therefore share the continuous
-// batch. A bad request gets a 400 (unknown model: 404) with an OpenAI-style JSON error
-// naming the field, and the server keeps serving. A streaming client that disconnects
-// has its request cancelled and its KV blocks freed.
+// Every connection is answered by a thread of its own (ConnectionThreads), which
+// submits the prompts to the shared EngineService and waits for (or streams, as
+// server-sent events ending in "data: [DONE]") the samples; concurrent requests
+// therefore share the continuous batch. A bad request gets a 400 (unknown model: 404)
+// with an OpenAI-style JSON error naming the field, and the server keeps serving.
+//
+// A client that disconnects, streaming or not, has its request cancelled within
+// kClientCheckInterval and its engine slots and KV blocks freed (ClientConnection).
+// Generation requests hold at most max_connections - kConnectionsForProbes threads;
+// one beyond that gets a 503 at once, so /health and /v1/models always find a thread.
 //
 // Thread safety: run() blocks the calling thread; stop() may be called from any thread
-// (or a signal-watching one) to make run() return.
+// (or a signal-watching one): it stops accepting connections, and run() returns once
+// the requests in progress are answered (EngineService::abort_all ends them early).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -28,10 +35,15 @@ namespace aspen {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;             // 0: any free port (bound_port() tells which)
-  int worker_threads = 64;     // HTTP requests answered at once; more wait in the queue
+  int port = 8000;              // 0: any free port (bound_port() tells which)
+  int max_connections = 1024;   // served at once, a thread each; more wait to be served
   int64_t max_body_bytes = 32LL << 20;
 };
+
+// Threads that generation requests leave to /health and /v1/models.
+constexpr int kConnectionsForProbes = 16;
+// How often a thread waiting for samples checks that its client is still connected.
+constexpr std::chrono::milliseconds kClientCheckInterval{100};
 
 class OpenAiServer {
  public:
@@ -53,6 +65,7 @@ class OpenAiServer {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
+  std::atomic<int> generating_{0};  // generation requests being answered
 };
 
 }  // namespace aspen

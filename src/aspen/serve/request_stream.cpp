@@ -18,4 +18,12 @@ StreamEvent RequestStream::next() {
   return event;
 }
 
+std::optional<StreamEvent> RequestStream::next_for(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!ready_.wait_for(lock, timeout, [this] { return !events_.empty(); })) return std::nullopt;
+  StreamEvent event = std::move(events_.front());
+  events_.pop_front();
+  return event;
+}
+
 }  // namespace aspen

@@ -9,10 +9,12 @@
 // Thread safety: push() and next() may be called from different threads.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct StreamEvent {
   Completion completion;  // kFinished
   std::string error;      // kFailed: one line, for the client
   bool client_error = false;  // kFailed: the request was invalid (HTTP 400), not the server
+  bool unavailable = false;   // kFailed: the server is shutting down (HTTP 503)
 };
 
 class RequestStream {
@@ -43,6 +46,9 @@ class RequestStream {
   void push(StreamEvent event);
   // Blocks until the next event.
   StreamEvent next();
+  // The next event, or nullopt if none came within `timeout` (a waiting client's
+  // thread wakes to check that its client is still there).
+  std::optional<StreamEvent> next_for(std::chrono::milliseconds timeout);
 
  private:
   const std::vector<std::string> request_ids_;

@@ -1,0 +1,65 @@
+#include "aspen/serve/connection_threads.h"
+
+namespace aspen {
+
+ConnectionThreads::ConnectionThreads(size_t max_threads)
+    : max_threads_(max_threads < 1 ? 1 : max_threads) {}
+
+ConnectionThreads::~ConnectionThreads() { shutdown(); }
+
+void ConnectionThreads::enqueue(std::function<void()> task) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  join_ended(lock);
+  if (running_ >= max_threads_) {
+    waiting_.push_back(std::move(task));
+    return;
+  }
+  ++running_;
+  std::thread thread([this, task = std::move(task)]() mutable { work(std::move(task)); });
+  const std::thread::id id = thread.get_id();
+  threads_.emplace(id, std::move(thread));
+}
+
+void ConnectionThreads::work(std::function<void()> task) {
+  for (;;) {
+    task();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (waiting_.empty()) {
+      // The thread's last touch of this object is under the mutex, so that shutdown()
+      // (which takes it) never joins or destroys a thread still using it.
+      ended_.push_back(std::this_thread::get_id());
+      --running_;
+      all_ended_.notify_all();
+      return;
+    }
+    task = std::move(waiting_.front());
+    waiting_.pop_front();
+  }
+}
+
+void ConnectionThreads::join_ended(std::unique_lock<std::mutex>& lock) {
+  // Every id on ended_ is in threads_: enqueue() stores a thread before releasing the
+  // mutex that its work() needs to end.
+  std::vector<std::thread> ended;
+  for (const auto& id : ended_) {
+    auto it = threads_.find(id);
+    ended.push_back(std::move(it->second));
+    threads_.erase(it);
+  }
+  ended_.clear();
+  lock.unlock();
+  for (auto& thread : ended) thread.join();  // each has returned from work() or is about to
+  lock.lock();
+}
+
+void ConnectionThreads::shutdown() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  all_ended_.wait(lock, [this] { return running_ == 0 && waiting_.empty(); });
+  std::map<std::thread::id, std::thread> threads;
+  threads.swap(threads_);
+  ended_.clear();
+  lock.unlock();
+  for (auto& [id, thread] : threads) thread.join();
+}
+
+}  // namespace aspen
