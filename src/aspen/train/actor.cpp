@@ -12,6 +12,7 @@
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
+#include "aspen/train/update_steps.h"
 
 namespace aspen {
 namespace {
@@ -211,59 +212,46 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   torch::Tensor expert_load;  // over every mini-batch of the update
   MetricSums first_step;  // the mismatch, measured before any step (see ActorMetrics)
   bool before_first_step = true;
-  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    for (const auto& rows :
-         data_parallel_.mini_batches(batch.num_rows(), global_rows, options.mini_batch_size,
-                                     options.shuffle, options.seed, epoch)) {
-      const auto micro_batches =
-          make_micro_batches(batch, rows, options_.trainer.max_tokens_per_micro_batch, device);
-      int64_t local_tokens = 0;
-      size_t last_backward = micro_batches.size();  // the last micro-batch with a loss
-      for (size_t i = 0; i < micro_batches.size(); ++i) {
-        local_tokens += micro_batches[i].num_response_tokens;
-        if (micro_batches[i].num_response_tokens > 0) last_backward = i;
-      }
-      // The whole (global) mini-batch's denominators: exact gradient accumulation over
-      // micro-batches and ranks alike. Zero tokens anywhere => every rank skips the step.
-      const auto [mini_tokens, mini_rows] =
-          data_parallel_.global_counts(local_tokens, static_cast<int64_t>(rows.size()));
-      if (mini_tokens == 0) continue;
-      PolicyLossOptions policy = options.policy;
-      policy.agg.global_tokens = static_cast<double>(mini_tokens);
-      policy.agg.global_seqs = static_cast<double>(mini_rows);
-      // Token-weighted means over the mini-batch, from each micro-batch's own mean.
-      MetricSums sums;
-      backward_micro_batches(micro_batches, policy, options, static_cast<double>(mini_tokens),
-                             last_backward, before_first_step, metrics, sums);
-      if (before_first_step) {
-        first_step.mismatch_sum = sums.mismatch_sum;
-        first_step.mismatch_max = sums.mismatch_max;
-        first_step.mismatch_tokens = sums.mismatch_tokens;
-        first_step.routing_differ = sums.routing_differ;
-        first_step.routing_compared = sums.routing_compared;
-        before_first_step = false;
-      }
-      data_parallel_.reduce_grads();
-      const StepResult step = master_.step(optimizer_);
-      if (step.skipped) {
-        ++metrics.skipped_steps;
-      } else {
-        ++metrics.steps;
-        metrics.grad_norm += step.grad_norm;
-        metrics.lr = step.lr;
-      }
-      metrics.policy_loss += value_or_zero(sums.policy_loss);
-      metrics.kl_loss += value_or_zero(sums.kl_loss);
-      metrics.router_aux_loss += value_or_zero(sums.router_aux_loss);
-      if (sums.expert_load.defined()) {
-        expert_load = expert_load.defined() ? expert_load + sums.expert_load : sums.expert_load;
-      }
-      metrics.entropy += value_or_zero(sums.entropy);
-      metrics.clip_frac += value_or_zero(sums.clip_frac);
-      metrics.approx_kl += value_or_zero(sums.approx_kl);
-      metrics.correction_capped_frac += value_or_zero(sums.capped);
+  const UpdateLoopOptions loop{options.epochs, options.mini_batch_size, options.shuffle,
+                               options.seed, options_.trainer.max_tokens_per_micro_batch,
+                               global_rows};
+  for_each_update_step(data_parallel_, batch, loop, device, [&](const UpdateStep& step_plan) {
+    PolicyLossOptions policy = options.policy;
+    policy.agg.global_tokens = static_cast<double>(step_plan.global_tokens);
+    policy.agg.global_seqs = static_cast<double>(step_plan.global_rows);
+    // Token-weighted means over the mini-batch, from each micro-batch's own mean.
+    MetricSums sums;
+    backward_micro_batches(step_plan.micro_batches, policy, options,
+                           static_cast<double>(step_plan.global_tokens), step_plan.last_backward,
+                           before_first_step, metrics, sums);
+    if (before_first_step) {
+      first_step.mismatch_sum = sums.mismatch_sum;
+      first_step.mismatch_max = sums.mismatch_max;
+      first_step.mismatch_tokens = sums.mismatch_tokens;
+      first_step.routing_differ = sums.routing_differ;
+      first_step.routing_compared = sums.routing_compared;
+      before_first_step = false;
     }
-  }
+    data_parallel_.reduce_grads();
+    const StepResult step = master_.step(optimizer_);
+    if (step.skipped) {
+      ++metrics.skipped_steps;
+    } else {
+      ++metrics.steps;
+      metrics.grad_norm += step.grad_norm;
+      metrics.lr = step.lr;
+    }
+    metrics.policy_loss += value_or_zero(sums.policy_loss);
+    metrics.kl_loss += value_or_zero(sums.kl_loss);
+    metrics.router_aux_loss += value_or_zero(sums.router_aux_loss);
+    if (sums.expert_load.defined()) {
+      expert_load = expert_load.defined() ? expert_load + sums.expert_load : sums.expert_load;
+    }
+    metrics.entropy += value_or_zero(sums.entropy);
+    metrics.clip_frac += value_or_zero(sums.clip_frac);
+    metrics.approx_kl += value_or_zero(sums.approx_kl);
+    metrics.correction_capped_frac += value_or_zero(sums.capped);
+  });
   double mismatch_sum = value_or_zero(first_step.mismatch_sum);
   double mismatch_max = value_or_zero(first_step.mismatch_max);
   double mismatch_tokens = static_cast<double>(first_step.mismatch_tokens);

@@ -7,6 +7,7 @@
 #include "aspen/train/model_copy.h"
 #include "aspen/train/recompute.h"
 #include "aspen/util/error.h"
+#include "aspen/train/update_steps.h"
 
 namespace aspen {
 namespace {
@@ -79,58 +80,49 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
   batch.token_column(columns::kValues, "critic update");
   batch.token_column(columns::kReturns, "critic update");
   const torch::Device device = compute_->score->weight.device();
-  // Data parallel: steps follow the GLOBAL row count, denominators are global (actor.h).
-  const int64_t global_rows = data_parallel_.global_rows(batch.num_rows());
+  // Data parallel: steps follow the GLOBAL row count, denominators are global
+  // (update_steps.h).
   CriticMetrics metrics;
-  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    for (const auto& rows :
-         data_parallel_.mini_batches(batch.num_rows(), global_rows, options.mini_batch_size,
-                                     options.shuffle, options.seed, epoch)) {
-      const auto micro_batches =
-          make_micro_batches(batch, rows, options_.max_tokens_per_micro_batch, device);
-      int64_t local_tokens = 0;
-      size_t last_backward = micro_batches.size();
-      for (size_t i = 0; i < micro_batches.size(); ++i) {
-        local_tokens += micro_batches[i].num_response_tokens;
-        if (micro_batches[i].num_response_tokens > 0) last_backward = i;
-      }
-      const auto [mini_tokens, mini_rows] =
-          data_parallel_.global_counts(local_tokens, static_cast<int64_t>(rows.size()));
-      if (mini_tokens == 0) continue;
-      AggOptions agg = options.agg;
-      agg.global_tokens = static_cast<double>(mini_tokens);
-      agg.global_seqs = static_cast<double>(mini_rows);
-      torch::Tensor loss_sum = torch::zeros({}, torch::kDouble);
-      torch::Tensor clip_sum = torch::zeros({}, torch::kDouble);
-      for (size_t i = 0; i < micro_batches.size(); ++i) {
-        const MicroBatch& mb = micro_batches[i];
-        if (mb.num_response_tokens == 0) continue;
-        torch::Tensor values = compute_->response_values(mb, options_.recompute);
-        const auto dtype = values.scalar_type();
-        const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
-        ValueLossResult result = value_loss(
-            values, mb.token_columns.at(columns::kValues).to(dtype),
-            mb.token_columns.at(columns::kReturns).to(dtype), packed, options.clip_range, agg);
-        if (i == last_backward) data_parallel_.before_last_backward();
-        result.loss.backward();
-        master_.accumulate_grads();
-        const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
-        loss_sum += result.loss.detach().to(torch::kCPU, torch::kDouble);
-        clip_sum += result.clip_frac.to(torch::kCPU, torch::kDouble) * weight;
-      }
-      data_parallel_.reduce_grads();
-      const StepResult step = master_.step(optimizer_);
-      if (step.skipped) {
-        ++metrics.skipped_steps;
-      } else {
-        ++metrics.steps;
-        metrics.grad_norm += step.grad_norm;
-        metrics.lr = step.lr;
-      }
-      metrics.value_loss += loss_sum.item<double>();
-      metrics.clip_frac += clip_sum.item<double>();
+  const UpdateLoopOptions loop{options.epochs, options.mini_batch_size, options.shuffle,
+                               options.seed, options_.max_tokens_per_micro_batch};
+  for_each_update_step(data_parallel_, batch, loop, device, [&](const UpdateStep& step_plan) {
+    const std::vector<MicroBatch>& micro_batches = step_plan.micro_batches;
+    const size_t last_backward = step_plan.last_backward;
+    const int64_t mini_tokens = step_plan.global_tokens;
+    const int64_t mini_rows = step_plan.global_rows;
+    AggOptions agg = options.agg;
+    agg.global_tokens = static_cast<double>(mini_tokens);
+    agg.global_seqs = static_cast<double>(mini_rows);
+    torch::Tensor loss_sum = torch::zeros({}, torch::kDouble);
+    torch::Tensor clip_sum = torch::zeros({}, torch::kDouble);
+    for (size_t i = 0; i < micro_batches.size(); ++i) {
+      const MicroBatch& mb = micro_batches[i];
+      if (mb.num_response_tokens == 0) continue;
+      torch::Tensor values = compute_->response_values(mb, options_.recompute);
+      const auto dtype = values.scalar_type();
+      const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
+      ValueLossResult result = value_loss(
+          values, mb.token_columns.at(columns::kValues).to(dtype),
+          mb.token_columns.at(columns::kReturns).to(dtype), packed, options.clip_range, agg);
+      if (i == last_backward) data_parallel_.before_last_backward();
+      result.loss.backward();
+      master_.accumulate_grads();
+      const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
+      loss_sum += result.loss.detach().to(torch::kCPU, torch::kDouble);
+      clip_sum += result.clip_frac.to(torch::kCPU, torch::kDouble) * weight;
     }
-  }
+    data_parallel_.reduce_grads();
+    const StepResult step = master_.step(optimizer_);
+    if (step.skipped) {
+      ++metrics.skipped_steps;
+    } else {
+      ++metrics.steps;
+      metrics.grad_norm += step.grad_norm;
+      metrics.lr = step.lr;
+    }
+    metrics.value_loss += loss_sum.item<double>();
+    metrics.clip_frac += clip_sum.item<double>();
+  });
   if (data_parallel_.enabled()) {
     // Both sums carry global denominators: their sum over ranks is the global value.
     std::vector<double> sums = {metrics.value_loss, metrics.clip_frac};

@@ -1,0 +1,50 @@
+// The loop every trainer's update shares (actor and critic): epochs -> mini-batches
+// (one optimizer step each, counted on the GLOBAL rows: trainer_data_parallel.h) ->
+// this rank's token-budgeted micro-batches -> the global denominators every rank
+// divides its losses by, so gradient accumulation over micro-batches and ranks is exact.
+//
+// for_each_update_step calls `step` once per mini-batch whose global token count is
+// non-zero; a mini-batch with no response token on any rank is skipped by every rank
+// alike (the counts come from one collective). The caller computes the losses, runs the
+// backwards (arming the reducer before the one at `last_backward`), reduces the
+// gradients and takes the optimizer step.
+// Collectives: global_counts() per mini-batch (data-parallel trainers only).
+// Thread safety: the trainer's thread, as the trainer itself.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "aspen/train/micro_batches.h"
+#include "aspen/train/train_batch.h"
+#include "aspen/train/trainer_data_parallel.h"
+
+namespace aspen {
+
+struct UpdateStep {
+  int64_t epoch = 0;
+  std::vector<MicroBatch> micro_batches;  // this rank's (possibly none)
+  size_t last_backward = 0;  // the last micro-batch with a loss; micro_batches.size(): none
+  int64_t global_tokens = 0;  // response tokens of the mini-batch over every rank (> 0)
+  int64_t global_rows = 0;    // its rows over every rank
+};
+
+struct UpdateLoopOptions {
+  int64_t epochs = 1;
+  int64_t mini_batch_size = 0;  // rows per optimizer step (global); <= 0: all rows
+  bool shuffle = false;
+  uint64_t seed = 0;
+  int64_t max_tokens_per_micro_batch = 0;
+  // The global row count when the caller has it already (-1: counted here, one
+  // collective on a data-parallel trainer).
+  int64_t global_rows = -1;
+};
+
+void for_each_update_step(TrainerDataParallel& data_parallel, const TrainBatch& batch,
+                          const UpdateLoopOptions& options, torch::Device device,
+                          const std::function<void(const UpdateStep&)>& step);
+
+}  // namespace aspen
