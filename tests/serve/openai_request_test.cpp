@@ -145,5 +145,46 @@ TEST(OpenAiRequest, ChatRefusalsNameTheField) {
             Refusal(400, "messages"));
 }
 
+TEST(OpenAiRequest, ToolsAndToolChoiceAreRefusedEvenWhenEmpty) {
+  using Refusal = std::pair<int, std::string>;
+  auto chat = [](const json& extra) {
+    json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}};
+    body.update(extra);
+    return refusal([&] { parse_chat_request(body, context()); });
+  };
+  // A client sending tools expects tool calls parsed out of the reply, which this
+  // server does not do: refusing is better than answering as if no tools were given.
+  EXPECT_EQ(chat({{"tools", json::array()}}), Refusal(400, "tools"));
+  EXPECT_EQ(chat({{"tool_choice", "none"}}), Refusal(400, "tool_choice"));
+  EXPECT_EQ(chat({{"tool_choice", "auto"}, {"tools", json::array()}}).first, 400);
+  EXPECT_EQ(chat({{"tools", nullptr}, {"tool_choice", nullptr}}), Refusal(0, "accepted"));
+}
+
+TEST(OpenAiRequest, ARequestMayAskForAtMostTheServersBoundOfGeneratedTokens) {
+  using Refusal = std::pair<int, std::string>;
+  ServeContext bounded = context();
+  bounded.max_request_tokens = 100;  // as --max-num-seqs x max_model_len sets it
+  auto completion = [&](const json& body) {
+    return refusal([&] { parse_completion_request(body, bounded); });
+  };
+  EXPECT_EQ(completion({{"prompt", "x"}, {"max_tokens", 50}, {"n", 2}}), Refusal(0, "accepted"));
+  EXPECT_EQ(completion({{"prompt", "x"}, {"max_tokens", 50}, {"n", 3}}), Refusal(400, "n"));
+  EXPECT_EQ(completion({{"prompt", {"x", "y", "z"}}, {"max_tokens", 40}}), Refusal(400, "prompt"));
+  // Chat without max_tokens asks for the whole rest of the context, per sample.
+  auto chat = [&](int64_t n) {
+    return refusal([&] {
+      parse_chat_request({{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"n", n}}, bounded);
+    });
+  };
+  EXPECT_EQ(chat(1), Refusal(0, "accepted"));
+  EXPECT_EQ(chat(4), Refusal(400, "n"));
+  try {
+    parse_completion_request({{"prompt", "x"}, {"max_tokens", 50}, {"n", 3}}, bounded);
+  } catch (const RequestError& error) {
+    EXPECT_NE(error.problem().find("150"), std::string::npos) << error.problem();
+    EXPECT_NE(error.problem().find("at most 100"), std::string::npos) << error.problem();
+  }
+}
+
 }  // namespace
 }  // namespace aspen
