@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/reward/weighted_reward.h"
@@ -147,6 +148,103 @@ TEST_F(CommandRewardTest, AMalformedReplyQuotesTheLineAndIsNotRetried) {
   CommandReward non_finite = reward(
       script("import sys\nfor line in sys.stdin:\n    print('{\"score\": NaN}')\n"));
   EXPECT_THROW(non_finite.score({"p", "r", "a"}), Error);
+}
+
+// Two lines per input (a debugging print left in, say): the second line must never be
+// read as the next input's score. With the inputs answered 1 then 0, a shift would
+// give [1, 0, 1] for three inputs; an error naming the command is the only answer.
+TEST_F(CommandRewardTest, CommandRewardRefusesMoreReplyLinesThanRequests) {
+  const std::string command = script(
+      "import sys\nfor line in sys.stdin:\n"
+      "    print('{\"score\": 1}')\n    print('{\"score\": 0}', flush=True)\n");
+  CommandReward scorer = reward(command, 30, 0);
+  // The extra lines follow the replies at once, so the batch itself is refused; on a
+  // machine too loaded to see them within the quiet period, the next batch must be.
+  std::string what;
+  for (int call = 0; call < 2 && what.empty(); ++call) {
+    try {
+      scorer.score_batch({{"p", "a", "x"}, {"p", "b", "x"}, {"p", "c", "x"}});
+    } catch (const Error& e) {
+      what = e.what();
+    }
+  }
+  EXPECT_NE(what.find("answers no request"), std::string::npos) << what;
+  EXPECT_NE(what.find(command), std::string::npos) << what;
+}
+
+TEST_F(CommandRewardTest, CommandRewardRefusesOutputPrintedBetweenBatches) {
+  // A script that answers, then prints one more line a moment later (after the quiet
+  // period): the stray line must fail the next batch, not become its first score.
+  const std::string command = script(
+      "import sys, time\nfor line in sys.stdin:\n    print('{\"score\": 1}', flush=True)\n"
+      "    time.sleep(0.2)\n    print('{\"score\": 0}', flush=True)\n");
+  CommandReward scorer = reward(command);  // max_restarts 2: not used, a script bug
+  EXPECT_EQ(scorer.score({"p", "a", "x"}), 1.0);
+  usleep(500000);  // the stray line is written by now
+  try {
+    scorer.score({"p", "b", "x"});
+    FAIL() << "a line printed between batches was read as a reply";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("between batches"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(command), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(scorer.processes_started(), 1);  // not retried on a fresh child
+}
+
+TEST_F(CommandRewardTest, CommandRewardRefusesAReplyEchoingAnotherRequestId) {
+  // Each input's request_id is echoed, but the script answers input k with k-1's id (its
+  // own off-by-one): the reply is matched to its request, whatever the timing.
+  const std::string command = script(
+      "import json, sys\nprevious = None\nfor line in sys.stdin:\n"
+      "    row = json.loads(line)\n"
+      "    print(json.dumps({'score': 1, 'request_id': previous if previous is not None "
+      "else row['request_id']}), flush=True)\n"
+      "    previous = row['request_id']\n");
+  CommandReward scorer = reward(command, 30, 0);
+  try {
+    scorer.score_batch({{"p", "a", "x"}, {"p", "b", "x"}});
+    FAIL() << "a reply with another request's id was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("reply 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("request_id 0 where request_id 1 was sent"), std::string::npos) << what;
+  }
+  // Echoed right, the ids go on counting across batches.
+  CommandReward echoing = reward(script(
+      "import json, sys\nfor line in sys.stdin:\n    row = json.loads(line)\n"
+      "    print(json.dumps({'score': row['request_id'], 'request_id': row['request_id']}), "
+      "flush=True)\n"));
+  EXPECT_EQ(echoing.score_batch({{"p", "a", "x"}, {"p", "b", "x"}}), (std::vector<double>{0, 1}));
+  EXPECT_EQ(echoing.score({"p", "c", "x"}), 2.0);
+}
+
+TEST_F(CommandRewardTest, CommandRewardRefusesAScoreBeyondTheBoundNamingTheValue) {
+  // 1e308 is finite, but two of them average to inf, written to metrics as JSON null.
+  const std::string command =
+      script("import sys\nfor line in sys.stdin:\n    print('{\"score\": 1e308}', flush=True)\n");
+  CommandReward scorer = reward(command, 30, 0);
+  try {
+    scorer.score_batch({{"p", "a", "x"}, {"p", "b", "x"}});
+    FAIL() << "a score of 1e308 was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("1e+308"), std::string::npos) << what;
+    EXPECT_NE(what.find("outside [-1e6, 1e6]"), std::string::npos) << what;
+    EXPECT_NE(what.find(command), std::string::npos) << what;
+  }
+  CommandReward at_bound = reward(
+      script("import sys\nfor line in sys.stdin:\n    print('{\"score\": -1e6}', flush=True)\n"));
+  EXPECT_EQ(at_bound.score({"p", "a", "x"}), -1e6);
+}
+
+TEST_F(CommandRewardTest, AChildOutlivesTheThreadThatStartedIt) {
+  // The child dies with Aspen (PR_SET_PDEATHSIG), which the kernel ties to the thread that
+  // forked it: a reward worker thread that ends must not take the script with it.
+  CommandReward scorer = reward(script(kContainsAnswer), 30, 0);
+  std::thread([&] { EXPECT_EQ(scorer.score({"p", "42", "42"}), 1.0); }).join();
+  usleep(100000);
+  EXPECT_EQ(scorer.score({"p", "41", "42"}), 0.0);
+  EXPECT_EQ(scorer.processes_started(), 1);
 }
 
 TEST_F(CommandRewardTest, ACommandThatCannotRunFailsWithItsName) {

@@ -50,6 +50,11 @@ class RewardServer {
       response.status = 400;
       response.set_content("{\"error\": \"inputs must be a list\"}", "application/json");
     });
+    // Replies with a fixed body, whatever the batch: a service with a bug.
+    server_.Post("/fixed", [this](const httplib::Request&, httplib::Response& response) {
+      ++requests_;
+      response.set_content(fixed_reply_, "application/json");
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     // Bound and listening already: connections queue until the accept loop runs.
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -65,6 +70,7 @@ class RewardServer {
   std::atomic<int> requests_{0}, in_flight_{0}, max_in_flight_{0}, failures_left_{0};
   int delay_ms_ = 0;
   std::string authorization_;
+  std::string fixed_reply_;
 
  private:
   httplib::Server server_;
@@ -139,6 +145,33 @@ TEST(HttpReward, ARefusedRequestIsNotRetriedAndQuotesTheReply) {
     EXPECT_NE(std::string(e.what()).find("inputs must be a list"), std::string::npos);
   }
   EXPECT_EQ(server.requests_.load(), 1);
+}
+
+TEST(HttpReward, AReplyWithAnotherCountOfScoresIsAnErrorNotAShift) {
+  RewardServer server;
+  server.fixed_reply_ = "{\"scores\": [1, 0, 1]}";
+  HttpReward reward = http_reward({{"url", server.url("/fixed")}, {"retries", 0}});
+  try {
+    reward.score_batch({{"p", "a", "x"}, {"p", "b", "x"}});
+    FAIL() << "3 scores for 2 inputs were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 scores for 2 inputs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(server.url("/fixed")), std::string::npos) << e.what();
+  }
+}
+
+TEST(HttpReward, AScoreBeyondTheBoundIsAnErrorNamingTheValue) {
+  RewardServer server;
+  server.fixed_reply_ = "{\"scores\": [1e308]}";
+  HttpReward reward = http_reward({{"url", server.url("/fixed")}, {"retries", 0}});
+  try {
+    reward.score({"p", "a", "x"});
+    FAIL() << "a score of 1e308 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("score 1e+308 is outside [-1e6, 1e6]"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(server.url("/fixed")), std::string::npos) << e.what();
+  }
 }
 
 TEST(HttpReward, NoServiceIsAnErrorNamingTheUrl) {

@@ -61,6 +61,22 @@ TEST(WeightedReward, ConfigErrorsNameTheEntry) {
                         "reward[0].options: verifier options (math).x");
 }
 
+TEST(WeightedReward, AWeightBeyondTheRewardBoundIsRefusedByName) {
+  // A weight of 1e300 times a score of 1 would average to inf (JSON null) over a batch.
+  try {
+    WeightedReward::from_json(nlohmann::json::parse(
+        R"([{"name": "huge", "verifier": "math", "weight": 1e300}])"));
+    FAIL() << "a weight of 1e300 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"huge\" has weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("outside [-1e6, 1e6]"), std::string::npos) << e.what();
+  }
+  EXPECT_DOUBLE_EQ(WeightedReward::from_json(nlohmann::json::parse(
+                       R"([{"verifier": "math", "weight": -1e6, "options": {"extract": "plain"}}])"))
+                       .score({"", "3", "3"}),
+                   -1e6);
+}
+
 TEST(VerifierRegistry, KnowsEveryKind) {
   for (const std::string& kind : verifier_kinds()) {
     // A weighted reward is its list of components, a command reward needs its command

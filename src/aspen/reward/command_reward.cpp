@@ -96,6 +96,11 @@ std::vector<double> CommandReward::score_batch(const std::vector<RewardInput>& i
     try {
       replies = process_.exchange(requests, deadline);
       break;
+    } catch (const UnrequestedOutput& e) {
+      // Lines beyond one per request are a bug in the script: a retry on a fresh child
+      // would hide it (and the scores it may have shifted already), so it stops here.
+      throw Error(e.problem(), "reward command `" + options_.command + "`",
+                  "print one {\"score\": number} line per input line; diagnostics go to stderr");
     } catch (const Error& e) {
       // A crash or a hang may be transient (a leak, a flaky service behind it): retry
       // the batch on a fresh child; the process was killed by exchange().

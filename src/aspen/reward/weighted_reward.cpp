@@ -17,6 +17,11 @@ WeightedReward::WeightedReward(std::vector<RewardComponent> components)
     check_input(c.verifier != nullptr, "component \"" + c.name + "\" has no verifier", "reward");
     check_input(std::isfinite(c.weight), "component \"" + c.name + "\" has a non-finite weight",
                 "reward");
+    // As scores (verifier.h): weight times score must stay far from overflow when averaged.
+    check_input(std::fabs(c.weight) <= kMaxRewardMagnitude,
+                "component \"" + c.name + "\" has weight " + std::to_string(c.weight) +
+                    ", outside [-1e6, 1e6]",
+                "reward");
     check_input(names.insert(c.name).second, "duplicate component name \"" + c.name + "\"",
                 "reward", "give each component a distinct \"name\"");
   }

@@ -164,6 +164,11 @@ void LineProcess::fail(const std::string& problem) {
   throw Error(problem, "command `" + command_ + "`");
 }
 
+void LineProcess::fail_unrequested(const std::string& problem) {
+  stop();
+  throw UnrequestedOutput(problem, "command `" + command_ + "`");
+}
+
 std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& requests,
                                                std::chrono::steady_clock::time_point deadline) {
   if (pid_ <= 0) start();
@@ -229,8 +234,9 @@ std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& r
   // As many replies as requests, yet some requests unsent or lines left over: the child
   // prints more than one line per request.
   if (written < out.size()) {
-    fail("printed " + std::to_string(requests.size()) + " reply lines before it was sent all " +
-         std::to_string(requests.size()) + " requests: more than one line per request");
+    fail_unrequested("printed " + std::to_string(requests.size()) +
+                     " reply lines before it was sent all " + std::to_string(requests.size()) +
+                     " requests; print exactly one reply line per request line");
   }
   check_no_unrequested_output(kQuietAfterReplies, requests.size());
   return replies;
@@ -254,11 +260,11 @@ void LineProcess::check_no_unrequested_output(std::chrono::milliseconds wait, si
   }
   if (pending_.empty()) return;
   const std::string first = pending_.substr(0, std::min<size_t>(pending_.find('\n'), 200));
-  fail("printed a line that answers no request (" +
-       (requests > 0 ? "after the " + std::to_string(requests) + " replies to a batch of " +
-                           std::to_string(requests)
-                     : std::string("between batches")) +
-       "): " + first + "; print exactly one reply line per request line");
+  const std::string when = requests > 0 ? "after the " + std::to_string(requests) +
+                                               " replies to a batch of " + std::to_string(requests)
+                                         : std::string("between batches");
+  fail_unrequested("printed a line that answers no request (" + when + "): " + first +
+                   "; print exactly one reply line per request line");
 }
 
 }  // namespace aspen

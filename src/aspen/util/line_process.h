@@ -16,7 +16,7 @@
 // follows the last reply within kQuietAfterReplies (a script printing two lines per
 // input prints the extras at once). A slow script's extra lines after that are caught
 // at the next exchange(); callers that need a per-reply guarantee echo an id (as
-// CommandReward does with request_id).
+// CommandReward does with request_id). These failures throw UnrequestedOutput.
 //
 // After any failure the child is killed (SIGKILL to its process group: the shell and
 // whatever it started, reaped); the next exchange() starts a fresh one.
@@ -38,13 +38,23 @@
 #include <string>
 #include <vector>
 
+#include "aspen/util/error.h"
+
 namespace aspen {
+
+// What exchange() throws when the child printed output that answers no request: a bug
+// in the child, not a transient fault, so a caller that retries failures should not
+// retry this one (a fresh child would hide it).
+class UnrequestedOutput : public Error {
+ public:
+  using Error::Error;
+};
 
 class LineProcess {
  public:
   // How long exchange() watches for output after the last reply (see above): short,
   // since it is paid once per batch.
-  static constexpr std::chrono::milliseconds kQuietAfterReplies{5};
+  static constexpr std::chrono::milliseconds kQuietAfterReplies{25};
 
   explicit LineProcess(std::string command, size_t max_line_bytes = size_t{16} << 20);
   ~LineProcess();
@@ -68,6 +78,7 @@ class LineProcess {
  private:
   void start();
   [[noreturn]] void fail(const std::string& problem);
+  [[noreturn]] void fail_unrequested(const std::string& problem);  // throws UnrequestedOutput
   // Fails when the child prints anything within `wait` (or already has): output that
   // answers none of the `requests` just answered (0: between batches).
   void check_no_unrequested_output(std::chrono::milliseconds wait, size_t requests);
