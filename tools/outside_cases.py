@@ -31,13 +31,17 @@ TINY = ("model.hidden_size=32 model.num_layers=1 model.head_dim=8 model.intermed
 
 
 def snapshot(root):
-    """Every path under root with its type, size and mtime (symlinks not followed)."""
+    """Every path under root with its type, and for files their size and mtime (symlinks
+    not followed). A folder's own mtime is left out: probing that an output folder is
+    writable creates and removes a file in it, which changes no file."""
     state = {}
     for folder, dirs, files in os.walk(root):
         for name in dirs + files:
             path = os.path.join(folder, name)
             st = os.lstat(path)
-            state[os.path.relpath(path, root)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+            kind = stat.S_IFMT(st.st_mode)
+            state[os.path.relpath(path, root)] = (
+                (kind,) if stat.S_ISDIR(st.st_mode) else (kind, st.st_size, st.st_mtime_ns))
     return state
 
 
