@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <httplib.h>
+
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -35,14 +37,20 @@ std::string serve_model_dir() {
 // `aspen serve` in the background on a free port; killed (SIGTERM) by the destructor.
 class ServerProcess {
  public:
-  ServerProcess(const std::string& model_dir, const std::string& log)
+  ServerProcess(const std::string& model_dir, const std::string& log,
+                std::vector<std::string> extra_args = {})
       : log_(log) {
+    std::vector<std::string> args = {"aspen", "serve", "--model", model_dir, "--port", "0",
+                                      "--served-model-name", "tiny", "--kv-cache-mb", "64",
+                                      "--threads", "1"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       freopen(log.c_str(), "w", stderr);
-      execl(testing::aspen_cli().c_str(), "aspen", "serve", "--model", model_dir.c_str(), "--port",
-            "0", "--served-model-name", "tiny", "--kv-cache-mb", "64", "--threads", "1",
-            static_cast<char*>(nullptr));
+      execv(testing::aspen_cli().c_str(), argv.data());
       _exit(127);
     }
   }
@@ -187,6 +195,50 @@ TEST(ServeCommand, TheBenchmarkSendsTheSameRequestsAloneAndConcurrently) {
   EXPECT_EQ(result["engine_steps"]["sequential"], 5 * 4);
   // Sharing steps is likely here but timing-dependent; EngineService's tests pin it.
   EXPECT_LE(result["engine_steps"]["concurrent"].get<int64_t>(), 5 * 4);
+}
+
+// SIGTERM while a long non-streaming request runs: the server stops within the grace
+// period plus the time to answer, the client gets a 503 naming the grace period, and
+// the exit is clean.
+TEST(ServeCommand, SigtermEndsALongNonStreamingRequestWithinTheGracePeriod) {
+  const std::string model = serve_model_dir();
+  const std::string log = testing::scratch_dir() + "/serve_grace.log";
+  ServerProcess server(model, log, {"--shutdown-grace-s", "1"});
+  const int port = server.wait_for_port();
+  ASSERT_GT(port, 0) << testing::read_text(log);
+  int status = 0;  // 0: no answer
+  std::string body;
+  std::thread client([&] {
+    httplib::Client http("127.0.0.1", port);
+    http.set_read_timeout(60, 0);
+    // Far more tokens than fit in the test's time on a 151,936-token vocabulary.
+    const auto answer = http.Post("/v1/completions",
+                       nlohmann::json{{"prompt", "Hello"}, {"max_tokens", 4000}, {"n", 16},
+                                      {"ignore_eos", true}}
+                           .dump(),
+                       "application/json");
+    if (answer) {
+      status = answer->status;
+      body = answer->body;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the request is running
+  const auto start = std::chrono::steady_clock::now();
+  const int exit_code = server.terminate();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  client.join();
+  EXPECT_EQ(exit_code, 0) << testing::read_text(log);
+  EXPECT_LT(seconds, 1.0 + 2.0) << testing::read_text(log);  // the grace, and a margin
+  EXPECT_EQ(status, 503) << body;
+  EXPECT_NE(body.find("--shutdown-grace-s"), std::string::npos) << body;
+}
+
+TEST(ServeCommand, RefusesANegativeShutdownGraceWithAOneLineError) {
+  const auto result = run_command(testing::aspen_cli() +
+                                  " serve --model /nonexistent --shutdown-grace-s -1");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--shutdown-grace-s"), std::string::npos) << result.err;
 }
 
 TEST(ServeCommand, RefusesAnOutOfRangePortWithAOneLineError) {
