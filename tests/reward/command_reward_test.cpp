@@ -238,8 +238,8 @@ TEST_F(CommandRewardTest, CommandRewardRefusesAScoreBeyondTheBoundNamingTheValue
 }
 
 TEST_F(CommandRewardTest, AChildOutlivesTheThreadThatStartedIt) {
-  // The child dies with Aspen (PR_SET_PDEATHSIG), which the kernel ties to the thread that
-  // forked it: a reward worker thread that ends must not take the script with it.
+  // The child dies with Aspen, not with the thread that started it (as PR_SET_PDEATHSIG
+  // would have it): a reward worker thread that ends must not take the script with it.
   CommandReward scorer = reward(script(kContainsAnswer), 30, 0);
   std::thread([&] { EXPECT_EQ(scorer.score({"p", "42", "42"}), 1.0); }).join();
   usleep(100000);

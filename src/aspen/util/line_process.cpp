@@ -3,17 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <mutex>
-#include <thread>
 
 #include "aspen/util/error.h"
 
@@ -37,52 +33,26 @@ int milliseconds_until(std::chrono::steady_clock::time_point deadline) {
   return left.count() > 60'000 ? 60'000 : static_cast<int>(left.count());
 }
 
-// Runs `task` on one thread that lives as long as the process, and waits for it.
-// PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the
-// process: a child forked from a reward worker thread would be killed when that pool
-// shuts down while the LineProcess (and the next caller) lives on. Forking from this
-// thread makes the signal mean "Aspen exited". Its state is never freed: the thread
-// may still wait on it while static destructors run at exit.
-void run_on_forking_thread(const std::function<void()>& task) {
-  struct State {
-    std::mutex mutex;
-    std::condition_variable changed;
-    const std::function<void()>* task = nullptr;
-    uint64_t submitted = 0;
-    uint64_t finished = 0;
-  };
-  static State* const state = [] {
-    auto* created = new State;
-    std::thread([created] {
-      std::unique_lock<std::mutex> lock(created->mutex);
-      for (;;) {
-        created->changed.wait(lock, [created] { return created->task != nullptr; });
-        (*created->task)();
-        created->task = nullptr;
-        ++created->finished;
-        created->changed.notify_all();
-      }
-    }).detach();
-    return created;
-  }();
-  std::unique_lock<std::mutex> lock(state->mutex);
-  state->changed.wait(lock, [] { return state->task == nullptr; });
-  state->task = &task;
-  const uint64_t ticket = ++state->submitted;
-  state->changed.notify_all();
-  state->changed.wait(lock, [ticket] { return state->finished >= ticket; });
-}
+// The process group's first process: a shell that starts the command (its stdin and
+// stdout the pipes at fds 4 and 5) and then waits for end of file on fd 3, the read end
+// of a pipe whose only writer is Aspen. Aspen never writes to it, so the read returns
+// when Aspen exits, however it exits (kill -9 runs no tear-down), and the shell then
+// SIGKILLs its whole group: the command, whatever `sh -c` forked (dash does not exec a
+// simple command) and what the script started in turn. PR_SET_PDEATHSIG alone would
+// reach one process and fire when the forking *thread* ends; the pipe has neither
+// limit nor a race (a write end closed before the read began still gives EOF).
+// The command is $0, passed as an argument: no quoting of user text.
+constexpr const char* kWatcherScript =
+    "/bin/sh -c \"$0\" <&4 >&5 3<&- 4<&- 5<&- &\n"
+    "exec 4<&- 5<&-\n"
+    "read _ <&3\n"
+    "kill -9 0\n";
 
 // The child's side of fork(): only async-signal-safe calls (the parent has threads).
-// `parent` is Aspen's pid, read before fork().
-[[noreturn]] void exec_shell(const char* const* argv, int stdin_fd, int stdout_fd, pid_t parent) {
-  // Die with Aspen, as the launcher's ranks do: a SIGKILLed Aspen runs no stop(), and
-  // the script would run on. If Aspen died before prctl took effect, we have already
-  // been re-parented: exit at once. This covers the process that `sh -c` becomes (sh
-  // execs a simple command); what a compound command forks in turn sees EOF on stdin.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(128 + SIGKILL);
-  // A process group of its own, so that stop() reaches what the shell started too
-  // (a script's interpreter, its children), not only the shell.
+[[noreturn]] void exec_watcher(const char* const* argv, int stdin_fd, int stdout_fd,
+                               int life_fd) {
+  // A process group of its own, so that stop() and the watcher reach the command and
+  // everything it started, and nothing else.
   setpgid(0, 0);
   // Not Aspen's signal state: SIGPIPE ignored and a worker thread's blocked signals
   // would otherwise survive exec.
@@ -92,7 +62,15 @@ void run_on_forking_thread(const std::function<void()>& task) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0) _exit(127);
+  // To fds 3, 4, 5 by way of copies above them (an fd may already be 3, 4 or 5); the
+  // copies are close-on-exec, dup2's targets are not.
+  const int life = fcntl(life_fd, F_DUPFD_CLOEXEC, 10);
+  const int in = fcntl(stdin_fd, F_DUPFD_CLOEXEC, 10);
+  const int out = fcntl(stdout_fd, F_DUPFD_CLOEXEC, 10);
+  if (life < 0 || in < 0 || out < 0 || dup2(life, 3) < 0 || dup2(in, 4) < 0 ||
+      dup2(out, 5) < 0) {
+    _exit(127);
+  }
   execv("/bin/sh", const_cast<char* const*>(argv));
   static const char kMessage[] = "aspen: cannot execute /bin/sh\n";
   const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
@@ -119,24 +97,25 @@ void LineProcess::start() {
     close(in[1]);
     throw Error(std::strerror(errno), "pipe for `" + command_ + "`");
   }
-  const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
-  const pid_t parent = getpid();
-  pid_t pid = -1;
-  int fork_error = 0;
-  run_on_forking_thread([&] {
-    pid = fork();
-    if (pid == 0) exec_shell(argv, in[0], out[1], parent);
-    if (pid < 0) fork_error = errno;
-    if (pid > 0) setpgid(pid, pid);  // also from here: no race with stop()'s kill(-pid)
-  });
+  int life[2];  // Aspen holds the write end until it exits (see kWatcherScript)
+  if (pipe2(life, O_CLOEXEC) != 0) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+    throw Error(std::strerror(errno), "pipe for `" + command_ + "`");
+  }
+  const char* argv[] = {"/bin/sh", "-c", kWatcherScript, command_.c_str(), nullptr};
+  const pid_t pid = fork();
+  if (pid == 0) exec_watcher(argv, in[0], out[1], life[0]);
+  const int fork_error = errno;
+  if (pid > 0) setpgid(pid, pid);  // also from here: no race with stop()'s kill(-pid)
   close(in[0]);
   close(out[1]);
+  close(life[0]);
   if (pid < 0) {
-    close(in[1]);
-    close(out[0]);
+    for (int fd : {in[1], out[0], life[1]}) close(fd);
     throw Error(std::string("cannot start: ") + std::strerror(fork_error),
                 "command `" + command_ + "`");
   }
+  life_ = life[1];
   pid_ = pid;
   to_child_ = in[1];
   from_child_ = out[0];
@@ -149,7 +128,8 @@ void LineProcess::start() {
 void LineProcess::stop() {
   if (to_child_ >= 0) close(to_child_);
   if (from_child_ >= 0) close(from_child_);
-  to_child_ = from_child_ = -1;
+  if (life_ >= 0) close(life_);
+  to_child_ = from_child_ = life_ = -1;
   if (pid_ > 0) {
     kill(-pid_, SIGKILL);  // the whole group: the shell and everything it started
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {

@@ -21,10 +21,10 @@
 // After any failure the child is killed (SIGKILL to its process group: the shell and
 // whatever it started, reaped); the next exchange() starts a fresh one.
 //
-// The child dies with this process: it gets SIGKILL when Aspen exits, even by SIGKILL
-// (PR_SET_PDEATHSIG, as the launcher's ranks), so a killed `aspen eval` leaves no
-// reward script running. That covers the process `sh -c` execs; what a compound
-// command forks in turn is not covered (it reads EOF on stdin).
+// The child dies with this process: its process group (the command and everything it
+// started) gets SIGKILL when Aspen exits, even by SIGKILL, so a killed `aspen eval`
+// leaves no reward script running. A small /bin/sh watcher leads the group and waits
+// for end of file on a pipe that only Aspen holds open (line_process.cpp).
 //
 // Writing to a dead child must not kill this process: the first LineProcess sets
 // SIGPIPE to ignored when it is at its default (writes then fail with EPIPE).
@@ -88,6 +88,7 @@ class LineProcess {
   pid_t pid_ = -1;
   int to_child_ = -1;
   int from_child_ = -1;
+  int life_ = -1;  // the pipe whose end of file tells the watcher that Aspen exited
   std::string pending_;  // bytes read past the last complete line
   int starts_ = 0;
 };
