@@ -144,7 +144,7 @@ int run_serve(const ServeOptions& options) {
     std::cerr << "aspen serve: stopping (signal " << signal_number
               << "): no new connections; requests in progress have " << options.shutdown_grace_s
               << " s to finish (--shutdown-grace-s; a second signal ends them now)" << std::endl;
-    server.stop();
+    server.stop_accepting();
     using Clock = std::chrono::steady_clock;
     const auto grace_end =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -160,6 +160,10 @@ int run_serve(const ServeOptions& options) {
     grace << options.shutdown_grace_s;
     service.abort_all("server shutting down: the request did not finish within the " +
                       grace.str() + " s grace period (--shutdown-grace-s)");
+    // Time for the failed requests' answers to be written, then idle keep-alive
+    // connections are closed too.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    server.end_connections();
     const auto exit_by = Clock::now() + kExitMargin;
     while (!served && Clock::now() < exit_by) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -39,9 +39,22 @@ int failure_status(const StreamEvent& event) {
 // httplib's server, whose listening socket queues as many connections as the system
 // allows: httplib listens with a backlog of 5, and a burst of clients beyond that has
 // its handshakes dropped and retried by the clients' kernels seconds later.
+//
+// It also stops in two phases. httplib's stop() ends the accept loop and also cuts
+// every response being streamed and every idle keep-alive connection at once (its
+// loops watch the listening socket's handle). stop_accepting() only shuts the listening
+// socket down: accept() then fails, httplib closes the socket and waits for the
+// connections in progress, streams included. end_connections() then marks the socket
+// gone, which ends what is left as stop() would (the socket is already closed, so it
+// is not closed again).
 class DeepBacklogServer : public httplib::Server {
  public:
   bool deepen_backlog() { return ::listen(svr_sock_, SOMAXCONN) == 0; }
+  void stop_accepting() {
+    const socket_t sock = svr_sock_;
+    if (sock != INVALID_SOCKET) ::shutdown(sock, SHUT_RDWR);
+  }
+  void end_connections() { svr_sock_ = INVALID_SOCKET; }
 };
 
 // Counts a generation request in OpenAiServer::generating_ for as long as it lives.
@@ -126,6 +139,14 @@ void OpenAiServer::bind() {
 }
 
 void OpenAiServer::run() { server_->listen_after_bind(); }
+
+void OpenAiServer::stop_accepting() {
+  static_cast<DeepBacklogServer&>(*server_).stop_accepting();
+}
+
+void OpenAiServer::end_connections() {
+  static_cast<DeepBacklogServer&>(*server_).end_connections();
+}
 
 void OpenAiServer::stop() { server_->stop(); }
 

@@ -53,9 +53,14 @@ class OpenAiServer {
   // Binds the socket; throws aspen::Error naming host:port when it cannot.
   void bind();
   int bound_port() const { return port_; }
-  // Serves until stop().
+  // Serves until stop(), or until stop_accepting() and the connections then open end.
   void run();
   void stop();
+  // A graceful stop: no new connections; the open ones, streams and idle keep-alive
+  // ones included, go on until they end or end_connections() (which must follow
+  // stop_accepting()) cuts them.
+  void stop_accepting();
+  void end_connections();
 
  private:
   void register_routes();
