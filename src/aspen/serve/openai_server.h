@@ -14,9 +14,11 @@
 // Generation requests hold at most max_connections - kConnectionsForProbes threads;
 // one beyond that gets a 503 at once, so /health and /v1/models always find a thread.
 //
-// Thread safety: run() blocks the calling thread; stop() may be called from any thread
-// (or a signal-watching one): it stops accepting connections, and run() returns once
-// the requests in progress are answered (EngineService::abort_all ends them early).
+// Thread safety: run() blocks the calling thread; stop(), stop_accepting() and
+// end_connections() may be called from any thread (or a signal-watching one). A
+// graceful stop is stop_accepting(), time for the requests in progress (which
+// EngineService::abort_all can end early), then end_connections(); run() returns once
+// every connection has ended. stop() is all of that at once, cutting streams short.
 #pragma once
 
 #include <atomic>
