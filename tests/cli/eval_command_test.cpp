@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -87,12 +88,14 @@ TEST(EvalCommand, PassAtKFromAPythonRewardMatchesTheScoresItGave) {
   }
 }
 
-// One model for the reward tests below, written once per test process.
+// One model for the reward tests below, written once per test process and removed at
+// its exit (ctest runs each test in a process of its own: 49 MB each would pile up).
 const std::string& shared_model_dir() {
+  static const std::string root =
+      ::testing::TempDir() + "/aspen_eval_reward_model_" + std::to_string(getpid());
   static const std::string dir = [] {
-    const std::string root =
-        ::testing::TempDir() + "/aspen_eval_reward_model_" + std::to_string(getpid());
     std::filesystem::remove_all(root);
+    std::atexit([] { std::filesystem::remove_all(root); });
     std::filesystem::create_directories(root + "/scratch");
     nlohmann::json model = {{"arch", "qwen3"}, {"tied", true}, {"seed", 11}, {"vocab", 151936}};
     model["eos_token_id"] = 151645;
