@@ -17,10 +17,15 @@ struct ReportOptions {
 };
 
 int run_report(const ReportOptions& options) {
-  const std::string html = render_run_report(options.run_dir);
   const std::string out = options.out.empty()
                               ? (std::filesystem::path(options.run_dir) / "report.html").string()
                               : options.out;
+  // The output before the report is rendered (util/file.h: a device or FIFO is refused);
+  // with the default name, a missing RUN_DIR is render_run_report's to name.
+  if (!options.out.empty() || std::filesystem::is_directory(options.run_dir)) {
+    check_output_file(out, "--out");
+  }
+  const std::string html = render_run_report(options.run_dir);
   write_file_atomic(out, html);
   std::cout << out << "\n";
   return 0;

@@ -65,12 +65,21 @@ nlohmann::json sweep(const SimulateOptions& options) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  nlohmann::json rows = nlohmann::json::array();
-  nlohmann::json best;
+  // Every value's config and sizes before the first simulation: a bad last value is an
+  // error now, not after the others ran.
+  std::vector<TrainConfig> configs;
   for (const std::string& value : values) {
     std::vector<std::string> arguments = options.arguments;
     arguments.push_back(key + "=" + value);
-    const nlohmann::json result = simulate_sync_and_async(config_of(arguments), "");
+    configs.push_back(config_of(arguments));
+    simulation_spec(configs.back(), false);
+    simulation_spec(configs.back(), true);
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json best;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string& value = values[i];
+    const nlohmann::json result = simulate_sync_and_async(configs[i], "");
     nlohmann::json row = {{"value", value},
                           {"sync_tps", result["sync"]["effective_tps"]},
                           {"async_tps", result["async"]["effective_tps"]},
@@ -101,6 +110,9 @@ void setup(CLI::App& root) {
   command->add_option("--sweep", options->sweep,
                       "key=v1,v2,...: simulate once per value and tabulate");
   on_run(command, [options] {
+    check_input(options->trace.empty() || options->sweep.empty(),
+                "a sweep writes no trace (one per value would overwrite each other)", "--trace",
+                "trace one value without --sweep");
     const nlohmann::json result =
         options->sweep.empty()
             ? simulate_sync_and_async(config_of(options->arguments), options->trace)

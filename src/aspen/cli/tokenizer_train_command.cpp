@@ -31,6 +31,8 @@ int run_train(const TrainOptions& options) {
   trainer_options.special_tokens = options.special_tokens;
   trainer_options.min_frequency = options.min_frequency;
   BpeTrainer trainer(trainer_options);  // validates the vocab size before reading anything
+  // And the output, before the corpus is read (util/file.h: a device or FIFO is refused).
+  check_output_file(options.out_path, "--out");
   int64_t documents = 0;
   for (const std::string& file : options.files) {
     const int64_t fed = trainer.feed_file(file);

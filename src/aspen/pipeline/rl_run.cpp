@@ -79,31 +79,11 @@ void merge_rank_traces(const std::string& path, ProcessGroupHandle& world) {
   for (const std::string& part : parts) fs::remove(part);
 }
 
-// A file at `path` can be created (or rewritten) now: found at the start, not after
-// hours of training. The probe leaves nothing behind that was not there.
-void check_writable_file(const fs::path& path, const std::string& what) {
-  const bool existed = fs::exists(path);
-  check_input(!fs::is_directory(path), "is a directory", path.string(), what + " must be a file");
-  std::error_code error;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
-  {
-    std::ofstream probe(path, std::ios::app);
-    check_input(probe.good(), "cannot be written" + (error ? " (" + error.message() + ")" : ""),
-                path.string(), what + " must be writable");
-  }
-  if (!existed) fs::remove(path);
-}
-
-// New files can be created in `dir` now (made if missing, and left for the run).
-void check_writable_directory(const fs::path& dir, const std::string& what) {
-  check_input(!fs::exists(dir) || fs::is_directory(dir), "exists and is not a directory",
-              dir.string(), what + " writes its files there");
-  check_writable_file(dir / ".aspen-write-probe", what);
-}
-
-// Every output path of a run, checked before any work. A fresh run never shares its
-// directory with an earlier run's checkpoints: pruning would delete the new run's,
-// and --resume would continue the old run and overwrite final/ with its model.
+// Every output path of a run, checked before any work (util/file.h's rule: a regular
+// file, a new name in a writable directory, or a symlink to one; a device or FIFO named
+// as logging.trace would otherwise be replaced by a file, or block the run). A fresh run
+// never shares its directory with an earlier run's checkpoints: pruning would delete the
+// new run's, and --resume would continue the old run and overwrite final/ with its model.
 void check_output_paths(const TrainConfig& config, const RunOptions& options) {
   const fs::path out(options.out_dir);
   check_input(!fs::exists(out) || fs::is_directory(out), "exists and is not a directory",
@@ -114,10 +94,19 @@ void check_output_paths(const TrainConfig& config, const RunOptions& options) {
                     ", or start this run in a new directory (or delete " +
                     (out / "checkpoints").string() + ")");
   }
-  check_writable_file(out / "metrics.jsonl", "the run directory");
-  if (!config.logging.trace.empty()) check_writable_file(config.logging.trace, "logging.trace");
+  check_output_directory(options.out_dir, "--out");
+  for (const char* file : {"metrics.jsonl", "config.json", "summary.json"}) {
+    check_output_file((out / file).string(), std::string("--out's ") + file);
+  }
+  if (!config.logging.trace.empty()) {
+    // The trace's directory is made, as the run directory is.
+    const fs::path trace(config.logging.trace);
+    std::error_code ignored;  // a directory that cannot be made is named by the check
+    if (trace.has_parent_path()) fs::create_directories(trace.parent_path(), ignored);
+    check_output_file(config.logging.trace, "logging.trace");
+  }
   if (config.logging.tensorboard)
-    check_writable_directory(out / "tensorboard", "logging.tensorboard");
+    check_output_directory((out / "tensorboard").string(), "logging.tensorboard");
 }
 
 // The placements the RL loop drives. aspen::Error naming the field otherwise.

@@ -112,7 +112,11 @@ int64_t CostModel::kv_capacity_tokens() const {
               "the weights (" + std::to_string(weight_bytes_ / 1e9) + " GB) leave no KV cache on " +
                   std::to_string(cluster_.rollout_tp) + " x " + device_.name,
               "simulated rollout instance", "raise rollout.tp or simulate.memory_utilization");
-  return static_cast<int64_t>(free / kv_bytes_per_token_);
+  // Capped, because a double past 2^63 cast to int64 is undefined (simulate.memory_gb=1e300
+  // once reported -9223372036854775808 tokens); 2^50 tokens is more than any cluster holds
+  // and keeps every sum of token counts far from overflow.
+  constexpr double kMaxKvTokens = static_cast<double>(int64_t{1} << 50);
+  return static_cast<int64_t>(std::min(free / kv_bytes_per_token_, kMaxKvTokens));
 }
 
 double CostModel::forward_s(double tokens, double pairs) const {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <tuple>
 
 #include "aspen/pipeline/rl_setup.h"
@@ -11,9 +13,47 @@
 #include "aspen/util/config.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
+#include "aspen/util/log.h"
 
 namespace aspen {
 namespace {
+
+// Bounds on what is simulated, each stated with its reason (as parse_train_config
+// bounds a run's sizes): past them a typo (1e9) is an error at once rather than a
+// simulation that runs for days or an int overflow.
+// Devices per side: simulate.devices' own bound; no cluster has a million accelerators.
+constexpr int64_t kMaxSimulatedDevices = int64_t{1} << 20;
+// The simulator visits every rollout instance at each admission (as the iteration
+// engine polls them), so its cost grows with instances x samples.
+constexpr int64_t kMaxSimulatedInstances = 4096;
+// A simulated run reaches its steady state within tens of iterations.
+constexpr int64_t kMaxSimulatedIterations = 100000;
+constexpr int64_t kMaxSimulatedPrompts = int64_t{1} << 20;  // per iteration
+constexpr int64_t kMaxSimulatedSamples = int64_t{1} << 16;  // per prompt (rollout.n)
+// Longer than any model's context (the longest are about 10M tokens).
+constexpr int64_t kMaxSimulatedResponseTokens = int64_t{1} << 24;
+// 100 TB: a thousand times the largest accelerator memory.
+constexpr double kMaxSimulatedMemoryGb = 1e5;
+// The simulation's cost, measured on the 2-core machine: per iteration of R rows on I
+// instances about 1e-8 s x R x (R + 8 I) (the dock's claims grow with the rows held:
+// 4,096 rows 0.1 s, 65,536 rows 45 s; each instance adds its visits). The seeds' setting
+// (100 x 4,096 rows, 32 instances) is 1.8e9 units, ~20 s; the bound is ~10 minutes.
+constexpr double kSimulatedSecondsPerUnit = 1e-8;
+constexpr double kMaxSimulatedUnits = 6e10;
+
+std::string general(double value) {
+  std::ostringstream text;
+  text << std::setprecision(3) << value;  // 1e+300, 6e+10, 31.5
+  return text.str();
+}
+
+void check_simulated_size(int64_t value, int64_t bound, const std::string& key,
+                          const std::string& why) {
+  check_input(value <= bound,
+              "is " + std::to_string(value) + ", above aspen simulate's bound " +
+                  std::to_string(bound),
+              key, why);
+}
 
 ModelConfig qwen25(int64_t hidden, int64_t intermediate, int64_t layers, int64_t heads,
                    int64_t kv_heads) {
@@ -50,6 +90,10 @@ ModelConfig qwen3_30b_a3b() {
 }
 
 DevicePreset simulated_device(const SimulateSection& s) {
+  check_input(s.memory_gb <= kMaxSimulatedMemoryGb,
+              "is " + general(s.memory_gb) + " GB, above aspen simulate's bound " +
+                  general(kMaxSimulatedMemoryGb) + " GB",
+              "simulate.memory_gb", "100 TB is a thousand times the largest accelerator's memory");
   DevicePreset d = device_preset(s.device);
   auto set = [](double value, double scale, double& field) {
     if (value > 0) field = value * scale;
@@ -69,6 +113,17 @@ DevicePreset simulated_device(const SimulateSection& s) {
 
 ClusterShape configured_cluster(const TrainConfig& config) {
   const Placement& p = config.placement;
+  // Each side's device count before any product of them is taken in int.
+  const std::string devices_why = "no cluster has a million accelerators";
+  check_simulated_size(static_cast<int64_t>(p.train_dp) * p.train_tp, kMaxSimulatedDevices,
+                       "placement.train.dp x placement.train.tp", devices_why);
+  check_simulated_size(p.rollout_instances, kMaxSimulatedInstances,
+                       "placement.rollout.instances",
+                       "the simulator visits every instance at each admission");
+  check_simulated_size(static_cast<int64_t>(p.rollout_instances) * p.rollout_instance_size(),
+                       kMaxSimulatedDevices,
+                       "placement.rollout.instances x placement.rollout.tp x placement.rollout.ep",
+                       devices_why);
   ClusterShape c;
   c.memory_utilization = config.simulate.memory_utilization;
   if (p.world_size() == 1) {  // one process: a trainer thread and instance threads
@@ -92,6 +147,38 @@ ClusterShape configured_cluster(const TrainConfig& config) {
     c.instances = static_cast<int>(rest / c.rollout_tp);
   }
   return c;
+}
+
+// Every size that sets the simulation's cost, with its bound and reason. `instances_key`
+// names what set the instance count.
+void check_simulated_sizes(const TrainConfig& config, const SimulationSpec& spec,
+                           const std::string& instances_key) {
+  check_simulated_size(config.train.iterations, kMaxSimulatedIterations, "train.iterations",
+                       "a simulated run reaches its steady state within tens of iterations");
+  check_simulated_size(config.rollout.prompts_per_iteration, kMaxSimulatedPrompts,
+                       "rollout.prompts_per_iteration",
+                       "a million prompts per iteration is far beyond any published run");
+  check_simulated_size(config.rollout.n, kMaxSimulatedSamples, "rollout.n",
+                       "GRPO groups hold tens of samples");
+  check_simulated_size(config.rollout.max_tokens, kMaxSimulatedResponseTokens,
+                       "rollout.max_tokens", "no model's context is longer");
+  check_simulated_size(spec.cluster.instances, kMaxSimulatedInstances, instances_key,
+                       "the simulator visits every instance at each admission");
+  // The bounds above keep these products finite and exact enough in double.
+  const int64_t rows = spec.prompts_per_iteration * spec.n;  // <= 2^36
+  const double units = static_cast<double>(spec.iterations) * static_cast<double>(rows) *
+                       (static_cast<double>(rows) + 8.0 * spec.cluster.instances);
+  check_input(units <= kMaxSimulatedUnits,
+              "iterations x rows x (rows + 8 x instances) = " +
+                  std::to_string(spec.iterations) + " x " + std::to_string(rows) + " x (" +
+                  std::to_string(rows) + " + 8 x " + std::to_string(spec.cluster.instances) +
+                  ") = " + general(units) + ", about " +
+                  general(units * kSimulatedSecondsPerUnit / 60) +
+                  " minutes of simulation, is above aspen simulate's bound " +
+                  general(kMaxSimulatedUnits) + " (about 10 minutes on 2 cores)",
+              "train.iterations, rollout.prompts_per_iteration x rollout.n",
+              "simulate fewer iterations (a run's steady state shows within tens of them) or "
+              "fewer prompts per iteration");
 }
 
 // The spread of the short responses a calibration assumes (their mean is measured).
@@ -164,8 +251,12 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   spec.model = model_cost(simulated_model(config));
   spec.device = simulated_device(config.simulate);
   spec.cluster = configured_cluster(config);
-  if (!async && config.simulate.baseline == SimulateBaseline::kColocated &&
-      config.placement.world_size() > 1) {
+  const bool one_process = config.placement.world_size() == 1;
+  std::string instances_key = one_process                  ? "pipeline.instances"
+                              : config.simulate.devices > 0 ? "simulate.devices"
+                                                            : "placement.rollout.instances";
+  if (!async && config.simulate.baseline == SimulateBaseline::kColocated && !one_process) {
+    instances_key = "simulate.baseline colocated (every device an instance)";
     const int devices = spec.cluster.devices();
     ClusterShape& c = spec.cluster;
     check_input(devices % c.train_tp == 0 && devices % c.rollout_tp == 0,
@@ -207,6 +298,7 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   spec.lengths.long_tail_fraction = config.rollout.long_tail_fraction;
   spec.lengths.prompt_tokens = config.simulate.prompt_tokens;
   spec.lengths.seed = config.simulate.seed;
+  check_simulated_sizes(config, spec, instances_key);
   if (!config.simulate.replay.empty()) {
     spec.lengths.replay = std::make_shared<const std::vector<std::vector<int64_t>>>(
         load_replay(config.simulate.replay));
@@ -214,9 +306,30 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   return spec;
 }
 
+std::string sync_trace_path(const std::string& trace_path) {
+  const std::filesystem::path path(trace_path);
+  return (path.parent_path() / (path.stem().string() + ".sync" + path.extension().string()))
+      .string();
+}
+
 nlohmann::json simulate_sync_and_async(const TrainConfig& config, const std::string& trace_path) {
+  // The outputs first: a trace that cannot be written is an error before the simulation.
+  if (!trace_path.empty()) {
+    check_output_file(trace_path, "--trace");
+    check_output_file(sync_trace_path(trace_path), "--trace's sync side");
+  }
   SimulationSpec sync = simulation_spec(config, false);
   SimulationSpec async = simulation_spec(config, true);
+  // Not silent: simulate.devices decides the instance count (docs/simulate.md), so a
+  // different placement.rollout.instances is not what is simulated.
+  const Placement& placement = config.placement;
+  if (config.simulate.devices > 0 && placement.world_size() > 1 &&
+      async.cluster.instances != placement.rollout_instances) {
+    log_warn("simulate.devices=", config.simulate.devices, " leaves the rollout ",
+             async.cluster.instances, " instances of ", async.cluster.rollout_tp,
+             " devices: they are simulated, not placement.rollout.instances=",
+             placement.rollout_instances);
+  }
   if (!config.simulate.calibration.empty()) {
     const nlohmann::json bench = nlohmann::json::parse(read_file(config.simulate.calibration),
                                                        nullptr, false);
@@ -230,11 +343,8 @@ nlohmann::json simulate_sync_and_async(const TrainConfig& config, const std::str
     apply_calibration(calibration, async);
   }
   if (!trace_path.empty()) {
-    namespace fs = std::filesystem;
-    const fs::path path(trace_path);
     async.trace_path = trace_path;
-    sync.trace_path = (path.parent_path() / (path.stem().string() + ".sync" +
-                                             path.extension().string())).string();
+    sync.trace_path = sync_trace_path(trace_path);
   }
   nlohmann::json out;
   out["sync"] = run_simulation(sync);

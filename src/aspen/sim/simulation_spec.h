@@ -36,12 +36,20 @@ ModelConfig simulated_model(const TrainConfig& config);
 const std::vector<std::string>& simulated_model_presets();
 
 // The spec of one side (async: pipeline.mode async; else sync on simulate.baseline).
+// aspen::Error naming the key of a size above its bound (simulate_sync_and_async).
 SimulationSpec simulation_spec(const TrainConfig& config, bool async);
 
 // Both sides: {"sync": ..., "async": ..., "ratio": async/sync effective_tps, "model",
 // "device", "cluster"}. `trace_path`: the async side's Chrome trace (the sync side's
-// goes beside it, ".sync" before the extension); empty: none.
+// goes beside it, sync_trace_path); empty: none. Both trace paths are checked
+// (util/file.h's check_output_file, naming --trace) and every simulated size is bounded
+// (the bound and its reason in the error: train.iterations, rollout.prompts_per_iteration,
+// rollout.n, rollout.max_tokens, the instances, the devices, simulate.memory_gb, and
+// iterations x prompts x n x instances) before anything is simulated. With simulate.devices
+// the instance count is derived (a different placement.rollout.instances is warned about).
 nlohmann::json simulate_sync_and_async(const TrainConfig& config, const std::string& trace_path);
+// The sync side's trace beside `trace_path`: ".sync" before the extension.
+std::string sync_trace_path(const std::string& trace_path);
 
 struct BenchCalibration {
   double step_s = 0;        // per engine step

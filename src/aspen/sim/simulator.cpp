@@ -195,7 +195,9 @@ bool Simulation::has_room(const InstanceState& instance) const {
 void Simulation::admit() {
   for (int i = 0; i < spec_.cluster.instances; ++i) {
     const InstanceCounters& c = instances_[static_cast<size_t>(i)].engine->counters();
-    if (c.busy_seconds > 0.5) {  // as the iteration engine reports throughput
+    // As the iteration engine reports throughput; an instance busy only loading weights
+    // (no token scheduled yet: more instances than work) has none to report.
+    if (c.busy_seconds > 0.5 && c.scheduled_tokens > 0) {
       dispatcher_.on_throughput(i, static_cast<double>(c.scheduled_tokens) / c.busy_seconds);
     }
   }
