@@ -13,9 +13,7 @@
 #include "aspen/dock/claim_codec.h"
 #include "aspen/dock/in_process_transport.h"
 #include "aspen/model/expert_parallel_state.h"
-#include "aspen/model/tp_layout.h"
 #include "aspen/parallel/object_collectives.h"
-#include "aspen/parallel/resharder.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/batch_plan.h"
 #include "aspen/pipeline/bubble_accounting.h"
@@ -31,6 +29,7 @@
 #include "aspen/pipeline/staleness_window.h"
 #include "aspen/pipeline/trace_writer.h"
 #include "aspen/pipeline/training_state_swap.h"
+#include "aspen/pipeline/weight_publisher.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
@@ -50,13 +49,6 @@ constexpr double kPollSeconds = 0.02;  // the trainer's wait between batch claim
 // (DAPO's max_num_gen_batches; verl's recipe default is unbounded, 4 keeps a run whose
 // policy has collapsed to uniform rewards from stalling).
 constexpr int kMaxSamplingRounds = 4;
-
-std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int64_t version) {
-  auto set = std::make_shared<WeightSet>();
-  set->version = version;
-  for (auto& [name, tensor] : policy_weights(model)) set->tensors.emplace_back(name, tensor);
-  return set;
-}
 
 // Errors of this process's worker threads, for the trainer thread to rethrow.
 class WorkerErrors {
@@ -137,7 +129,6 @@ class IterationEngine : public Schedule {
                          const std::vector<int64_t>& versions, IterationRecord& record);
   void stream_batch(int64_t index, IterationRecord& record, std::vector<int64_t>& groups,
                     std::vector<Claim>& leases, double& idle, double& sorting);
-  void refresh_full_policy();
   void publish_weights();  // this rank's set of version_ (collective over the trainers)
   void publish();
   void check_workers() const;
@@ -155,18 +146,8 @@ class IterationEngine : public Schedule {
   std::optional<ProcessGroupHandle> trainers_;  // trainer ranks (several trainers only)
   int dp_rank_ = 0;                             // which data-parallel share this trainer computes
   bool writes_ = true;  // training TP rank 0: writes its share's output columns
-  // train.tp > 1: gathers the trained shards into the full policy (setup.model, and
-  // the weight set the instances load).
-  std::unique_ptr<Resharder> full_resharder_;
-  // train.ep > 1: the actor holds this rank's experts; setup.model is refreshed from
-  // all of them after each update (refresh_full_policy).
-  bool gathers_experts_ = false;
-  // Colocated tensor-parallel instances (allgather-swap): the trained shards become
-  // this rank's inference shards after each update, and its instance peer takes them
-  // from `own_shards_` (nothing goes through the dock's weight board).
-  std::unique_ptr<Resharder> instance_resharder_;
-  std::shared_ptr<WeightHistory> own_shards_;
-  int64_t reshard_bytes_moved_ = 0;  // received by this rank in the last reshard
+  // The full policy gathered and the weights published after each update.
+  std::optional<WeightPublisher> publisher_;
   // placement.swap (eta 0: the trainer waits for every batch): the optimizer state
   // leaves memory while it waits, and comes back for the update.
   TrainingStateSwap swap_{false};
@@ -248,30 +229,8 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
   streams_ = layout_.trainers == 1 && streams_updates(config_) && !swap_.enabled();
   dp_rank_ = layout_.rank / layout_.train_tp;
   writes_ = layout_.rank % layout_.train_tp == 0;
-  if (layout_.trains() && layout_.train_tp > 1) {
-    ReshardPlan plan;
-    plan.train_dp = config_.placement.train_dp;
-    plan.train_tp = config_.placement.train_tp;
-    plan.infer_tp = 1;
-    plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
-    const ModelConfig model_config = setup_.model->config;
-    // train.ep = train.tp: the experts are gathered whole over the EP (= TP) group
-    // first, so the resharder sees them replicated.
-    const bool experts_gathered = config_.placement.train_ep > 1;
-    full_resharder_ = std::make_unique<Resharder>(
-        trainers_, plan, [model_config, experts_gathered](const std::string& name) {
-          return experts_gathered && is_expert_parameter(name) ? ShardSpec{}
-                                                               : qwen_shard_spec(name, model_config);
-        });
-  }
-  gathers_experts_ = layout_.trains() && config_.placement.train_ep > 1;
-  if (world_ && instances_take_resharded_shards(config_, world_->world_size())) {
-    const ModelConfig model_config = setup_.model->config;
-    instance_resharder_ = std::make_unique<Resharder>(
-        trainers_, config_.placement.reshard_plan(torch::kFloat),
-        [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
-    own_shards_ = std::make_shared<WeightHistory>();
-  }
+  publisher_.emplace(config_, setup_.model->config, layout_, world_ ? world_->world_size() : 0,
+                     trainers_);
   const std::string rank_suffix = " (rank " + std::to_string(layout_.rank) + ")";
   if (trace_ != nullptr && layout_.trains())
     trainer_track_ = trace_->track("trainer" + rank_suffix);
@@ -307,7 +266,7 @@ IterationEngine::IterationEngine(const ScheduleContext& context,
     options.weights_from = weights_from_;
     options.lease_s = config_.pipeline.instance_timeout_s;
     options.trace = trace_;
-    options.own_shards = own_shards_;
+    options.own_shards = publisher_->own_shards();
     QwenForCausalLM model{nullptr};
     auto group = instance_groups.find(instance);
     if (group != instance_groups.end()) {
@@ -808,37 +767,8 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record,
               [&] { record.update.actor = finish_update_stage(config_, workers_, seed); });
 }
 
-void IterationEngine::refresh_full_policy() {
-  torch::NoGradGuard no_grad;
-  // train.ep > 1: each rank trained its experts; all of them, with the rest, make the
-  // full policy again (collective over the EP group).
-  const std::vector<std::pair<std::string, torch::Tensor>> trained =
-      gathers_experts_ ? gather_expert_parallel_state(workers_.actor->model())
-                       : workers_.actor->model()->hf_state();
-  if (full_resharder_) {
-    // train.tp > 1: the TP shards gathered too (collective over the trainers).
-    const std::shared_ptr<const WeightSet> full = full_resharder_->reshard(trained, version_);
-    setup_.model->load_state(
-        std::map<std::string, torch::Tensor>(full->tensors.begin(), full->tensors.end()),
-        "gathered policy");
-    return;
-  }
-  if (!gathers_experts_) return;  // train.tp 1: the actor trains setup.model itself
-  setup_.model->load_state(std::map<std::string, torch::Tensor>(trained.begin(), trained.end()),
-                           "gathered experts");
-}
-
 void IterationEngine::publish_weights() {
-  if (instance_resharder_) {
-    // Collective over the trainers (every rank, colocated): each gets its own shard.
-    own_shards_->publish(
-        instance_resharder_->reshard(workers_.actor->model()->hf_state(), version_));
-    reshard_bytes_moved_ = instance_resharder_->last_stats().bytes_moved;
-    return;
-  }
-  // Every training rank holds the full policy in setup.model (train.tp > 1: gathered
-  // after each update) and serves it from its own warehouse.
-  dock_->publish_weights(weight_set_of(setup_.model, version_));
+  publisher_->publish(workers_.actor->model(), setup_.model, version_, *dock_);
 }
 
 void IterationEngine::publish() {
@@ -931,9 +861,10 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   record.stage_seconds["wait"] = idle;
   ++version_;
   // Evaluation and export read setup.model after every iteration.
-  if (full_resharder_ || gathers_experts_) {
-    timed_stage(record.stage_seconds, "gather", trace_, trainer_track_,
-                [&] { refresh_full_policy(); });
+  if (publisher_->gathers_full_policy()) {
+    timed_stage(record.stage_seconds, "gather", trace_, trainer_track_, [&] {
+      publisher_->gather_full_policy(workers_.actor->model(), setup_.model, version_);
+    });
   }
   if (version_ % config_.pipeline.sync_every == 0) {
     timed_stage(record.stage_seconds, "publish", trace_, trainer_track_, [&] {
@@ -972,7 +903,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   if (swap_.enabled()) line["swapped_bytes"] = swapped_bytes;
   // Allgather-swap: bytes rank 0 received to build its inference shards (0 when the
   // inference layout is a split of the training one: every rank slices locally).
-  if (instance_resharder_) line["reshard_bytes_moved"] = reshard_bytes_moved_;
+  if (const auto bytes = publisher_->reshard_bytes_moved()) line["reshard_bytes_moved"] = *bytes;
   line["rollout_version"] = published_version_;
   if (is_admitter()) {
     // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).

@@ -1,0 +1,86 @@
+#include "aspen/pipeline/weight_publisher.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aspen/model/expert_parallel_state.h"
+#include "aspen/model/tp_layout.h"
+#include "aspen/pipeline/rl_stages.h"
+
+namespace aspen {
+
+WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& model_config,
+                                 const EngineLayout& layout, int world_size,
+                                 std::optional<ProcessGroupHandle> trainers) {
+  if (layout.trains() && layout.train_tp > 1) {
+    ReshardPlan plan;
+    plan.train_dp = config.placement.train_dp;
+    plan.train_tp = config.placement.train_tp;
+    plan.infer_tp = 1;
+    plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
+    // train.ep = train.tp: the experts are gathered whole over the EP (= TP) group
+    // first, so the resharder sees them replicated.
+    const bool experts_gathered = config.placement.train_ep > 1;
+    full_resharder_ = std::make_unique<Resharder>(
+        trainers, plan, [model_config, experts_gathered](const std::string& name) {
+          return experts_gathered && is_expert_parameter(name) ? ShardSpec{}
+                                                               : qwen_shard_spec(name, model_config);
+        });
+  }
+  gathers_experts_ = layout.trains() && config.placement.train_ep > 1;
+  if (world_size > 0 && instances_take_resharded_shards(config, world_size)) {
+    instance_resharder_ = std::make_unique<Resharder>(
+        trainers, config.placement.reshard_plan(torch::kFloat),
+        [model_config](const std::string& name) { return qwen_shard_spec(name, model_config); });
+    own_shards_ = std::make_shared<WeightHistory>();
+  }
+}
+
+void WeightPublisher::gather_full_policy(QwenForCausalLM actor, QwenForCausalLM full,
+                                         int64_t version) {
+  torch::NoGradGuard no_grad;
+  // train.ep > 1: each rank trained its experts; all of them, with the rest, make the
+  // full policy again (collective over the EP group).
+  const std::vector<std::pair<std::string, torch::Tensor>> trained =
+      gathers_experts_ ? gather_expert_parallel_state(actor) : actor->hf_state();
+  if (full_resharder_) {
+    // train.tp > 1: the TP shards gathered too (collective over the trainers).
+    const std::shared_ptr<const WeightSet> gathered = full_resharder_->reshard(trained, version);
+    full->load_state(
+        std::map<std::string, torch::Tensor>(gathered->tensors.begin(), gathered->tensors.end()),
+        "gathered policy");
+    return;
+  }
+  if (!gathers_experts_) return;  // train.tp 1: the actor trains the full policy itself
+  full->load_state(std::map<std::string, torch::Tensor>(trained.begin(), trained.end()),
+                   "gathered experts");
+}
+
+void WeightPublisher::publish(QwenForCausalLM actor, const QwenForCausalLM& full,
+                              int64_t version, TransferDock& dock) {
+  if (instance_resharder_) {
+    // Collective over the trainers (every rank, colocated): each gets its own shard.
+    own_shards_->publish(instance_resharder_->reshard(actor->hf_state(), version));
+    reshard_bytes_moved_ = instance_resharder_->last_stats().bytes_moved;
+    return;
+  }
+  // Every training rank holds the full policy (train.tp > 1: gathered after each
+  // update) and serves it from its own warehouse.
+  dock.publish_weights(weight_set_of(full, version));
+}
+
+std::optional<int64_t> WeightPublisher::reshard_bytes_moved() const {
+  if (!instance_resharder_) return std::nullopt;
+  return reshard_bytes_moved_;
+}
+
+std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int64_t version) {
+  auto set = std::make_shared<WeightSet>();
+  set->version = version;
+  for (auto& [name, tensor] : policy_weights(model)) set->tensors.emplace_back(name, tensor);
+  return set;
+}
+
+}  // namespace aspen

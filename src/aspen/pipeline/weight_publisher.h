@@ -1,0 +1,73 @@
+// WeightPublisher: how the trainers' weights reach the rollout instances and the full
+// policy (setup.model, which evaluation and export read) after each update. One part
+// of the iteration engine (iteration_engine.h), which calls it between updates.
+//
+// Three layouts, fixed by the placement at construction:
+//   - train.tp > 1 or train.ep > 1: the actor holds shards (TP) or this rank's experts
+//     (EP); gather_full_policy() makes the full policy again, collectively over the
+//     trainers (TP) and the EP group. With neither, the actor trains the full policy
+//     itself and gathers nothing.
+//   - colocated tensor-parallel instances (allgather-swap, engine_layout.h's
+//     instances_take_resharded_shards): publish() reshards the actor's trained shards
+//     into this rank's inference shards, which its instance takes from own_shards();
+//     nothing goes through the dock.
+//   - otherwise publish() puts the full policy's weight set on the dock's weight board,
+//     in this rank's warehouse, where its instances (or rollout-only ranks) fetch it.
+// Collectives: gather_full_policy() and the resharding publish() are collective over
+// the trainers; every trainer calls them in the same order.
+// Thread safety: the trainer's thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "aspen/dock/transfer_dock.h"
+#include "aspen/model/qwen_model.h"
+#include "aspen/parallel/process_group.h"
+#include "aspen/parallel/resharder.h"
+#include "aspen/parallel/weight_set.h"
+#include "aspen/pipeline/engine_layout.h"
+#include "aspen/pipeline/train_config.h"
+
+namespace aspen {
+
+class WeightPublisher {
+ public:
+  // `world_size`: 0 without a world (one process). `trainers`: the trainers' subgroup
+  // (several trainers only).
+  WeightPublisher(const TrainConfig& config, const ModelConfig& model_config,
+                  const EngineLayout& layout, int world_size,
+                  std::optional<ProcessGroupHandle> trainers);
+
+  // Whether the actor holds less than the full policy (gather_full_policy() has work).
+  bool gathers_full_policy() const { return full_resharder_ != nullptr || gathers_experts_; }
+  // (Models are passed as their shared holders.) `full` becomes the policy `actor` trained, version `version`.
+  void gather_full_policy(QwenForCausalLM actor, QwenForCausalLM full, int64_t version);
+
+  // Makes version `version` of the policy available to the instances: `actor`'s shards
+  // resharded for them, or `full`'s weight set on `dock`'s board.
+  void publish(QwenForCausalLM actor, const QwenForCausalLM& full, int64_t version,
+               TransferDock& dock);
+
+  // The inference shards this rank's instances load (colocated tensor-parallel
+  // instances); null otherwise.
+  const std::shared_ptr<WeightHistory>& own_shards() const { return own_shards_; }
+  // Bytes this rank received in the last reshard for its instances; nullopt when the
+  // instances do not take resharded shards.
+  std::optional<int64_t> reshard_bytes_moved() const;
+
+ private:
+  // train.tp > 1: gathers the trained shards into the full policy.
+  std::unique_ptr<Resharder> full_resharder_;
+  // train.ep > 1: the actor holds this rank's experts.
+  bool gathers_experts_ = false;
+  std::unique_ptr<Resharder> instance_resharder_;
+  std::shared_ptr<WeightHistory> own_shards_;
+  int64_t reshard_bytes_moved_ = 0;
+};
+
+// The policy's weights as the weight set of `version` (the tensors are the model's).
+std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int64_t version);
+
+}  // namespace aspen
