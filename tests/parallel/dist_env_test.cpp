@@ -74,5 +74,32 @@ TEST(DistEnv, MalformedValuesNameTheVariable) {
             std::string::npos);
 }
 
+TEST(DistEnv, TorchrunAgentStoreMakesMasterAddrTheStoreOfEveryRank) {
+  // torchrun's agent serves the store (TORCHELASTIC_USE_AGENT_STORE=True): every rank,
+  // rank 0 included, connects to MASTER_ADDR as given, even when all ranks are local.
+  std::map<std::string, std::string> vars = {{"RANK", "0"},
+                                             {"WORLD_SIZE", "2"},
+                                             {"LOCAL_WORLD_SIZE", "2"},
+                                             {"MASTER_ADDR", "localhost"},
+                                             {"MASTER_PORT", "29400"},
+                                             {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  const DistEnv agent = read_dist_env(lookup_from(vars));
+  EXPECT_TRUE(agent.agent_store);
+  EXPECT_EQ(store_address(agent), "localhost");
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  const DistEnv own = read_dist_env(lookup_from(vars));
+  EXPECT_FALSE(own.agent_store);
+  EXPECT_EQ(store_address(own), "127.0.0.1");  // rank 0 serves it, on loopback
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "1";
+  EXPECT_NE(error_of(vars).find("TORCHELASTIC_USE_AGENT_STORE='1' is neither True nor False"),
+            std::string::npos)
+      << error_of(vars);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  vars.erase("MASTER_PORT");
+  EXPECT_NE(error_of(vars).find("MASTER_PORT is not set, but TORCHELASTIC_USE_AGENT_STORE=True"),
+            std::string::npos)
+      << error_of(vars);
+}
+
 }  // namespace
 }  // namespace aspen

@@ -78,6 +78,24 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
   if (const char* port = lookup("MASTER_PORT")) {
     env.master_port = parse_int("MASTER_PORT", port, 1, 65535);
   }
+  if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE")) {
+    // torchrun writes Python's str(bool); torch itself reads only "True" as true. Anything
+    // else is refused rather than read as False, which would make rank 0 bind the port
+    // the agent's store already holds.
+    const std::string text = agent;
+    check_input(text == "True" || text == "False",
+                "TORCHELASTIC_USE_AGENT_STORE='" + text + "' is neither True nor False",
+                where("TORCHELASTIC_USE_AGENT_STORE"), kHint);
+    env.agent_store = text == "True";
+  }
+  if (env.agent_store) {
+    for (const char* name : {"MASTER_ADDR", "MASTER_PORT"}) {
+      check_input(lookup(name) != nullptr,
+                  std::string(name) + " is not set, but TORCHELASTIC_USE_AGENT_STORE=True says "
+                  "torchrun's agent serves the store there",
+                  where(name), kHint);
+    }
+  }
   env.rendezvous_timeout = parse_seconds(lookup, "ASPEN_RDZV_TIMEOUT_S", env.rendezvous_timeout);
   env.collective_timeout = parse_seconds(lookup, "ASPEN_DIST_TIMEOUT_S", env.collective_timeout);
   return env;
@@ -86,6 +104,7 @@ DistEnv read_dist_env(const EnvLookup& lookup) {
 DistEnv read_dist_env() { return read_dist_env(process_getenv); }
 
 std::string store_address(const DistEnv& env) {
+  if (env.agent_store) return env.master_addr;
   return env.single_node() ? std::string("127.0.0.1") : env.master_addr;
 }
 

@@ -7,6 +7,10 @@
 //                 (default: unknown; equal to WORLD_SIZE means a single-node job)
 //   MASTER_ADDR   host of rank 0's TCPStore                        (default: 127.0.0.1)
 //   MASTER_PORT   its port, 1..65535                               (default: 29500)
+//   TORCHELASTIC_USE_AGENT_STORE  "True": torchrun's agent already serves the store at
+//                 MASTER_ADDR:MASTER_PORT (which must then be set), so rank 0 connects to
+//                 it as every other rank does, as torch's env:// initialisation does;
+//                 "False" or unset: rank 0 serves it                (default: unset)
 // plus Aspen's timeouts (seconds, > 0, fractional allowed):
 //   ASPEN_RDZV_TIMEOUT_S   how long rendezvous waits for every rank (default 300)
 //   ASPEN_DIST_TIMEOUT_S   how long one collective may block, so a rank whose
@@ -31,6 +35,7 @@ struct DistEnv {
   int local_world_size = 0;  // 0: LOCAL_WORLD_SIZE was not set
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  bool agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun hosts the store
   std::chrono::milliseconds rendezvous_timeout{300'000};
   std::chrono::milliseconds collective_timeout{60'000};
 
@@ -41,7 +46,8 @@ struct DistEnv {
 // The address rank 0's rendezvous store (c10d TCPStore, which has no authentication)
 // listens on and every rank connects to: 127.0.0.1 for a single-node job, whatever
 // MASTER_ADDR says, so nothing off the machine can reach the store; MASTER_ADDR itself
-// on several nodes (rank 0 binds that address only, not every interface).
+// on several nodes (rank 0 binds that address only, not every interface). Under
+// torchrun's agent store, MASTER_ADDR always: the agent chose where it listens.
 std::string store_address(const DistEnv& env);
 
 // Looks a variable up; returns nullptr when unset. Injectable for tests.

@@ -34,6 +34,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -47,7 +48,7 @@ struct ProcessGroupHandle::Impl {
   int rank = 0;
   int world_size = 1;
   std::chrono::milliseconds collective_timeout{};
-  c10::intrusive_ptr<c10d::Store> store;  // the TCPStore, or a PrefixStore over it
+  c10::intrusive_ptr<c10d::Store> store;  // a PrefixStore over the TCPStore (join_session)
   std::shared_ptr<::gloo::transport::Device> device;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // formed on the first CUDA collective
@@ -88,29 +89,96 @@ std::string seconds_text(std::chrono::milliseconds ms) {
               "aspen launch output for the first rank that failed");
 }
 
-// Waits until every rank set its arrival key; throws naming the missing ranks.
-void wait_for_all_ranks(c10d::Store& store, const DistEnv& env) {
-  store.set("aspen/rdzv/arrived/" + std::to_string(env.rank), std::vector<uint8_t>{1});
-  const auto deadline = std::chrono::steady_clock::now() + env.rendezvous_timeout;
-  std::vector<int> missing;
-  while (true) {
-    missing.clear();
-    for (int r = 0; r < env.world_size; ++r) {
-      if (!store.check({"aspen/rdzv/arrived/" + std::to_string(r)})) missing.push_back(r);
-    }
-    if (missing.empty()) return;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+// The rendezvous proper: every rank agrees on a session id that rank 0 draws afresh for
+// this start, and everything formed afterwards (Gloo, NCCL, subgroups) keeps its keys
+// under "aspen/session/<id>/". The store may outlive a start: torchrun's agent hosts it
+// (TORCHELASTIC_USE_AGENT_STORE) and keeps it across restarts of its workers, so keys
+// of an earlier attempt (arrival marks, Gloo's peer addresses) are still there, and
+// fixed key names would let a restarted rank take them as current (count a rank as
+// arrived that is not, connect to a dead peer). A prefix from TORCHELASTIC_RESTART_COUNT
+// would not do: torchrun counts restarts per node (an agent whose own workers were
+// healthy restarts them for another node's failure without counting it), so nodes can
+// disagree on it. No key is ever deleted, so a check() followed by a get() never blocks:
+//   rank 0 writes "aspen/rdzv/session" = "<id> open", waits until every other rank r
+//     has written "aspen/rdzv/joined/<r>" = "<id>", then writes "<id> closed";
+//   rank r > 0 polls the session; whenever it shows an open id, r writes its joined key
+//     with that id; r is done when the session shows "<the id it joined> closed".
+// A stale open session (an earlier rank 0 died mid-rendezvous) is overwritten by this
+// rank 0, and ranks that joined it join the new id; a stale closed one names an id no
+// rank of this start joined. The agent's own keys ("torchelastic/...", "<run id>/...",
+// "torch.rendezvous.<run id>...") are outside "aspen/".
+const char* kSessionKey = "aspen/rdzv/session";
+
+std::string joined_key(int rank) { return "aspen/rdzv/joined/" + std::to_string(rank); }
+
+// The value at `key`, or "" when it is absent.
+std::string value_at(c10d::Store& store, const std::string& key) {
+  return store.check({key}) ? store.get_to_str(key) : std::string();
+}
+
+std::string new_session_id() {
+  std::random_device device;
+  std::ostringstream id;
+  id << std::hex << getpid();
+  for (int i = 0; i < 2; ++i) id << '-' << device();
+  return id.str();
+}
+
+[[noreturn]] void throw_missing_ranks(const std::vector<int>& missing, const DistEnv& env) {
   std::ostringstream ranks;
   for (size_t i = 0; i < missing.size(); ++i) ranks << (i ? ", " : "") << missing[i];
   throw Error((missing.size() == 1 ? "rank " : "ranks ") + ranks.str() + " never arrived within " +
                   seconds_text(env.rendezvous_timeout) + " (rank " + std::to_string(env.rank) +
-                  " of " + std::to_string(env.world_size) + " waited at " + env.master_addr +
+                  " of " + std::to_string(env.world_size) + " waited at " + store_address(env) +
                   ":" + std::to_string(env.master_port) + ")",
               "rendezvous",
-              "start every rank (aspen launch --nproc-per-node/--nnodes), check that all "
-              "nodes use the same MASTER_ADDR/MASTER_PORT, or raise --rdzv-timeout");
+              "start every rank (aspen launch --nproc-per-node/--nnodes, or torchrun), check "
+              "that all nodes use the same MASTER_ADDR/MASTER_PORT, or raise --rdzv-timeout");
+}
+
+// Runs the protocol above; returns the session id. Throws naming the ranks that did not
+// arrive within env.rendezvous_timeout.
+std::string join_session(c10d::Store& store, const DistEnv& env) {
+  const auto deadline = std::chrono::steady_clock::now() + env.rendezvous_timeout;
+  const auto poll = std::chrono::milliseconds(50);
+  std::vector<int> missing;
+  if (env.rank == 0) {
+    const std::string id = new_session_id();
+    store.set(kSessionKey, id + " open");
+    while (true) {
+      missing.clear();
+      for (int r = 1; r < env.world_size; ++r) {
+        if (value_at(store, joined_key(r)) != id) missing.push_back(r);
+      }
+      if (missing.empty()) break;
+      if (std::chrono::steady_clock::now() >= deadline) throw_missing_ranks(missing, env);
+      std::this_thread::sleep_for(poll);
+    }
+    store.set(kSessionKey, id + " closed");
+    return id;
+  }
+  std::string joined;  // the open id this rank joined last
+  while (true) {
+    const std::string session = value_at(store, kSessionKey);
+    const size_t space = session.find(' ');
+    const std::string id = session.substr(0, space);
+    const std::string state = space == std::string::npos ? "" : session.substr(space + 1);
+    if (state == "closed" && id == joined) return id;
+    if (state == "open" && id != joined) {
+      store.set(joined_key(env.rank), id);
+      joined = id;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Without an open session this rank knows only that rank 0 is missing; with one,
+      // the ranks that have not joined it (and rank 0 if all have but it never closed).
+      for (int r = 1; r < env.world_size && !joined.empty(); ++r) {
+        if (r != env.rank && value_at(store, joined_key(r)) != joined) missing.push_back(r);
+      }
+      if (missing.empty()) missing.push_back(0);
+      throw_missing_ranks(missing, env);
+    }
+    std::this_thread::sleep_for(poll);
+  }
 }
 
 // Rank 0's listening socket for the store, bound to `host` only. c10d's TCPStore has no
@@ -313,29 +381,38 @@ ProcessGroupHandle init_process_group(const DistEnv& env) {
 
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(env.master_port);
-  store_options.isServer = env.rank == 0;
+  // Under torchrun the agent already serves the store there (TORCHELASTIC_USE_AGENT_STORE):
+  // every rank, rank 0 included, is a client, as in torch's env:// initialisation.
+  store_options.isServer = env.rank == 0 && !env.agent_store;
   store_options.numWorkers = env.world_size;
-  // We wait for the ranks ourselves (wait_for_all_ranks) to name the missing ones.
+  // We wait for the ranks ourselves (join_session) to name the missing ones.
   store_options.waitWorkers = false;
   store_options.timeout = env.rendezvous_timeout;
   // Bound to `host` only, never to every interface (listen_on). If the store constructor
   // throws after this, the descriptor may or may not have been taken over; it is left
   // open rather than risk closing a descriptor twice (the rank is failing anyway).
   if (store_options.isServer) store_options.masterListenFd = listen_on(host, env.master_port);
+  c10::intrusive_ptr<c10d::Store> store;
   try {
-    impl->store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
+    store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
   } catch (const std::exception& e) {
-    if (env.rank == 0) {
+    if (store_options.isServer) {
       throw Error("rank 0 could not serve the rendezvous store on " + endpoint + ": " + e.what(),
                   "rendezvous", "is the port in use? pass --master-port 0 for a free one");
     }
-    throw Error("rank " + std::to_string(env.rank) + " could not reach rank 0's store at " +
+    const std::string owner = env.agent_store ? "torchrun's agent store" : "rank 0's store";
+    throw Error("rank " + std::to_string(env.rank) + " could not reach " + owner + " at " +
                     endpoint + " within " + seconds_text(env.rendezvous_timeout) + ": " + e.what(),
                 "rendezvous",
-                "is rank 0 running, and MASTER_ADDR/MASTER_PORT the same on every node?");
+                env.agent_store ? "is the torchrun agent of node 0 running, and MASTER_ADDR "
+                                  "reachable from this node?"
+                                : "is rank 0 running, and MASTER_ADDR/MASTER_PORT the same on "
+                                  "every node?");
   }
-  wait_for_all_ranks(*impl->store, env);
-  log_debug("rank ", env.rank, "/", env.world_size, ": all ranks arrived at ", endpoint);
+  const std::string session = join_session(*store, env);
+  impl->store = c10::make_intrusive<c10d::PrefixStore>("aspen/session/" + session, store);
+  log_debug("rank ", env.rank, "/", env.world_size, ": all ranks arrived at ", endpoint,
+            " (session ", session, ")");
 
   auto options = c10d::ProcessGroupGloo::Options::create(env.collective_timeout);
   impl->device = make_gloo_device(env);

@@ -8,10 +8,13 @@
 //   1. Rank 0 serves a c10d TCPStore on MASTER_PORT, listening only on
 //      store_address(env) (dist_env.h: 127.0.0.1 when every rank is on this node,
 //      MASTER_ADDR otherwise); every rank (rank 0 included) connects there within
-//      env.rendezvous_timeout.
-//   2. Each rank announces itself in the store and waits for all WORLD_SIZE ranks;
-//      a missing rank gives aspen::Error "rank N never arrived within T s" (listing
-//      every missing rank) instead of a hang.
+//      env.rendezvous_timeout. Under torchrun (env.agent_store) the agent already
+//      serves it at MASTER_ADDR:MASTER_PORT and rank 0 connects like the others.
+//   2. The ranks agree on a session that rank 0 opens afresh for this start and
+//      every rank joins; a missing rank gives aspen::Error "rank N never arrived
+//      within T s" (listing every missing rank) instead of a hang. All later keys
+//      live under that session, so a store that outlives a start (torchrun's keeps
+//      its keys across worker restarts) never mixes two starts' keys.
 //   3. A ProcessGroupGloo is formed over the store, with env.collective_timeout as
 //      the Gloo timeout: a collective whose peer died or stalls fails within it.
 // Errors: aspen::Error for rendezvous failures (unreachable store, port in use,

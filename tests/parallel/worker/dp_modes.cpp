@@ -11,11 +11,18 @@
 //                              all-reduce in a loop forever; rank DIE_RANK sends itself
 //                              SIGKILL (default) or SIGSTOP (a stalled peer) after
 //                              DIE_AFTER iterations (-1: nobody dies)
+//   fail_once MARKER           the rendezvous check; then, if file MARKER did not exist
+//                              at the start (the first attempt), rank 1 creates it and
+//                              exits 3 while the others wait to be stopped (a failed
+//                              first attempt, for torchrun to restart); in a later
+//                              attempt every rank prints "rank R of W ok (restart N)",
+//                              N = TORCHELASTIC_RESTART_COUNT
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -122,11 +129,38 @@ int allreduce_loop(ProcessGroupHandle& group, const std::vector<std::string>& ar
   }
 }
 
+int fail_once(ProcessGroupHandle& group, const std::vector<std::string>& args) {
+  check_input(args.size() == 1, "expected MARKER", "fail_once");
+  // Read before anyone can create it: every rank of an attempt agrees whether it is the first.
+  const bool first = access(args[0].c_str(), F_OK) != 0;
+  rendezvous(group, {});
+  group.barrier();
+  if (first && group.rank() == 1) {
+    std::FILE* marker = std::fopen(args[0].c_str(), "w");
+    check_input(marker != nullptr, "cannot create the marker", args[0]);
+    std::fclose(marker);
+    std::printf("rank 1 fails this attempt\n");
+    std::fflush(stdout);
+    _exit(3);
+  }
+  if (first) {
+    // Healthy, so a torchrun agent on another node restarts this one for its peer's
+    // failure without counting a restart of its own; it stops this process before then.
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+    return 1;
+  }
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  std::printf("rank %d of %d ok (restart %s)\n", group.rank(), group.world_size(),
+              restart != nullptr ? restart : "none");
+  return 0;
+}
+
 const RegisterWorkerMode kRendezvous({"rendezvous", "rendezvous", rendezvous});
 const RegisterWorkerMode kCollectives({"collectives", "collectives", collectives});
 const RegisterWorkerMode kDpTrain({"dp_train", "dp_train OUT STEPS BUCKET_MB OVERLAP", dp_train});
 const RegisterWorkerMode kAllreduceLoop(
     {"allreduce_loop", "allreduce_loop DIE_RANK DIE_AFTER [kill|stop]", allreduce_loop});
+const RegisterWorkerMode kFailOnce({"fail_once", "fail_once MARKER", fail_once});
 
 }  // namespace
 }  // namespace aspen::testing
