@@ -65,6 +65,14 @@ TEST(CostModel, KvCapacityIsTheMemoryTheWeightsLeave) {
   EXPECT_THROW(CostModel(small_model(), tiny, cluster).kv_capacity_tokens(), Error);
 }
 
+TEST(CostModel, AHugeDeviceMemoryGivesAPositiveCappedKvCapacity) {
+  // 1e300 bytes over 2^63 tokens once cast to int64 as -9223372036854775808.
+  DevicePreset huge = device_preset("h200");
+  huge.memory_bytes = 1e300;
+  EXPECT_EQ(CostModel(small_model(), huge, ClusterShape{}).kv_capacity_tokens(),
+            int64_t{1} << 50);
+}
+
 TEST(CostModel, TrainingIsThreeForwardPassesOverTheTrainers) {
   DevicePreset device = device_preset("h200");
   ClusterShape cluster;

@@ -8,6 +8,7 @@
 #include "aspen/pipeline/train_config.h"
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/config.h"
+#include "aspen/util/error.h"
 
 namespace aspen {
 namespace {
@@ -125,6 +126,46 @@ TEST(SimulatorReplay, AFileWithoutRecordedLengthsIsRefusedNamingIt) {
   } catch (const Error& e) {
     EXPECT_NE(e.input().find("simulate.replay"), std::string::npos);
   }
+}
+
+// Sizes only a typo reaches are refused at once, naming the key, the bound and why,
+// instead of a simulation that runs for days.
+std::string size_error(const std::vector<std::string>& overrides) {
+  try {
+    simulation_spec(small_cluster(overrides), true);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Simulator, AbsurdSizesAreRefusedWithTheBoundAndItsReason) {
+  for (const std::string key : {"train.iterations", "rollout.prompts_per_iteration",
+                                "rollout.n", "placement.rollout.instances"}) {
+    const std::string error = size_error({key + "=1000000000"});
+    EXPECT_NE(error.find(key + ": is 1000000000, above aspen simulate's bound"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("(hint: "), std::string::npos) << error;  // the reason
+  }
+  EXPECT_NE(size_error({"simulate.memory_gb=1e300"}).find("simulate.memory_gb: is 1e+300 GB"),
+            std::string::npos);
+  // Within every per-key bound, but hours of simulation together.
+  const std::string work = size_error({"train.iterations=10000", "rollout.prompts_per_iteration=4096"});
+  EXPECT_NE(work.find("minutes of simulation"), std::string::npos) << work;
+  // simulate.devices derives the instances: 2^20 - 4 of them are refused under that key.
+  EXPECT_NE(size_error({"simulate.devices=1048576"}).find("simulate.devices: is 1048572"),
+            std::string::npos);
+  EXPECT_EQ(size_error({}), "");
+}
+
+TEST(Simulator, MoreInstancesThanWorkRunsWithIdleInstances) {
+  // 60 instances for 4 groups: most only load weights, which is no throughput to report.
+  const nlohmann::json result = run_simulation(simulation_spec(
+      small_cluster({"simulate.devices=64", "rollout.prompts_per_iteration=4",
+                     "train.iterations=3"}),
+      true));
+  EXPECT_EQ(result["trained_rows"], 3 * 4 * 4);
 }
 
 }  // namespace
