@@ -94,16 +94,17 @@ void check_output_paths(const TrainConfig& config, const RunOptions& options) {
                     ", or start this run in a new directory (or delete " +
                     (out / "checkpoints").string() + ")");
   }
-  check_output_directory(options.out_dir, "--out");
-  for (const char* file : {"metrics.jsonl", "config.json", "summary.json"}) {
-    check_output_file((out / file).string(), std::string("--out's ") + file);
-  }
   if (!config.logging.trace.empty()) {
-    // The trace's directory is made, as the run directory is.
+    // The trace's directory is made, as the run directory is (after it: a refused trace
+    // leaves no empty run directory).
     const fs::path trace(config.logging.trace);
     std::error_code ignored;  // a directory that cannot be made is named by the check
     if (trace.has_parent_path()) fs::create_directories(trace.parent_path(), ignored);
     check_output_file(config.logging.trace, "logging.trace");
+  }
+  check_output_directory(options.out_dir, "--out");
+  for (const char* file : {"metrics.jsonl", "config.json", "summary.json"}) {
+    check_output_file((out / file).string(), std::string("--out's ") + file);
   }
   if (config.logging.tensorboard)
     check_output_directory((out / "tensorboard").string(), "logging.tensorboard");
