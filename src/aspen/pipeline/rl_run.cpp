@@ -1,5 +1,7 @@
 #include "aspen/pipeline/rl_run.h"
 
+#include "aspen/pipeline/iteration_metrics.h"
+
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/resume_check.h"
 #include "aspen/pipeline/iteration_engine.h"
+#include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/pipeline/trace_writer.h"
@@ -284,6 +287,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     if (writer) {
       const nlohmann::json line = {
           {"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}};
+      check_finite_metrics(line, "metrics.jsonl: the eval before RL");
       write_jsonl(metrics, line);
       if (tensorboard) tensorboard->add(0, numeric_fields(line));
     }
@@ -347,6 +351,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       line["eval_accuracy"] = evals["after"];
     }
     if (writer) {
+      check_finite_metrics(line, "metrics.jsonl: iteration " + std::to_string(i + 1));
       write_jsonl(metrics, line);
       metrics.flush();
       if (tensorboard) {
@@ -398,7 +403,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   if (!config.logging.trace.empty()) summary["trace"] = config.logging.trace;
   if (config.logging.tensorboard) summary["tensorboard"] = tensorboard_dir;
   if (world) summary["ranks"] = world->world_size();
-  if (writer) write_file_atomic((out / "summary.json").string(), summary.dump(2));
+  if (writer) {
+    check_finite_metrics(summary, "summary.json");
+    write_file_atomic((out / "summary.json").string(), summary.dump(2));
+  }
   return summary;
 }
 

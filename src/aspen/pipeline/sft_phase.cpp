@@ -6,6 +6,7 @@
 #include <random>
 
 #include "aspen/io/jsonl.h"
+#include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/train/sft.h"
 #include "aspen/util/seconds_since.h"
 
@@ -53,14 +54,11 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
       batch.push_back(examples[rng() % examples.size()]);
     const SftStepMetrics m = trainer.step(batch);
     if ((step + 1) % 50 != 0 && step + 1 != train.sft_steps) continue;
-    const double seconds =
-        seconds_since(start);
-    write_jsonl(metrics, {{"phase", "sft"},
-                          {"step", step + 1},
-                          {"nll", m.nll},
-                          {"lr", m.lr},
-                          {"grad_norm", m.grad_norm},
-                          {"seconds", seconds}});
+    const nlohmann::json line = {{"phase", "sft"},      {"step", step + 1},
+                                 {"nll", m.nll},        {"lr", m.lr},
+                                 {"grad_norm", m.grad_norm}, {"seconds", seconds_since(start)}};
+    check_finite_metrics(line, "metrics.jsonl: sft step " + std::to_string(step + 1));
+    write_jsonl(metrics, line);
     if (config.logging.console) {
       std::cout << "sft step " << std::setw(4) << step + 1 << "/" << train.sft_steps << "  nll "
                 << std::fixed << std::setprecision(3) << m.nll << "  lr " << std::scientific
