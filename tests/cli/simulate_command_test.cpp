@@ -2,6 +2,8 @@
 // simulated run, a sweep, and bad input named on one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -63,6 +65,37 @@ TEST(SimulateCommand, BadInputIsOneLineNamingIt) {
   r = run_command(kAspen + " simulate" + kSmallRun + " simulate.train_mfu=1.5");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("simulate.train_mfu"), std::string::npos) << r.err;
+}
+
+TEST(SimulateCommand, ATraceThatIsNotAFileIsRefusedBeforeSimulating) {
+  const std::string dir = scratch_dir();
+  const std::string fifo = dir + "/trace.json";
+  ASSERT_EQ(run_command("mkfifo " + fifo).exit_code, 0);
+  // train.iterations=100000 would simulate for hours: the trace is refused first.
+  for (const std::string& trace : {dir, fifo}) {
+    const CommandResult r = run_command(kAspen + " simulate" + kSmallRun +
+                                        " train.iterations=100000 --trace " + trace);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("--trace " + trace + ": is a"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  const CommandResult sweep = run_command(kAspen + " simulate" + kSmallRun +
+                                          " --sweep rollout.n=2,4 --trace " + dir + "/t.json");
+  EXPECT_NE(sweep.exit_code, 0);
+  EXPECT_NE(sweep.err.find("--trace"), std::string::npos) << sweep.err;
+}
+
+TEST(SimulateCommand, AnAbsurdSizeFailsAtOnceNamingTheKey) {
+  const CommandResult r =
+      run_command(kAspen + " simulate" + kSmallRun + " rollout.prompts_per_iteration=1000000000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("rollout.prompts_per_iteration: is 1000000000, above"), std::string::npos)
+      << r.err;
+  // A sweep checks every value before simulating the first.
+  const CommandResult sweep =
+      run_command(kAspen + " simulate" + kSmallRun + " --sweep train.iterations=4,1000000000");
+  EXPECT_NE(sweep.exit_code, 0);
+  EXPECT_NE(sweep.err.find("train.iterations: is 1000000000"), std::string::npos) << sweep.err;
 }
 
 }  // namespace
