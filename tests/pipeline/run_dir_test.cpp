@@ -3,6 +3,8 @@
 // --resume would finish the old run), and an unwritable trace or output directory is
 // an error at the start, not after training.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <filesystem>
 #include <string>
@@ -71,6 +73,29 @@ TEST(RunDirectory, UnwritableOutputPathsAreRefusedBeforeAnyTraining) {
   const std::string as_directory = run_error(
       testing::tiny_run_config({"logging.trace=" + ::testing::TempDir()}), RunOptions{dir});
   EXPECT_NE(as_directory.find("is a directory"), std::string::npos) << as_directory;
+}
+
+TEST(RunDirectory, ATraceThatIsAFifoOrDeviceIsRefusedBeforeAnyTrainingWithoutBlocking) {
+  // The old check opened the trace for appending: on a FIFO that blocks for ever, and a
+  // device (/dev/full) was then replaced by a regular file at the end of the run.
+  const std::string dir = ::testing::TempDir() + "/aspen_run_dir_fifo";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fifo = dir + "/trace.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string error =
+      run_error(testing::tiny_run_config({"logging.trace=" + fifo}), RunOptions{dir + "/run"});
+  EXPECT_NE(error.find("logging.trace " + fifo + ": is a FIFO"), std::string::npos) << error;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_FALSE(fs::exists(dir + "/run")) << "refused before the run directory was made";
+
+  const std::string device = dir + "/full";
+  if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0) {  // root only
+    const std::string device_error = run_error(
+        testing::tiny_run_config({"logging.trace=" + device}), RunOptions{dir + "/run"});
+    EXPECT_NE(device_error.find("is a character device"), std::string::npos) << device_error;
+    EXPECT_TRUE(fs::is_character_file(fs::symlink_status(device)));
+  }
 }
 
 }  // namespace
