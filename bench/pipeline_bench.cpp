@@ -4,13 +4,13 @@
 #include <fstream>
 #include <map>
 
-#include "aspen/cli/config_arguments.h"
 #include "aspen/parallel/launcher.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/error.h"
+#include "aspen/util/config.h"
 
 namespace aspen {
 namespace {
@@ -87,7 +87,7 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   auto parse = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> all = arguments;
     all.insert(all.end(), extra.begin(), extra.end());
-    Config config = cli::config_from_arguments(all);
+    Config config = Config::from_arguments(all);
     return parse_train_config(config);
   };
 

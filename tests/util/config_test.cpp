@@ -191,5 +191,22 @@ TEST(Config, ModestAliasesStillWork) {
   EXPECT_EQ(train.section("b").get<int64_t>("digits", 0), 3);
 }
 
+TEST(Config, ArgumentsAreOneFileThenOverridesInOrder) {
+  const std::string path = ::testing::TempDir() + "/aspen_config_arguments.yaml";
+  std::ofstream(path) << "train:\n  lr: 0.5\n  iterations: 3\n";
+  Config config = Config::from_arguments({"train.lr=0.25", path, "train.lr=0.125"});
+  ConfigSection train = config.root().section("train");
+  EXPECT_DOUBLE_EQ(train.get<double>("lr", 0.0), 0.125);  // the last override wins
+  EXPECT_EQ(train.get<int64_t>("iterations", 0), 3);      // from the file
+  Config defaults = Config::from_arguments({});
+  EXPECT_EQ(defaults.root().section("train").get<int64_t>("iterations", 7), 7);
+  try {
+    Config::from_arguments({path, path});
+    FAIL() << "two config files accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.problem().find("more than one config file"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace aspen

@@ -19,10 +19,10 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/parallel/compute_threads.h"
-#include "aspen/cli/config_arguments.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/train_config.h"
+#include "aspen/util/config.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -54,7 +54,7 @@ int run_eval(const EvalOptions& options) {
   std::vector<std::string> overrides = {"data.task=jsonl",
                                         "data.path=" + nlohmann::json(options.data).dump()};
   overrides.insert(overrides.end(), options.overrides.begin(), options.overrides.end());
-  Config arguments = config_from_arguments(overrides);
+  Config arguments = Config::from_arguments(overrides);
   TrainConfig config = parse_train_config(arguments);
   config.model.path = options.model_dir;
   config.data.task = TaskKind::kJsonl;

@@ -12,7 +12,6 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/parallel/compute_threads.h"
-#include "aspen/cli/config_arguments.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
@@ -20,6 +19,7 @@
 #include "aspen/pipeline/train_config.h"
 #include "aspen/util/file.h"
 #include "aspen/util/seconds_since.h"
+#include "aspen/util/config.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -33,7 +33,7 @@ struct SftCommandOptions {
 
 int run_sft_command(const SftCommandOptions& options) {
   set_compute_threads(options.threads, "--threads");
-  Config config = config_from_arguments(options.arguments);
+  Config config = Config::from_arguments(options.arguments);
   const TrainConfig train_config = parse_train_config(config);
   check_input(train_config.train.sft_steps > 0, "must be > 0 for aspen sft", "train.sft_steps");
   namespace fs = std::filesystem;

@@ -9,10 +9,10 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
-#include "aspen/cli/config_arguments.h"
 #include "aspen/pipeline/train_config.h"
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/error.h"
+#include "aspen/util/config.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -45,7 +45,7 @@ TrainConfig config_of(std::vector<std::string> arguments) {
   bool has_file = false;
   for (const auto& a : arguments) has_file |= a.find('=') == std::string::npos;
   if (!has_file) arguments.insert(arguments.begin(), kSeedsSetting.begin(), kSeedsSetting.end());
-  Config config = config_from_arguments(arguments);
+  Config config = Config::from_arguments(arguments);
   return parse_train_config(config);
 }
 

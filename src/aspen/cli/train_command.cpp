@@ -12,11 +12,11 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
-#include "aspen/cli/config_arguments.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/train_config.h"
+#include "aspen/util/config.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -53,7 +53,7 @@ int run_train(const TrainOptions& options) {
     run.out_dir = options.resume_dir;
     run.resume = true;
   }
-  Config config = config_from_arguments(arguments);
+  Config config = Config::from_arguments(arguments);
   const TrainConfig train_config = parse_train_config(config);
 
   RlSetup setup = build_rl_setup(train_config);

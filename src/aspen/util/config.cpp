@@ -1,5 +1,6 @@
 #include "aspen/util/config.h"
 
+#include <optional>
 #include <sstream>
 
 #include "aspen/util/file.h"
@@ -172,6 +173,22 @@ Config Config::parse(const std::string& yaml_text, const std::string& source) {
 
 Config Config::empty(const std::string& source) {
   return Config(YAML::Node(YAML::NodeType::Map), source);
+}
+
+Config Config::from_arguments(const std::vector<std::string>& arguments) {
+  std::optional<Config> config;
+  std::vector<std::string> overrides;
+  for (const auto& argument : arguments) {
+    if (argument.find('=') != std::string::npos) {
+      overrides.push_back(argument);
+    } else {
+      check_input(!config, "more than one config file given", argument);
+      config = Config::load_file(argument);
+    }
+  }
+  if (!config) config = Config::empty("built-in defaults");
+  for (const auto& assignment : overrides) config->apply_override(assignment);
+  return *config;
 }
 
 void Config::apply_override(const std::string& assignment) {

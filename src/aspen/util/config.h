@@ -78,6 +78,11 @@ class Config {
   static Config parse(const std::string& yaml_text, const std::string& source);
   // An empty config (every key takes its default).
   static Config empty(const std::string& source = "defaults");
+  // A command's positional arguments (`aspen train`, `sft`, `eval`, `simulate`, `bench
+  // pipeline`): at most one YAML file plus any number of key.sub=value overrides,
+  // applied in order. No file: the built-in defaults. aspen::Error for two files, an
+  // unreadable file or a malformed override.
+  static Config from_arguments(const std::vector<std::string>& arguments);
 
   // "a.b.c=value": the value is parsed as YAML (numbers, booleans, lists work) and
   // replaces or creates the key. Malformed overrides are aspen::Error.
