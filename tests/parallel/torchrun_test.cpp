@@ -105,5 +105,20 @@ TEST(Torchrun, RestartOnOneNodeReformsTheGroupOverTheStoreTheAgentKept) {
   fs::remove(marker);
 }
 
+TEST(Torchrun, AgentStoreNobodyServesIsNamedOnOneLine) {
+  // TORCHELASTIC_USE_AGENT_STORE=True: rank 0 connects, it never serves the port itself.
+  const std::string port = std::to_string(find_free_port());
+  const auto result = run_command(
+      "env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+      " TORCHELASTIC_USE_AGENT_STORE=True ASPEN_RDZV_TIMEOUT_S=2 " + kWorker + " rendezvous");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  const std::string named = "rank 0 could not reach torchrun's agent store at 127.0.0.1:" + port;
+  const size_t at = result.output.find(named);
+  ASSERT_NE(at, std::string::npos) << result.output;
+  const std::string line = result.output.substr(at, result.output.find('\n', at) - at);
+  EXPECT_NE(line.find("(hint: is the torchrun agent"), std::string::npos) << line;
+  EXPECT_LT(result.seconds, 15.0);
+}
+
 }  // namespace
 }  // namespace aspen

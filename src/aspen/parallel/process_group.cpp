@@ -395,14 +395,18 @@ ProcessGroupHandle init_process_group(const DistEnv& env) {
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
-  } catch (const std::exception& e) {
+  } catch (const std::exception& thrown) {
+    // c10's what() carries a C++ backtrace; the message alone keeps the error one line.
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&thrown);
+    const std::string what = c10_error != nullptr ? c10_error->what_without_backtrace()
+                                                  : std::string(thrown.what());
     if (store_options.isServer) {
-      throw Error("rank 0 could not serve the rendezvous store on " + endpoint + ": " + e.what(),
+      throw Error("rank 0 could not serve the rendezvous store on " + endpoint + ": " + what,
                   "rendezvous", "is the port in use? pass --master-port 0 for a free one");
     }
     const std::string owner = env.agent_store ? "torchrun's agent store" : "rank 0's store";
     throw Error("rank " + std::to_string(env.rank) + " could not reach " + owner + " at " +
-                    endpoint + " within " + seconds_text(env.rendezvous_timeout) + ": " + e.what(),
+                    endpoint + " within " + seconds_text(env.rendezvous_timeout) + ": " + what,
                 "rendezvous",
                 env.agent_store ? "is the torchrun agent of node 0 running, and MASTER_ADDR "
                                   "reachable from this node?"
