@@ -45,9 +45,9 @@ void expect_torchrun_trains_like_aspen_launch(
   ASSERT_TRUE(fs::exists(kTorchrun)) << kTorchrun << " (the venv of scripts/setup)";
   const std::string reference = torchrun_out_dir(name + "_launch");
   const std::string torchrun = torchrun_out_dir(name + "_torchrun");
-  const auto launched = run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " +
-                                    kAspen + " train " + tiny_rank_run(kTorchrunPlacement) + " --out " +
-                                    reference);
+  const auto launched =
+      run_command(kAspen + " launch --nproc-per-node 2 --master-port 0 -- " + kAspen + " train " +
+                  tiny_rank_run(kTorchrunPlacement) + " --out " + reference);
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   const auto result = run_command(torchrun_job(torchrun));
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -65,7 +65,8 @@ TEST(Torchrun, TwoRanksOnOneNodeTrainLikeAspenLaunch) {
   const int port = find_free_port();
   expect_torchrun_trains_like_aspen_launch("node", [&](const std::string& out) {
     return kTorchrun + " --nproc-per-node 2 --master-port " + std::to_string(port) +
-           " --no-python " + kAspen + " train " + tiny_rank_run(kTorchrunPlacement) + " --out " + out;
+           " --no-python " + kAspen + " train " + tiny_rank_run(kTorchrunPlacement) + " --out " +
+           out;
   });
 }
 
@@ -74,7 +75,8 @@ TEST(Torchrun, TwoNodesWithC10dRendezvousTrainLikeAspenLaunch) {
   // serves the store its workers share (MASTER_ADDR 127.0.0.1, --local-addr).
   const int port = find_free_port();
   expect_torchrun_trains_like_aspen_launch("nodes", [&](const std::string& out) {
-    const std::string train = kAspen + " train " + tiny_rank_run(kTorchrunPlacement) + " --out " + out;
+    const std::string train =
+        kAspen + " train " + tiny_rank_run(kTorchrunPlacement) + " --out " + out;
     return c10d_node(port, 1) + train + " & " + c10d_node(port, 0) + train +
            "; rc=$?; wait $!; other=$?; [ $rc -eq 0 ] && exit $other; exit $rc";
   });
@@ -89,11 +91,11 @@ TEST(Torchrun, RestartOnOneNodeReformsTheGroupOverTheStoreTheAgentKept) {
   const std::string marker = torchrun_out_dir("restart_marker");
   const std::string rank = kWorker + " fail_once " + quoted(marker);
   const std::string restarts = "--max-restarts 1";
-  const auto result = run_command("ASPEN_RDZV_TIMEOUT_S=30 " + c10d_node(port, 1, restarts) +
-                                  rank + " & ASPEN_RDZV_TIMEOUT_S=30 " +
-                                  c10d_node(port, 0, restarts) + rank +
-                                  "; rc=$?; wait $!; other=$?; [ $rc -eq 0 ] && exit $other; "
-                                  "exit $rc");
+  const auto result =
+      run_command("ASPEN_RDZV_TIMEOUT_S=30 " + c10d_node(port, 1, restarts) + rank +
+                  " & ASPEN_RDZV_TIMEOUT_S=30 " + c10d_node(port, 0, restarts) + rank +
+                  "; rc=$?; wait $!; other=$?; [ $rc -eq 0 ] && exit $other; "
+                  "exit $rc");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("rank 1 fails this attempt"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("rank 0 of 2 ok (restart"), std::string::npos) << result.output;
