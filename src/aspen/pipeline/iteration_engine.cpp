@@ -410,7 +410,7 @@ void IterationEngine::refresh_instances() {
       view.steps_at_iteration_start = status.steps;
       view.tokens_at_iteration_start = status.scheduled_tokens;
     }
-    if (status.busy_seconds > 0.5) {
+    if (status.busy_seconds > 0.5 && status.scheduled_tokens > 0) {
       dispatcher_->on_throughput(
           status.instance, static_cast<double>(status.scheduled_tokens) / status.busy_seconds);
     }
