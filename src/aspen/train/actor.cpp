@@ -232,15 +232,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
       first_step.routing_compared = sums.routing_compared;
       before_first_step = false;
     }
-    data_parallel_.reduce_grads();
-    const StepResult step = master_.step(optimizer_);
-    if (step.skipped) {
-      ++metrics.skipped_steps;
-    } else {
-      ++metrics.steps;
-      metrics.grad_norm += step.grad_norm;
-      metrics.lr = step.lr;
-    }
+    step_and_count(data_parallel_, master_, optimizer_, metrics);
     metrics.policy_loss += value_or_zero(sums.policy_loss);
     metrics.kl_loss += value_or_zero(sums.kl_loss);
     metrics.router_aux_loss += value_or_zero(sums.router_aux_loss);
@@ -379,14 +371,7 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
       if (param.grad().defined()) param.mutable_grad().div_(denominator);
     }
   }
-  const StepResult step = master_.step(optimizer_);
-  if (step.skipped) {
-    metrics.skipped_steps = 1;
-  } else {
-    metrics.steps = 1;
-    metrics.grad_norm = step.grad_norm;
-    metrics.lr = step.lr;
-  }
+  step_and_count(data_parallel_, master_, optimizer_, metrics);  // one trainer: no reduction
   metrics.policy_loss = value_or_zero(sums.policy_loss) / denominator;
   metrics.kl_loss = value_or_zero(sums.kl_loss) / denominator;
   metrics.router_aux_loss = value_or_zero(sums.router_aux_loss) / denominator;

@@ -111,15 +111,7 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
       loss_sum += result.loss.detach().to(torch::kCPU, torch::kDouble);
       clip_sum += result.clip_frac.to(torch::kCPU, torch::kDouble) * weight;
     }
-    data_parallel_.reduce_grads();
-    const StepResult step = master_.step(optimizer_);
-    if (step.skipped) {
-      ++metrics.skipped_steps;
-    } else {
-      ++metrics.steps;
-      metrics.grad_norm += step.grad_norm;
-      metrics.lr = step.lr;
-    }
+    step_and_count(data_parallel_, master_, optimizer_, metrics);
     metrics.value_loss += loss_sum.item<double>();
     metrics.clip_frac += clip_sum.item<double>();
   });

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "aspen/train/micro_batches.h"
+#include "aspen/train/optimizer.h"
+#include "aspen/train/precision.h"
 #include "aspen/train/train_batch.h"
 #include "aspen/train/trainer_data_parallel.h"
 
@@ -46,5 +48,22 @@ struct UpdateLoopOptions {
 void for_each_update_step(TrainerDataParallel& data_parallel, const TrainBatch& batch,
                           const UpdateLoopOptions& options, torch::Device device,
                           const std::function<void(const UpdateStep&)>& step);
+
+// The end of one update step, after its last backward: the gradients summed over the
+// ranks, the optimizer step, and its count in `metrics` (ActorMetrics, CriticMetrics):
+// `skipped_steps`, or `steps` with `grad_norm` summed and `lr` the last.
+template <typename Metrics>
+void step_and_count(TrainerDataParallel& data_parallel, MasterWeights& master,
+                    Optimizer& optimizer, Metrics& metrics) {
+  data_parallel.reduce_grads();
+  const StepResult step = master.step(optimizer);
+  if (step.skipped) {
+    ++metrics.skipped_steps;
+    return;
+  }
+  ++metrics.steps;
+  metrics.grad_norm += step.grad_norm;
+  metrics.lr = step.lr;
+}
 
 }  // namespace aspen
