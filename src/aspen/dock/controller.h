@@ -181,11 +181,14 @@ class DockController : public ControllerApi {
     double imbalance_total = 0, imbalance_max = 0;
   };
 
+  // Whether the claim names a required window (required_through_version).
+  static bool requires_window(const ClaimOptions& options);
   void validate_claim(const ClaimOptions& options) const;
   std::vector<RowId> reserve_locked(const std::vector<RowInfo>& rows, WarehouseId owner);
   void check_warehouse_locked(WarehouseId where, const std::string& context) const;
   std::optional<Claim> claim_locked(int consumer, const ClaimOptions& options,
                                     Selection& selection);
+  // Row selection (controller_selection.cpp).
   Selection select_locked(int consumer, const ClaimOptions& options) const;
   Selection select_window_locked(int consumer, const ClaimOptions& options) const;
   std::vector<GroupTally> tally_groups_locked(int consumer, const ClaimOptions& options) const;
