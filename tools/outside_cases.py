@@ -160,30 +160,30 @@ def main():
               expect="works", may_change=("run-link", "trace-target.json"),
               check=link_kept_and_target_written)
 
+    def eval_scored_by(script, *extra):
+        """`aspen eval` of the tiny model on data.jsonl, scored by the reward `script`."""
+        return [aspen, "eval", "--model", model, "--data", "data.jsonl", "--max-tokens", "4",
+                "--reward-command", py + " " + script] + list(extra)
+
     if only("5"):
         write(r.path("two_lines.py"), "import json,sys\nfor line in sys.stdin:\n"
               "    print(json.dumps({'score': 1.0})); print(json.dumps({'score': 0.0}), flush=True)\n")
         r.run("5", "a reward command printing two lines per request",
-              [aspen, "eval", "--model", model, "--data", "data.jsonl", "--n", "2", "--max-tokens", "4",
-               "--reward-command", py + " two_lines.py"])
+              eval_scored_by("two_lines.py", "--n", "2"))
     if only("6"):
         write(r.path("huge.py"), "import json,sys\nfor line in sys.stdin:\n"
               "    print(json.dumps({'score': 1e308}), flush=True)\n")
-        r.run("6", "a reward of 1e308",
-              [aspen, "eval", "--model", model, "--data", "data.jsonl", "--n", "2", "--max-tokens", "4",
-               "--reward-command", py + " huge.py"])
+        r.run("6", "a reward of 1e308", eval_scored_by("huge.py", "--n", "2"))
     if only("7"):
         write(r.path("slow.py"), "import json,sys,time\nfor line in sys.stdin:\n"
               "    time.sleep(60); print(json.dumps({'score': 1.0}), flush=True)\n")
         r.run("7", "eval --reward-command honours data.verifier_options.timeout_s",
-              [aspen, "eval", "--model", model, "--data", "data.jsonl", "--max-tokens", "4",
-               "--reward-command", py + " slow.py", "data.verifier_options.timeout_s=2"], timeout=20)
+              eval_scored_by("slow.py", "data.verifier_options.timeout_s=2"), timeout=20)
     if only("8"):
         r.count += 1
         write(r.path("pid.py"), "import json,os,sys,time\nopen('reward.pid','w').write(str(os.getpid()))\n"
               "for line in sys.stdin:\n    time.sleep(600)\n")
-        proc = subprocess.Popen([aspen, "eval", "--model", model, "--data", "data.jsonl", "--max-tokens",
-                                 "4", "--reward-command", py + " pid.py"], cwd=scratch,
+        proc = subprocess.Popen(eval_scored_by("pid.py"), cwd=scratch,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while not os.path.exists(r.path("reward.pid")) and time.monotonic() < deadline:
