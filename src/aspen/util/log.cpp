@@ -4,7 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 namespace {
@@ -40,8 +41,8 @@ void set_log_level(LogLevel level) { level_storage().store(static_cast<int>(leve
 LogLevel log_level() { return static_cast<LogLevel>(level_storage().load()); }
 
 void log_message(LogLevel level, const std::string& message) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
+  static Mutex mutex;
+  MutexLock lock(mutex);
   std::fprintf(stderr, "[aspen %s] %s\n", level_name(level), message.c_str());
 }
 

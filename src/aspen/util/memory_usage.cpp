@@ -71,7 +71,7 @@ PeakRssSampler::PeakRssSampler(Mode mode, std::chrono::microseconds interval) {
 PeakRssSampler::~PeakRssSampler() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
@@ -85,16 +85,18 @@ void PeakRssSampler::observe(int64_t rss) {
 }
 
 void PeakRssSampler::sample_loop(std::chrono::microseconds interval) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stop_) {
-    lock.unlock();
+  while (true) {
+    // Sampled without the lock: reading /proc must not hold up the destructor.
     try {
       observe(current_rss_bytes());
     } catch (const Error&) {
       return;  // /proc vanished mid-run: keep the peak seen so far
     }
-    lock.lock();
-    wake_.wait_for(lock, interval, [this] { return stop_; });
+    const auto next_sample = std::chrono::steady_clock::now() + interval;
+    MutexLock lock(mutex_);
+    while (!stop_ && wake_.wait_until(mutex_, next_sample)) {
+    }
+    if (stop_) return;
   }
 }
 

@@ -15,10 +15,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
+
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -65,9 +65,9 @@ class PeakRssSampler {
   int64_t baseline_ = 0;
   bool exact_ = false;
   std::atomic<int64_t> sampled_peak_{0};
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
+  Mutex mutex_;
+  CondVar wake_;
+  bool stop_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 
