@@ -17,7 +17,7 @@ DockLedgerHooks SoakLedger::hooks() {
 
 void SoakLedger::on_allocated(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos,
                               WarehouseId owner) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (size_t i = 0; i < rows.size(); ++i) {
     RowRecord& record = rows_[rows[i]];
     record.owner = owner;
@@ -27,7 +27,7 @@ void SoakLedger::on_allocated(const std::vector<RowId>& rows, const std::vector<
 }
 
 void SoakLedger::on_acked(int consumer, const std::vector<RowId>& rows) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (RowId id : rows) {
     auto it = rows_.find(id);
     if (it == rows_.end()) {
@@ -39,12 +39,12 @@ void SoakLedger::on_acked(int consumer, const std::vector<RowId>& rows) {
 }
 
 void SoakLedger::journal_ok(int consumer, const std::vector<RowId>& rows) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   journaled_[consumer].insert(rows.begin(), rows.end());
 }
 
 void SoakLedger::journal_bad(int consumer, RowId row, const std::string& what) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   journaled_[consumer].insert(row);
   integrity_failures_ += 1;
   if (failure_examples_.size() < 10) {
@@ -54,7 +54,7 @@ void SoakLedger::journal_bad(int consumer, RowId row, const std::string& what) {
 }
 
 void SoakLedger::record_lost(WarehouseId warehouse, const std::vector<RetiredRow>& rows) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (const RetiredRow& row : rows) {
     auto it = rows_.find(row.id);
     if (it == rows_.end()) {
@@ -71,7 +71,7 @@ void SoakLedger::record_lost(WarehouseId warehouse, const std::vector<RetiredRow
 }
 
 std::vector<RowId> SoakLedger::rows_owned_by(WarehouseId warehouse) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<RowId> ids;
   for (const auto& [id, record] : rows_) {
     if (record.owner == warehouse) ids.push_back(id);
@@ -81,7 +81,7 @@ std::vector<RowId> SoakLedger::rows_owned_by(WarehouseId warehouse) {
 }
 
 nlohmann::json SoakLedger::verdict(std::vector<std::string>& violations) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const size_t names = consumer_names_.size();
   std::vector<int64_t> consumed(names, 0);
   int64_t published = 0, lost = 0, lost_unpublished = 0, lost_unconsumed = 0, lost_partly = 0;

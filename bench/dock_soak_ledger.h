@@ -8,7 +8,6 @@
 // service threads, the rest on the driver's). Locking: mutex_ guards every member.
 #pragma once
 
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "aspen/dock/controller.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -52,16 +52,17 @@ class SoakLedger {
   };
 
   void on_allocated(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos,
-                    WarehouseId owner);
-  void on_acked(int consumer, const std::vector<RowId>& rows);
+                    WarehouseId owner) EXCLUDES(mutex_);
+  void on_acked(int consumer, const std::vector<RowId>& rows) EXCLUDES(mutex_);
 
   const std::vector<std::string> consumer_names_;
-  std::mutex mutex_;
-  std::unordered_map<RowId, RowRecord> rows_;
-  std::vector<std::unordered_set<RowId>> journaled_;  // [consumer] ok or bad
-  int64_t integrity_failures_ = 0;
-  std::vector<std::string> failure_examples_;
-  int64_t acks_of_unknown_rows_ = 0, lost_unknown_rows_ = 0;
+  Mutex mutex_;
+  std::unordered_map<RowId, RowRecord> rows_ GUARDED_BY(mutex_);
+  std::vector<std::unordered_set<RowId>> journaled_ GUARDED_BY(mutex_);  // [consumer] ok or bad
+  int64_t integrity_failures_ GUARDED_BY(mutex_) = 0;
+  std::vector<std::string> failure_examples_ GUARDED_BY(mutex_);
+  int64_t acks_of_unknown_rows_ GUARDED_BY(mutex_) = 0;
+  int64_t lost_unknown_rows_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace aspen

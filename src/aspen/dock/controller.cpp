@@ -50,7 +50,7 @@ DockController::~DockController() {
 
 void DockController::close() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     closed_ = true;
   }
   ready_cv_.notify_all();
@@ -58,14 +58,14 @@ void DockController::close() {
 }
 
 WarehouseId DockController::register_warehouse(const std::string& endpoint) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   warehouses_.push_back(endpoint);
   warehouse_dead_.push_back(false);
   return static_cast<WarehouseId>(warehouses_.size() - 1);
 }
 
 std::vector<std::string> DockController::warehouse_endpoints() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return warehouses_;
 }
 
@@ -106,7 +106,7 @@ std::optional<std::vector<RowId>> DockController::try_allocate(const std::vector
                     std::to_string(info.tokens),
                 "dock put", "group_size >= 1 and tokens >= 0");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // A dead owner is refused even when the dock is full (no waiting for nothing).
   if (owner != kNoWarehouse) check_warehouse_locked(owner, "dock allocate owner");
   if (static_cast<int64_t>(rows_.size() + rows.size()) > options_.capacity_rows) {
@@ -122,10 +122,13 @@ std::vector<RowId> DockController::allocate(const std::vector<RowInfo>& rows, do
   if (auto ids = try_allocate(rows, owner)) return *ids;  // validates, fast path
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + to_duration(timeout_s);
-  std::unique_lock<std::mutex> lock(mutex_);
-  const bool fits = space_cv_.wait_until(lock, deadline, [&] {
+  MutexLock lock(mutex_);
+  const auto room = [&]() REQUIRES(mutex_) {
     return closed_ || static_cast<int64_t>(rows_.size() + rows.size()) <= options_.capacity_rows;
-  });
+  };
+  while (!room() && space_cv_.wait_until(mutex_, deadline)) {
+  }
+  const bool fits = room();  // past the deadline, room made at the last moment still counts
   producer_wait_s_ += seconds_between(start, std::chrono::steady_clock::now());
   if (!fits || closed_) return {};
   return reserve_locked(rows, owner);  // throws if the owner died while we waited
@@ -146,7 +149,7 @@ void DockController::publish(const std::vector<RowId>& rows,
   for (const std::string& name : columns) column_ids.push_back(schema_.column_index(name));
   bool any_claimable = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     check_warehouse_locked(where, "dock publish");
     for (RowId id : rows) {
       auto it = rows_.find(id);
@@ -240,7 +243,7 @@ std::optional<Claim> DockController::try_claim(const std::string& consumer,
   validate_claim(options);
   const int index = schema_.consumer_index(consumer);
   const auto start = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   expire_leases_locked(clock_.now());
   Selection selection;
   std::optional<Claim> claim = claim_locked(index, options, selection);
@@ -258,7 +261,7 @@ Claim DockController::claim(const std::string& consumer, const ClaimOptions& opt
   const auto deadline = start + to_duration(options.timeout_s);
   double wait_s = 0;
   Selection last;  // the empty answer reports the counts of the last check
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   while (true) {
     const auto now = Steady::now();
     const auto ledger_now = clock_.now();
@@ -274,7 +277,7 @@ Claim DockController::claim(const std::string& consumer, const ClaimOptions& opt
     if (!lease_deadlines_.empty()) {
       wake = std::min(wake, now + (lease_deadlines_.begin()->first - ledger_now));
     }
-    ready_cv_.wait_until(lock, wake);
+    ready_cv_.wait_until(mutex_, wake);
     wait_s += seconds_between(now, Steady::now());
   }
   Claim timed_out = empty_claim(index, last);
@@ -330,7 +333,7 @@ void DockController::expire_leases_locked(TimePoint now) {
 AckResult DockController::ack(int64_t lease) {
   AckResult result;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     expire_leases_locked(clock_.now());
     auto it = leases_.find(lease);
     if (it == leases_.end()) return result;
@@ -368,7 +371,7 @@ RetiredRow DockController::retire_locked(std::unordered_map<RowId, RowState>::it
 
 bool DockController::release(int64_t lease) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = leases_.find(lease);
     if (it == leases_.end()) return false;
     return_rows_locked(it->second);
@@ -382,7 +385,7 @@ bool DockController::release(int64_t lease) {
 bool DockController::renew(int64_t lease, double lease_s) {
   check_input(lease_s > 0, "lease_s " + std::to_string(lease_s), "dock renew",
               "a lease must last a positive time");
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto now = clock_.now();
   expire_leases_locked(now);  // an expired lease's rows are gone: it cannot come back
   auto it = leases_.find(lease);
@@ -400,7 +403,7 @@ void DockController::update_info(const std::vector<RowId>& rows,
               "dock update_info");
   bool version_changed = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     expire_leases_locked(clock_.now());
     // Every row is checked before any changes, so a bad call changes nothing.
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -444,7 +447,7 @@ void DockController::drop_from_leases_locked(const std::unordered_set<RowId>& ro
 std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) {
   std::vector<RetiredRow> retired;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     expire_leases_locked(clock_.now());
     std::unordered_set<RowId> leased;  // discarded rows some lease still holds
     for (RowId id : rows) {
@@ -468,7 +471,7 @@ std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) 
 std::vector<RetiredRow> DockController::retire_warehouse(WarehouseId warehouse) {
   std::vector<RetiredRow> lost;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     check_input(warehouse >= 0 && warehouse < static_cast<WarehouseId>(warehouses_.size()),
                 "unregistered warehouse " + std::to_string(warehouse), "dock retire_warehouse");
     if (warehouse_dead_[warehouse]) return lost;
@@ -507,7 +510,7 @@ int64_t DockController::retarget(int32_t from, int32_t to) {
               "dock retarget", "targets are -1 (none) or an instance index");
   int64_t moved = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     expire_leases_locked(clock_.now());
     for (auto& [id, row] : rows_) {
       // A leased row's claimant is still working on it where it was dispatched.
@@ -524,7 +527,7 @@ ConsumerBacklog DockController::backlog(const std::string& consumer) {
   const int index = schema_.consumer_index(consumer);
   const uint64_t bit = uint64_t{1} << index;
   ConsumerBacklog backlog;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   expire_leases_locked(clock_.now());
   std::unordered_set<int64_t> groups;
   for (const auto& [id, row] : rows_) {
@@ -539,14 +542,14 @@ ConsumerBacklog DockController::backlog(const std::string& consumer) {
 }
 
 void DockController::post_status(const std::string& key, const std::string& value) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   expire_leases_locked(clock_.now());
   statuses_[key] = StatusPost{value, clock_.now()};
 }
 
 std::map<std::string, StatusEntry> DockController::statuses(const std::string& prefix) {
   std::map<std::string, StatusEntry> out;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto now = clock_.now();
   expire_leases_locked(now);
   // Keys with the prefix are one contiguous range of the ordered map.
@@ -558,7 +561,7 @@ std::map<std::string, StatusEntry> DockController::statuses(const std::string& p
 }
 
 nlohmann::json DockController::metrics() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   expire_leases_locked(clock_.now());
   int64_t leased_rows = 0;  // rows held by open leases (a row leased by two consumers twice)
   for (const auto& [id, lease] : leases_) leased_rows += static_cast<int64_t>(lease.rows.size());

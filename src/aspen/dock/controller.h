@@ -76,11 +76,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -88,6 +86,7 @@
 
 #include "aspen/dock/dock_api.h"
 #include "aspen/util/clock.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -114,33 +113,35 @@ class DockController : public ControllerApi {
   ~DockController() override;
 
   const DockSchema& schema() const override { return schema_; }
-  WarehouseId register_warehouse(const std::string& endpoint) override;
-  std::vector<std::string> warehouse_endpoints() override;
+  WarehouseId register_warehouse(const std::string& endpoint) override EXCLUDES(mutex_);
+  std::vector<std::string> warehouse_endpoints() override EXCLUDES(mutex_);
   std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s,
-                              WarehouseId owner = kNoWarehouse) override;
+                              WarehouseId owner = kNoWarehouse) override EXCLUDES(mutex_);
   void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
-               WarehouseId where) override;
-  Claim claim(const std::string& consumer, const ClaimOptions& options) override;
-  AckResult ack(int64_t lease) override;
-  bool release(int64_t lease) override;
-  bool renew(int64_t lease, double lease_s) override;
-  void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override;
-  std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override;
-  std::vector<RetiredRow> retire_warehouse(WarehouseId warehouse) override;
-  int64_t retarget(int32_t from, int32_t to) override;
-  ConsumerBacklog backlog(const std::string& consumer) override;
-  void post_status(const std::string& key, const std::string& value) override;
-  std::map<std::string, StatusEntry> statuses(const std::string& prefix) override;
-  nlohmann::json metrics() override;
+               WarehouseId where) override EXCLUDES(mutex_);
+  Claim claim(const std::string& consumer, const ClaimOptions& options) override EXCLUDES(mutex_);
+  AckResult ack(int64_t lease) override EXCLUDES(mutex_);
+  bool release(int64_t lease) override EXCLUDES(mutex_);
+  bool renew(int64_t lease, double lease_s) override EXCLUDES(mutex_);
+  void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override
+      EXCLUDES(mutex_);
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override EXCLUDES(mutex_);
+  std::vector<RetiredRow> retire_warehouse(WarehouseId warehouse) override EXCLUDES(mutex_);
+  int64_t retarget(int32_t from, int32_t to) override EXCLUDES(mutex_);
+  ConsumerBacklog backlog(const std::string& consumer) override EXCLUDES(mutex_);
+  void post_status(const std::string& key, const std::string& value) override EXCLUDES(mutex_);
+  std::map<std::string, StatusEntry> statuses(const std::string& prefix) override EXCLUDES(mutex_);
+  nlohmann::json metrics() override EXCLUDES(mutex_);
 
   // Non-blocking variants for services that must not block their I/O thread:
   // nullopt where the blocking call would have waited.
   std::optional<std::vector<RowId>> try_allocate(const std::vector<RowInfo>& rows,
-                                                 WarehouseId owner = kNoWarehouse);
-  std::optional<Claim> try_claim(const std::string& consumer, const ClaimOptions& options);
+                                                 WarehouseId owner = kNoWarehouse) EXCLUDES(mutex_);
+  std::optional<Claim> try_claim(const std::string& consumer, const ClaimOptions& options)
+      EXCLUDES(mutex_);
 
   // Wakes every waiter and makes later waits return at once (timed out / empty).
-  void close();
+  void close() EXCLUDES(mutex_);
 
  private:
   using TimePoint = TimeSource::TimePoint;  // of the ledger clock (options.clock)
@@ -184,45 +185,51 @@ class DockController : public ControllerApi {
   // Whether the claim names a required window (required_through_version).
   static bool requires_window(const ClaimOptions& options);
   void validate_claim(const ClaimOptions& options) const;
-  std::vector<RowId> reserve_locked(const std::vector<RowInfo>& rows, WarehouseId owner);
-  void check_warehouse_locked(WarehouseId where, const std::string& context) const;
-  std::optional<Claim> claim_locked(int consumer, const ClaimOptions& options,
-                                    Selection& selection);
+  std::vector<RowId> reserve_locked(const std::vector<RowInfo>& rows, WarehouseId owner)
+      REQUIRES(mutex_);
+  void check_warehouse_locked(WarehouseId where, const std::string& context) const REQUIRES(mutex_);
+  std::optional<Claim> claim_locked(int consumer, const ClaimOptions& options, Selection& selection)
+      REQUIRES(mutex_);
   // Row selection (controller_selection.cpp).
-  Selection select_locked(int consumer, const ClaimOptions& options) const;
-  Selection select_window_locked(int consumer, const ClaimOptions& options) const;
-  std::vector<GroupTally> tally_groups_locked(int consumer, const ClaimOptions& options) const;
+  Selection select_locked(int consumer, const ClaimOptions& options) const REQUIRES(mutex_);
+  Selection select_window_locked(int consumer, const ClaimOptions& options) const REQUIRES(mutex_);
+  std::vector<GroupTally> tally_groups_locked(int consumer, const ClaimOptions& options) const
+      REQUIRES(mutex_);
   Claim empty_claim(int consumer, const Selection& selection) const;
-  RetiredRow retire_locked(std::unordered_map<RowId, RowState>::iterator row);
-  void drop_from_leases_locked(const std::unordered_set<RowId>& rows);
-  void expire_leases_locked(TimePoint now);
-  void return_rows_locked(const Lease& lease);
-  bool ready_for_locked(const RowState& row, int consumer) const;
-  void record_claim_locked(int consumer, const Claim& claim, double latency_s, double wait_s);
+  RetiredRow retire_locked(std::unordered_map<RowId, RowState>::iterator row) REQUIRES(mutex_);
+  void drop_from_leases_locked(const std::unordered_set<RowId>& rows) REQUIRES(mutex_);
+  void expire_leases_locked(TimePoint now) REQUIRES(mutex_);
+  void return_rows_locked(const Lease& lease) REQUIRES(mutex_);
+  bool ready_for_locked(const RowState& row, int consumer) const REQUIRES(mutex_);
+  void record_claim_locked(int consumer, const Claim& claim, double latency_s, double wait_s)
+      REQUIRES(mutex_);
 
   const DockSchema schema_;
   const DockControllerOptions options_;
   const uint64_t all_consumers_mask_;
   const TimeSource& clock_;
 
-  std::mutex mutex_;
-  std::condition_variable ready_cv_;
-  std::condition_variable space_cv_;
-  bool closed_ = false;                        // guarded by mutex_
-  std::unordered_map<RowId, RowState> rows_;   // guarded by mutex_
-  std::vector<std::set<RowId>> claimable_;     // [consumer]; guarded by mutex_
-  std::unordered_map<int64_t, Lease> leases_;  // guarded by mutex_
-  std::set<std::pair<TimePoint, int64_t>> lease_deadlines_;     // guarded by mutex_
-  std::vector<std::string> warehouses_;                                 // guarded by mutex_
-  std::vector<bool> warehouse_dead_;  // [warehouse] retired; guarded by mutex_
-  RowId next_row_ = 1;                                                  // guarded by mutex_
-  int64_t next_lease_ = 1;                                              // guarded by mutex_
-  int64_t rows_allocated_ = 0, rows_retired_ = 0, leases_expired_ = 0;  // guarded by mutex_
-  int64_t rows_discarded_ = 0;                                          // guarded by mutex_
-  int64_t rows_lost_ = 0, warehouses_retired_ = 0;                      // guarded by mutex_
-  double producer_wait_s_ = 0;                                          // guarded by mutex_
-  std::map<std::string, StatusPost> statuses_;                          // guarded by mutex_
-  std::vector<ConsumerStats> stats_;  // [consumer]; guarded by mutex_
+  Mutex mutex_;
+  CondVar ready_cv_;
+  CondVar space_cv_;
+  bool closed_ GUARDED_BY(mutex_) = false;
+  std::unordered_map<RowId, RowState> rows_ GUARDED_BY(mutex_);
+  std::vector<std::set<RowId>> claimable_ GUARDED_BY(mutex_);  // [consumer]
+  std::unordered_map<int64_t, Lease> leases_ GUARDED_BY(mutex_);
+  std::set<std::pair<TimePoint, int64_t>> lease_deadlines_ GUARDED_BY(mutex_);
+  std::vector<std::string> warehouses_ GUARDED_BY(mutex_);
+  std::vector<bool> warehouse_dead_ GUARDED_BY(mutex_);  // [warehouse] retired
+  RowId next_row_ GUARDED_BY(mutex_) = 1;
+  int64_t next_lease_ GUARDED_BY(mutex_) = 1;
+  int64_t rows_allocated_ GUARDED_BY(mutex_) = 0;
+  int64_t rows_retired_ GUARDED_BY(mutex_) = 0;
+  int64_t leases_expired_ GUARDED_BY(mutex_) = 0;
+  int64_t rows_discarded_ GUARDED_BY(mutex_) = 0;
+  int64_t rows_lost_ GUARDED_BY(mutex_) = 0;
+  int64_t warehouses_retired_ GUARDED_BY(mutex_) = 0;
+  double producer_wait_s_ GUARDED_BY(mutex_) = 0;
+  std::map<std::string, StatusPost> statuses_ GUARDED_BY(mutex_);
+  std::vector<ConsumerStats> stats_ GUARDED_BY(mutex_);  // [consumer]
 };
 
 }  // namespace aspen

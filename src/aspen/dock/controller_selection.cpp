@@ -50,7 +50,7 @@ DockController::Selection DockController::select_locked(int consumer,
   // Groups: members in visiting order, groups in order of their first member.
   std::unordered_map<int64_t, std::vector<RowId>> members;
   std::vector<int64_t> group_order;
-  auto visit = [&](RowId id) {
+  auto visit = [&](RowId id) REQUIRES(mutex_) {
     const RowInfo& info = rows_.at(id).info;
     if (!filter.in_scope(info) || !filter.in_window(info)) return true;
     if (!options.whole_groups) {

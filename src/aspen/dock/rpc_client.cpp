@@ -15,7 +15,7 @@ RpcClient::~RpcClient() = default;
 
 zmq::socket_t RpcClient::acquire() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!idle_.empty()) {
       zmq::socket_t socket = std::move(idle_.back());
       idle_.pop_back();
@@ -29,7 +29,7 @@ zmq::socket_t RpcClient::acquire() {
 }
 
 void RpcClient::release(zmq::socket_t socket) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   idle_.push_back(std::move(socket));
 }
 

@@ -9,12 +9,12 @@
 // Thread safety: call() is thread-safe. Locking: mutex_ guards idle_.
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
 
 #include "aspen/dock/wire_format.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -38,8 +38,8 @@ class RpcClient {
   void release(zmq::socket_t socket);
 
   const RpcClientOptions options_;
-  std::mutex mutex_;
-  std::vector<zmq::socket_t> idle_;  // guarded by mutex_
+  Mutex mutex_;
+  std::vector<zmq::socket_t> idle_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen

@@ -18,7 +18,7 @@ void Warehouse::put(const std::vector<RowId>& rows, const std::vector<ColumnData
                     " values for " + std::to_string(rows.size()) + " rows",
                 "warehouse put");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (size_t i = 0; i < rows.size(); ++i) {
     auto& cells = cells_[rows[i]];
     for (const ColumnData& column : columns) {
@@ -34,7 +34,7 @@ std::vector<ColumnData> Warehouse::get(const std::vector<RowId>& rows,
                                        const std::vector<std::string>& columns) {
   std::vector<ColumnData> out;
   for (const std::string& name : columns) out.push_back(ColumnData{name, {}});
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (RowId id : rows) {
     auto row = cells_.find(id);
     check_input(row != cells_.end(), "row " + std::to_string(id) + " is not in this warehouse",
@@ -52,7 +52,7 @@ std::vector<ColumnData> Warehouse::get(const std::vector<RowId>& rows,
 }
 
 void Warehouse::erase(const std::vector<RowId>& rows) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (RowId id : rows) {
     auto row = cells_.find(id);
     if (row == cells_.end()) continue;
@@ -73,13 +73,13 @@ std::shared_ptr<const WeightSet> Warehouse::latest_weights(int64_t newer_than) {
 }
 
 int64_t Warehouse::rows_held() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return static_cast<int64_t>(cells_.size());
 }
 
 nlohmann::json Warehouse::metrics() {
   std::shared_ptr<const WeightSet> weights = weights_.latest();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return {{"rows_held", cells_.size()},
           {"bytes_held", bytes_held_},
           {"bytes_in", bytes_in_},

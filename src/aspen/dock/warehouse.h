@@ -11,11 +11,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <unordered_map>
 
 #include "aspen/dock/dock_api.h"
 #include "aspen/parallel/weight_set.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -31,9 +31,11 @@ class Warehouse : public WarehouseApi {
   int64_t rows_held();
 
  private:
-  std::mutex mutex_;
-  std::unordered_map<RowId, std::map<std::string, torch::Tensor>> cells_;  // guarded by mutex_
-  int64_t bytes_in_ = 0, bytes_out_ = 0, bytes_held_ = 0;                  // guarded by mutex_
+  Mutex mutex_;
+  std::unordered_map<RowId, std::map<std::string, torch::Tensor>> cells_ GUARDED_BY(mutex_);
+  int64_t bytes_in_ GUARDED_BY(mutex_) = 0;
+  int64_t bytes_out_ GUARDED_BY(mutex_) = 0;
+  int64_t bytes_held_ GUARDED_BY(mutex_) = 0;
   WeightBoard weights_;
 };
 

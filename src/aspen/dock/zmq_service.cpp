@@ -146,12 +146,12 @@ void ZmqService::handle(std::vector<zmq::message_t>& frames, zmq::socket_t& rout
     }
     *done = true;
   });
-  std::lock_guard<std::mutex> lock(blocking_mutex_);
+  MutexLock lock(blocking_mutex_);
   blocking_.push_back(Blocking{std::move(worker), done});
 }
 
 void ZmqService::reap_blocking(bool all) {
-  std::lock_guard<std::mutex> lock(blocking_mutex_);
+  MutexLock lock(blocking_mutex_);
   for (auto it = blocking_.begin(); it != blocking_.end();) {
     if (all || *it->done) {
       it->thread.join();

@@ -16,7 +16,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "aspen/dock/wire_format.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -79,8 +79,8 @@ class ZmqService {
   std::string endpoint_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> requests_{0}, rejected_{0}, errors_{0}, bytes_in_{0}, bytes_out_{0};
-  std::mutex blocking_mutex_;
-  std::vector<Blocking> blocking_;  // guarded by blocking_mutex_
+  Mutex blocking_mutex_;
+  std::vector<Blocking> blocking_ GUARDED_BY(blocking_mutex_);
   std::thread io_thread_;
 };
 

@@ -30,7 +30,7 @@ WarehouseApi& ZmqTransport::local_warehouse() {
 
 WarehouseApi& ZmqTransport::warehouse(WarehouseId id) {
   if (local_ && id == local_id_) return *local_;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = remotes_.find(id);
   if (it != remotes_.end()) return *it->second;
   if (id < 0 || id >= static_cast<WarehouseId>(endpoints_.size())) {

@@ -11,10 +11,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "aspen/dock/controller_protocol.h"
 #include "aspen/dock/warehouse_protocol.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -49,9 +49,9 @@ class ZmqTransport : public DockTransport {
   std::shared_ptr<Warehouse> local_;
   std::unique_ptr<WarehouseService> service_;
   WarehouseId local_id_ = kNoWarehouse;
-  std::mutex mutex_;
-  std::vector<std::string> endpoints_;                               // guarded by mutex_
-  std::map<WarehouseId, std::unique_ptr<RemoteWarehouse>> remotes_;  // guarded by mutex_
+  Mutex mutex_;
+  std::vector<std::string> endpoints_ GUARDED_BY(mutex_);
+  std::map<WarehouseId, std::unique_ptr<RemoteWarehouse>> remotes_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen
