@@ -10,13 +10,13 @@
 #include <optional>
 #include <random>
 
+#include "aspen/config/train_config.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/parallel/launcher.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/pipeline/dp_shares.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/train/actor.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"

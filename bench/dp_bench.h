@@ -9,7 +9,7 @@
 // Thread counts are set explicitly in every process, for torch (at::set_num_threads)
 // AND OpenBLAS's own pool (util/blas_threads.h), which torch's setting does not reach.
 //
-// Workload: the demo's model (the built-in Qwen3 shape of pipeline/train_config.h,
+// Workload: the demo's model (the built-in Qwen3 shape of config/train_config.h,
 // fp32 like the demo, vocab = the demo tokenizer's size) or a tiny one for smoke
 // tests; `rows` rows in groups of 8 sharing a prompt, seeded prompt and response
 // lengths (long-tailed responses), GRPO token-mean loss, demo optimizer settings.

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 #include "aspen/util/error.h"
 
 namespace aspen {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 #include "support/tiny_run_overrides.h"
 
 namespace aspen::testing {

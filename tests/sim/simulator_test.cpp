@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/config.h"
 #include "aspen/util/error.h"

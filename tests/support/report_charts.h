@@ -1,4 +1,4 @@
-// The charts of an `aspen report` page as its SVG declares them (util/svg_chart.h's
+// The charts of an `aspen report` page as its SVG declares them (report/svg_chart.h's
 // machine-readable attributes: data-x-source on the chart, data-source on each series,
 // data-x / data-y on each point), and the points metrics.jsonl holds for a series, read
 // here independently of the report's own code. Tests hold every chart against the file

@@ -33,7 +33,7 @@ namespace aspen {
 
 enum class AggMode { kTokenMean, kSeqMeanTokenMean, kSeqMeanTokenSum, kSeqMeanTokenSumNorm };
 
-// verl's spelling of `mode` (the config's spellings: pipeline/train_config_fields.h).
+// verl's spelling of `mode` (the config's spellings: config/train_config_fields.h).
 std::string agg_mode_name(AggMode mode);
 
 struct AggOptions {

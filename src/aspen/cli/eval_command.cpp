@@ -18,10 +18,10 @@
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"
+#include "aspen/config/train_config.h"
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/util/config.h"
 
 namespace aspen::cli {

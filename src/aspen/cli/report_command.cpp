@@ -1,10 +1,10 @@
 // `aspen report RUN_DIR [--out FILE]`: writes the run's self-contained HTML report
-// (pipeline/run_report.h), by default RUN_DIR/report.html, and prints its path.
+// (report/run_report.h), by default RUN_DIR/report.html, and prints its path.
 #include <filesystem>
 #include <iostream>
 
 #include "aspen/cli/command.h"
-#include "aspen/pipeline/run_report.h"
+#include "aspen/report/run_report.h"
 #include "aspen/util/file.h"
 
 namespace aspen::cli {

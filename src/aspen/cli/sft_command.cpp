@@ -11,15 +11,15 @@
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"
-#include "aspen/parallel/compute_threads.h"
+#include "aspen/config/train_config.h"
 #include "aspen/io/jsonl.h"
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/sft_phase.h"
-#include "aspen/pipeline/train_config.h"
+#include "aspen/util/config.h"
 #include "aspen/util/file.h"
 #include "aspen/util/seconds_since.h"
-#include "aspen/util/config.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).

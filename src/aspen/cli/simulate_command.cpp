@@ -9,10 +9,10 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 #include "aspen/sim/simulation_spec.h"
-#include "aspen/util/error.h"
 #include "aspen/util/config.h"
+#include "aspen/util/error.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).

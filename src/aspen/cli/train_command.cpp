@@ -12,10 +12,10 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/config/train_config.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/util/config.h"
 
 namespace aspen::cli {

@@ -38,14 +38,13 @@
 #include <string>
 #include <vector>
 
+#include "aspen/config/train_config.h"
 #include "aspen/rollout/engine.h"
 
 namespace aspen {
 
-enum class DispatchPolicyKind { kRoundRobin, kLeastRequests, kQueueAware };
-
-// Spelled in the config as round_robin, least_requests, queue_aware
-// (pipeline/train_config_fields.h).
+// DispatchPolicyKind (config/train_config.h, the key pipeline.dispatch) names the policy:
+// the config owns it so that reading a config needs no dispatcher.
 
 // One prompt group as the dispatcher sees it.
 struct GroupShape {

@@ -15,7 +15,7 @@
 
 #include <vector>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 
 namespace aspen {
 

@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 
 namespace aspen {
 

@@ -4,7 +4,7 @@
 
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rl_stages.h"
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/trace_writer.h"
 
 namespace aspen {
 

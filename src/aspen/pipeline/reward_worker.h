@@ -13,9 +13,9 @@
 #include <exception>
 #include <mutex>
 
+#include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 
 namespace aspen {
 

@@ -1,7 +1,5 @@
 #include "aspen/pipeline/rl_run.h"
 
-#include "aspen/pipeline/iteration_metrics.h"
-
 #include <ATen/Parallel.h>
 
 #include <chrono>
@@ -19,18 +17,18 @@
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
-#include "aspen/pipeline/console_progress.h"
+#include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/resume_check.h"
-#include "aspen/pipeline/iteration_engine.h"
-#include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/console_progress.h"
+#include "aspen/report/finite_metrics.h"
+#include "aspen/report/tensorboard_writer.h"
+#include "aspen/report/trace_writer.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
-#include "aspen/util/tensorboard_writer.h"
 
 namespace aspen {
 namespace {

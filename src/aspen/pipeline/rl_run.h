@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "aspen/config/train_config.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 
 namespace aspen {
 

@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "aspen/config/train_config.h"
 #include "aspen/model/qwen_model.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/reward/verifier.h"
 #include "aspen/tasks/task.h"
 #include "aspen/tokenizer/tokenizer.h"

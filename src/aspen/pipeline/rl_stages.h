@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "aspen/algo/kl_controller.h"
+#include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/critic.h"
 #include "aspen/train/reference.h"

@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
+#include "aspen/config/train_config.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/rollout/engine.h"
 
 namespace aspen {

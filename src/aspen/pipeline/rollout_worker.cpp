@@ -9,11 +9,11 @@
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rollout_requests.h"
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/trace_writer.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
-#include "aspen/util/thread_affinity.h"
 #include "aspen/util/seconds_since.h"
+#include "aspen/util/thread_affinity.h"
 
 namespace aspen {
 namespace {

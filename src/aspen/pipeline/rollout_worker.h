@@ -61,11 +61,11 @@
 #include <string>
 #include <vector>
 
+#include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/instance_status.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/rollout/engine.h"
 
 namespace aspen {

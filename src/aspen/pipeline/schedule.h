@@ -16,10 +16,10 @@
 #include <optional>
 #include <string>
 
+#include "aspen/config/train_config.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rl_stages.h"
-#include "aspen/pipeline/train_config.h"
 
 namespace aspen {
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "aspen/io/jsonl.h"
-#include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/report/finite_metrics.h"
 #include "aspen/train/sft.h"
 #include "aspen/util/seconds_since.h"
 

@@ -8,8 +8,8 @@
 
 #include <ostream>
 
+#include "aspen/config/train_config.h"
 #include "aspen/pipeline/rl_setup.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/train/trainer_options.h"
 
 namespace aspen {

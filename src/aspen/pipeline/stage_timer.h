@@ -7,7 +7,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/trace_writer.h"
 
 namespace aspen {
 

@@ -16,8 +16,8 @@
 
 #include <cstdint>
 
+#include "aspen/config/train_config.h"
 #include "aspen/dock/dock_api.h"
-#include "aspen/pipeline/train_config.h"
 
 namespace aspen {
 

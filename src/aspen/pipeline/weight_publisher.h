@@ -22,13 +22,13 @@
 #include <memory>
 #include <optional>
 
+#include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/resharder.h"
 #include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/engine_layout.h"
-#include "aspen/pipeline/train_config.h"
 
 namespace aspen {
 

@@ -25,8 +25,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "aspen/config/train_config.h"
 #include "aspen/io/hf_config.h"
-#include "aspen/pipeline/train_config.h"
 #include "aspen/sim/simulator.h"
 
 namespace aspen {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "aspen/dock/controller.h"
-#include "aspen/pipeline/bubble_accounting.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/staleness_window.h"
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/bubble_accounting.h"
+#include "aspen/report/trace_writer.h"
 #include "aspen/sim/simulated_instance.h"
 #include "aspen/util/clock.h"
 #include "aspen/util/error.h"

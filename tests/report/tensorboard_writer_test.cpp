@@ -1,7 +1,7 @@
 // TensorBoardWriter: a new, uniquely named event file per writer, whose records read
 // back intact (lengths and CRCs check) and in order, visible on disk after flush();
 // metrics JSON becomes flattened scalars; a fresh run's cleanup removes only event files.
-#include "aspen/util/tensorboard_writer.h"
+#include "aspen/report/tensorboard_writer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 
 #include <cstdio>
 #include <type_traits>
@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "aspen/pipeline/train_config_fields.h"
+#include "aspen/config/train_config_fields.h"
 
 namespace aspen {
 namespace {

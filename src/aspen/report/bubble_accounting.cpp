@@ -1,4 +1,4 @@
-#include "aspen/pipeline/bubble_accounting.h"
+#include "aspen/report/bubble_accounting.h"
 
 #include <algorithm>
 #include <cmath>

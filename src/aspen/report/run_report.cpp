@@ -1,4 +1,4 @@
-#include "aspen/pipeline/run_report.h"
+#include "aspen/report/run_report.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,9 +13,9 @@
 
 #include "aspen/io/bounded_json.h"
 #include "aspen/io/jsonl.h"
+#include "aspen/report/svg_chart.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
-#include "aspen/util/svg_chart.h"
 
 namespace aspen {
 namespace {

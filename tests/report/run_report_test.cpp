@@ -2,7 +2,7 @@
 // wherever the file puts it: the eval before RL on its own "phase": "eval" line, the
 // periodic evals as eval_accuracy on RL iteration lines (rl_run.cpp writes both). The
 // page counts the evaluations the same way.
-#include "aspen/pipeline/run_report.h"
+#include "aspen/report/run_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "aspen/util/tensorboard_writer.h"
+#include "aspen/report/tensorboard_writer.h"
 
 #include <unistd.h>
 

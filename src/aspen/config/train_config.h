@@ -19,7 +19,6 @@
 #include "aspen/algo/kl.h"
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/placement.h"
-#include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/train/lr_schedule.h"
 #include "aspen/util/config.h"
 
@@ -49,6 +48,9 @@ enum class PipelineMode { kSync, kAsync };
 // pipeline.on_instance_failure: a failed instance's groups are generated again
 // elsewhere, or the run stops naming it.
 enum class InstanceFailurePolicy { kRegenerate, kStop };
+// pipeline.dispatch: the rollout instance a prompt group goes to
+// (pipeline/dispatch_policy.h implements each policy).
+enum class DispatchPolicyKind { kRoundRobin, kLeastRequests, kQueueAware };
 
 const char* name_of(TaskKind value);
 const char* name_of(BuiltinModelKind value);
@@ -233,7 +235,7 @@ struct LoggingSection {
   int64_t eval_every = 10;  // iterations between greedy evaluations; 0: start and end only
   bool console = true;
   std::string trace;  // Chrome trace-event JSON path; empty: no trace
-  // TensorBoard event files of the metrics lines in OUT/tensorboard (util/tensorboard_writer.h)
+  // TensorBoard event files of the metrics lines in OUT/tensorboard (report/tensorboard_writer.h)
   bool tensorboard = false;
 };
 

@@ -1,7 +1,7 @@
 // TraceWriter: the file is Chrome trace-event JSON with the registered tracks and
 // every span, a disabled writer touches nothing, and spans recorded from several
 // threads (while flushes run) all arrive.
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/trace_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
+fs::path fresh_trace_dir(const std::string& name) {
   const fs::path dir =
       fs::temp_directory_path() / ("aspen_trace_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -50,7 +50,7 @@ std::map<int, int> span_counts(const nlohmann::json& trace) {
 }
 
 TEST(TraceWriter, WritesChromeTraceJsonWithTracksSpansInstantsAndCounters) {
-  const fs::path dir = fresh_dir("basic");
+  const fs::path dir = fresh_trace_dir("basic");
   const fs::path path = dir / "trace.json";
   {
     TraceWriter writer(path.string());
@@ -115,7 +115,7 @@ TEST(TraceWriter, WritesChromeTraceJsonWithTracksSpansInstantsAndCounters) {
 }
 
 TEST(TraceWriter, DisabledWriterWritesNothing) {
-  const fs::path dir = fresh_dir("disabled");
+  const fs::path dir = fresh_trace_dir("disabled");
   {
     TraceWriter writer("");
     EXPECT_FALSE(writer.enabled());
@@ -137,7 +137,7 @@ TEST(TraceWriter, DisabledWriterWritesNothing) {
 }
 
 TEST(TraceWriter, ConcurrentSpansFromSeveralThreadsAllAppear) {
-  const fs::path dir = fresh_dir("threads");
+  const fs::path dir = fresh_trace_dir("threads");
   const fs::path path = dir / "trace.json";
   constexpr int kThreads = 4;
   constexpr int kSpans = 250;
@@ -170,7 +170,7 @@ TEST(TraceWriter, ConcurrentSpansFromSeveralThreadsAllAppear) {
 }
 
 TEST(TraceWriter, RejectsUnknownTracksAndBackwardSpans) {
-  const fs::path dir = fresh_dir("errors");
+  const fs::path dir = fresh_trace_dir("errors");
   {
     TraceWriter writer((dir / "trace.json").string());
     const int track = writer.track("a");
@@ -195,7 +195,7 @@ TEST(TraceWriter, FlushNamesThePathItCannotWrite) {
 }
 
 TEST(TraceWriter, DestructorSkipsTheRewriteWhenNothingChanged) {
-  const fs::path dir = fresh_dir("unchanged");
+  const fs::path dir = fresh_trace_dir("unchanged");
   const fs::path path = dir / "trace.json";
   {
     TraceWriter writer(path.string());
@@ -208,7 +208,7 @@ TEST(TraceWriter, DestructorSkipsTheRewriteWhenNothingChanged) {
 }
 
 TEST(TraceWriter, MergedTracesOfTwoProcessesShareOneTimeAxis) {
-  const fs::path dir = fresh_dir("merge");
+  const fs::path dir = fresh_trace_dir("merge");
   const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
   TraceWriter first(a, 1, "rank 0");
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // later time zero

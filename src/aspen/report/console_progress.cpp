@@ -1,4 +1,4 @@
-#include "aspen/pipeline/console_progress.h"
+#include "aspen/report/console_progress.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // a SessionLog START at the step the run (re)starts from: on a START, TensorBoard's
 // readers drop the earlier files' points at steps >= it (the server's loader skips a
 // run's first START, so the first run's file needs one too for a resumed run's to
-// count). The bytes: util/tensorboard_event.h.
+// count). The bytes: report/tensorboard_event.h.
 //
 // Events are buffered until flush(): call it when a live TensorBoard should see them
 // (after each iteration). The destructor writes what is left, without checking.
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "aspen/util/tensorboard_event.h"
+#include "aspen/report/tensorboard_event.h"
 
 namespace aspen {
 

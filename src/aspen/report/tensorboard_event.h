@@ -41,7 +41,7 @@ std::string scalars_event(double wall_time, int64_t step,
                           const std::vector<TensorBoardScalar>& scalars);
 
 // SessionLog START at `step`: a run starts (or is resumed) there; TensorBoard drops
-// events of earlier files at steps >= `step` (see util/tensorboard_writer.h).
+// events of earlier files at steps >= `step` (see report/tensorboard_writer.h).
 std::string session_start_event(double wall_time, int64_t step);
 
 }  // namespace aspen

@@ -1,4 +1,4 @@
-#include "aspen/pipeline/trace_writer.h"
+#include "aspen/report/trace_writer.h"
 
 #include <fstream>
 

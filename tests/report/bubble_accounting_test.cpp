@@ -1,7 +1,7 @@
 // BubbleAccounting against hand-computed numbers: padding of padded batches,
 // skewness of parallel phases, sorting/idle fractions of wall time, the staleness
 // histogram, reset, validation, and concurrent reports adding up.
-#include "aspen/pipeline/bubble_accounting.h"
+#include "aspen/report/bubble_accounting.h"
 
 #include <gtest/gtest.h>
 

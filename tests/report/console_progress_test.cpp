@@ -1,7 +1,7 @@
-// The RL console report (pipeline/console_progress.h): plain lines with the iteration
+// The RL console report (report/console_progress.h): plain lines with the iteration
 // out of the total, the rate and the ETA when not on a terminal; one live line redrawn
 // in place on a terminal, kept at evaluations and at the end.
-#include "aspen/pipeline/console_progress.h"
+#include "aspen/report/console_progress.h"
 
 #include <gtest/gtest.h>
 

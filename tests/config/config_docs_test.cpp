@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 #include "aspen/util/error.h"
 
 namespace aspen {

@@ -1,7 +1,7 @@
 // SvgChart: ticks are 1/2/5 x 10^k and cover the data; text is escaped; non-finite points
 // are skipped; an empty chart says so; each series gets its palette colour; each point
 // carries its exact value; the legend lies outside the plot area, however many series.
-#include "aspen/util/svg_chart.h"
+#include "aspen/report/svg_chart.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "aspen/util/svg_chart.h"
+#include "aspen/report/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>

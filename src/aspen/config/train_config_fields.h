@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "aspen/pipeline/train_config.h"
+#include "aspen/config/train_config.h"
 
 namespace aspen {
 

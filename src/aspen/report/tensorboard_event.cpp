@@ -1,4 +1,4 @@
-#include "aspen/util/tensorboard_event.h"
+#include "aspen/report/tensorboard_event.h"
 
 #include <cstring>
 

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/report/finite_metrics.h"
 #include "aspen/util/error.h"
 
 namespace aspen {

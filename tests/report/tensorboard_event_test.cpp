@@ -1,7 +1,7 @@
 // The bytes of TensorBoard event files: CRC32C against published check values, the
 // TFRecord framing, and Event protobufs checked by hand field by field (the same
 // bytes Python's protobuf library writes for these messages).
-#include "aspen/util/tensorboard_event.h"
+#include "aspen/report/tensorboard_event.h"
 
 #include <gtest/gtest.h>
 
