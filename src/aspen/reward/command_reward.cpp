@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/reward/json_options.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 
 namespace aspen {
@@ -75,7 +75,7 @@ CommandReward::CommandReward(CommandRewardOptions options)
 double CommandReward::score(const RewardInput& input) const { return score_batch({input})[0]; }
 
 int CommandReward::processes_started() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return process_.starts();
 }
 
@@ -87,7 +87,7 @@ std::vector<double> CommandReward::score_batch(const std::vector<RewardInput>& i
   for (size_t i = 0; i < inputs.size(); ++i) {
     requests.push_back(request_line(inputs[i], first_id + i));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::string> replies;
   for (int attempt = 0;; ++attempt) {
     const auto deadline = std::chrono::steady_clock::now() +

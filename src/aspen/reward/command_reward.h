@@ -30,12 +30,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "aspen/reward/verifier.h"
 #include "aspen/util/line_process.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -58,8 +58,8 @@ class CommandReward : public Verifier {
  private:
   CommandRewardOptions options_;
   mutable std::atomic<uint64_t> next_request_id_{0};
-  mutable std::mutex mutex_;
-  mutable LineProcess process_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  mutable LineProcess process_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen

@@ -8,12 +8,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
-#include <mutex>
 #include <thread>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/reward/json_options.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
+#include "aspen/util/first_error.h"
 
 namespace aspen {
 namespace {
@@ -139,8 +139,7 @@ std::vector<double> HttpReward::score_batch(const std::vector<RewardInput>& inpu
   const size_t size = static_cast<size_t>(options_.batch_size);
   const size_t batches = (inputs.size() + size - 1) / size;
   std::atomic<size_t> next{0};
-  std::mutex error_mutex;
-  std::exception_ptr error;
+  FirstError errors;
   const auto work = [&] {
     for (size_t b = next++; b < batches; b = next++) {
       const size_t begin = b * size;
@@ -149,8 +148,7 @@ std::vector<double> HttpReward::score_batch(const std::vector<RewardInput>& inpu
         const std::vector<double> part = post_batch(inputs, begin, end);
         std::copy(part.begin(), part.end(), scores.begin() + static_cast<std::ptrdiff_t>(begin));
       } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
+        errors.record(std::current_exception());
         next = batches;  // the others stop taking batches
       }
     }
@@ -160,7 +158,7 @@ std::vector<double> HttpReward::score_batch(const std::vector<RewardInput>& inpu
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (std::thread& thread : pool) thread.join();
-  if (error) std::rethrow_exception(error);
+  errors.rethrow_if_any();
   return scores;
 }
 

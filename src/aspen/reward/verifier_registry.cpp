@@ -1,5 +1,8 @@
 #include "aspen/reward/verifier_registry.h"
 
+#include <algorithm>
+#include <map>
+
 #include "aspen/reward/command_reward.h"
 #include "aspen/reward/countdown_verifier.h"
 #include "aspen/reward/format_verifier.h"
@@ -7,17 +10,14 @@
 #include "aspen/reward/math_verifier.h"
 #include "aspen/reward/weighted_reward.h"
 #include "aspen/util/error.h"
-
-#include <algorithm>
-#include <map>
-#include <mutex>
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 namespace {
 
 struct RegisteredKinds {
-  std::mutex mutex;
-  std::map<std::string, VerifierFactory> factories;
+  Mutex mutex;
+  std::map<std::string, VerifierFactory> factories GUARDED_BY(mutex);
 };
 
 RegisteredKinds& registered_kinds() {
@@ -29,14 +29,14 @@ RegisteredKinds& registered_kinds() {
 
 void register_verifier_kind(const std::string& kind, VerifierFactory factory) {
   RegisteredKinds& kinds = registered_kinds();
-  std::lock_guard<std::mutex> lock(kinds.mutex);
+  MutexLock lock(kinds.mutex);
   kinds.factories[kind] = std::move(factory);
 }
 
 std::vector<std::string> verifier_kinds() {
   std::vector<std::string> kinds = {"command", "countdown", "format", "http", "math", "weighted"};
   RegisteredKinds& registered = registered_kinds();
-  std::lock_guard<std::mutex> lock(registered.mutex);
+  MutexLock lock(registered.mutex);
   for (const auto& [kind, factory] : registered.factories) kinds.push_back(kind);
   std::sort(kinds.begin(), kinds.end());
   return kinds;
@@ -60,7 +60,7 @@ std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann:
   VerifierFactory factory;
   {
     RegisteredKinds& registered = registered_kinds();
-    std::lock_guard<std::mutex> lock(registered.mutex);
+    MutexLock lock(registered.mutex);
     auto it = registered.factories.find(kind);
     if (it != registered.factories.end()) factory = it->second;
   }

@@ -6,19 +6,19 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/tokenizer/added_vocabulary.h"
 #include "aspen/tokenizer/bpe_model.h"
 #include "aspen/tokenizer/byte_level.h"
 #include "aspen/tokenizer/normalizer.h"
 #include "aspen/tokenizer/pre_tokenizer.h"
 #include "aspen/tokenizer/utf8.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
+#include "aspen/util/first_error.h"
 
 namespace aspen {
 namespace {
@@ -181,15 +181,13 @@ std::vector<std::vector<TokenId>> Tokenizer::encode_batch(const std::vector<std:
   }
   // Texts are claimed one at a time so a few long texts do not leave threads idle.
   std::atomic<size_t> next{0};
-  std::exception_ptr first_error;
-  std::mutex error_mutex;
+  FirstError errors;
   auto work = [&] {
     for (size_t i = next++; i < texts.size(); i = next++) {
       try {
         results[i] = encode(texts[i]);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
+        errors.record(std::current_exception());
       }
     }
   };
@@ -197,7 +195,7 @@ std::vector<std::vector<TokenId>> Tokenizer::encode_batch(const std::vector<std:
   for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
   work();
   for (auto& thread : pool) thread.join();
-  if (first_error) std::rethrow_exception(first_error);
+  errors.rethrow_if_any();
   return results;
 }
 

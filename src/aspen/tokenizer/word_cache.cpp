@@ -1,7 +1,6 @@
 #include "aspen/tokenizer/word_cache.h"
 
 #include <functional>
-#include <mutex>
 
 namespace aspen {
 
@@ -17,7 +16,7 @@ bool WordCache::lookup(std::string_view word, std::vector<TokenId>& out) const {
   Shard& shard = shard_for(word);
   // A std::string key for the lookup stays in the small-string buffer for most words.
   const std::string key(word);
-  std::shared_lock<std::shared_mutex> lock(shard.mutex);
+  ReaderMutexLock lock(shard.mutex);
   const auto it = shard.entries.find(key);
   if (it == shard.entries.end()) return false;
   out.insert(out.end(), it->second.begin(), it->second.end());
@@ -27,7 +26,7 @@ bool WordCache::lookup(std::string_view word, std::vector<TokenId>& out) const {
 void WordCache::insert(std::string_view word, const TokenId* ids, size_t count) {
   if (word.size() > kMaxWordBytes) return;
   Shard& shard = shard_for(word);
-  std::unique_lock<std::shared_mutex> lock(shard.mutex);
+  WriterMutexLock lock(shard.mutex);
   if (shard.entries.size() >= shard_capacity_) shard.entries.clear();
   shard.entries.emplace(std::string(word), std::vector<TokenId>(ids, ids + count));
 }

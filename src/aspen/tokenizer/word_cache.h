@@ -10,13 +10,13 @@
 
 #include <array>
 #include <cstddef>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "aspen/tokenizer/tokenizer.h"
+#include "aspen/util/shared_mutex.h"
 
 namespace aspen {
 
@@ -33,8 +33,8 @@ class WordCache {
 
  private:
   struct Shard {
-    mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, std::vector<TokenId>> entries;  // GUARDED_BY(mutex)
+    SharedMutex mutex;
+    std::unordered_map<std::string, std::vector<TokenId>> entries GUARDED_BY(mutex);
   };
   Shard& shard_for(std::string_view word) const;
 
