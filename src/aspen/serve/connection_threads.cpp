@@ -8,8 +8,8 @@ ConnectionThreads::ConnectionThreads(size_t max_threads)
 ConnectionThreads::~ConnectionThreads() { shutdown(); }
 
 void ConnectionThreads::enqueue(std::function<void()> task) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  join_ended(lock);
+  MutexLock lock(mutex_);
+  join_ended();
   if (running_ >= max_threads_) {
     waiting_.push_back(std::move(task));
     return;
@@ -23,7 +23,7 @@ void ConnectionThreads::enqueue(std::function<void()> task) {
 void ConnectionThreads::work(std::function<void()> task) {
   for (;;) {
     task();
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (waiting_.empty()) {
       // The thread's last touch of this object is under the mutex, so that shutdown()
       // (which takes it) never joins or destroys a thread still using it.
@@ -37,7 +37,7 @@ void ConnectionThreads::work(std::function<void()> task) {
   }
 }
 
-void ConnectionThreads::join_ended(std::unique_lock<std::mutex>& lock) {
+void ConnectionThreads::join_ended() {
   // Every id on ended_ is in threads_: enqueue() stores a thread before releasing the
   // mutex that its work() needs to end.
   std::vector<std::thread> ended;
@@ -47,18 +47,19 @@ void ConnectionThreads::join_ended(std::unique_lock<std::mutex>& lock) {
     threads_.erase(it);
   }
   ended_.clear();
-  lock.unlock();
+  mutex_.unlock();
   for (auto& thread : ended) thread.join();  // each has returned from work() or is about to
-  lock.lock();
+  mutex_.lock();
 }
 
 void ConnectionThreads::shutdown() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  all_ended_.wait(lock, [this] { return running_ == 0 && waiting_.empty(); });
   std::map<std::thread::id, std::thread> threads;
-  threads.swap(threads_);
-  ended_.clear();
-  lock.unlock();
+  {
+    MutexLock lock(mutex_);
+    while (running_ != 0 || !waiting_.empty()) all_ended_.wait(mutex_);
+    threads.swap(threads_);
+    ended_.clear();
+  }
   for (auto& [id, thread] : threads) thread.join();
 }
 

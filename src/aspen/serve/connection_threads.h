@@ -15,14 +15,14 @@
 
 #include <httplib.h>
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -31,22 +31,23 @@ class ConnectionThreads : public httplib::TaskQueue {
   explicit ConnectionThreads(size_t max_threads);
   ~ConnectionThreads() override;
 
-  void enqueue(std::function<void()> task) override;
-  void shutdown() override;
+  void enqueue(std::function<void()> task) override EXCLUDES(mutex_);
+  void shutdown() override EXCLUDES(mutex_);
 
  private:
   // Runs `task`, then tasks from the queue until it is empty.
-  void work(std::function<void()> task);
-  // Joins the threads that have ended (each ends by putting itself on ended_).
-  void join_ended(std::unique_lock<std::mutex>& lock);
+  void work(std::function<void()> task) EXCLUDES(mutex_);
+  // Joins the threads that have ended (each ends by putting itself on ended_). Drops
+  // mutex_ while it joins and holds it again on return.
+  void join_ended() REQUIRES(mutex_);
 
   const size_t max_threads_;
-  std::mutex mutex_;  // guards everything below
-  std::condition_variable all_ended_;
-  std::deque<std::function<void()>> waiting_;
-  std::map<std::thread::id, std::thread> threads_;
-  std::vector<std::thread::id> ended_;
-  size_t running_ = 0;  // threads not yet on ended_
+  Mutex mutex_;
+  CondVar all_ended_;
+  std::deque<std::function<void()>> waiting_ GUARDED_BY(mutex_);
+  std::map<std::thread::id, std::thread> threads_ GUARDED_BY(mutex_);
+  std::vector<std::thread::id> ended_ GUARDED_BY(mutex_);
+  size_t running_ GUARDED_BY(mutex_) = 0;  // threads not yet on ended_
 };
 
 }  // namespace aspen

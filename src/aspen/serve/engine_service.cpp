@@ -26,7 +26,7 @@ EngineService::EngineService(std::unique_ptr<RolloutEngine> engine) : engine_(st
 
 EngineService::~EngineService() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_one();
@@ -44,7 +44,7 @@ EngineService::~EngineService() {
 std::shared_ptr<RequestStream> EngineService::submit(std::vector<GenerationRequest> requests) {
   std::shared_ptr<RequestStream> stream;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     std::vector<std::string> ids;
     for (auto& request : requests) {
       request.id = "req-" + std::to_string(next_id_++);
@@ -69,7 +69,7 @@ std::shared_ptr<RequestStream> EngineService::submit(std::vector<GenerationReque
 
 void EngineService::cancel(const RequestStream& stream) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     cancelled_.insert(cancelled_.end(), stream.request_ids().begin(), stream.request_ids().end());
   }
   wake_.notify_one();
@@ -77,7 +77,7 @@ void EngineService::cancel(const RequestStream& stream) {
 
 void EngineService::abort_all(const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     abort_reason_ = reason;
     abort_requested_ = true;
   }
@@ -85,7 +85,7 @@ void EngineService::abort_all(const std::string& reason) {
 }
 
 EngineService::Snapshot EngineService::snapshot() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return snapshot_;
 }
 
@@ -125,12 +125,12 @@ void EngineService::run() {
     std::vector<std::string> cancelled;
     std::optional<std::string> abort_reason;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
+      MutexLock lock(mutex_);
       snapshot_ = {engine_->queue_state(), engine_->stats(), static_cast<int64_t>(in_flight_.size())};
-      wake_.wait(lock, [this] {
-        return stopping_ || abort_requested_ || !pending_.empty() || !cancelled_.empty() ||
-               engine_->has_unfinished();
-      });
+      while (!(stopping_ || abort_requested_ || !pending_.empty() || !cancelled_.empty() ||
+               engine_->has_unfinished())) {
+        wake_.wait(mutex_);
+      }
       if (stopping_) return;
       pending.swap(pending_);
       cancelled.swap(cancelled_);

@@ -22,10 +22,8 @@
 // shutting down".
 #pragma once
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -33,6 +31,7 @@
 
 #include "aspen/rollout/engine.h"
 #include "aspen/serve/request_stream.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -69,17 +68,16 @@ class EngineService {
   void fail_all(const std::string& message, bool unavailable = false);
 
   std::unique_ptr<RolloutEngine> engine_;
-  // guards pending_, cancelled_, stopping_, abort_reason_, abort_requested_, next_id_,
-  // snapshot_
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<Pending> pending_;
-  std::vector<std::string> cancelled_;
-  bool stopping_ = false;
-  std::optional<std::string> abort_reason_;  // set by abort_all: every request fails
-  bool abort_requested_ = false;             // the engine thread has yet to act on it
-  Snapshot snapshot_;
-  int64_t next_id_ = 0;
+  mutable Mutex mutex_;
+  CondVar wake_;
+  std::vector<Pending> pending_ GUARDED_BY(mutex_);
+  std::vector<std::string> cancelled_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  // Set by abort_all: every request fails.
+  std::optional<std::string> abort_reason_ GUARDED_BY(mutex_);
+  bool abort_requested_ GUARDED_BY(mutex_) = false;  // the engine thread has yet to act on it
+  Snapshot snapshot_ GUARDED_BY(mutex_);
+  int64_t next_id_ GUARDED_BY(mutex_) = 0;
   // Engine thread only: the streams of admitted, unfinished requests, and how many of
   // their samples are still to finish.
   struct InFlight {

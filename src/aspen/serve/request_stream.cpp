@@ -4,23 +4,26 @@ namespace aspen {
 
 void RequestStream::push(StreamEvent event) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     events_.push_back(std::move(event));
   }
   ready_.notify_one();
 }
 
 StreamEvent RequestStream::next() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait(lock, [this] { return !events_.empty(); });
+  MutexLock lock(mutex_);
+  while (events_.empty()) ready_.wait(mutex_);
   StreamEvent event = std::move(events_.front());
   events_.pop_front();
   return event;
 }
 
 std::optional<StreamEvent> RequestStream::next_for(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!ready_.wait_for(lock, timeout, [this] { return !events_.empty(); })) return std::nullopt;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(mutex_);
+  while (events_.empty()) {
+    if (!ready_.wait_until(mutex_, deadline) && events_.empty()) return std::nullopt;
+  }
   StreamEvent event = std::move(events_.front());
   events_.pop_front();
   return event;

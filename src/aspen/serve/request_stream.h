@@ -10,15 +10,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "aspen/rollout/engine.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -43,18 +42,18 @@ class RequestStream {
   // The engine request ids of the prompts, by prompt index.
   const std::vector<std::string>& request_ids() const { return request_ids_; }
 
-  void push(StreamEvent event);
+  void push(StreamEvent event) EXCLUDES(mutex_);
   // Blocks until the next event.
-  StreamEvent next();
+  StreamEvent next() EXCLUDES(mutex_);
   // The next event, or nullopt if none came within `timeout` (a waiting client's
   // thread wakes to check that its client is still there).
-  std::optional<StreamEvent> next_for(std::chrono::milliseconds timeout);
+  std::optional<StreamEvent> next_for(std::chrono::milliseconds timeout) EXCLUDES(mutex_);
 
  private:
   const std::vector<std::string> request_ids_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<StreamEvent> events_;
+  Mutex mutex_;
+  CondVar ready_;
+  std::deque<StreamEvent> events_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen
