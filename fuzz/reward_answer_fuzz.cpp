@@ -7,11 +7,11 @@
 // from those options (aspen::Error or a verifier that scores).
 #include <cmath>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/reward/answer_extraction.h"
 #include "aspen/reward/answer_normalizer.h"
 #include "aspen/reward/arithmetic_expression.h"
 #include "aspen/reward/verifier_registry.h"
+#include "aspen/util/bounded_json.h"
 #include "fuzz_common.h"
 
 namespace {

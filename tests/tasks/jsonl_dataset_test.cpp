@@ -153,7 +153,7 @@ TEST(JsonlDataset, NumberOutOfRangeIsAnErrorNamingTheLine) {
 }
 
 // A line nested 100,000 levels deep overflowed the stack once the value was copied; it is
-// refused while parsing (io/bounded_json.h), naming the line.
+// refused while parsing (util/bounded_json.h), naming the line.
 TEST(JsonlDataset, DeeplyNestedLineIsAnErrorNamingTheLine) {
   const std::string deep = "{\"prompt\": \"p\", \"answer\": " + std::string(100000, '[') +
                            std::string(100000, ']') + "}\n";

@@ -1,6 +1,6 @@
 #include "aspen/io/jsonl.h"
 
-#include "aspen/io/bounded_json.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 
 namespace aspen {

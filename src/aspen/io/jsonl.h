@@ -20,7 +20,7 @@ class JsonlReader {
   // Reads the next non-blank line into `value`. Returns false at end of input.
   // Throws aspen::Error naming source and line for malformed JSON, invalid UTF-8, a
   // number out of range, a key repeated within one object, or nesting deeper than
-  // kMaxJsonDepth (io/bounded_json.h).
+  // kMaxJsonDepth (util/bounded_json.h).
   bool next(nlohmann::json& value);
 
   // "source: line N" for the line last returned, to name it in callers' errors.

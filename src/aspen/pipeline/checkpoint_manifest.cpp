@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "aspen/io/bounded_json.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/crc32c.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"

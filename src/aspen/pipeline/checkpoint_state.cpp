@@ -3,8 +3,8 @@
 #include <cmath>
 #include <map>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/pipeline/prompt_source.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 
 namespace aspen {

@@ -11,9 +11,9 @@
 #include <sstream>
 #include <vector>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/report/svg_chart.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <optional>
 
-#include "aspen/io/bounded_json.h"
 #include "aspen/serve/client_connection.h"
 #include "aspen/serve/connection_threads.h"
 #include "aspen/serve/openai_response.h"
 #include "aspen/serve/text_streamer.h"
+#include "aspen/util/bounded_json.h"
 #include "aspen/util/log.h"
 
 namespace aspen {

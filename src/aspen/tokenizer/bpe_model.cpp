@@ -78,7 +78,7 @@ BpeModel BpeModel::from_json(const nlohmann::json& spec, const std::string& sour
   model.has_token_.assign(static_cast<size_t>(max_id + 1), false);
   for (const auto& [token, id] : model.vocab_) {
     // Two tokens on one id would decode that id as either of them: refused, as a
-    // token listed twice is (io/bounded_json.h). Named in byte order, so the message
+    // token listed twice is (util/bounded_json.h). Named in byte order, so the message
     // does not depend on the hash map's order.
     if (model.has_token_[id]) {
       const std::string& other = model.tokens_[id];

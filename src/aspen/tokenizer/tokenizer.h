@@ -29,7 +29,7 @@ class Tokenizer {
   // (a model type other than BPE, an unknown normaliser/pre-tokenizer, bad JSON).
   static Tokenizer from_file(const std::string& path);
   // Parses tokenizer.json text; `source` names it in errors. Any malformed input is an
-  // aspen::Error: JSON nested deeper than kMaxJsonDepth (io/bounded_json.h), a value of
+  // aspen::Error: JSON nested deeper than kMaxJsonDepth (util/bounded_json.h), a value of
   // the wrong JSON type, or a model vocab id at or above 2 x (number of vocab entries)
   // + 1024 (so a small file cannot declare an id that allocates gigabytes; real files
   // number their vocab densely from 0).

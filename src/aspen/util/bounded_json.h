@@ -16,7 +16,8 @@
 //
 // Errors: aspen::Error naming `source` for a syntax error, a repeated key or a
 // document nested deeper than the bound ("JSON nested deeper than 512 levels").
-// Header-only (the tokenizer module, which links no io, uses it too).
+// Header-only, and in util rather than io: the torch-free modules (tokenizer, reward)
+// use it, and io links torch.
 // Thread safety: a pure function; safe to call concurrently.
 #pragma once
 
