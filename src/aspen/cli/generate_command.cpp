@@ -21,11 +21,10 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/cli/device_option.h"
-#include "aspen/cli/dtype_option.h"
+#include "aspen/cli/generation_model.h"
 #include "aspen/cli/kv_cache_option.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/io/model_dir.h"
-#include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/rollout/generation_defaults.h"
@@ -123,15 +122,11 @@ int run_generate(const GenerateOptions& options) {
   const auto generation = read_generation_config(options.model_dir);
   const SamplingParams params = sampling_params(options, generation);
   const std::vector<PromptInput> prompts = read_prompts(options);
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
-  QwenForCausalLM model =
-      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
-
-  EngineConfig engine_config;
-  engine_config.kv_cache_bytes =
-      kv_cache_bytes_of(options.kv_cache_mb, options.kv_cache_fraction, device);
-  engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
-  engine_config.seed = static_cast<uint64_t>(options.seed.value_or(0));
+  GenerationModel loaded = load_generation_model(
+      {options.model_dir, options.dtype, options.kv_cache_mb, options.kv_cache_fraction}, device,
+      generation);
+  const std::shared_ptr<const Tokenizer>& tokenizer = loaded.tokenizer;
+  loaded.engine.seed = static_cast<uint64_t>(options.seed.value_or(0));
 
   std::optional<ChatTemplate> chat_template;
   std::vector<GenerationRequest> requests;
@@ -155,7 +150,7 @@ int run_generate(const GenerateOptions& options) {
     requests.push_back(std::move(request));
   }
 
-  RolloutEngine engine(model, engine_config, tokenizer);
+  RolloutEngine engine(loaded.model, loaded.engine, tokenizer);
   // Plain text: one prompt and one sample print the text alone; otherwise each
   // completion is labelled "[prompt P sample S]" (both 0-based, prompts in input order).
   const bool label = requests.size() > 1 || options.n > 1;

@@ -37,10 +37,9 @@
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/cli/device_option.h"
-#include "aspen/cli/dtype_option.h"
+#include "aspen/cli/generation_model.h"
 #include "aspen/cli/kv_cache_option.h"
 #include "aspen/io/model_dir.h"
-#include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/serve/openai_server.h"
@@ -89,19 +88,15 @@ int run_serve(const ServeOptions& options) {
               "--shutdown-grace-s must be in [0, 3600] seconds", "command line");
   set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
-  QwenForCausalLM model =
-      load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
   const auto generation = read_generation_config(options.model_dir);
-
-  EngineConfig engine_config;
-  engine_config.kv_cache_bytes =
-      kv_cache_bytes_of(options.kv_cache_mb, options.kv_cache_fraction, device);
-  engine_config.max_num_seqs = options.max_num_seqs;
-  engine_config.max_model_len = options.max_model_len;
-  engine_config.eos_token_ids = model_eos_token_ids(model->config, generation);
-  engine_config.seed = options.seed;
-  auto engine = std::make_unique<RolloutEngine>(model, engine_config, tokenizer);
+  GenerationModel loaded = load_generation_model(
+      {options.model_dir, options.dtype, options.kv_cache_mb, options.kv_cache_fraction}, device,
+      generation);
+  const std::shared_ptr<const Tokenizer>& tokenizer = loaded.tokenizer;
+  loaded.engine.max_num_seqs = options.max_num_seqs;
+  loaded.engine.max_model_len = options.max_model_len;
+  loaded.engine.seed = options.seed;
+  auto engine = std::make_unique<RolloutEngine>(loaded.model, loaded.engine, tokenizer);
   const EngineConfig& built = engine->config();
   const int64_t kv_tokens = built.num_blocks * built.block_size;
   if (options.max_model_len > 0) {
