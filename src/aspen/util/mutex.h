@@ -17,9 +17,10 @@
 //    spurious, so callers wait in a loop over their condition:
 //        MutexLock lock(mutex_);
 //        while (!ready_) ready_cv_.wait(mutex_);
-//    There are deliberately no predicate overloads: a predicate lambda reading a
-//    GUARDED_BY member is checked as a function of its own, without the caller's lock,
-//    and the analysis would (rightly, as far as it can tell) reject it.
+//    There are deliberately no predicate overloads: the analysis checks a lambda as a
+//    function of its own, without the caller's lock, so a predicate reading a GUARDED_BY
+//    member is rejected. A lambda that runs under the lock says so and is then checked
+//    at its calls: `const auto room = [&]() REQUIRES(mutex_) { return used_ < cap_; };`
 //    notify_one/notify_all may be called with or without the mutex held.
 //  - Thread safety: these are the synchronisation; all methods may be called from any
 //    thread.

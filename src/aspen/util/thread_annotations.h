@@ -16,8 +16,8 @@
 //                      analysis cannot follow, with a comment saying why; never to
 //                      silence a finding.
 // The analysis is static and per function: a lambda is a function of its own and does
-// not inherit its caller's locks (so Aspen waits on conditions in explicit loops, see
-// util/mutex.h).
+// not inherit its caller's locks (it may carry REQUIRES(m) itself; util/mutex.h). It
+// does not check constructors and destructors.
 #pragma once
 
 #if defined(__clang__)
