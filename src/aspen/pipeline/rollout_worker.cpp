@@ -8,6 +8,7 @@
 
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/pipeline/rl_rows.h"
+#include "aspen/pipeline/rollout_claims.h"
 #include "aspen/pipeline/rollout_requests.h"
 #include "aspen/report/trace_writer.h"
 #include "aspen/util/error.h"
@@ -66,44 +67,27 @@ void RolloutWorker::refresh_weights() {
 }
 
 bool RolloutWorker::has_room() const {
-  const QueueState state = engine_.queue_state();
-  // An empty engine takes a unit whatever its size (the scheduler forks a group past
-  // max_num_seqs), so a chunk larger than max_num_seqs cannot stall the run.
-  return state.running + state.waiting == 0 ||
-         state.running + state.waiting + dispatch_chunk(config_) <= options_.engine.max_num_seqs;
+  return has_room_for_unit(engine_.queue_state(), dispatch_chunk(config_),
+                           options_.engine.max_num_seqs);
 }
 
 int64_t RolloutWorker::claim_groups(double wait_s) {
-  ClaimOptions options;
-  const int64_t chunk = dispatch_chunk(config_);
-  options.max_rows = chunk;
-  options.min_rows = 1;
-  options.whole_groups = chunk == config_.rollout.n;
-  options.max_version = engine_.policy_version();
-  options.lease_s = options_.lease_s;
-  int64_t claimed = 0;
-  // One group per claim, so each group's lease is acked when that group finishes.
-  // Groups are claimed only while the engine can run them (a full batch of
-  // max_num_seqs): the rest stay in the dock, where an instance that runs dry takes
-  // them whatever their target (work stealing), so no instance idles while another
-  // one's dispatched groups wait.
-  while (!stopping_ && has_room()) {
-    options.target = options_.instance;
-    options.timeout_s = 0.0;
-    Claim claim = dock_.claim(rl_consumers::kRollout, options);
-    if (claim.empty() && !engine_.has_unfinished() && claimed == 0) {
-      // Dry: any dispatched group (waiting up to wait_s for one to appear).
-      options.target = -1;
-      options.timeout_s = wait_s;
-      claim = dock_.claim(rl_consumers::kRollout, options);
-      if (!claim.empty() && claim.rows.front().info.target != options_.instance) {
-        ++status_.stolen_groups;
-      }
-    }
-    if (claim.empty()) break;
-    if (start_claim(std::move(claim))) ++claimed;
-  }
-  return claimed;
+  // The claim rule the simulator runs too (rollout_claims.h): units of its own while
+  // the engine has room, else, run dry, any dispatched unit (work stealing).
+  RolloutClaimer claimer;
+  claimer.has_room = [this] { return !stopping_ && has_room(); };
+  claimer.idle = [this] { return !engine_.has_unfinished(); };
+  claimer.claim = [this](const ClaimOptions& options) {
+    return dock_.claim(rl_consumers::kRollout, options);
+  };
+  claimer.start = [this](Claim claim) { return start_claim(std::move(claim)); };
+  const RolloutClaimRound round = claim_rollout_units(
+      options_.instance,
+      rollout_claim_options(dispatch_chunk(config_), config_.rollout.n, engine_.policy_version(),
+                            options_.lease_s),
+      wait_s, claimer);
+  status_.stolen_groups += round.stolen;
+  return round.started;
 }
 
 bool RolloutWorker::start_claim(Claim claim) {

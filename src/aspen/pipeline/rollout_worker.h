@@ -15,7 +15,8 @@
 //            while its engine has room for one more group (max_num_seqs); the other
 //            dispatched groups wait in the dock, and an instance with nothing to run
 //            takes one dispatched elsewhere (work stealing: the dispatcher's choice is
-//            a preference, so a misestimated queue never idles an instance).
+//            a preference, so a misestimated queue never idles an instance). The rule
+//            is rollout_claims.h's, which the simulator runs too.
 //   step     one continuous-batching step over everything claimed.
 //   finish   a claim whose samples are all done: response and rollout_logprobs go into
 //            this process's warehouse, the rows' true token counts and policy

@@ -11,6 +11,7 @@
 
 #include "aspen/dock/controller.h"
 #include "aspen/pipeline/rl_rows.h"
+#include "aspen/pipeline/rollout_claims.h"
 #include "aspen/pipeline/staleness_window.h"
 #include "aspen/report/bubble_accounting.h"
 #include "aspen/report/trace_writer.h"
@@ -186,10 +187,8 @@ void Simulation::schedule(double time, EventKind kind, int index, int64_t tag) {
 }
 
 bool Simulation::has_room(const InstanceState& instance) const {
-  // RolloutWorker::has_room: an empty engine takes a unit whatever its size.
-  const QueueState state = instance.engine->queue_state();
-  return state.running + state.waiting == 0 ||
-         state.running + state.waiting + spec_.dispatch_chunk <= spec_.max_num_seqs;
+  return has_room_for_unit(instance.engine->queue_state(), spec_.dispatch_chunk,
+                           spec_.max_num_seqs);
 }
 
 void Simulation::admit() {
@@ -262,26 +261,19 @@ void Simulation::wake(int i) {
 }
 
 int64_t Simulation::claim_units(int i) {
+  // The real instances' claim rule (pipeline/rollout_claims.h). The unclaimed counts
+  // only skip the dock calls that are sure to come back empty: what is claimed is the
+  // same.
   InstanceState& s = instances_[static_cast<size_t>(i)];
-  ClaimOptions options;
-  options.max_rows = spec_.dispatch_chunk;
-  options.min_rows = 1;
-  options.whole_groups = spec_.dispatch_chunk == spec_.n;
-  options.max_version = s.version;
-  options.lease_s = kLeaseSeconds;
-  int64_t claimed = 0;
-  while (has_room(s)) {
-    Claim claim;
-    if (s.unclaimed > 0) {
-      options.target = i;
-      claim = dock_.claim(rl_consumers::kRollout, options);
-    }
-    if (claim.empty() && s.engine->idle() && claimed == 0 && unclaimed_total_ > 0) {
-      options.target = -1;  // dry: any dispatched unit (work stealing)
-      claim = dock_.claim(rl_consumers::kRollout, options);
-      if (!claim.empty() && claim.rows.front().info.target != i) s.stolen += 1;
-    }
-    if (claim.empty()) break;
+  RolloutClaimer claimer;
+  claimer.has_room = [this, &s] { return has_room(s); };
+  claimer.idle = [&s] { return s.engine->idle(); };
+  claimer.claim = [this, i, &s](const ClaimOptions& options) {
+    const bool own = options.target == i;
+    if (own ? s.unclaimed == 0 : unclaimed_total_ == 0) return Claim{};
+    return dock_.claim(rl_consumers::kRollout, options);
+  };
+  claimer.start = [this, &s](Claim claim) {
     const int target = claim.rows.front().info.target;
     instances_[static_cast<size_t>(target)].unclaimed -= 1;
     unclaimed_total_ -= 1;
@@ -292,9 +284,13 @@ int64_t Simulation::claim_units(int i) {
     }
     s.engine->add_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, s.version);
     rollout_leases_.emplace(claim.lease, std::move(claim));
-    ++claimed;
-  }
-  return claimed;
+    return true;
+  };
+  const RolloutClaimRound round = claim_rollout_units(
+      i, rollout_claim_options(spec_.dispatch_chunk, spec_.n, s.version, kLeaseSeconds),
+      /*steal_wait_s=*/0.0, claimer);
+  s.stolen += round.stolen;
+  return round.started;
 }
 
 void Simulation::boundary(int i) {

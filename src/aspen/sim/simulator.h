@@ -2,7 +2,8 @@
 // is the code that decides: the dock controller (claims, required windows, leases,
 // retirement; dock/controller.h) on a ManualClock, the admission and batch-claim
 // rules of the staleness window (pipeline/staleness_window.h), the dispatcher
-// (pipeline/dispatch_policy.h) and the bubble accounting (report/bubble_accounting.h).
+// (pipeline/dispatch_policy.h), the instances' claim and work-stealing rule
+// (pipeline/rollout_claims.h) and the bubble accounting (report/bubble_accounting.h).
 // What is modelled is the work: rollout engine steps (SimulatedInstance on the
 // CostModel), reward, the trainer's passes and updates, weight publish and fetch.
 //
