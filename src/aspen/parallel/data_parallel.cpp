@@ -99,7 +99,7 @@ GradientAllReducer::~GradientAllReducer() {
 }
 
 void GradientAllReducer::prepare_for_backward() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   TORCH_CHECK(!armed_, "prepare_for_backward() called twice without finish()");
   armed_ = true;
   std::fill(ready_.begin(), ready_.end(), 0);
@@ -110,7 +110,7 @@ void GradientAllReducer::prepare_for_backward() {
 }
 
 void GradientAllReducer::on_grad(size_t param, const torch::Tensor& grad) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!armed_) return;  // an earlier micro-batch: autograd accumulates into .grad
   TORCH_CHECK(!ready_[param], "a parameter received two gradients in one armed backward; "
               "call prepare_for_backward() only before the last backward of the step");
@@ -142,34 +142,38 @@ void GradientAllReducer::launch_locked(size_t bucket) {
 }
 
 void GradientAllReducer::finish() {
-  std::unique_lock<std::mutex> lock(mutex_);
   torch::NoGradGuard no_grad;
-  if (!armed_) {
-    std::fill(ready_.begin(), ready_.end(), 0);
-    next_launch_ = 0;
-  }
-  armed_ = false;
-  // Buckets no hook completed: parameters no hook saw contribute .grad or zeros.
-  for (size_t b = next_launch_; b < bucket_params_.size(); ++b) {
-    for (size_t k : bucket_params_[b]) {
-      if (ready_[k]) continue;
-      torch::Tensor dst = flats_[b].narrow(0, slots_[k].offset, params_[k].numel());
-      const torch::Tensor& grad = params_[k].grad();
-      if (grad.defined()) {
-        dst.copy_(grad.reshape({-1}));
-      } else {
-        dst.zero_();
-      }
+  // Waited on outside the lock; the hooks launch nothing more once armed_ is false.
+  std::vector<PendingWork> launched(bucket_params_.size());
+  {
+    MutexLock lock(mutex_);
+    if (!armed_) {
+      std::fill(ready_.begin(), ready_.end(), 0);
+      next_launch_ = 0;
     }
-    launch_locked(b);
+    armed_ = false;
+    // Buckets no hook completed: parameters no hook saw contribute .grad or zeros.
+    for (size_t b = next_launch_; b < bucket_params_.size(); ++b) {
+      for (size_t k : bucket_params_[b]) {
+        if (ready_[k]) continue;
+        torch::Tensor dst = flats_[b].narrow(0, slots_[k].offset, params_[k].numel());
+        const torch::Tensor& grad = params_[k].grad();
+        if (grad.defined()) {
+          dst.copy_(grad.reshape({-1}));
+        } else {
+          dst.zero_();
+        }
+      }
+      launch_locked(b);
+    }
+    next_launch_ = bucket_params_.size();
+    launched.swap(works_);
   }
-  next_launch_ = bucket_params_.size();
-  lock.unlock();
 
   const double divisor =
       options_.scale == GradientScale::kMeanOverRanks ? group_.world_size() : 1.0;
   for (size_t b = 0; b < bucket_params_.size(); ++b) {
-    works_[b].wait();
+    launched[b].wait();
     if (divisor != 1.0) flats_[b].div_(divisor);
     for (size_t k : bucket_params_[b]) {
       torch::Tensor& param = params_[k];

@@ -40,12 +40,12 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "aspen/parallel/process_group.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -78,25 +78,28 @@ class GradientAllReducer {
   GradientAllReducer& operator=(const GradientAllReducer&) = delete;
 
   // Arms the hooks for the next backward (the last one before finish()).
-  void prepare_for_backward();
+  void prepare_for_backward() EXCLUDES(mutex_);
   // Sums the grads of every trainable parameter over all ranks, in place (see above).
-  void finish();
+  void finish() EXCLUDES(mutex_);
   void all_reduce() { finish(); }
 
   // Bucket layout (for tests and logs): parameter indices (into the trainable subset of
   // the constructor's list, in its order) per bucket, in launch order.
   const std::vector<std::vector<size_t>>& buckets() const { return bucket_params_; }
   // Buckets whose all-reduce the hooks launched during the last armed backward.
-  size_t launched_during_backward() const { return launched_during_backward_; }
+  size_t launched_during_backward() const EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    return launched_during_backward_;
+  }
 
  private:
   struct Slot {
     size_t bucket = 0;
     int64_t offset = 0;
   };
-  void on_grad(size_t param, const torch::Tensor& grad);
-  void launch_ready_buckets_locked();
-  void launch_locked(size_t bucket);
+  void on_grad(size_t param, const torch::Tensor& grad) EXCLUDES(mutex_);
+  void launch_ready_buckets_locked() REQUIRES(mutex_);
+  void launch_locked(size_t bucket) REQUIRES(mutex_);
 
   ProcessGroupHandle group_;
   DataParallelOptions options_;
@@ -106,13 +109,14 @@ class GradientAllReducer {
   std::vector<torch::Tensor> flats_;
   std::vector<unsigned> hook_ids_;
 
-  std::mutex mutex_;  // guards the per-step state below (hooks vs. trainer thread)
-  bool armed_ = false;
-  std::vector<char> ready_;          // per parameter: its slot holds this step's grad
-  std::vector<size_t> missing_;      // per bucket: parameters not ready yet
-  std::vector<PendingWork> works_;   // per bucket
-  size_t next_launch_ = 0;           // buckets [0, next_launch_) are launched
-  size_t launched_during_backward_ = 0;
+  // The per-step state below: the hooks (autograd's threads) against the trainer thread.
+  mutable Mutex mutex_;
+  bool armed_ GUARDED_BY(mutex_) = false;
+  std::vector<char> ready_ GUARDED_BY(mutex_);  // per parameter: its slot holds this step's grad
+  std::vector<size_t> missing_ GUARDED_BY(mutex_);     // per bucket: parameters not ready yet
+  std::vector<PendingWork> works_ GUARDED_BY(mutex_);  // per bucket
+  size_t next_launch_ GUARDED_BY(mutex_) = 0;          // buckets [0, next_launch_) are launched
+  size_t launched_during_backward_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace aspen

@@ -17,10 +17,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -40,18 +41,18 @@ struct WeightSet {
 class WeightBoard {
  public:
   void publish(std::shared_ptr<const WeightSet> weights) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     latest_ = std::move(weights);
   }
   // The most recently published set; null before the first publish.
   std::shared_ptr<const WeightSet> latest() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     return latest_;
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<const WeightSet> latest_;
+  mutable Mutex mutex_;
+  std::shared_ptr<const WeightSet> latest_ GUARDED_BY(mutex_);
 };
 
 // Sets by version for ONE consumer: publish adds; take(v) returns set v and forgets
@@ -59,18 +60,18 @@ class WeightBoard {
 class WeightHistory {
  public:
   void publish(std::shared_ptr<const WeightSet> weights) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     const int64_t version = weights->version;
     sets_[version] = std::move(weights);
   }
   // The newest version published; -1 before the first publish.
   int64_t latest_version() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     return sets_.empty() ? -1 : sets_.rbegin()->first;
   }
   // Set `version` (null when it was never published or is already passed).
   std::shared_ptr<const WeightSet> take(int64_t version) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = sets_.find(version);
     if (it == sets_.end()) return nullptr;
     std::shared_ptr<const WeightSet> set = it->second;
@@ -78,13 +79,13 @@ class WeightHistory {
     return set;
   }
   size_t size() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     return sets_.size();
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::map<int64_t, std::shared_ptr<const WeightSet>> sets_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::map<int64_t, std::shared_ptr<const WeightSet>> sets_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen
