@@ -24,6 +24,7 @@
 #include "parallel/binaries.h"
 #include "parallel/run_command.h"
 #include "pipeline/tiny_run.h"
+#include "support/tiny_model_configs.h"
 #include "train/train_fixtures.h"
 
 namespace aspen {
@@ -34,15 +35,10 @@ namespace {
 
 const torch::Device kCuda(torch::kCUDA, 0);
 
+// The rollout engine tests' model with the train tests' rope_theta.
 ModelConfig rollout_config() {
-  ModelConfig config = testing::tiny_train_config(/*tied=*/true);
-  config.vocab_size = 97;
-  config.hidden_size = 32;
-  config.intermediate_size = 64;
-  config.num_attention_heads = 4;
-  config.num_key_value_heads = 2;
-  config.head_dim = 16;
-  config.max_position_embeddings = 512;
+  ModelConfig config = testing::tiny_rollout_config();
+  config.rope_theta = 10000.0;
   return config;
 }
 

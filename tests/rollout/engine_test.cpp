@@ -8,29 +8,14 @@
 #include "aspen/model/weights_init.h"
 #include "aspen/tokenizer/bpe_trainer.h"
 #include "aspen/util/error.h"
-#include "../model/tiny_configs.h"
+#include "support/tiny_model_configs.h"
 
 namespace aspen {
 namespace {
 
-ModelConfig tiny_config() {
-  ModelConfig config;
-  config.family = ModelFamily::kQwen3;
-  config.vocab_size = 97;
-  config.hidden_size = 32;
-  config.intermediate_size = 64;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 4;
-  config.num_key_value_heads = 2;
-  config.head_dim = 16;
-  config.max_position_embeddings = 512;
-  config.tie_word_embeddings = true;
-  return config;
-}
-
 QwenForCausalLM tiny_model(uint64_t seed = 1) {
   // A larger init than HF's 0.02 so greedy paths are not all the same token.
-  QwenForCausalLM model = make_random_model(tiny_config(), seed);
+  QwenForCausalLM model = make_random_model(testing::tiny_rollout_config(), seed);
   init_weights(model, seed, /*initializer_range=*/0.5);
   return model;
 }
@@ -383,7 +368,7 @@ TEST(RolloutEngine, StopStringCutsTheTextAndFinishes) {
   for (int i = 0; i < 200; ++i) corpus.push_back("the answer is " + std::to_string(i * 37 % 1000));
   auto tokenizer = std::make_shared<const Tokenizer>(
       Tokenizer::from_json(train_bpe_tokenizer(corpus, options), "test tokenizer"));
-  ModelConfig config = tiny_config();
+  ModelConfig config = testing::tiny_rollout_config();
   config.vocab_size = tokenizer->vocab_size();
   QwenForCausalLM model = make_random_model(config, 4);
   init_weights(model, 4, /*initializer_range=*/0.5);
@@ -412,7 +397,7 @@ TEST(RolloutEngine, PaddedVocabularyRowsAreNeverSampled) {
   for (int i = 0; i < 100; ++i) corpus.push_back("sum " + std::to_string(i * 13 % 100));
   auto tokenizer = std::make_shared<const Tokenizer>(
       Tokenizer::from_json(train_bpe_tokenizer(corpus, options), "test tokenizer"));
-  ModelConfig config = tiny_config();
+  ModelConfig config = testing::tiny_rollout_config();
   config.vocab_size = tokenizer->vocab_size() + 64;
   QwenForCausalLM model = make_random_model(config, 5);
   {

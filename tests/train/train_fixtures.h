@@ -11,23 +11,9 @@
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/train/train_batch.h"
+#include "support/tiny_model_configs.h"
 
 namespace aspen::testing {
-
-inline ModelConfig tiny_train_config(bool tied = false) {
-  ModelConfig c;
-  c.family = ModelFamily::kQwen3;
-  c.vocab_size = 16;
-  c.hidden_size = 16;
-  c.intermediate_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 2;
-  c.num_key_value_heads = 1;
-  c.head_dim = 8;
-  c.rope_theta = 10000.0;
-  c.tie_word_embeddings = tied;
-  return c;
-}
 
 inline QwenForCausalLM tiny_model(uint64_t seed = 1, torch::ScalarType dtype = torch::kFloat,
                                   bool tied = false) {
@@ -37,12 +23,8 @@ inline QwenForCausalLM tiny_model(uint64_t seed = 1, torch::ScalarType dtype = t
 
 // Qwen3-MoE of the same size: 4 experts of width 8, top-2, layer 1 dense.
 inline QwenForCausalLM tiny_moe_model(uint64_t seed = 1, torch::ScalarType dtype = torch::kFloat) {
-  ModelConfig c = tiny_train_config();
-  c.family = ModelFamily::kQwen3Moe;
-  c.moe.num_experts = 4;
-  c.moe.num_experts_per_tok = 2;
-  c.moe.moe_intermediate_size = 8;
-  c.moe.mlp_only_layers = {1};
+  const ModelConfig c =
+      with_tiny_experts(tiny_train_config(), /*experts=*/4, /*width=*/8, /*norm_topk_prob=*/false);
   QwenForCausalLM model = make_random_model(c, seed, dtype);
   // A decisive router (HF's 0.02 init routes almost uniformly).
   torch::NoGradGuard no_grad;

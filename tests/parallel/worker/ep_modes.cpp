@@ -38,6 +38,7 @@
 #include "aspen/parallel/expert_parallel.h"
 #include "aspen/util/error.h"
 #include "paged_rollout_check.h"
+#include "support/tiny_model_configs.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
@@ -79,24 +80,7 @@ void check_all_to_all(const ExpertParallel& ep) {
   ep_expect(torch::equal(x.grad(), x.detach() + 1000.0f), "gradients come back to their rows", where);
 }
 
-ModelConfig ep_config() {
-  ModelConfig c;
-  c.family = ModelFamily::kQwen3Moe;
-  c.vocab_size = 96;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.rope_theta = 10000.0;
-  c.moe.num_experts = 4;
-  c.moe.num_experts_per_tok = 2;
-  c.moe.moe_intermediate_size = 16;
-  c.moe.mlp_only_layers = {1};
-  c.moe.norm_topk_prob = true;
-  return c;
-}
+ModelConfig ep_config() { return tiny_parallel_moe_config(/*layers=*/3); }
 
 std::map<std::string, torch::Tensor> seeded_weights(const ModelConfig& config) {
   QwenForCausalLM model(config);

@@ -1,5 +1,6 @@
 // The seeded tiny Qwen model the resharding and checkpoint rank programs share: every
-// rank (and the test process) builds bit-identical "full" weights from it.
+// rank (and the test process) builds bit-identical "full" weights from it
+// (tiny_tp_config: support/tiny_model_configs.h).
 #pragma once
 
 #include <string>
@@ -7,22 +8,9 @@
 #include <vector>
 
 #include "aspen/model/qwen_model.h"
+#include "support/tiny_model_configs.h"
 
 namespace aspen::testing {
-
-inline ModelConfig tiny_tp_config(int64_t kv_heads) {
-  ModelConfig c;
-  c.family = ModelFamily::kQwen2;
-  c.vocab_size = 64;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = kv_heads;
-  c.head_dim = 8;
-  c.attention_bias = true;
-  return c;
-}
 
 inline std::vector<std::pair<std::string, torch::Tensor>> seeded_full_weights(
     const ModelConfig& config, uint64_t seed = 11) {

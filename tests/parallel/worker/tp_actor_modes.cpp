@@ -20,23 +20,19 @@
 #include "aspen/model/weights_init.h"
 #include "aspen/train/actor.h"
 #include "aspen/util/error.h"
+#include "support/tiny_model_configs.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
 namespace {
 
 ModelConfig actor_case(const std::string& name) {
-  ModelConfig c;
-  c.family = name == "tied" ? ModelFamily::kQwen3 : ModelFamily::kQwen2;
-  c.vocab_size = 96;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = name == "kv_replicated" ? 1 : 2;
-  c.head_dim = 8;
+  // The tensor-parallel programs' sizes (support/tiny_model_configs.h), at the default
+  // rope_theta.
+  ModelConfig c =
+      tiny_model_config(name == "tied" ? ModelFamily::kQwen3 : ModelFamily::kQwen2,
+                        {96, 32, 64, 2, 4, name == "kv_replicated" ? 1 : 2, 8});
   c.tie_word_embeddings = name == "tied";
-  c.attention_bias = c.family == ModelFamily::kQwen2;
   check_input(name == "gqa" || name == "kv_replicated" || name == "tied", "unknown case",
               "tp_actor " + name);
   return c;

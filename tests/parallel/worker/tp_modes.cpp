@@ -25,6 +25,7 @@
 #include "aspen/parallel/tp_collectives.h"
 #include "aspen/util/error.h"
 #include "paged_rollout_check.h"
+#include "support/tiny_model_configs.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
@@ -83,52 +84,30 @@ struct TpCase {
   bool load_sharded = false;  // load this rank's shards instead of full tensors
 };
 
-ModelConfig tiny(ModelFamily family, int64_t heads, int64_t kv_heads, int64_t head_dim, bool tied) {
-  ModelConfig c;
-  c.family = family;
-  c.vocab_size = 96;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = heads;
-  c.num_key_value_heads = kv_heads;
-  c.head_dim = head_dim;
-  c.rope_theta = 10000.0;
-  c.rms_norm_eps = 1e-6;
-  c.tie_word_embeddings = tied;
-  c.attention_bias = family == ModelFamily::kQwen2;
-  return c;
-}
-
 ModelConfig with_attention_bias(ModelConfig c) {
   c.attention_bias = true;
   return c;
 }
 
-// Qwen3-MoE: 4 experts of width 16, top-2, layer 1 dense: every expert is split over
-// its width like the dense MLP, the router replicated.
-ModelConfig tiny_moe() {
-  ModelConfig c = tiny(ModelFamily::kQwen3Moe, 4, 2, 8, /*tied=*/false);
-  c.moe.num_experts = 4;
-  c.moe.num_experts_per_tok = 2;
-  c.moe.moe_intermediate_size = 16;
-  c.moe.mlp_only_layers = {1};
-  c.moe.norm_topk_prob = true;
-  return c;
+// Vocabulary 96, 4 query heads (support/tiny_model_configs.h).
+ModelConfig tiny(ModelFamily family, int64_t kv_heads, int64_t head_dim, bool tied) {
+  return tiny_parallel_config(family, /*heads=*/4, kv_heads, head_dim, tied);
 }
 
 std::map<std::string, TpCase> tp_cases() {
   return {
-      {"qwen2_bias", {tiny(ModelFamily::kQwen2, 4, 2, 8, /*tied=*/false)}},
-      {"kv_replicated", {tiny(ModelFamily::kQwen2, 4, 1, 8, /*tied=*/false)}},
+      {"qwen2_bias", {tiny(ModelFamily::kQwen2, 2, 8, /*tied=*/false)}},
+      {"kv_replicated", {tiny(ModelFamily::kQwen2, 1, 8, /*tied=*/false)}},
       // head_dim 12: H * D != C, and q/k norms; loads shards, not full tensors.
-      {"qwen3_tied", {tiny(ModelFamily::kQwen3, 4, 2, 12, /*tied=*/true), /*load_sharded=*/true}},
+      {"qwen3_tied", {tiny(ModelFamily::kQwen3, 2, 12, /*tied=*/true), /*load_sharded=*/true}},
       // At 4 ranks: 2 kv heads each replicated on 2 ranks, q/k norms on 1 head per rank.
-      {"qwen3_kv_replicated", {tiny(ModelFamily::kQwen3, 4, 2, 8, /*tied=*/false)}},
+      {"qwen3_kv_replicated", {tiny(ModelFamily::kQwen3, 2, 8, /*tied=*/false)}},
       // Qwen3 with attention_bias: q/k/v biases and an o_proj bias, which the
       // row-parallel o_proj must add once, after the reduction.
-      {"qwen3_attention_bias", {with_attention_bias(tiny(ModelFamily::kQwen3, 4, 2, 8, false))}},
-      {"qwen3_moe", {tiny_moe()}},
+      {"qwen3_attention_bias", {with_attention_bias(tiny(ModelFamily::kQwen3, 2, 8, false))}},
+      // Qwen3-MoE: 4 experts of width 16, top-2, layer 1 dense: every expert is split
+      // over its width like the dense MLP, the router replicated.
+      {"qwen3_moe", {tiny_parallel_moe_config(/*layers=*/2)}},
   };
 }
 
