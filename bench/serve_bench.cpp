@@ -15,6 +15,7 @@
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/serve/openai_server.h"
 #include "aspen/util/error.h"
+#include "aspen/util/mutex.h"
 #include "aspen/util/seconds_since.h"
 
 namespace aspen {
@@ -48,8 +49,10 @@ PhaseResult run_phase(int port, int clients, int count, int max_tokens) {
   std::vector<int64_t> tokens(count, 0);
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
-  std::string failure;
-  std::mutex failure_mutex;
+  struct Failure {
+    Mutex mutex;
+    std::string message GUARDED_BY(mutex);  // a failed request's answer
+  } failure;
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
@@ -67,9 +70,9 @@ PhaseResult run_phase(int port, int clients, int count, int max_tokens) {
         const auto response = client.Post("/v1/completions", body.dump(), "application/json");
         result.latencies[i] = seconds_since(sent);
         if (!response || response->status != 200) {
-          std::lock_guard<std::mutex> lock(failure_mutex);
+          MutexLock lock(failure.mutex);
           failed = true;
-          failure = response ? response->body : "no response";
+          failure.message = response ? response->body : "no response";
           return;
         }
         tokens[i] = nlohmann::json::parse(response->body)["usage"]["completion_tokens"].get<int64_t>();
@@ -77,7 +80,10 @@ PhaseResult run_phase(int port, int clients, int count, int max_tokens) {
     });
   }
   for (auto& thread : threads) thread.join();
-  check_input(!failed, "a benchmark request failed: " + failure, "aspen bench serve");
+  if (failed) {
+    MutexLock lock(failure.mutex);
+    throw Error("a benchmark request failed: " + failure.message, "aspen bench serve");
+  }
   result.seconds = seconds_since(start);
   for (int64_t t : tokens) result.tokens += t;
   return result;

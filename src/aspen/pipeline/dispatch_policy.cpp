@@ -7,7 +7,8 @@
 
 namespace aspen {
 
-Dispatcher::Dispatcher(DispatchPolicyKind kind, int num_instances) : kind_(kind) {
+Dispatcher::Dispatcher(DispatchPolicyKind kind, int num_instances)
+    : kind_(kind), num_instances_(num_instances) {
   check_input(num_instances >= 1,
               "number of rollout instances must be >= 1, got " + std::to_string(num_instances),
               "Dispatcher");
@@ -37,7 +38,7 @@ void Dispatcher::check_states(const std::vector<QueueState>& states, const Group
 }
 
 int Dispatcher::choose(const std::vector<QueueState>& states, const GroupShape& group) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_states(states, group, "choose");
   const int count = num_instances();
   switch (kind_) {
@@ -70,7 +71,7 @@ int Dispatcher::choose(const std::vector<QueueState>& states, const GroupShape& 
 }
 
 void Dispatcher::on_dispatched(int instance, const GroupShape& group) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_instance(instance, "on_dispatched");
   check_input(group.n >= 1 && group.prompt_tokens >= 0, "group needs n >= 1 and prompt_tokens >= 0",
               "Dispatcher::on_dispatched");
@@ -80,7 +81,7 @@ void Dispatcher::on_dispatched(int instance, const GroupShape& group) {
 }
 
 void Dispatcher::on_completed(int instance, int64_t prompt_tokens, int64_t response_tokens) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_instance(instance, "on_completed");
   check_input(prompt_tokens >= 0 && response_tokens >= 0,
               "token counts must be >= 0 (got prompt " + std::to_string(prompt_tokens) +
@@ -101,7 +102,7 @@ void Dispatcher::on_completed(int instance, int64_t prompt_tokens, int64_t respo
 }
 
 void Dispatcher::on_throughput(int instance, double tokens_per_s) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_instance(instance, "on_throughput");
   check_input(std::isfinite(tokens_per_s) && tokens_per_s > 0,
               "throughput must be a finite number > 0, got " + std::to_string(tokens_per_s),
@@ -116,7 +117,7 @@ void Dispatcher::on_throughput(int instance, double tokens_per_s) {
 }
 
 double Dispatcher::response_estimate(int64_t max_tokens) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return response_estimate_locked(max_tokens);
 }
 
@@ -127,7 +128,7 @@ double Dispatcher::response_estimate_locked(int64_t max_tokens) const {
 }
 
 double Dispatcher::throughput(int instance) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_instance(instance, "throughput");
   return throughput_locked(instance);
 }
@@ -148,7 +149,7 @@ double Dispatcher::throughput_locked(int instance) const {
 
 std::vector<double> Dispatcher::expected_seconds(const std::vector<QueueState>& states,
                                                  const GroupShape& group) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_states(states, group, "expected_seconds");
   return expected_seconds_locked(states, group);
 }
@@ -178,7 +179,7 @@ std::vector<double> Dispatcher::expected_seconds_locked(const std::vector<QueueS
 }
 
 int64_t Dispatcher::own_outstanding(int instance) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_instance(instance, "own_outstanding");
   return instances_[static_cast<size_t>(instance)].samples;
 }

@@ -34,12 +34,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "aspen/config/train_config.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -63,31 +63,31 @@ class Dispatcher {
   // Instance for `group`, given the latest queue state of every instance
   // (states.size() == num_instances()). Does not record the dispatch: call
   // on_dispatched with the instance actually used.
-  int choose(const std::vector<QueueState>& states, const GroupShape& group);
+  int choose(const std::vector<QueueState>& states, const GroupShape& group) EXCLUDES(mutex_);
 
   // `group` was submitted to `instance`.
-  void on_dispatched(int instance, const GroupShape& group);
+  void on_dispatched(int instance, const GroupShape& group) EXCLUDES(mutex_);
   // One sample of a group on `instance` finished with `response_tokens` generated.
   // `prompt_tokens` is validated only: the dispatcher does not track which group a
   // sample belongs to, so it releases the instance's outstanding prompt tokens in
   // proportion (one outstanding sample's share per completion).
-  void on_completed(int instance, int64_t prompt_tokens, int64_t response_tokens);
+  void on_completed(int instance, int64_t prompt_tokens, int64_t response_tokens) EXCLUDES(mutex_);
   // Observed generation throughput of `instance` (tokens per second, > 0).
-  void on_throughput(int instance, double tokens_per_s);
+  void on_throughput(int instance, double tokens_per_s) EXCLUDES(mutex_);
 
   // Introspection (for metrics and tests).
   DispatchPolicyKind kind() const { return kind_; }
-  int num_instances() const { return static_cast<int>(instances_.size()); }
+  int num_instances() const { return num_instances_; }
   // Response-length estimate used for a group with this max_tokens.
-  double response_estimate(int64_t max_tokens) const;
+  double response_estimate(int64_t max_tokens) const EXCLUDES(mutex_);
   // Throughput (tokens/s) used for `instance`; 1.0 for all when nothing was reported.
-  double throughput(int instance) const;
+  double throughput(int instance) const EXCLUDES(mutex_);
   // queue_aware's expected completion time (seconds, in units of 1/throughput) of
   // `group` on each instance.
   std::vector<double> expected_seconds(const std::vector<QueueState>& states,
-                                       const GroupShape& group) const;
+                                       const GroupShape& group) const EXCLUDES(mutex_);
   // Samples dispatched to `instance` and not yet reported completed.
-  int64_t own_outstanding(int instance) const;
+  int64_t own_outstanding(int instance) const EXCLUDES(mutex_);
 
  private:
   struct InstanceAccount {
@@ -100,17 +100,18 @@ class Dispatcher {
   void check_instance(int instance, const char* method) const;
   void check_states(const std::vector<QueueState>& states, const GroupShape& group,
                     const char* method) const;
-  double response_estimate_locked(int64_t max_tokens) const;
-  double throughput_locked(int instance) const;
+  double response_estimate_locked(int64_t max_tokens) const REQUIRES(mutex_);
+  double throughput_locked(int instance) const REQUIRES(mutex_);
   std::vector<double> expected_seconds_locked(const std::vector<QueueState>& states,
-                                              const GroupShape& group) const;
+                                              const GroupShape& group) const REQUIRES(mutex_);
 
   const DispatchPolicyKind kind_;
-  mutable std::mutex mutex_;
-  std::vector<InstanceAccount> instances_;  // GUARDED_BY(mutex_) (size fixed)
-  int next_round_robin_ = 0;                // GUARDED_BY(mutex_)
-  double mean_response_ = 0;                // GUARDED_BY(mutex_)
-  int64_t completions_ = 0;                 // GUARDED_BY(mutex_)
+  const int num_instances_;  // instances_.size(), fixed: readable without the lock
+  mutable Mutex mutex_;
+  std::vector<InstanceAccount> instances_ GUARDED_BY(mutex_);
+  int next_round_robin_ GUARDED_BY(mutex_) = 0;
+  double mean_response_ GUARDED_BY(mutex_) = 0;
+  int64_t completions_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace aspen

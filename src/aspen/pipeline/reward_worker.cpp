@@ -15,7 +15,7 @@ RewardWorker::RewardWorker(const TrainConfig& config, const RlSetup& setup, Tran
 }
 
 std::exception_ptr RewardWorker::error() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return error_;
 }
 
@@ -38,7 +38,7 @@ void RewardWorker::run() {
       }
     }
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     error_ = std::current_exception();
   }
 }

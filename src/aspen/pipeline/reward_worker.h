@@ -11,11 +11,11 @@
 
 #include <atomic>
 #include <exception>
-#include <mutex>
 
 #include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/pipeline/rl_setup.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -37,8 +37,8 @@ class RewardWorker {
   TraceWriter* trace_;
   int track_ = 0;
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;
-  std::exception_ptr error_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::exception_ptr error_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen

@@ -60,7 +60,7 @@ BubbleAccounting::BubbleAccounting(int rollout_workers, int trainer_workers)
 
 void BubbleAccounting::add_padded_batch(BubbleRole role, const std::vector<int64_t>& lengths) {
   const PaddedSlots one = padded_slots(lengths);  // validates before locking
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Padding& padding = role == BubbleRole::kRollout ? rollout_padding_ : train_padding_;
   padding.slots += one.slots;
   padding.pad += one.pad;
@@ -76,20 +76,20 @@ void BubbleAccounting::add_phase(const std::vector<double>& busy_seconds_per_wor
   }
   if (longest <= 0) return;
   const double capacity = longest * static_cast<double>(busy_seconds_per_worker.size());
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   skew_idle_ += capacity - busy;
   skew_capacity_ += capacity;
 }
 
 void BubbleAccounting::add_sorting_wait(double seconds) {
   check_seconds(seconds, "sorting wait");
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   sorting_seconds_ += seconds;
 }
 
 void BubbleAccounting::add_idle(BubbleRole role, double seconds) {
   check_seconds(seconds, "idle seconds");
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   (role == BubbleRole::kRollout ? rollout_idle_seconds_ : trainer_idle_seconds_) += seconds;
 }
 
@@ -99,13 +99,13 @@ void BubbleAccounting::add_staleness(int64_t versions_behind, int64_t rows) {
                   std::to_string(versions_behind) + ", " + std::to_string(rows) + ")",
               kInput);
   if (rows == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   staleness_[versions_behind] += rows;
 }
 
 nlohmann::json BubbleAccounting::to_json(double wall_seconds) const {
   check_seconds(wall_seconds, "wall seconds");
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto fraction = [](const Padding& p) {
     return ratio(static_cast<double>(p.pad), static_cast<double>(p.slots));
   };
@@ -125,7 +125,7 @@ nlohmann::json BubbleAccounting::to_json(double wall_seconds) const {
 }
 
 void BubbleAccounting::reset() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   rollout_padding_ = {};
   train_padding_ = {};
   skew_idle_ = 0;

@@ -24,9 +24,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -71,15 +72,15 @@ class BubbleAccounting {
 
   const int rollout_workers_;
   const int trainer_workers_;
-  mutable std::mutex mutex_;
-  Padding rollout_padding_;               // GUARDED_BY(mutex_)
-  Padding train_padding_;                 // GUARDED_BY(mutex_)
-  double skew_idle_ = 0;                  // GUARDED_BY(mutex_) worker-seconds
-  double skew_capacity_ = 0;              // GUARDED_BY(mutex_) worker-seconds
-  double sorting_seconds_ = 0;            // GUARDED_BY(mutex_)
-  double rollout_idle_seconds_ = 0;       // GUARDED_BY(mutex_)
-  double trainer_idle_seconds_ = 0;       // GUARDED_BY(mutex_)
-  std::map<int64_t, int64_t> staleness_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  Padding rollout_padding_ GUARDED_BY(mutex_);
+  Padding train_padding_ GUARDED_BY(mutex_);
+  double skew_idle_ GUARDED_BY(mutex_) = 0;      // worker-seconds
+  double skew_capacity_ GUARDED_BY(mutex_) = 0;  // worker-seconds
+  double sorting_seconds_ GUARDED_BY(mutex_) = 0;
+  double rollout_idle_seconds_ GUARDED_BY(mutex_) = 0;
+  double trainer_idle_seconds_ GUARDED_BY(mutex_) = 0;
+  std::map<int64_t, int64_t> staleness_ GUARDED_BY(mutex_);
 };
 
 }  // namespace aspen

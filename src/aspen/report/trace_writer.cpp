@@ -45,7 +45,7 @@ TraceWriter::TraceWriter(std::string path, int process, const std::string& proce
 TraceWriter::~TraceWriter() {
   if (!enabled()) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (flushed_events_ == events_.size()) return;  // the file is already complete
   }
   try {
@@ -67,7 +67,7 @@ void TraceWriter::check_track(int track) const {
 
 int TraceWriter::track(const std::string& name) {
   if (!enabled()) return 0;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto found = track_ids_.find(name);
   if (found != track_ids_.end()) return found->second;
   const int id = static_cast<int>(track_ids_.size()) + 1;  // tid 0 is the process row
@@ -97,7 +97,7 @@ void TraceWriter::span(int track, const std::string& name, Clock::time_point sta
                           {"ts", micros_since_origin(start)},
                           {"dur", std::chrono::duration<double, std::micro>(end - start).count()}};
   if (!args.is_null()) event["args"] = std::move(args);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_track(track);
   events_.push_back(std::move(event));
 }
@@ -108,7 +108,7 @@ void TraceWriter::instant(int track, const std::string& name, nlohmann::json arg
                           {"name", name}, {"pid", pid_},
                           {"tid", track}, {"ts", micros_since_origin(Clock::now())}};
   if (!args.is_null()) event["args"] = std::move(args);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   check_track(track);
   events_.push_back(std::move(event));
 }
@@ -120,19 +120,19 @@ void TraceWriter::counter(const std::string& name, double value) {
                           {"pid", pid_},
                           {"ts", micros_since_origin(Clock::now())},
                           {"args", {{name, value}}}};
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   events_.push_back(std::move(event));
 }
 
 void TraceWriter::flush() {
   if (!enabled()) return;
-  std::lock_guard<std::mutex> flush_lock(flush_mutex_);
+  MutexLock flush_lock(flush_mutex_);
   std::string text;
   size_t count = 0;
   {
     // Serialize under the lock, event by event (no copy of the event list); the disk
     // write happens outside it so recording threads wait only for the dump.
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     text = "{\"traceEvents\":[";
     for (size_t i = 0; i < events_.size(); ++i) {
       if (i > 0) text += ",\n";
@@ -143,12 +143,12 @@ void TraceWriter::flush() {
     count = events_.size();
   }
   write_file_atomic(path_, text);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   flushed_events_ = count;  // flushes are serialized, so this only grows
 }
 
 size_t TraceWriter::event_count() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return events_.size();
 }
 

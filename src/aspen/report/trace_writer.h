@@ -23,11 +23,12 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -66,16 +67,16 @@ class TraceWriter {
 
  private:
   double micros_since_origin(Clock::time_point t) const;
-  void check_track(int track) const;  // requires mutex_
+  void check_track(int track) const REQUIRES(mutex_);
 
   const std::string path_;
   const int pid_;
   const Clock::time_point origin_;
-  mutable std::mutex mutex_;
-  std::mutex flush_mutex_;              // one flush at a time: they share the temp file
-  std::vector<nlohmann::json> events_;  // GUARDED_BY(mutex_)
-  size_t flushed_events_ = 0;  // GUARDED_BY(mutex_) events in the file after the last flush
-  std::unordered_map<std::string, int> track_ids_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  Mutex flush_mutex_;  // one flush at a time: they share the temp file
+  std::vector<nlohmann::json> events_ GUARDED_BY(mutex_);
+  size_t flushed_events_ GUARDED_BY(mutex_) = 0;  // events in the file after the last flush
+  std::unordered_map<std::string, int> track_ids_ GUARDED_BY(mutex_);
 };
 
 // Appends the events of the trace files `parts` (other processes of this machine) to
