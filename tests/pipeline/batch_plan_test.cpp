@@ -9,10 +9,25 @@
 namespace aspen {
 namespace {
 
+ClaimedRow row(RowId id, int64_t group, int64_t version, int64_t tokens) {
+  ClaimedRow out;
+  out.id = id;
+  out.info.group_id = group;
+  out.info.group_size = 2;
+  out.info.version = version;
+  out.info.tokens = tokens;
+  out.locations = {0, 1};
+  return out;
+}
+
 BatchPlan sample_plan() {
   BatchPlan plan;
-  plan.groups = {7, 3, 11};
-  plan.trained_versions = {4, 4, 5, 5, 5, 6};
+  plan.trained.rows.consumer = "batch";
+  plan.trained.rows.columns = {"prompt", "response"};
+  plan.trained.rows.rows = {row(40, 7, 4, 12), row(41, 7, 4, 0), row(12, 3, 5, 7),
+                            row(13, 3, 5, 9),  row(90, 11, 5, 1), row(91, 11, 6, 2)};
+  plan.trained.rows.ranks = {{40, 41, 90, 91}, {12, 13}};
+  plan.trained.scores = {1.0, 0.0, 0.5, -1e-300, 3.25, 1.0};
   plan.sampling_rounds = 2;
   plan.rewards.scores = {1.0, 0.0, 0.5, -1e-300, 3.25, 1.0, 0.0, 1.0};
   plan.rewards.lengths = {12, 0, 7, 9, 1, 2, 3, 4};
@@ -26,8 +41,21 @@ BatchPlan sample_plan() {
 TEST(BatchPlan, RoundTripsEveryField) {
   const BatchPlan plan = sample_plan();
   const BatchPlan back = decode_batch_plan(encode_batch_plan(plan));
-  EXPECT_EQ(back.groups, plan.groups);
-  EXPECT_EQ(back.trained_versions, plan.trained_versions);
+  ASSERT_EQ(back.trained.rows.rows.size(), plan.trained.rows.rows.size());
+  for (size_t i = 0; i < plan.trained.rows.rows.size(); ++i) {
+    const ClaimedRow& a = back.trained.rows.rows[i];
+    const ClaimedRow& b = plan.trained.rows.rows[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.info.group_id, b.info.group_id);
+    EXPECT_EQ(a.info.version, b.info.version);
+    EXPECT_EQ(a.info.tokens, b.info.tokens);
+    EXPECT_EQ(a.locations, b.locations);
+  }
+  EXPECT_EQ(back.trained.rows.columns, plan.trained.rows.columns);
+  EXPECT_EQ(back.trained.rows.ranks, plan.trained.rows.ranks);
+  EXPECT_EQ(back.trained.scores, plan.trained.scores);  // bit for bit
+  EXPECT_EQ(back.groups(), (std::vector<int64_t>{7, 3, 11}));
+  EXPECT_EQ(back.versions(), (std::vector<int64_t>{4, 4, 5, 5, 5, 6}));
   EXPECT_EQ(back.sampling_rounds, plan.sampling_rounds);
   EXPECT_EQ(back.rewards.scores, plan.rewards.scores);  // bit for bit
   EXPECT_EQ(back.rewards.lengths, plan.rewards.lengths);
@@ -39,7 +67,7 @@ TEST(BatchPlan, RoundTripsEveryField) {
 
 TEST(BatchPlan, AnEmptyPlanRoundTrips) {  // every group dropped by dynamic sampling
   const BatchPlan back = decode_batch_plan(encode_batch_plan(BatchPlan{}));
-  EXPECT_TRUE(back.groups.empty());
+  EXPECT_TRUE(back.groups().empty());
   EXPECT_TRUE(back.rewards.groups.empty());
   EXPECT_EQ(back.sampling_rounds, 0);
 }

@@ -15,7 +15,6 @@
 
 #include "aspen/io/model_dir.h"
 #include "aspen/pipeline/rl_run.h"
-#include "aspen/pipeline/schedule.h"
 #include "swap_check.h"
 #include "tiny_run.h"
 
@@ -122,7 +121,7 @@ TEST(IterationEngine, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRand
     RlWorkers workers(config, setup);
     std::mutex rng_mutex;
     std::mt19937 rng(static_cast<unsigned>(eta));
-    ScheduleContext context{config, setup, workers};
+    EngineContext context{config, setup, workers};
     // Jittery instances (0-5 ms after each engine step) and a jittery trainer.
     setenv("ASPEN_FAULT_STEP_DELAY_MS", "5", 1);
     context.inject_delay = [&](const std::string&) {
@@ -133,7 +132,7 @@ TEST(IterationEngine, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRand
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     };
-    auto schedule = make_iteration_engine(context, std::nullopt);
+    auto schedule = std::make_unique<IterationEngine>(context, std::nullopt);
     std::set<int64_t> trained;
     for (int64_t i = 0; i < config.train.iterations; ++i) {
       const nlohmann::json line = schedule->iteration(i);

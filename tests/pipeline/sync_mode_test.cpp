@@ -16,7 +16,6 @@
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_run.h"
-#include "aspen/pipeline/schedule.h"
 #include "swap_check.h"
 #include "tiny_run.h"
 
@@ -102,12 +101,12 @@ TEST(DynamicSampling, TrainsOnlyInformativeGroupsAndRefillsTheBatch) {
     RlSetup setup = build_rl_setup(config);
     setup.verifier = std::make_unique<HalfInformativeVerifier>();
     RlWorkers workers(config, setup);
-    ScheduleContext context{config, setup, workers};
+    EngineContext context{config, setup, workers};
     // Group g is the g-th prompt drawn: the same order the engine draws in.
     PromptSource order(static_cast<int64_t>(setup.train_examples.size()), config.train.seed);
     std::map<int64_t, int64_t> example_of;
     for (const PromptGroup& group : order.next(400)) example_of[group.group_id] = group.example;
-    auto engine = make_iteration_engine(context, std::nullopt);
+    auto engine = std::make_unique<IterationEngine>(context, std::nullopt);
     std::set<int64_t> trained;
     int64_t dropped = 0;
     for (int64_t i = 0; i < config.train.iterations; ++i) {
@@ -141,11 +140,11 @@ TEST(DynamicSampling, SkipsTheUpdateWhenNoGroupIsInformativeAfterFourRounds) {
   RlSetup setup = build_rl_setup(config);
   setup.verifier = std::make_unique<ConstantVerifier>();
   RlWorkers workers(config, setup);
-  ScheduleContext context{config, setup, workers};
+  EngineContext context{config, setup, workers};
   const auto before = setup.model->hf_state();
   std::map<std::string, torch::Tensor> copy;
   for (const auto& [name, tensor] : before) copy[name] = tensor.detach().clone();
-  auto engine = make_iteration_engine(context, std::nullopt);
+  auto engine = std::make_unique<IterationEngine>(context, std::nullopt);
   const nlohmann::json line = engine->iteration(0);
   engine->stop();
   EXPECT_EQ(line["sampling_rounds"], 4);

@@ -144,7 +144,9 @@ bool DockController::ready_for_locked(const RowState& row, int consumer) const {
 }
 
 void DockController::publish(const std::vector<RowId>& rows,
-                             const std::vector<std::string>& columns, WarehouseId where) {
+                             const std::vector<std::string>& columns, WarehouseId where,
+                             const std::vector<RowInfo>& infos) {
+  if (!infos.empty()) update_info(rows, infos);
   std::vector<int> column_ids;
   for (const std::string& name : columns) column_ids.push_back(schema_.column_index(name));
   bool any_claimable = false;

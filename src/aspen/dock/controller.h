@@ -118,7 +118,8 @@ class DockController : public ControllerApi {
   std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s,
                               WarehouseId owner = kNoWarehouse) override EXCLUDES(mutex_);
   void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
-               WarehouseId where) override EXCLUDES(mutex_);
+               WarehouseId where, const std::vector<RowInfo>& infos = {}) override
+      EXCLUDES(mutex_);
   Claim claim(const std::string& consumer, const ClaimOptions& options) override EXCLUDES(mutex_);
   AckResult ack(int64_t lease) override EXCLUDES(mutex_);
   bool release(int64_t lease) override EXCLUDES(mutex_);

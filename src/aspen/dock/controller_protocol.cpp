@@ -159,8 +159,9 @@ class ControllerHandler : public ServiceHandler {
         std::vector<RowId> rows = r.get_vector<int64_t>();
         std::vector<std::string> columns = r.get_strings();
         const WarehouseId where = r.get<int32_t>();
+        std::vector<RowInfo> infos = decode_infos(r);
         r.expect_end();
-        controller_->publish(rows, columns, where);
+        controller_->publish(rows, columns, where, infos);
         return reply(kPublish, {});
       }
       case kClaim: {
@@ -362,9 +363,11 @@ std::vector<RowId> RemoteController::allocate(const std::vector<RowInfo>& rows, 
 }
 
 void RemoteController::publish(const std::vector<RowId>& rows,
-                               const std::vector<std::string>& columns, WarehouseId where) {
+                               const std::vector<std::string>& columns, WarehouseId where,
+                               const std::vector<RowInfo>& infos) {
   ByteWriter w;
   w.put_vector<int64_t>(rows).put_strings(columns).put<int32_t>(where);
+  put_infos(w, infos);
   client_.call(reply(kPublish, w.take()));
 }
 

@@ -60,7 +60,7 @@ class RemoteController : public ControllerApi {
   std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s,
                               WarehouseId owner = kNoWarehouse) override;
   void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
-               WarehouseId where) override;
+               WarehouseId where, const std::vector<RowInfo>& infos = {}) override;
   Claim claim(const std::string& consumer, const ClaimOptions& options) override;
   AckResult ack(int64_t lease) override;
   bool release(int64_t lease) override;

@@ -120,8 +120,12 @@ class ControllerApi {
   virtual std::vector<RowId> allocate(const std::vector<RowInfo>& rows, double timeout_s,
                                       WarehouseId owner = kNoWarehouse) = 0;
   // Marks `columns` of `rows` ready and held by `where`. Data must be written first.
+  // With `infos` (one per row) their update_info() change comes first, in the same
+  // call: a producer's result (a rollout row's length and version with its response)
+  // is one controller round trip, and no consumer sees the columns before the infos.
+  // Overriders repeat the default.
   virtual void publish(const std::vector<RowId>& rows, const std::vector<std::string>& columns,
-                       WarehouseId where) = 0;
+                       WarehouseId where, const std::vector<RowInfo>& infos = {}) = 0;
   virtual Claim claim(const std::string& consumer, const ClaimOptions& options) = 0;
   virtual AckResult ack(int64_t lease) = 0;
   // Gives the rows of a lease back to the pool now (a consumer that cannot use them).

@@ -69,22 +69,32 @@ std::vector<RowId> TransferDock::put(const std::vector<RowInfo>& rows,
   transport_->local_warehouse().put(ids, columns);
   transport_->controller().publish(ids, names_of(columns), transport_->local_warehouse_id());
   bytes_put_ += bytes_of(columns);
+  row_calls_ += static_cast<int64_t>(ids.size());
   return ids;
 }
 
 void TransferDock::put_columns(const std::vector<RowId>& rows,
-                               const std::vector<ColumnData>& columns) {
-  check_columns(columns, rows.size(), nullptr);
+                               const std::vector<ColumnData>& columns,
+                               const std::vector<RowInfo>& infos) {
+  check_input(infos.empty() || infos.size() == rows.size(),
+              std::to_string(infos.size()) + " infos for " + std::to_string(rows.size()) + " rows",
+              "dock put_columns");
+  check_columns(columns, rows.size(), infos.empty() ? nullptr : &infos);
   transport_->local_warehouse().put(rows, columns);
-  transport_->controller().publish(rows, names_of(columns), transport_->local_warehouse_id());
+  transport_->controller().publish(rows, names_of(columns), transport_->local_warehouse_id(),
+                                   infos);
   bytes_put_ += bytes_of(columns);
+  row_calls_ += static_cast<int64_t>(rows.size());
 }
 
 Claim TransferDock::claim(const std::string& consumer, const ClaimOptions& options) {
-  return transport_->controller().claim(consumer, options);
+  Claim claim = transport_->controller().claim(consumer, options);
+  row_calls_ += static_cast<int64_t>(claim.rows.size());
+  return claim;
 }
 
 std::vector<ColumnData> TransferDock::get(const Claim& claim) {
+  row_calls_ += static_cast<int64_t>(claim.rows.size());
   std::vector<ColumnData> out;
   for (const std::string& name : claim.columns) {
     out.push_back(ColumnData{name, std::vector<torch::Tensor>(claim.rows.size())});
@@ -121,6 +131,7 @@ std::vector<ColumnData> TransferDock::get(const Claim& claim) {
 bool TransferDock::ack(const Claim& claim) {
   if (claim.lease == 0) return true;  // an empty claim holds nothing
   AckResult result = transport_->controller().ack(claim.lease);
+  row_calls_ += static_cast<int64_t>(claim.rows.size());
   erase_retired(result.retired);
   return result.acknowledged;
 }
@@ -143,18 +154,22 @@ void TransferDock::erase_retired(const std::vector<RetiredRow>& retired) {
 }
 
 bool TransferDock::release(const Claim& claim) {
+  row_calls_ += static_cast<int64_t>(claim.rows.size());
   return claim.lease != 0 && transport_->controller().release(claim.lease);
 }
 
 bool TransferDock::renew(const Claim& claim, double lease_s) {
+  row_calls_ += static_cast<int64_t>(claim.rows.size());
   return claim.lease == 0 || transport_->controller().renew(claim.lease, lease_s);
 }
 
 void TransferDock::update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) {
+  row_calls_ += static_cast<int64_t>(rows.size());
   transport_->controller().update_info(rows, infos);
 }
 
 std::vector<RetiredRow> TransferDock::discard(const std::vector<RowId>& rows) {
+  row_calls_ += static_cast<int64_t>(rows.size());
   std::vector<RetiredRow> retired = transport_->controller().discard(rows);
   erase_retired(retired);
   return retired;
@@ -192,7 +207,8 @@ nlohmann::json TransferDock::metrics() {
            {{"bytes_put", bytes_put_.load()},
             {"bytes_fetched_local", bytes_fetched_local_.load()},
             {"bytes_fetched_remote", bytes_fetched_remote_.load()},
-            {"rows_erased", rows_erased_.load()}}}};
+            {"rows_erased", rows_erased_.load()},
+            {"row_calls", row_calls_.load()}}}};
 }
 
 }  // namespace aspen

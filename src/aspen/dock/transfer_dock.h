@@ -32,8 +32,10 @@ class TransferDock {
   // throws aspen::Error after timeout_s. Returns the row ids.
   std::vector<RowId> put(const std::vector<RowInfo>& rows, const std::vector<ColumnData>& columns,
                          double timeout_s = 3600.0);
-  // More columns for live rows (e.g. reference log-probs computed later).
-  void put_columns(const std::vector<RowId>& rows, const std::vector<ColumnData>& columns);
+  // More columns for live rows (e.g. a rollout's response); with `infos` (one per row)
+  // their tokens and version change in the same controller call (ControllerApi::publish).
+  void put_columns(const std::vector<RowId>& rows, const std::vector<ColumnData>& columns,
+                   const std::vector<RowInfo>& infos = {});
 
   Claim claim(const std::string& consumer, const ClaimOptions& options);
   // The claim's columns, values parallel to claim.rows.
@@ -60,8 +62,13 @@ class TransferDock {
   std::shared_ptr<const WeightSet> latest_weights(WarehouseId where, int64_t newer_than);
 
   // {"controller": ..., "local_warehouse": ..., "client": {bytes_put, bytes_fetched_local,
-  //  bytes_fetched_remote, ...}}.
+  //  bytes_fetched_remote, rows_erased, row_calls}}.
   nlohmann::json metrics();
+  // Calls of this facade so far (put, put_columns, claim, get, ack, release, renew,
+  // update_info, discard), each counted once per row it names (`row_calls` of
+  // metrics()): the dock traffic of one sample's trip (docs/design.md) is the growth
+  // per row.
+  int64_t row_calls() const { return row_calls_.load(); }
 
  private:
   void check_columns(const std::vector<ColumnData>& columns, size_t rows,
@@ -73,6 +80,7 @@ class TransferDock {
   std::atomic<int64_t> bytes_fetched_local_{0};
   std::atomic<int64_t> bytes_fetched_remote_{0};
   std::atomic<int64_t> rows_erased_{0};
+  std::atomic<int64_t> row_calls_{0};  // see row_calls()
 };
 
 }  // namespace aspen

@@ -1,5 +1,8 @@
 #include "aspen/pipeline/batch_plan.h"
 
+#include <algorithm>
+
+#include "aspen/dock/claim_codec.h"
 #include "aspen/dock/wire_format.h"
 
 namespace aspen {
@@ -16,10 +19,26 @@ std::set<int64_t> get_set(ByteReader& r) {
 
 }  // namespace
 
+std::vector<int64_t> BatchPlan::groups() const {
+  std::vector<int64_t> out;
+  for (const ClaimedRow& row : trained.rows.rows) {
+    if (std::find(out.begin(), out.end(), row.info.group_id) == out.end()) {
+      out.push_back(row.info.group_id);
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> BatchPlan::versions() const {
+  std::vector<int64_t> out;
+  for (const ClaimedRow& row : trained.rows.rows) out.push_back(row.info.version);
+  return out;
+}
+
 std::string encode_batch_plan(const BatchPlan& plan) {
   ByteWriter w;
-  w.put_vector(plan.groups);
-  w.put_vector(plan.trained_versions);
+  w.put_string(encode_claim(plan.trained.rows));
+  w.put_vector(plan.trained.scores);
   w.put<int64_t>(plan.sampling_rounds);
   w.put_vector(plan.rewards.scores);
   w.put_vector(plan.rewards.lengths);
@@ -33,8 +52,8 @@ std::string encode_batch_plan(const BatchPlan& plan) {
 BatchPlan decode_batch_plan(const std::string& bytes) {
   ByteReader r(bytes);
   BatchPlan plan;
-  plan.groups = r.get_vector<int64_t>();
-  plan.trained_versions = r.get_vector<int64_t>();
+  plan.trained.rows = decode_claim(r.get_string());
+  plan.trained.scores = r.get_vector<double>();
   plan.sampling_rounds = r.get<int64_t>();
   plan.rewards.scores = r.get_vector<double>();
   plan.rewards.lengths = r.get_vector<int64_t>();

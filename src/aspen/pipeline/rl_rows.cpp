@@ -10,44 +10,21 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
                                      {kResponse, torch::kInt64, ColumnKind::kPerToken},
                                      {kRolloutLogprobs, torch::kFloat32, ColumnKind::kPerToken},
                                      {kScores, torch::kFloat32, ColumnKind::kPerRow},
-                                     {kOldLogprobs, torch::kFloat32, ColumnKind::kPerToken},
-                                     {kAdvantages, torch::kFloat32, ColumnKind::kPerToken}};
-  ConsumerSpec advantage{rl_consumers::kAdvantage, {kResponse, kScores}};
-  ConsumerSpec actor{rl_consumers::kActorUpdate,
-                     {kPrompt, kResponse, kOldLogprobs, kAdvantages, kRolloutLogprobs}};
-  std::vector<ConsumerSpec> consumers = {
-      {rl_consumers::kReward, {kPrompt, kResponse}},
-      {rl_consumers::kOldLogprobs, {kPrompt, kResponse, kRolloutLogprobs}}};
-  if (options.with_reference) {
-    columns.push_back({kRefLogprobs, torch::kFloat32, ColumnKind::kPerToken});
-    consumers.push_back({rl_consumers::kReference, {kPrompt, kResponse}});
-    actor.columns.push_back(kRefLogprobs);
-    if (options.kl_in_reward) {
-      advantage.columns.push_back(kRefLogprobs);
-      advantage.columns.push_back(kOldLogprobs);
-    }
-  }
-  if (options.with_critic) {
-    columns.push_back({kValues, torch::kFloat32, ColumnKind::kPerToken});
-    columns.push_back({kReturns, torch::kFloat32, ColumnKind::kPerToken});
-    consumers.push_back({rl_consumers::kValues, {kPrompt, kResponse}});
-    advantage.columns.push_back(kValues);
-    consumers.push_back({rl_consumers::kCriticUpdate, {kPrompt, kResponse, kValues, kReturns}});
-  }
+                                     {kExample, torch::kInt64, ColumnKind::kPerRow},
+                                     {kSampleIndex, torch::kInt64, ColumnKind::kPerRow},
+                                     {kVerifierScore, torch::kFloat32, ColumnKind::kPerRow}};
+  // Rows are allocated at admission with their prompt, example and sample index; the
+  // rollout consumer generates them, reward scores them, and the batch consumer (the
+  // trainer) reads everything its stages need in one get (trainer_stages.h).
+  ConsumerSpec batch{rl_consumers::kBatch,
+                     {kPrompt, kResponse, kRolloutLogprobs, kScores, kVerifierScore}};
   if (options.with_routing) {
     columns.push_back({kRolloutRoutedExperts, torch::kInt32, ColumnKind::kPerRow});
-    actor.columns.push_back(kRolloutRoutedExperts);
+    batch.columns.push_back(kRolloutRoutedExperts);
   }
-  consumers.push_back(advantage);
-  consumers.push_back(actor);
-  // Dispatch: rows are allocated at admission with their example and sample index; the
-  // rollout consumer generates them, and the batch consumer reads their scores back.
-  columns.push_back({kExample, torch::kInt64, ColumnKind::kPerRow});
-  columns.push_back({kSampleIndex, torch::kInt64, ColumnKind::kPerRow});
-  columns.push_back({kVerifierScore, torch::kFloat32, ColumnKind::kPerRow});
-  consumers.push_back({rl_consumers::kRollout, {kPrompt, kSampleIndex}});
-  consumers[0].columns.push_back(kExample);  // reward: the example's ground truth
-  consumers.push_back({rl_consumers::kBatch, {kScores, kVerifierScore}});
+  const std::vector<ConsumerSpec> consumers = {{rl_consumers::kRollout, {kPrompt, kSampleIndex}},
+                                               {rl_consumers::kReward, {kPrompt, kResponse, kExample}},
+                                               batch};
   return DockSchema(columns, consumers);
 }
 
@@ -125,25 +102,6 @@ torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& c
     rows.push_back(values.reshape({tokens, width}));
   }
   return rows.empty() ? torch::zeros({0, 0}, torch::kInt32) : torch::cat(rows);
-}
-
-std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed,
-                                         const std::vector<int64_t>& lengths) {
-  std::vector<torch::Tensor> rows;
-  rows.reserve(lengths.size());
-  int64_t offset = 0;
-  for (int64_t length : lengths) {
-    rows.push_back(packed.narrow(0, offset, length).to(torch::kFloat32).clone());
-    offset += length;
-  }
-  return rows;
-}
-
-std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch) {
-  const std::vector<int64_t> offsets = batch.response_offsets();
-  std::vector<int64_t> lengths;
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) lengths.push_back(offsets[b + 1] - offsets[b]);
-  return split_per_row(packed, lengths);
 }
 
 }  // namespace aspen

@@ -2,26 +2,20 @@
 // conversions between rollout completions, dock claims and trainer batches.
 //
 // Columns (R = response tokens of a row, P = prompt tokens):
-//   prompt            [P] int64, per row
-//   response          [R] int64, per token
-//   rollout_logprobs  [R] fp32,  per token (behaviour policy, temperature 1)
-//   scores            [1] fp32,  per row   (verifier reward, shaped)
-//   ref_logprobs      [R] fp32,  per token (only when the loss has a KL term)
-//   old_logprobs      [R] fp32,  per token
-//   advantages        [R] fp32,  per token
-//   values            [R] fp32,  per token (ppo: critic values at rollout time)
-//   returns           [R] fp32,  per token (ppo: value targets)
-// With dispatch (the iteration engine: rows exist from admission on, iteration_engine.h):
-//   example           [1] int64, per row   (index of the train example the group asks)
-//   sample_index      [1] int64, per row   (which sample of its group: its seed)
-//   verifier_score    [1] fp32,  per row   (the verifier's score before shaping)
+//   prompt            [P] int64, per row   (admission)
+//   example           [1] int64, per row   (admission: the train example the group asks)
+//   sample_index      [1] int64, per row   (admission: which sample of its group: its seed)
+//   response          [R] int64, per token (rollout)
+//   rollout_logprobs  [R] fp32,  per token (rollout: behaviour policy, temperature 1)
+//   scores            [1] fp32,  per row   (reward: the verifier's reward, shaped)
+//   verifier_score    [1] fp32,  per row   (reward: before shaping)
 // With routing (a MoE policy):
 //   rollout_routed_experts [R * S * k] int32, per row (Completion::routed_experts: for
 //                     each response token the experts of the S sparse layers, k each)
-// Consumers, in the order a sample visits them: rollout (dispatch: the instance that
-// generates it), reward, batch (dispatch: the trainer's choice of the groups of an
-// update), reference (when a KL term needs it), old_logprobs, values (ppo), advantage,
-// actor_update, critic_update (ppo).
+// Consumers, in the order a sample visits them: rollout (the instance that generates
+// it), reward, batch (the trainer: its stages run in memory on what the batch read,
+// trainer_stages.h, so reference and old log-probs, values and advantages are never
+// dock columns).
 // Thread safety: pure functions.
 #pragma once
 
@@ -39,11 +33,6 @@ inline constexpr const char* kPrompt = "prompt";
 inline constexpr const char* kResponse = "response";
 inline constexpr const char* kRolloutLogprobs = "rollout_logprobs";
 inline constexpr const char* kScores = "scores";
-inline constexpr const char* kRefLogprobs = "ref_logprobs";
-inline constexpr const char* kOldLogprobs = "old_logprobs";
-inline constexpr const char* kAdvantages = "advantages";
-inline constexpr const char* kValues = "values";
-inline constexpr const char* kReturns = "returns";
 inline constexpr const char* kExample = "example";
 inline constexpr const char* kSampleIndex = "sample_index";
 inline constexpr const char* kVerifierScore = "verifier_score";
@@ -54,19 +43,10 @@ namespace rl_consumers {
 inline constexpr const char* kRollout = "rollout";
 inline constexpr const char* kBatch = "batch";
 inline constexpr const char* kReward = "reward";
-inline constexpr const char* kReference = "reference";
-inline constexpr const char* kOldLogprobs = "old_logprobs";
-inline constexpr const char* kAdvantage = "advantage";
-inline constexpr const char* kValues = "values";
-inline constexpr const char* kActorUpdate = "actor_update";
-inline constexpr const char* kCriticUpdate = "critic_update";
 }  // namespace rl_consumers
 
 struct RlSchemaOptions {
-  bool with_reference = false;  // ref_logprobs (KL in the loss or in the reward)
-  bool kl_in_reward = false;    // the advantage stage reads ref and old log-probs
-  bool with_critic = false;     // ppo: values, returns, critic_update
-  bool with_routing = false;    // rollout_routed_experts (a MoE policy), for actor_update
+  bool with_routing = false;  // rollout_routed_experts (a MoE policy), for the update
 };
 
 DockSchema make_rl_schema(const RlSchemaOptions& options);
@@ -95,12 +75,5 @@ torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& c
 
 // The column `name` among `columns`; aspen::Error if absent.
 const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name);
-
-// Splits a packed tensor into consecutive per-row tensors of `lengths` (their sum is
-// packed's size), as float32 copies: the dock's per-token columns.
-std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed,
-                                         const std::vector<int64_t>& lengths);
-// ... of the batch's response lengths.
-std::vector<torch::Tensor> split_per_row(const torch::Tensor& packed, const TrainBatch& batch);
 
 }  // namespace aspen

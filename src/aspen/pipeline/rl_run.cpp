@@ -20,7 +20,6 @@
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/resume_check.h"
-#include "aspen/pipeline/schedule.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/report/console_progress.h"
 #include "aspen/report/finite_metrics.h"
@@ -317,10 +316,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
                                      : rank_trace_path(config.logging.trace, rank);
   if (!trace_path.empty() && !writer) fs::remove(trace_path);  // rank 0 waits for a new one
   TraceWriter trace(trace_path, rank + 1, "rank " + std::to_string(rank));
-  ScheduleContext context{config, setup, workers};
+  EngineContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
   // Every mode and layout is the one engine (sync: eta = 0).
-  std::unique_ptr<Schedule> schedule = make_iteration_engine(context, world);
+  auto schedule = std::make_unique<IterationEngine>(context, world);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
   if (checkpoint) schedule->restore(checkpoint->schedule_state.at("schedule"));
   const int64_t tokens_before = schedule->trained_tokens();  // trained before a resume

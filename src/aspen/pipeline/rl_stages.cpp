@@ -3,44 +3,14 @@
 #include <algorithm>
 #include <map>
 
-#include "aspen/algo/algo.h"
 #include "aspen/model/expert_parallel_state.h"
+#include "aspen/algo/algo.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
 namespace aspen {
 namespace {
-
-std::vector<int64_t> response_lengths(const ColumnData& responses) {
-  std::vector<int64_t> lengths;
-  for (const auto& r : responses.values) lengths.push_back(r.numel());
-  return lengths;
-}
-
-torch::Tensor packed_column(const ColumnData& column) {
-  if (column.values.empty()) return torch::zeros({0});
-  return torch::cat(column.values).to(torch::kFloat32);
-}
-
-// Outcome estimators: per-token advantages from per-row scores.
-torch::Tensor outcome_advantages(AlgorithmName algorithm, double gamma,
-                                 const torch::Tensor& scores, const torch::Tensor& group_ids,
-                                 const PackedSeqs& packed, const torch::Tensor& token_rewards) {
-  if (algorithm == AlgorithmName::kGrpo || algorithm == AlgorithmName::kDapo) {
-    return grpo_advantages(scores, group_ids, packed);
-  }
-  if (algorithm == AlgorithmName::kDrGrpo) {
-    GrpoOptions options;
-    options.norm_by_std = false;
-    return grpo_advantages(scores, group_ids, packed, options);
-  }
-  if (algorithm == AlgorithmName::kRloo) return rloo_advantages(scores, group_ids, packed);
-  if (algorithm == AlgorithmName::kReinforcePpBaseline) {
-    return reinforce_pp_baseline_advantages(scores, group_ids, packed);
-  }
-  return reinforce_pp_advantages(token_rewards, packed, gamma).advantages;
-}
 
 KlController make_kl_controller(const AlgorithmSection& a) {
   if (!a.kl_in_reward) return KlController::fixed(0.0);
@@ -112,15 +82,12 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
     }
   }
   actor = std::make_unique<ActorTrainer>(trained, actor_options);
-  schema.kl_in_reward = config.algorithm.kl_in_reward;
-  schema.with_reference = config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward;
-  schema.with_critic = config.algorithm.name == AlgorithmName::kPpo;
   schema.with_routing = setup.model->config.is_moe();
-  if (schema.with_reference) {
+  if (config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward) {
     reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
     if (saved != nullptr) reference->model()->load_state(saved->reference, "checkpoint reference");
   }
-  if (schema.with_critic) {
+  if (config.algorithm.name == AlgorithmName::kPpo) {
     CriticModel critic_model = critic_from_policy(setup.model);
     if (saved != nullptr) load_named_parameters(*critic_model, saved->critic, "checkpoint critic");
     DataParallelConfig critic_dp;
@@ -206,223 +173,6 @@ void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock&
   // The batch reads both back: the shaped scores train, the verifier's are reported.
   dock.put_columns(claim.row_ids(), {scores, verifier_scores});
   dock.ack(claim);
-}
-
-void reference_stage(ReferencePolicy& reference, TransferDock& dock, const Claim& claim,
-                     bool write) {
-  // An expert-parallel model's forwards are collectives over its EP ranks: a rank
-  // with no rows still joins them.
-  const bool collective = reference.model()->ep.enabled();
-  if (claim.rows.empty() && !collective) return;
-  const TrainBatch batch = to_train_batch(
-      claim, claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim), {});
-  const torch::Tensor logprobs = reference.compute_logprobs(batch);
-  if (!write || claim.rows.empty()) return;
-  dock.put_columns(claim.row_ids(), {{rl_columns::kRefLogprobs, split_per_row(logprobs, batch)}});
-}
-
-void old_logprob_stage(ActorTrainer& actor, TransferDock& dock, const Claim& claim,
-                       bool reuse_rollout, bool write) {
-  const bool collective = !reuse_rollout && actor.model()->ep.enabled();  // as above
-  if (claim.rows.empty() && !collective) return;
-  if (reuse_rollout && !write) return;  // nothing to compute
-  const auto columns = claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim);
-  if (reuse_rollout) {
-    dock.put_columns(claim.row_ids(), {{rl_columns::kOldLogprobs,
-                                       find_column(columns, rl_columns::kRolloutLogprobs).values}});
-  } else {
-    const TrainBatch batch = to_train_batch(claim, columns, {});
-    const torch::Tensor logprobs = actor.compute_logprobs(batch).logprobs;
-    if (!write || claim.rows.empty()) return;
-    dock.put_columns(claim.row_ids(), {{rl_columns::kOldLogprobs, split_per_row(logprobs, batch)}});
-  }
-}
-
-void value_stage(CriticTrainer& critic, TransferDock& dock, const Claim& claim, bool write) {
-  if (claim.rows.empty()) return;
-  const TrainBatch batch = to_train_batch(claim, dock.get(claim), {});
-  const torch::Tensor values = critic.compute_values(batch);
-  if (!write) return;
-  dock.put_columns(claim.row_ids(), {{rl_columns::kValues, split_per_row(values, batch)}});
-}
-
-AdvantageStats advantage_stage(const AlgorithmSection& algorithm, KlController& kl_ctrl,
-                               TransferDock& dock, const ClaimOptions& options) {
-  ClaimOptions groups = options;
-  groups.whole_groups = true;  // group estimators need every member's score
-  const Claim claim = dock.claim(rl_consumers::kAdvantage, groups);
-  const auto columns = dock.get(claim);
-  const ColumnData& responses = find_column(columns, rl_columns::kResponse);
-  const std::vector<int64_t> lengths = response_lengths(responses);
-  const PackedSeqs packed = PackedSeqs::from_lengths(lengths);
-  std::vector<int64_t> group_ids;
-  for (const auto& row : claim.rows) group_ids.push_back(row.info.group_id);
-  torch::Tensor scores = packed_column(find_column(columns, rl_columns::kScores));
-
-  AdvantageStats stats;
-  stats.rows = static_cast<int64_t>(claim.rows.size());
-  if (stats.rows == 0) {
-    dock.ack(claim);
-    return stats;
-  }
-  torch::Tensor kl;
-  if (algorithm.kl_in_reward) {
-    // verl's apply_kl_penalty: the old policy's KL from the reference, per token.
-    kl = kl_penalty(packed_column(find_column(columns, rl_columns::kOldLogprobs)),
-                    packed_column(find_column(columns, rl_columns::kRefLogprobs)),
-                    algorithm.kl_estimator);
-    stats.kl_in_reward = kl.mean().item<double>();
-    stats.kl_coef = kl_ctrl.value();
-  }
-  const torch::Tensor token_rewards = outcome_token_rewards(scores, packed, kl, stats.kl_coef);
-  // Outcome estimators see the KL-shaped score: the sum of the row's token rewards.
-  if (algorithm.kl_in_reward) scores = segment_sum(token_rewards, packed);
-
-  std::vector<ColumnData> out;
-  if (algorithm.name == AlgorithmName::kPpo) {
-    const torch::Tensor values = packed_column(find_column(columns, rl_columns::kValues));
-    const AdvantagesAndReturns gae =
-        gae_advantages(token_rewards, values, packed, algorithm.gamma, algorithm.lambda);
-    out.push_back({rl_columns::kAdvantages, split_per_row(gae.advantages, lengths)});
-    out.push_back({rl_columns::kReturns, split_per_row(gae.returns, lengths)});
-  } else {
-    const torch::Tensor advantages =
-        outcome_advantages(algorithm.name, algorithm.gamma, scores,
-                           torch::tensor(group_ids, torch::kInt64), packed, token_rewards);
-    out.push_back({rl_columns::kAdvantages, split_per_row(advantages, lengths)});
-  }
-  dock.put_columns(claim.row_ids(), out);
-  dock.ack(claim);
-  if (algorithm.kl_in_reward) kl_ctrl.update(stats.kl_in_reward, stats.rows);
-  return stats;
-}
-
-namespace {
-
-// The actor's batch of the claimed rows (none: a collective update's empty share): the
-// old log-probs, advantages and, with a reference, its log-probs; always the behaviour
-// policy's log-probs (the off-policy correction reads them when set, the mismatch
-// metrics every time) and, with routing replay, its routed experts.
-TrainBatch actor_batch(const RlWorkers& workers, const Claim& claim,
-                       const std::vector<ColumnData>& columns) {
-  std::vector<std::string> token_columns = {rl_columns::kOldLogprobs, rl_columns::kAdvantages};
-  if (workers.reference) token_columns.push_back(rl_columns::kRefLogprobs);
-  TrainBatch batch = to_train_batch(claim, columns, token_columns);
-  if (claim.rows.empty()) {
-    batch.token_columns[columns::kBehaviourLogprobs] = torch::zeros({0});
-    return batch;
-  }
-  batch.token_columns[columns::kBehaviourLogprobs] =
-      packed_column(find_column(columns, rl_columns::kRolloutLogprobs));
-  if (workers.schema.with_routing) {
-    batch.token_columns[columns::kBehaviourRoutedExperts] =
-        routed_experts_column(batch, find_column(columns, rl_columns::kRolloutRoutedExperts));
-  }
-  return batch;
-}
-
-ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed) {
-  const AlgorithmSection& algorithm = config.algorithm;
-  ActorUpdateOptions options;
-  options.mini_batch_size = config.train.mini_batch_size;
-  options.epochs = config.train.epochs;
-  options.seed = seed;
-  options.policy.clip_ratio_low = algorithm.clip_ratio_low;
-  options.policy.clip_ratio_high = algorithm.clip_ratio_high;
-  if (algorithm.clip_ratio_c > 0) options.policy.clip_ratio_c = algorithm.clip_ratio_c;
-  options.policy.agg.mode = algorithm.loss_agg;
-  if (algorithm.off_policy == OffPolicy::kDecoupled) {
-    options.policy.correction = OffPolicyCorrection::kDecoupled;
-    if (algorithm.off_policy_cap > 0) options.policy.correction_cap = algorithm.off_policy_cap;
-  } else if (algorithm.off_policy == OffPolicy::kTis) {
-    options.policy.correction = OffPolicyCorrection::kTruncatedIS;
-    options.policy.correction_cap = algorithm.off_policy_cap;
-  }
-  options.kl_coef = algorithm.kl_coef;
-  options.kl_estimator = algorithm.kl_estimator;
-  options.entropy_coef = algorithm.entropy_coef;
-  options.router_aux_loss_coef = algorithm.router_aux_loss_coef;
-  return options;
-}
-
-}  // namespace
-
-UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
-                         const ClaimOptions& options, uint64_t seed, bool proximal_is_current) {
-  const Claim actor_claim = dock.claim(rl_consumers::kActorUpdate, options);
-  Claim critic_claim;
-  if (workers.critic) {
-    // Every row the actor claimed has returns by now (the advantage stage wrote them).
-    ClaimOptions critic_options = options;
-    critic_options.max_rows = static_cast<int64_t>(actor_claim.rows.size());
-    critic_options.min_rows = critic_options.max_rows;
-    critic_claim = dock.claim(rl_consumers::kCriticUpdate, critic_options);
-  }
-  UpdateStats stats =
-      update_stage(config, workers, dock, actor_claim, critic_claim, seed, proximal_is_current);
-  dock.ack(actor_claim);
-  if (workers.critic) dock.ack(critic_claim);
-  return stats;
-}
-
-UpdateStats update_stage(const TrainConfig& config, RlWorkers& workers, TransferDock& dock,
-                         const Claim& claim, const Claim& critic_claim, uint64_t seed,
-                         bool proximal_is_current) {
-  UpdateStats stats;
-  // A data-parallel trainer's update is collective: it runs with no local rows too.
-  const bool collective = workers.actor->data_parallel().enabled();
-  const std::vector<ColumnData> columns =
-      claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(claim);
-  for (const auto& row : claim.rows) stats.row_versions.push_back(row.info.version);
-  stats.rows = static_cast<int64_t>(claim.rows.size());
-  if (stats.rows > 0 || collective) {
-    const TrainBatch batch = actor_batch(workers, claim, columns);
-    ActorUpdateOptions update = actor_update_options(config, seed);
-    update.proximal_is_current = proximal_is_current;
-    stats.actor = workers.actor->update(batch, update);
-    stats.response_tokens = batch.num_response_tokens();
-  }
-
-  if (workers.critic) {
-    const std::vector<ColumnData> critic_columns =
-        critic_claim.rows.empty() ? std::vector<ColumnData>{} : dock.get(critic_claim);
-    if (!critic_claim.rows.empty() || collective) {
-      const TrainBatch batch =
-          to_train_batch(critic_claim, critic_columns, {rl_columns::kValues, rl_columns::kReturns});
-      CriticUpdateOptions update;
-      update.mini_batch_size = config.train.mini_batch_size;
-      update.epochs = config.train.epochs;
-      update.seed = seed;
-      update.clip_range = config.algorithm.value_clip;
-      update.agg.mode = config.algorithm.loss_agg;
-      stats.critic = workers.critic->update(batch, update);
-    }
-  }
-  return stats;
-}
-
-UpdateStats accumulate_update_stage(const TrainConfig& config, RlWorkers& workers,
-                                    TransferDock& dock, const ClaimOptions& options, uint64_t seed,
-                                    bool proximal_is_current) {
-  check_input(!workers.critic, "a streamed update has no critic step", "accumulate_update_stage");
-  UpdateStats stats;
-  const Claim claim = dock.claim(rl_consumers::kActorUpdate, options);
-  for (const auto& row : claim.rows) stats.row_versions.push_back(row.info.version);
-  stats.rows = static_cast<int64_t>(claim.rows.size());
-  if (stats.rows > 0) {
-    const TrainBatch batch = actor_batch(workers, claim, dock.get(claim));
-    ActorUpdateOptions update = actor_update_options(config, seed);
-    update.mini_batch_size = 0;  // one step over everything accumulated
-    update.proximal_is_current = proximal_is_current;
-    workers.actor->accumulate(batch, update);
-    stats.response_tokens = batch.num_response_tokens();
-  }
-  dock.ack(claim);
-  return stats;
-}
-
-ActorMetrics finish_update_stage(const TrainConfig& config, RlWorkers& workers, uint64_t seed) {
-  return workers.actor->step_accumulated(actor_update_options(config, seed));
 }
 
 }  // namespace aspen

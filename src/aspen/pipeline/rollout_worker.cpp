@@ -113,6 +113,7 @@ bool RolloutWorker::start_claim(Claim claim) {
     ++request.n;
   }
   HeldClaim held;
+  for (const torch::Tensor& sample : samples.values) held.row_samples.push_back(sample.item<int64_t>());
   held.claim = std::move(claim);
   for (auto& [group, request] : requests) {
     const std::string id = request.id;
@@ -161,15 +162,13 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
   for (size_t i = 0; i < held.samples.size(); ++i) {
     by_sample[{held.sample_groups[i], held.samples[i].sample_index}] = &held.samples[i];
   }
-  const std::vector<ColumnData> columns = dock_.get(held.claim);
-  const ColumnData& sample_index = find_column(columns, rl_columns::kSampleIndex);
   std::vector<RowId> ids;
   std::vector<RowInfo> infos;
   std::vector<Completion> ordered;
   for (size_t i = 0; i < held.claim.rows.size(); ++i) {
     const ClaimedRow& row = held.claim.rows[i];
     const Completion& c =
-        *by_sample.at({row.info.group_id, sample_index.values[i].item<int64_t>()});
+        *by_sample.at({row.info.group_id, held.row_samples[i]});
     RowInfo info = row.info;
     info.tokens = static_cast<int64_t>(c.token_ids.size());
     info.version = c.policy_versions.empty() ? engine_.policy_version() : c.policy_versions.front();
@@ -190,9 +189,9 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
     status_.completed_prompt_tokens += static_cast<int64_t>(ordered[i].prompt_token_ids.size());
     status_.completed_response_tokens += infos[i].tokens;
   }
-  // Length and version first: the rows become claimable for reward on the put.
-  dock_.update_info(ids, infos);
-  dock_.put_columns(ids, response_columns(ordered, engine_.config().record_routed_experts));
+  // Length and version with the response, in one controller call: the rows become
+  // claimable for reward with their true infos.
+  dock_.put_columns(ids, response_columns(ordered, engine_.config().record_routed_experts), infos);
   if (!dock_.ack(held.claim)) {
     log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
              " ran out while its rows were written; they may be generated again");

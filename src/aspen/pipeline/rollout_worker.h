@@ -19,8 +19,8 @@
 //            is rollout_claims.h's, which the simulator runs too.
 //   step     one continuous-batching step over everything claimed.
 //   finish   a claim whose samples are all done: response and rollout_logprobs go into
-//            this process's warehouse, the rows' true token counts and policy
-//            versions (of their first token) to the controller (update_info), then the
+//            this process's warehouse, published with the rows' true token counts and
+//            policy versions (of their first token) in one controller call, then the
 //            lease is acked. Rows the engine cannot take (e.g. longer than its KV
 //            cache) are discarded from the dock, with an error in the log.
 //   unit     a claim is pipeline.dispatch_chunk samples: whole groups by default
@@ -118,6 +118,7 @@ class RolloutWorker {
   // The rows of one rollout claim (lease) while they generate.
   struct HeldClaim {
     Claim claim;
+    std::vector<int64_t> row_samples;   // the sample index of each claimed row
     std::vector<std::string> requests;  // engine request ids ("<group>/<lease>", names only)
     std::vector<Completion> samples;    // finished so far
     std::vector<int64_t> sample_groups;  // the prompt group of each of `samples`

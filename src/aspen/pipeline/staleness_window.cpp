@@ -7,6 +7,10 @@
 
 namespace aspen {
 
+int64_t staleness_eta(const TrainConfig& config) {
+  return config.pipeline.mode == PipelineMode::kAsync ? config.pipeline.max_staleness : 0;
+}
+
 int64_t admissible_groups(int64_t published_version, int64_t eta, int64_t batch_groups,
                           int64_t trained_groups, const ConsumerBacklog& batch_backlog,
                           int64_t group_size) {

@@ -21,6 +21,9 @@
 
 namespace aspen {
 
+// eta: pipeline.max_staleness in async mode, 0 (synchronous) in sync mode.
+int64_t staleness_eta(const TrainConfig& config);
+
 // Groups the admitter may still admit now (>= 0).
 int64_t admissible_groups(int64_t published_version, int64_t eta, int64_t batch_groups,
                           int64_t trained_groups, const ConsumerBacklog& batch_backlog,

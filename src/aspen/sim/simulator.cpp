@@ -51,12 +51,6 @@ struct InstanceState {
   int64_t stolen = 0;
 };
 
-// What one stage of the trainer consumes and produces on the dock.
-struct StageClaim {
-  const char* consumer;
-  std::vector<std::string> produces;
-};
-
 class Simulation {
  public:
   explicit Simulation(const SimulationSpec& spec);
@@ -125,7 +119,6 @@ class Simulation {
   double wait_mark_ = 0;
   double idle_ = 0, sorting_s_ = 0;
   int64_t batch_groups_in_ = 0;  // groups of the current update claimed so far
-  std::vector<Claim> part_leases_;
   std::vector<Claim> batch_leases_;
   double part_start_ = 0;
   const char* part_name_ = "update";
@@ -141,13 +134,6 @@ class Simulation {
   std::map<std::string, int64_t> staleness_;
 };
 
-DockSchema simulation_schema(const SimulationSpec& spec) {
-  RlSchemaOptions options;
-  options.with_reference = spec.reference;
-  options.with_critic = spec.critic;
-  return make_rl_schema(options);
-}
-
 DockControllerOptions dock_options(const TimeSource* clock) {
   DockControllerOptions options;
   options.capacity_rows = kDockCapacityRows;
@@ -158,7 +144,7 @@ DockControllerOptions dock_options(const TimeSource* clock) {
 Simulation::Simulation(const SimulationSpec& spec)
     : spec_(spec),
       costs_(spec.model, spec.device, spec.cluster, spec.overheads),
-      dock_(simulation_schema(spec), dock_options(&clock_)),
+      dock_(make_rl_schema(RlSchemaOptions{}), dock_options(&clock_)),
       dispatcher_(spec.dispatch, spec.cluster.instances),
       bubbles_(spec.cluster.instances, 1),
       trace_(spec.trace_path, 1, "aspen simulate") {
@@ -344,8 +330,8 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
     infos.push_back(info);
     dispatcher_.on_completed(i, spec_.lengths.prompt_tokens, done.lengths[r]);
   }
-  dock_.publish(rows, {rl_columns::kResponse, rl_columns::kRolloutLogprobs}, 0);
-  dock_.update_info(rows, infos);
+  // As a rollout instance does: the response with the rows' true infos, in one call.
+  dock_.publish(rows, {rl_columns::kResponse, rl_columns::kRolloutLogprobs}, 0, infos);
   dock_.ack(claim.lease);
   InstanceState& s = instances_[static_cast<size_t>(i)];
   const double start = std::max(now(), s.reward_free_at);
@@ -433,37 +419,8 @@ void Simulation::start_part(const Claim& batch) {
   iteration_tokens_ += response_tokens;
   iteration_rows_ += static_cast<int64_t>(batch.rows.size());
   batch_leases_.push_back(batch);
-  // The stages of these groups, each its consumer's claim (acked when the part ends)
-  // and the columns it writes.
-  std::vector<StageClaim> stages;
-  if (spec_.reference) stages.push_back({rl_consumers::kReference, {rl_columns::kRefLogprobs}});
-  stages.push_back({rl_consumers::kOldLogprobs, {rl_columns::kOldLogprobs}});
-  if (spec_.critic) {
-    stages.push_back({rl_consumers::kValues, {rl_columns::kValues, rl_columns::kReturns}});
-  }
-  stages.push_back({rl_consumers::kAdvantage, {rl_columns::kAdvantages}});
-  stages.push_back({rl_consumers::kActorUpdate, {}});
-  if (spec_.critic) stages.push_back({rl_consumers::kCriticUpdate, {}});
-  for (const StageClaim& stage : stages) {
-    ClaimOptions options;
-    options.max_rows = static_cast<int64_t>(batch.rows.size());
-    options.min_rows = 1;
-    options.whole_groups = true;
-    options.groups = groups;
-    options.lease_s = kLeaseSeconds;
-    Claim claim = dock_.claim(stage.consumer, options);
-    check_input(claim.rows.size() == batch.rows.size(),
-                "stage " + std::string(stage.consumer) + " claimed " +
-                    std::to_string(claim.rows.size()) + " of " + std::to_string(batch.rows.size()) +
-                    " rows",
-                "simulated trainer", "an internal error of the simulator");
-    if (!stage.produces.empty()) {
-      std::vector<RowId> ids;
-      for (const ClaimedRow& row : claim.rows) ids.push_back(row.id);
-      dock_.publish(ids, stage.produces, 0);
-    }
-    part_leases_.push_back(std::move(claim));
-  }
+  // The trainer's stages run in memory on the batch's rows (trainer_stages.h): they
+  // cost time, not dock calls.
   // Their time.
   double seconds = 0;
   const double forward = costs_.forward_s(tokens, pairs);
@@ -486,8 +443,6 @@ void Simulation::start_part(const Claim& batch) {
 
 void Simulation::trainer_done() {
   trace_.span(trainer_track_, part_name_, at(part_start_), at(now()));
-  for (const Claim& claim : part_leases_) dock_.ack(claim.lease);
-  part_leases_.clear();
   if (!part_completes_batch_) {
     waiting_ = true;
     wait_mark_ = now();

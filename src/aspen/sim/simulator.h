@@ -11,8 +11,9 @@
 //   trainer     admits groups (allocating their rows with the dispatcher's target) up
 //               to the admission bound, claims update i's batch (whole, or streamed in
 //               parts), runs the stages (reference, old log-probs when the update is
-//               not a single step, values, advantage, actor and critic update), each a
-//               claim and ack of its consumer, then the optimizer step and the publish.
+//               not a single step, values, advantage, actor and critic update) in
+//               memory on the batch's rows as the trainer does (pipeline/trainer_stages.h:
+//               time, no dock calls), then the optimizer step and the publish.
 //   instances   claim groups dispatched to them while they have room (max_num_seqs),
 //               stealing any when dry; load newer weights at a step boundary; finish a
 //               group by publishing its response, its true lengths and version, and

@@ -1,0 +1,225 @@
+#include "aspen/pipeline/admission.h"
+
+#include <limits>
+
+#include "aspen/pipeline/rl_rows.h"
+#include "aspen/report/bubble_accounting.h"
+#include "aspen/pipeline/rollout_requests.h"
+#include "aspen/pipeline/staleness_window.h"
+#include "aspen/util/error.h"
+#include "aspen/util/log.h"
+#include "aspen/util/seconds_since.h"
+
+namespace aspen {
+
+Admission::Admission(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,
+                     const EngineLayout& layout, TraceWriter* trace, int track)
+    : config_(config),
+      setup_(setup),
+      dock_(dock),
+      layout_(layout),
+      trace_(trace),
+      track_(track),
+      eta_(staleness_eta(config)),
+      batch_groups_(config.rollout.prompts_per_iteration),
+      prompts_(static_cast<int64_t>(setup.train_examples.size()), config.train.seed),
+      dispatcher_(config.pipeline.dispatch, layout.instances),
+      instances_(static_cast<size_t>(layout.instances)) {}
+
+void Admission::refresh_instances() {
+  const auto entries = dock_.statuses(kInstanceStatusPrefix);
+  for (const auto& [key, entry] : entries) {
+    const InstanceStatus status = decode_instance_status(entry.value);
+    check_input(status.instance >= 0 && status.instance < layout_.instances,
+                "unknown instance " + std::to_string(status.instance), "status board");
+    InstanceView& view = instances_[static_cast<size_t>(status.instance)];
+    if (view.seen) {
+      // Completion reports for the dispatcher: the new finished samples at their mean size.
+      const int64_t done = status.completed_samples - view.status.completed_samples;
+      for (int64_t s = 0; s < done; ++s) {
+        dispatcher_.on_completed(
+            status.instance,
+            (status.completed_prompt_tokens - view.status.completed_prompt_tokens) / done,
+            (status.completed_response_tokens - view.status.completed_response_tokens) / done);
+      }
+    } else {
+      view.busy_at_iteration_start = status.busy_seconds;
+      view.steps_at_iteration_start = status.steps;
+      view.tokens_at_iteration_start = status.scheduled_tokens;
+    }
+    if (status.busy_seconds > 0.5 && status.scheduled_tokens > 0) {
+      dispatcher_.on_throughput(status.instance,
+                                static_cast<double>(status.scheduled_tokens) / status.busy_seconds);
+    }
+    view.status = status;
+    view.seen = true;
+    view.age_s = entry.age_s;
+    if (!status.exited) status_age_max_s_ = std::max(status_age_max_s_, entry.age_s);
+  }
+  // Failure: silent for instance_timeout_s (never seen: counted from the start, with
+  // room for loading the model), or gone while the run goes on.
+  const double timeout = config_.pipeline.instance_timeout_s;
+  int alive = 0;
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    InstanceView& view = instances_[i];
+    if (view.failed) continue;
+    const double silent = view.seen ? view.age_s : seconds_since(started_) - 4 * timeout;
+    if (silent <= timeout && !view.status.exited) {
+      ++alive;
+      continue;
+    }
+    const int rank = layout_.instance_ranks[i].front();
+    const std::string what =
+        "rollout instance " + std::to_string(i) + " on rank " + std::to_string(rank) +
+        (view.status.exited
+             ? " left the run"
+             : " has not reported for " + std::to_string(static_cast<int>(silent)) + " s");
+    check_input(config_.pipeline.on_instance_failure != InstanceFailurePolicy::kStop,
+                what + "; stopping the run", "pipeline.on_instance_failure",
+                "set it to regenerate to continue on the other instances");
+    view.failed = true;
+    // Its undispatched groups go to any instance now; the ones it held come back when
+    // their leases run out.
+    const int64_t moved = dock_.retarget(static_cast<int32_t>(i), -1);
+    log_warn(what, "; its groups are regenerated elsewhere (", moved, " rows re-dispatched now)");
+  }
+  check_input(alive > 0, "every rollout instance has failed", "pipeline.on_instance_failure");
+}
+
+int Admission::choose_instance(const GroupShape& shape) {
+  // A failed instance looks infinitely busy; round robin skips it explicitly.
+  std::vector<QueueState> states;
+  for (const InstanceView& view : instances_) {
+    QueueState state = view.status.queue;
+    if (view.failed) {
+      state.running = state.waiting = std::numeric_limits<int32_t>::max();
+      state.outstanding_tokens = std::numeric_limits<int32_t>::max();
+    }
+    states.push_back(state);
+  }
+  for (int attempt = 0; attempt <= layout_.instances; ++attempt) {
+    const int chosen = dispatcher_.choose(states, shape);
+    if (!instances_[static_cast<size_t>(chosen)].failed) return chosen;
+  }
+  throw Error("no live rollout instance to dispatch to", "pipeline.on_instance_failure");
+}
+
+void Admission::admit_group(const PromptGroup& group, int64_t version_bound) {
+  const GenerationRequest request = group_request(config_, setup_, group);
+  const int64_t n = config_.rollout.n;
+  const int64_t chunk = dispatch_chunk(config_);
+  // Each chunk of the group's samples (the whole group by default) goes to the
+  // instance the dispatcher picks for it.
+  const GroupShape shape{chunk, static_cast<int64_t>(request.prompt.size()),
+                         config_.rollout.max_tokens};
+  std::vector<RowInfo> infos;
+  ColumnData prompt{rl_columns::kPrompt, {}};
+  ColumnData example{rl_columns::kExample, {}};
+  ColumnData sample{rl_columns::kSampleIndex, {}};
+  const std::vector<int64_t> tokens(request.prompt.begin(), request.prompt.end());
+  std::vector<int> targets;
+  for (int64_t first = 0; first < n; first += chunk) {
+    const int instance = choose_instance(shape);
+    dispatcher_.on_dispatched(instance, shape);
+    targets.push_back(instance);
+    for (int64_t j = first; j < first + chunk; ++j) {
+      RowInfo info;
+      info.group_id = group.group_id;
+      info.group_size = static_cast<int32_t>(n);
+      info.version = version_bound;
+      info.target = instance;
+      infos.push_back(info);
+      prompt.values.push_back(torch::tensor(tokens, torch::kInt64));
+      example.values.push_back(torch::tensor({group.example}, torch::kInt64));
+      sample.values.push_back(torch::tensor({j}, torch::kInt64));
+    }
+  }
+  dock_.put(infos, {prompt, example, sample});
+  if (trace_ != nullptr) {
+    trace_->instant(track_, "admit", {{"group", group.group_id}, {"instances", targets}});
+  }
+}
+
+void Admission::admit() {
+  refresh_instances();
+  // Groups admitted and not yet given to a batch are the controller's backlog of the
+  // batch consumer; discarded ones (no instance could serve them, or dropped by
+  // dynamic sampling) left it and free their slot (staleness_window.h).
+  const int64_t room = admissible_groups(published_version_, eta_, batch_groups_,
+                                         consumed_groups_ - refilled_groups_,
+                                         dock_.backlog(rl_consumers::kBatch), config_.rollout.n);
+  for (int64_t i = 0; i < room; ++i) admit_group(prompts_.next(1).front(), published_version_);
+}
+
+void Admission::consume(const std::vector<int64_t>& groups, bool refill) {
+  for (int64_t group : groups) prompts_.close(group);
+  const auto count = static_cast<int64_t>(groups.size());
+  consumed_groups_ += count;
+  if (refill) refilled_groups_ += count;
+}
+
+nlohmann::json Admission::rollout_bubbles(double seconds) {
+  BubbleAccounting phase(layout_.instances, layout_.trainers);
+  std::vector<double> busy;
+  // The instances' work this iteration: what aspen simulate calibrates its step costs on.
+  nlohmann::json work = {{"steps", 0}, {"scheduled_tokens", 0}, {"busy_seconds", 0.0}};
+  for (InstanceView& view : instances_) {
+    const double b = std::max(0.0, view.status.busy_seconds - view.busy_at_iteration_start);
+    work["steps"] = work["steps"].get<int64_t>() + view.status.steps - view.steps_at_iteration_start;
+    work["scheduled_tokens"] = work["scheduled_tokens"].get<int64_t>() +
+                               view.status.scheduled_tokens - view.tokens_at_iteration_start;
+    work["busy_seconds"] = work["busy_seconds"].get<double>() + b;
+    view.busy_at_iteration_start = view.status.busy_seconds;
+    view.steps_at_iteration_start = view.status.steps;
+    view.tokens_at_iteration_start = view.status.scheduled_tokens;
+    if (view.failed) continue;
+    busy.push_back(b);
+    phase.add_idle(BubbleRole::kRollout, std::max(0.0, seconds - b));
+  }
+  phase.add_phase(busy);
+  nlohmann::json bubbles = phase.to_json(seconds);
+  bubbles["work"] = work;
+  return bubbles;
+}
+
+nlohmann::json Admission::instance_metrics() {
+  int64_t failed = 0, stolen = 0;
+  for (const InstanceView& view : instances_) {
+    failed += view.failed ? 1 : 0;
+    stolen += view.status.stolen_groups;
+  }
+  // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).
+  nlohmann::json metrics = {{"instance_status_age_max_s", status_age_max_s_},
+                            {"failed_instances", failed},
+                            // cumulative: groups an idle instance took over
+                            {"stolen_groups", stolen}};
+  status_age_max_s_ = 0.0;
+  return metrics;
+}
+
+nlohmann::json Admission::state() const {
+  nlohmann::json pending = nlohmann::json::array();
+  for (const PromptGroup& group : prompts_.open_groups())
+    pending.push_back({group.group_id, group.example});
+  return {{"prompts", prompts_.state()},
+          {"pending", pending},
+          {"consumed_groups", consumed_groups_},
+          {"refilled_groups", refilled_groups_}};
+}
+
+void Admission::restore(const nlohmann::json& state, int64_t version) {
+  prompts_.restore(state.at("prompts"));
+  if (state.contains("consumed_groups")) {
+    consumed_groups_ = state.at("consumed_groups").get<int64_t>();
+    refilled_groups_ = state.at("refilled_groups").get<int64_t>();
+  } else {
+    // A checkpoint of the schedules before the engine (sync, or async with its own
+    // ledger): every finished version consumed one batch of groups, none pending.
+    consumed_groups_ = state.value("trained_groups", version * batch_groups_);
+  }
+  for (const auto& entry : state.value("pending", nlohmann::json::array())) {
+    admit_group(PromptGroup{entry.at(0).get<int64_t>(), entry.at(1).get<int64_t>()}, version);
+  }
+}
+
+}  // namespace aspen
