@@ -160,6 +160,34 @@ TEST(IterationEngine, StalenessBoundHoldsAndNoGroupIsLostOrTrainedTwiceUnderRand
   }
 }
 
+// One sample's trip through the dock (docs/design.md): admission's put; the rollout's
+// claim, get, renew, put (with the rows' infos) and ack; the reward's claim, get, put
+// and ack; the batch's claim, get and ack: 13 calls per row, whatever the algorithm,
+// since the trainer's stages write nothing back (before the engine's split: 26 for
+// grpo, 30 with a reference, 33 for ppo). Rows admitted for the next batch when the
+// run ends made part of their trip too: at most one batch of them.
+TEST(IterationEngine, OneSampleTripMakesThirteenDockCallsPerRowForEveryAlgorithm) {
+  for (const std::string algorithm : {"grpo", "ppo"}) {
+    SCOPED_TRACE(algorithm);
+    const TrainConfig config = tiny_config({"pipeline.mode=sync", "algorithm.name=" + algorithm,
+                                            "algorithm.kl_coef=0.01", "train.iterations=3"});
+    RlSetup setup = build_rl_setup(config);
+    RlWorkers workers(config, setup);
+    EngineContext context{config, setup, workers};
+    IterationEngine engine(context, std::nullopt);
+    int64_t calls = 0, rows = 0;
+    for (int64_t i = 0; i < config.train.iterations; ++i) {
+      const nlohmann::json line = engine.iteration(i);
+      calls += line.at("dock_row_calls").get<int64_t>();
+      rows += line.at("rows").get<int64_t>();
+    }
+    engine.stop();
+    const int64_t in_flight = config.rollout.prompts_per_iteration * config.rollout.n;
+    EXPECT_GE(calls, 13 * rows);
+    EXPECT_LE(calls, 13 * (rows + in_flight));
+  }
+}
+
 TEST(IterationEngine, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
   const std::string dir = ::testing::TempDir() + "/aspen_async_trace";
   fs::remove_all(dir);
