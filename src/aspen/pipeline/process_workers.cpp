@@ -45,12 +45,12 @@ QwenForCausalLM instance_shards(const TrainConfig& config, const RlSetup& setup,
 }  // namespace
 
 void ProcessWorkers::Errors::add(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   errors_.push_back(std::move(error));
 }
 
 std::vector<std::exception_ptr> ProcessWorkers::Errors::all() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return errors_;
 }
 

@@ -16,7 +16,6 @@
 
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -26,6 +25,7 @@
 #include "aspen/pipeline/engine_layout.h"
 #include "aspen/pipeline/reward_worker.h"
 #include "aspen/pipeline/rollout_worker.h"
+#include "aspen/util/mutex.h"
 
 namespace aspen {
 
@@ -57,8 +57,8 @@ class ProcessWorkers {
     std::vector<std::exception_ptr> all() const;
 
    private:
-    mutable std::mutex mutex_;
-    std::vector<std::exception_ptr> errors_;  // GUARDED_BY(mutex_)
+    mutable Mutex mutex_;
+    std::vector<std::exception_ptr> errors_ GUARDED_BY(mutex_);
   };
   void report(const std::string& what);  // on the status board, for the trainers
 
