@@ -1,6 +1,6 @@
 // DockSchema: what a TransferDock stores and who reads it. Columns are named tensors
 // per row (a dtype; per-token columns have one entry per token along dim 0, per-row
-// columns any shape). Consumers are named readers (actor_update, reference, reward...)
+// columns any shape). Consumers are named readers (rollout, reward, batch...)
 // each needing a subset of columns; a row is ready for a consumer once every needed
 // column has been published, and it retires once every consumer has consumed it.
 // Also the small value types shared by the controller, warehouses and transports.
