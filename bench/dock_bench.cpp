@@ -16,9 +16,10 @@
 #include "aspen/dock/zmq_transport.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 #include "bench/worker_process.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 DockSchema bench_schema() {
@@ -192,4 +193,4 @@ int run_dock_bench_worker(const DockBenchWorkerOptions& options) {
   return 0;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct DockBenchOptions {
   std::vector<int> processes = {1, 2, 4, 8};
@@ -45,4 +47,4 @@ struct DockBenchWorkerOptions {
 };
 int run_dock_bench_worker(const DockBenchWorkerOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::bench

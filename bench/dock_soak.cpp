@@ -17,10 +17,11 @@
 #include "aspen/dock/warehouse_protocol.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 #include "bench/dock_soak_ledger.h"
 #include "bench/worker_process.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 using SoakClock = std::chrono::steady_clock;
@@ -472,4 +473,4 @@ nlohmann::json run_dock_soak(const DockSoakOptions& options) {
   return driver.run();
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -50,7 +50,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct DockSoakOptions {
   double soak_s = 600;
@@ -82,4 +84,4 @@ struct DockSoakWorkerOptions {
 };
 int run_dock_soak_worker(const DockSoakWorkerOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::bench

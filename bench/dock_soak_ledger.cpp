@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 SoakLedger::SoakLedger(std::vector<std::string> consumer_names)
     : consumer_names_(std::move(consumer_names)), journaled_(consumer_names_.size()) {}
@@ -164,4 +166,4 @@ nlohmann::json SoakLedger::verdict(std::vector<std::string>& violations) {
           {"examples", examples}};
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

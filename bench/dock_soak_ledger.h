@@ -16,8 +16,9 @@
 
 #include "aspen/dock/controller.h"
 #include "aspen/util/mutex.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 
 class SoakLedger {
  public:
@@ -65,4 +66,4 @@ class SoakLedger {
   int64_t lost_unknown_rows_ GUARDED_BY(mutex_) = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::bench

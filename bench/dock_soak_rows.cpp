@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 namespace {
 
 constexpr uint64_t kSoakGolden = 0x9E3779B97F4A7C15ull;
@@ -68,4 +70,4 @@ std::string soak_row_mismatch(const torch::Tensor& data, int64_t key, uint64_t s
   return "";
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

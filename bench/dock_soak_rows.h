@@ -13,7 +13,9 @@
 #include <cstdint>
 #include <string>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 int64_t soak_row_key(int64_t incarnation, int64_t sequence);
 int64_t soak_row_bytes(int64_t key, uint64_t seed, int64_t max_row_bytes);
@@ -24,4 +26,4 @@ torch::Tensor soak_row_data(int64_t key, uint64_t seed, int64_t max_row_bytes);
 std::string soak_row_mismatch(const torch::Tensor& data, int64_t key, uint64_t seed,
                               int64_t max_row_bytes);
 
-}  // namespace aspen
+}  // namespace aspen::bench

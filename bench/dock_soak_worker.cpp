@@ -13,10 +13,11 @@
 #include "aspen/dock/zmq_transport.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
+#include "bench/imports.h"
 #include "bench/dock_soak.h"
 #include "bench/dock_soak_rows.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 // The driver's lines on stdin: "stop" sets stop; end of input (the driver closed our
@@ -151,4 +152,4 @@ int run_dock_soak_worker(const DockSoakWorkerOptions& options) {
   return run_soak_consumer(options, input);
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -21,8 +21,9 @@
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -256,4 +257,4 @@ nlohmann::json run_dp_bench(const DpBenchOptions& options, const std::string& se
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

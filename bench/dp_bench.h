@@ -27,7 +27,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct DpBenchOptions {
   std::string model = "demo";  // demo | tiny
@@ -52,4 +54,4 @@ nlohmann::json run_dp_bench(const DpBenchOptions& options, const std::string& se
 // when launched with WORLD_SIZE > 1. Rank 0 writes its JSON entry to `out_path`.
 void run_dp_bench_worker(const DpBenchOptions& options, int threads, const std::string& out_path);
 
-}  // namespace aspen
+}  // namespace aspen::bench

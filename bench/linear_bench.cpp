@@ -10,8 +10,9 @@
 
 #include "aspen/kernels/small_batch_linear.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 struct Shape {
@@ -88,4 +89,4 @@ nlohmann::json run_linear_bench(double min_seconds) {
   return {{"threads", at::get_num_threads()}, {"cases", cases}};
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -15,8 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 nlohmann::json run_linear_bench(double min_seconds);
 
-}  // namespace aspen
+}  // namespace aspen::bench

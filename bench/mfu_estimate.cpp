@@ -4,7 +4,9 @@
 #include <stdexcept>
 #include <utility>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 namespace {
 
 // The call order and arguments are the caller's invariants, not user input.
@@ -90,4 +92,4 @@ nlohmann::json MfuEstimate::to_json() const {
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -18,7 +18,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 class MfuEstimate {
  public:
@@ -60,4 +62,4 @@ class MfuEstimate {
   std::vector<double> reread_values_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::bench

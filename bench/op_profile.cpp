@@ -5,8 +5,9 @@
 #include <fstream>
 
 #include "aspen/util/error.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 namespace prof = torch::profiler::impl;
@@ -36,4 +37,4 @@ void OpProfile::save(const std::string& path) {
   result->save(path);
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

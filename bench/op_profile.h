@@ -9,7 +9,9 @@
 
 #include <string>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 class OpProfile {
  public:
@@ -25,4 +27,4 @@ class OpProfile {
   bool active_ = false;
 };
 
-}  // namespace aspen
+}  // namespace aspen::bench

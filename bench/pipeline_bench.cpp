@@ -11,8 +11,9 @@
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/error.h"
 #include "aspen/util/config.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,4 +175,4 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

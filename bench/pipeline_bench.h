@@ -29,7 +29,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct PipelineBenchOptions {
   std::vector<std::string> arguments;  // optional CONFIG.yaml and key=value overrides
@@ -40,4 +42,4 @@ struct PipelineBenchOptions {
 
 nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::bench

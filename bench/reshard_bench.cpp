@@ -19,8 +19,9 @@
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -223,4 +224,4 @@ nlohmann::json run_reshard_bench(const ReshardBenchOptions& options, const std::
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

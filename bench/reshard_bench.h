@@ -25,7 +25,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct ReshardBenchOptions {
   int train_dp = 1;
@@ -46,4 +48,4 @@ nlohmann::json run_reshard_bench(const ReshardBenchOptions& options, const std::
 // One rank's part (under the launcher's environment); rank 0 writes JSON to out_path.
 void run_reshard_bench_worker(const ReshardBenchOptions& options, const std::string& out_path);
 
-}  // namespace aspen
+}  // namespace aspen::bench

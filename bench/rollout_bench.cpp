@@ -2,6 +2,7 @@
 
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/model/compute_dtype.h"
+#include "bench/imports.h"
 
 #include "aspen/parallel/device.h"
 
@@ -19,7 +20,7 @@
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/seconds_since.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -241,4 +242,4 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

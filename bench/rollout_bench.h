@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "aspen/model/qwen_model.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 
 struct RolloutBenchOptions {
   std::string model_dir;  // empty: random ~10M-parameter Qwen3
@@ -45,4 +46,4 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options);
 // mode: {"vocab","rows","repeats","modes":{"flat"|"peaked":{mode:{"us_per_row"}}}}.
 nlohmann::json run_sampler_bench(int64_t vocab, int64_t rows, int repeats);
 
-}  // namespace aspen
+}  // namespace aspen::bench

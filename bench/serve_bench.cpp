@@ -17,8 +17,9 @@
 #include "aspen/util/error.h"
 #include "aspen/util/mutex.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -154,4 +155,4 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& options) {
           {"engine_steps", {{"sequential", steps_before}, {"concurrent", steps_after - steps_before}}}};
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct ServeBenchOptions {
   std::string model_dir;  // required: an HF model directory with its tokenizer
@@ -26,4 +28,4 @@ struct ServeBenchOptions {
 //  "throughput_ratio": concurrent / sequential tokens per second, "engine_steps": {...}}
 nlohmann::json run_serve_bench(const ServeBenchOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -8,8 +8,9 @@
 
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 // Public-domain style English prose; the generator below recombines these sentences.
@@ -112,4 +113,4 @@ nlohmann::json run_tokenizer_bench(const std::string& tokenizer_path, double min
   };
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

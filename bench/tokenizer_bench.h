@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 nlohmann::json run_tokenizer_bench(const std::string& tokenizer_path, double min_seconds);
 
-}  // namespace aspen
+}  // namespace aspen::bench

@@ -19,10 +19,11 @@
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 #include "bench/mfu_estimate.h"
 #include "bench/op_profile.h"
 
-namespace aspen {
+namespace aspen::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -280,4 +281,4 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

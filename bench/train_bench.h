@@ -44,7 +44,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct TrainBenchOptions {
   std::string model_dir;  // empty: the 103M Qwen3 shape
@@ -64,4 +66,4 @@ struct TrainBenchOptions {
 
 nlohmann::json run_train_bench(const TrainBenchOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::bench

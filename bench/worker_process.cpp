@@ -5,10 +5,11 @@
 #include <unistd.h>
 
 #include "aspen/util/error.h"
+#include "bench/imports.h"
 
 extern char** environ;
 
-namespace aspen {
+namespace aspen::bench {
 
 WorkerProcess spawn_worker_process(const std::string& exe, std::vector<std::string> args) {
   int in_pipe[2], out_pipe[2];
@@ -49,4 +50,4 @@ std::string self_executable() {
   return std::string(path, static_cast<size_t>(n));
 }
 
-}  // namespace aspen
+}  // namespace aspen::bench

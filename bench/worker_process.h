@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "bench/imports.h"
+
+namespace aspen::bench {
 
 struct WorkerProcess {
   pid_t pid = -1;
@@ -26,4 +28,4 @@ WorkerProcess spawn_worker_process(const std::string& exe, std::vector<std::stri
 // This executable's path (/proc/self/exe resolved): benchmarks re-run themselves.
 std::string self_executable();
 
-}  // namespace aspen
+}  // namespace aspen::bench

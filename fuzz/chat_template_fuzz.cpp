@@ -29,7 +29,7 @@ std::string unescape(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [jinja, conversation] = aspen::fuzz::split_at_nul(data, size);
-  std::vector<aspen::ChatMessage> messages;
+  std::vector<aspen::tokenizer::ChatMessage> messages;
   std::istringstream lines{std::string(conversation)};
   std::string line;
   while (std::getline(lines, line)) {
@@ -38,12 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     messages.push_back({line.substr(0, colon), unescape(line.substr(colon + 1))});
   }
   ASPEN_FUZZ_CONTRACT({
-    std::optional<aspen::ChatTemplate> chat;
+    std::optional<aspen::tokenizer::ChatTemplate> chat;
     try {
-      chat = aspen::ChatTemplate::from_template_text(std::string(jinja), "tokenizer_config.json");
+      chat = aspen::tokenizer::ChatTemplate::from_template_text(std::string(jinja), "tokenizer_config.json");
     } catch (const aspen::Error&) {
       static const char* const kBuiltins[] = {"chatml", "qwen2.5", "qwen3"};
-      chat = aspen::ChatTemplate::builtin(kBuiltins[size % 3]);
+      chat = aspen::tokenizer::ChatTemplate::builtin(kBuiltins[size % 3]);
     }
     const std::string prompt = chat->render(messages, size % 2 == 0, size % 4 < 2);
     for (const auto& message : messages) {

@@ -7,9 +7,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  aspen::CheckpointState state;
+  aspen::pipeline::CheckpointState state;
   try {
-    state = aspen::read_checkpoint_state(text, "fuzz/state.json");
+    state = aspen::pipeline::read_checkpoint_state(text, "fuzz/state.json");
   } catch (const aspen::Error&) {
     return 0;
   } catch (const std::exception& e) {
@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const nlohmann::json& prompts = state.schedule.at("schedule").at("prompts");
   const int64_t examples = prompts.at("num_examples").get<int64_t>();
-  aspen::PromptSource source(examples, 0);
+  aspen::pipeline::PromptSource source(examples, 0);
   try {
     source.restore(prompts);
   } catch (const aspen::Error& e) {
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // Drawing past the epoch reshuffles num_examples entries: only for small datasets.
   const int64_t draws = examples <= 4096 ? 3 : 0;
-  for (const aspen::PromptGroup& group : source.next(draws)) {
+  for (const aspen::pipeline::PromptGroup& group : source.next(draws)) {
     aspen::fuzz::require(group.example >= 0 && group.example < examples,
                          "a drawn example is in range");
   }

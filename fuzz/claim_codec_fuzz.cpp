@@ -11,28 +11,28 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  aspen::Claim claim;
+  aspen::dock::Claim claim;
   try {
-    claim = aspen::decode_claim(bytes);
+    claim = aspen::dock::decode_claim(bytes);
   } catch (const aspen::Error&) {
     return 0;
   } catch (const std::exception& e) {
     aspen::fuzz::defect(std::string("decode_claim let a non-aspen exception escape: ") +
                         e.what());
   }
-  const std::string encoded = aspen::encode_claim(claim);
+  const std::string encoded = aspen::dock::encode_claim(claim);
   try {
-    aspen::fuzz::require(aspen::encode_claim(aspen::decode_claim(encoded)) == encoded,
+    aspen::fuzz::require(aspen::dock::encode_claim(aspen::dock::decode_claim(encoded)) == encoded,
                          "encode -> decode -> encode round trip");
   } catch (const aspen::Error& e) {
     aspen::fuzz::defect(std::string("an encoded claim does not decode: ") + e.what());
   }
   const int rank = size > 0 ? data[0] % 8 : 0;
   ASPEN_FUZZ_CONTRACT({
-    const aspen::Claim share = aspen::share_of(claim, rank);
-    std::set<aspen::RowId> ids;
-    for (const aspen::ClaimedRow& row : claim.rows) ids.insert(row.id);
-    for (const aspen::ClaimedRow& row : share.rows) {
+    const aspen::dock::Claim share = aspen::dock::share_of(claim, rank);
+    std::set<aspen::dock::RowId> ids;
+    for (const aspen::dock::ClaimedRow& row : claim.rows) ids.insert(row.id);
+    for (const aspen::dock::ClaimedRow& row : share.rows) {
       aspen::fuzz::require(ids.count(row.id) == 1, "a share holds only the claim's rows");
     }
   });

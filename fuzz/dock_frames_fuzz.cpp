@@ -29,10 +29,10 @@ namespace {
 const std::string kToken = "fuzz-token";
 constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 
-aspen::DockSchema fuzz_schema() {
-  return aspen::DockSchema(
-      {{"tokens", torch::kInt64, aspen::ColumnKind::kPerToken},
-       {"reward", torch::kFloat32, aspen::ColumnKind::kPerRow}},
+aspen::dock::DockSchema fuzz_schema() {
+  return aspen::dock::DockSchema(
+      {{"tokens", torch::kInt64, aspen::dock::ColumnKind::kPerToken},
+       {"reward", torch::kFloat32, aspen::dock::ColumnKind::kPerRow}},
       {{"trainer", {"tokens", "reward"}}, {"scorer", {"tokens"}}});
 }
 
@@ -57,10 +57,10 @@ std::vector<std::vector<zmq::message_t>> split_messages(const uint8_t* data, siz
   return messages;
 }
 
-void check_reply(const aspen::WireMessage& reply) {
-  std::vector<zmq::message_t> frames = aspen::encode_message(reply, kToken);
+void check_reply(const aspen::dock::WireMessage& reply) {
+  std::vector<zmq::message_t> frames = aspen::dock::encode_message(reply, kToken);
   try {
-    aspen::decode_message(frames, kToken, size_t{1} << 30);
+    aspen::dock::decode_message(frames, kToken, size_t{1} << 30);
   } catch (const aspen::Error& e) {
     aspen::fuzz::defect(std::string("a reply does not decode: ") + e.what());
   }
@@ -69,17 +69,17 @@ void check_reply(const aspen::WireMessage& reply) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto controller = std::make_shared<aspen::DockController>(
-      fuzz_schema(), aspen::DockControllerOptions{/*capacity_rows=*/64});
+  auto controller = std::make_shared<aspen::dock::DockController>(
+      fuzz_schema(), aspen::dock::DockControllerOptions{/*capacity_rows=*/64});
   auto controller_handler =
-      aspen::make_controller_handler(controller, [] { return nlohmann::json::object(); });
-  auto warehouse_handler = aspen::make_warehouse_handler(std::make_shared<aspen::Warehouse>());
+      aspen::dock::make_controller_handler(controller, [] { return nlohmann::json::object(); });
+  auto warehouse_handler = aspen::dock::make_warehouse_handler(std::make_shared<aspen::dock::Warehouse>());
   for (std::vector<zmq::message_t>& frames : split_messages(data, size)) {
     ASPEN_FUZZ_CONTRACT({
-      aspen::WireMessage request = aspen::decode_message(frames, kToken, kMaxMessageBytes);
-      aspen::ServiceHandler& handler =
+      aspen::dock::WireMessage request = aspen::dock::decode_message(frames, kToken, kMaxMessageBytes);
+      aspen::dock::ServiceHandler& handler =
           request.op < 32 ? *controller_handler : *warehouse_handler;
-      std::optional<aspen::WireMessage> reply = handler.try_handle(request);
+      std::optional<aspen::dock::WireMessage> reply = handler.try_handle(request);
       if (!reply) {
         auto waiting = std::async(std::launch::async,
                                   [&handler, &request] { return handler.handle_blocking(request); });

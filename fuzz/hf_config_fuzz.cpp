@@ -5,7 +5,7 @@
 
 namespace {
 
-bool same(const aspen::ModelConfig& a, const aspen::ModelConfig& b) {
+bool same(const aspen::io::ModelConfig& a, const aspen::io::ModelConfig& b) {
   return a.family == b.family && a.vocab_size == b.vocab_size && a.hidden_size == b.hidden_size &&
          a.intermediate_size == b.intermediate_size && a.num_hidden_layers == b.num_hidden_layers &&
          a.num_attention_heads == b.num_attention_heads &&
@@ -21,15 +21,15 @@ bool same(const aspen::ModelConfig& a, const aspen::ModelConfig& b) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   ASPEN_FUZZ_CONTRACT({
-    const aspen::ModelConfig config = aspen::parse_hf_config(text, "config.json");
+    const aspen::io::ModelConfig config = aspen::io::parse_hf_config(text, "config.json");
     try {
       config.validate("parsed");
     } catch (const aspen::Error& e) {
       aspen::fuzz::defect(std::string("a parsed config does not validate: ") + e.what());
     }
-    aspen::ModelConfig again;
+    aspen::io::ModelConfig again;
     try {
-      again = aspen::parse_hf_config(aspen::to_hf_config_json(config), "written config.json");
+      again = aspen::io::parse_hf_config(aspen::io::to_hf_config_json(config), "written config.json");
     } catch (const aspen::Error& e) {
       aspen::fuzz::defect(std::string("a written config.json does not parse: ") + e.what());
     }

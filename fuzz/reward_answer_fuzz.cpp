@@ -31,14 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [truth_text, response_view] = aspen::fuzz::split_at_nul(data, size);
   const std::string response(response_view);
   must_not_throw("answer parsing", [&] {
-    for (auto mode : {aspen::AnswerExtraction::kAuto, aspen::AnswerExtraction::kBoxed,
-                      aspen::AnswerExtraction::kHash, aspen::AnswerExtraction::kPlain}) {
+    for (auto mode : {aspen::reward::AnswerExtraction::kAuto, aspen::reward::AnswerExtraction::kBoxed,
+                      aspen::reward::AnswerExtraction::kHash, aspen::reward::AnswerExtraction::kPlain}) {
       const auto answer =
-          aspen::extract_answer(response, mode, mode == aspen::AnswerExtraction::kAuto);
-      if (answer) aspen::parse_number(aspen::normalize_answer(*answer));
+          aspen::reward::extract_answer(response, mode, mode == aspen::reward::AnswerExtraction::kAuto);
+      if (answer) aspen::reward::parse_number(aspen::reward::normalize_answer(*answer));
     }
-    aspen::parse_number(aspen::normalize_answer(response));
-    const aspen::ParsedExpression parsed = aspen::parse_arithmetic_expression(response);
+    aspen::reward::parse_number(aspen::reward::normalize_answer(response));
+    const aspen::reward::ParsedExpression parsed = aspen::reward::parse_arithmetic_expression(response);
     aspen::fuzz::require(parsed.well_formed || !parsed.value,
                          "a malformed expression has no value");
   });
@@ -51,13 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const nlohmann::json good_truths[] = {
       "42", nlohmann::json{{"target", 24}, {"numbers", {1, 2, 3, 4}}}, nullptr};
-  for (const std::string& kind : aspen::verifier_kinds()) {
+  for (const std::string& kind : aspen::reward::verifier_kinds()) {
     // A weighted reward has no default components (make_verifier refuses it without
     // them); it is fuzzed through the {"kind", "options"} truths below.
     if (kind == "weighted") continue;
     // External rewards run programs or call services: never from fuzzed input.
     if (kind == "command" || kind == "http") continue;
-    std::unique_ptr<aspen::Verifier> verifier = aspen::make_verifier(kind);
+    std::unique_ptr<aspen::reward::Verifier> verifier = aspen::reward::make_verifier(kind);
     for (const auto& good : good_truths) {
       // Which truth fits which kind is the verifier's business: an aspen::Error here means
       // "wrong truth for this kind"; anything else, or an Error that depends on the
@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       truth["options"].dump().find("command") == std::string::npos &&
       truth["options"].dump().find("http") == std::string::npos) {
     ASPEN_FUZZ_CONTRACT({
-      auto verifier = aspen::make_verifier(truth["kind"].get<std::string>(), truth["options"]);
+      auto verifier = aspen::reward::make_verifier(truth["kind"].get<std::string>(), truth["options"]);
       const nlohmann::json ground = truth.value("truth", nlohmann::json("1"));
       verifier->score({"prompt", response, ground});
     });

@@ -8,7 +8,7 @@
 
 namespace {
 
-bool same(const aspen::SafetensorsHeader& a, const aspen::SafetensorsHeader& b) {
+bool same(const aspen::io::SafetensorsHeader& a, const aspen::io::SafetensorsHeader& b) {
   if (a.metadata != b.metadata || a.tensors.size() != b.tensors.size()) return false;
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     const auto& x = a.tensors[i];
@@ -29,8 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(&buffer_size, data, 8);
   const char* header = reinterpret_cast<const char*>(data + 8);
   ASPEN_FUZZ_CONTRACT({
-    const aspen::SafetensorsHeader parsed =
-        aspen::parse_safetensors_header(header, size - 8, buffer_size, "fuzz.safetensors");
+    const aspen::io::SafetensorsHeader parsed =
+        aspen::io::parse_safetensors_header(header, size - 8, buffer_size, "fuzz.safetensors");
     uint64_t offset = 0;
     for (const auto& entry : parsed.tensors) {
       aspen::fuzz::require(
@@ -40,11 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     aspen::fuzz::require(offset == buffer_size, "entries cover the whole buffer");
     const std::string written =
-        aspen::serialize_safetensors_header(parsed.tensors, parsed.metadata);
+        aspen::io::serialize_safetensors_header(parsed.tensors, parsed.metadata);
     aspen::fuzz::require(written.size() % 8 == 0, "serialized header is 8-byte aligned");
-    aspen::SafetensorsHeader reparsed;
+    aspen::io::SafetensorsHeader reparsed;
     try {
-      reparsed = aspen::parse_safetensors_header(written.data(), written.size(), buffer_size,
+      reparsed = aspen::io::parse_safetensors_header(written.data(), written.size(), buffer_size,
                                                  "reserialized");
     } catch (const aspen::Error& e) {
       aspen::fuzz::defect(std::string("a serialized header does not parse: ") + e.what());

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   ASPEN_FUZZ_CONTRACT({
-    aspen::SafetensorsReader reader(path);
+    aspen::io::SafetensorsReader reader(path);
     for (const std::string& name : reader.names()) {
       ASPEN_FUZZ_CONTRACT({
         const torch::Tensor tensor = reader.tensor(name);

@@ -11,12 +11,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [json, text] = aspen::fuzz::split_at_nul(data, size);
   ASPEN_FUZZ_CONTRACT({
-    const aspen::Tokenizer tokenizer = aspen::Tokenizer::from_json(std::string(json), "fuzz.json");
+    const aspen::tokenizer::Tokenizer tokenizer = aspen::tokenizer::Tokenizer::from_json(std::string(json), "fuzz.json");
     const int64_t vocab = tokenizer.vocab_size();
     // Declared ids are bounded by the entries the file holds (tokenizer.h).
     aspen::fuzz::require(vocab >= 0 && static_cast<size_t>(vocab) <= 2 * json.size() + 1024,
                          "vocab_size bounded by the file size");
-    std::vector<aspen::TokenId> ids;
+    std::vector<aspen::tokenizer::TokenId> ids;
     bool encoded = false;
     try {
       ids = tokenizer.encode(text);
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // invalid UTF-8 text: the only reason encode may refuse
     }
     if (encoded) {
-      for (const aspen::TokenId id : ids) {
+      for (const aspen::tokenizer::TokenId id : ids) {
         aspen::fuzz::require(id >= 0 && id < vocab, "encode returns ids below vocab_size");
       }
       try {
@@ -36,9 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     // The text's bytes as ids (4 bytes each), mostly out of range: Error, never a crash.
-    std::vector<aspen::TokenId> fuzzed(text.size() / 4);
+    std::vector<aspen::tokenizer::TokenId> fuzzed(text.size() / 4);
     if (!fuzzed.empty()) std::memcpy(fuzzed.data(), text.data(), fuzzed.size() * 4);
-    for (aspen::TokenId& id : fuzzed) id = vocab > 0 ? id % static_cast<int32_t>(vocab + 1) : id;
+    for (aspen::tokenizer::TokenId& id : fuzzed) id = vocab > 0 ? id % static_cast<int32_t>(vocab + 1) : id;
     tokenizer.decode(fuzzed, text.size() % 2 == 0);
   });
   return 0;

@@ -25,6 +25,18 @@ include the modules it links and those they declare PUBLIC, again down the chain
 test-local headers it includes (tests/support/, fixtures of other test folders) count
 as its own.
 
+Namespaces (docs/design.md, "Namespaces"): util is the root namespace `aspen`; every other
+module M, cli and bench put their code in `aspen::M`, and M's one imports header
+(src/aspen/M/imports.h, bench/imports.h) makes exactly its declared aspen modules visible
+there (`using namespace aspen::D;`), so the compiler refuses the names of the others. Checked:
+
+  - each module's imports.h imports exactly the aspen modules it declares (PUBLIC or
+    PRIVATE; util is the root and needs no import); cli's and bench's import every module
+    of the aspen library they link, and cli's bench too;
+  - every header and source of the module (of cli, of bench) includes its imports.h;
+  - no source of a module other than util opens `namespace aspen {`: its code belongs in
+    `aspen::M` (anonymous and nested namespaces inside that are fine).
+
 Prints one line per problem and exits 1 when there is any; 0 and a summary otherwise.
 Reads files only (about 0.1 s).
 """
@@ -258,6 +270,33 @@ def test_targets(deps):
     return targets
 
 
+IMPORT = re.compile(r"^\s*using\s+namespace\s+aspen::(\w+)\s*;", re.M)
+ROOT_NAMESPACE = re.compile(r"^\s*namespace\s+aspen\s*\{", re.M)
+
+
+def check_namespaces(module, folder, include, imports, expected, problems):
+    """`module`'s code is in aspen::<module>, importing exactly `expected` through the
+    imports header `imports` that every file of `folder` includes as `include`."""
+    if not os.path.isfile(imports):
+        problems.append("%s: missing; aspen::%s's imports (its declared aspen modules) go "
+                        "there" % (rel(imports), module))
+        return
+    listed = IMPORT.findall(open(imports).read())
+    if sorted(listed) != sorted(expected):
+        problems.append("%s: imports %s, but %s declares %s"
+                        % (rel(imports), ", ".join(sorted(listed)) or "nothing", module,
+                           ", ".join(sorted(expected)) or "none (util is the root namespace)"))
+    for path in source_files(folder):
+        if path == imports:
+            continue
+        text = open(path, errors="replace").read()
+        if include not in [inc for _, inc in includes(path)]:
+            problems.append('%s: does not include "%s"' % (rel(path), include))
+        if ROOT_NAMESPACE.search(text):
+            problems.append("%s: opens `namespace aspen {`; code of %s goes in "
+                            "`namespace aspen::%s`" % (rel(path), module, module))
+
+
 def main():
     deps = declared_modules()
     problems = []
@@ -268,6 +307,12 @@ def main():
             problems.append("src/aspen/%s: no aspen_module(%s ...) in CMakeLists.txt" % (module, module))
             continue
         check_module(module, deps, problems)
+        if module != "util":
+            public, private = deps[module]
+            declared = {module_of(t) for t in public + private if module_of(t)} - {"util"}
+            folder = os.path.join(SRC, module)
+            check_namespaces(module, folder, "aspen/%s/imports.h" % module,
+                             os.path.join(folder, "imports.h"), declared, problems)
     everything = umbrella_modules()
     for module in sorted(set(deps) - everything):
         problems.append("CMakeLists.txt: the aspen library (what cli and bench link) lacks "
@@ -278,6 +323,11 @@ def main():
                 lambda used: " (cli links bench: a cycle)" if used == "cli" else "")
     for target, (allowed, files) in sorted(test_targets(deps).items()):
         check_users(files, allowed, target + " (tests/CMakeLists.txt)", problems)
+    check_namespaces("cli", os.path.join(SRC, "cli"), "aspen/cli/imports.h",
+                     os.path.join(SRC, "cli", "imports.h"), (everything - {"util"}) | {"bench"},
+                     problems)
+    check_namespaces("bench", os.path.join(ROOT, "bench"), "bench/imports.h",
+                     os.path.join(ROOT, "bench", "imports.h"), everything - {"util"}, problems)
     loop = cycle(deps)
     if loop:
         problems.append("CMakeLists.txt: module dependency cycle " + " -> ".join(loop))
@@ -286,7 +336,8 @@ def main():
     if problems:
         sys.exit(1)
     print("layers: %d modules, every cross-module include declared, PUBLIC exactly where a "
-          "header needs it, no cycle; cli, bench and the tests include only what they link"
+          "header needs it, no cycle; cli, bench and the tests include only what they link; "
+          "each module in aspen::<module>, importing exactly its declared modules"
           % len(deps))
 
 

@@ -8,7 +8,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -131,4 +131,4 @@ TEST(Whiten, ZeroMeanUnitUnbiasedVarianceAndSingleElement) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

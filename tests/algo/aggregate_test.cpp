@@ -6,7 +6,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -87,4 +87,4 @@ TEST(Aggregate, EmptySequenceContributesZeroAndEmptyBatchIsZero) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -9,7 +9,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -54,4 +54,4 @@ TEST(OverlongPenalty, NoBufferIsAStepAtMaxAndBadSettingsThrow) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -9,7 +9,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -94,4 +94,4 @@ TEST(KlController, FixedNeverChangesAndInvalidSettingsThrow) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -7,7 +7,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -82,4 +82,4 @@ TEST(GroupIndex, MeanAndUnbiasedStdPerGroupWithArbitraryIds) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

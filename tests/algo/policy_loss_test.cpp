@@ -8,7 +8,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -193,4 +193,4 @@ TEST(PolicyLoss, MicroBatchesWithGlobalDenominatorsMatchOneBatchLossAndGradients
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

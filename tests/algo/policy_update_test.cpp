@@ -6,7 +6,7 @@
 #include "aspen/algo/policy_loss.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -42,4 +42,4 @@ TEST(PolicyUpdate, SmallSgdStepLowersTheClippedLossAndFollowsAdvantages) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

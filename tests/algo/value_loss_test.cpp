@@ -6,7 +6,7 @@
 #include "aspen/util/error.h"
 #include "expect_tensor.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 using testing::dvec;
@@ -39,4 +39,4 @@ TEST(ValueLoss, ClippedSquaredErrorByHand) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -9,7 +9,7 @@
 
 #include "cli_test_util.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 TEST(BenchDockSoak, ShortSoakWithKillsKeepsEveryInvariant) {
@@ -55,4 +55,4 @@ TEST(BenchDockSoak, MoreConsumerNamesThanConsumersIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -6,7 +6,7 @@
 
 #include "cli_test_util.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 TEST(BenchDpCommand, TinyRunReportsEveryConfiguration) {
@@ -35,4 +35,4 @@ TEST(BenchDpCommand, BadOptionIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -7,7 +7,7 @@
 
 #include "cli_test_util.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -45,4 +45,4 @@ TEST(GenerateThreads, ANegativeThreadCountIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -9,7 +9,7 @@
 #include "cli_test_util.h"
 #include "support/hf_reference.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -111,4 +111,4 @@ TEST(BenchTrain, ProfileWritesAnOperatorTracePerDtype) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

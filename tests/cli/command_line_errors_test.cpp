@@ -5,7 +5,7 @@
 
 #include "cli_test_util.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -40,4 +40,4 @@ TEST(CommandLineErrors, HelpStillPrintsTheHelpAndExitsZero) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -17,7 +17,7 @@
 #include "support/hf_reference.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -205,4 +205,4 @@ TEST(EvalCommand, AMissingModelIsAOneLineErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

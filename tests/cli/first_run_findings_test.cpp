@@ -12,7 +12,7 @@
 #include "cli_test_util.h"
 #include "support/tiny_run_overrides.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -73,4 +73,4 @@ TEST(FirstRunFindings, TheDemoScriptBuildsOnlyTheBinaryItRuns) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -11,7 +11,7 @@
 #include "support/oracles.h"
 #include "tiny_model_dir.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -157,4 +157,4 @@ TEST(InfoCommand, DescribesArchitectureWeightsAndTokenizer) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -9,7 +9,7 @@
 #include "cli_test_util.h"
 #include "tiny_model_dir.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -40,4 +40,4 @@ TEST(InfoCommand, RefusesAConfigThatContradictsTheWeights) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

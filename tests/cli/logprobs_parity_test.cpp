@@ -15,7 +15,7 @@
 #include "support/hf_reference.h"
 #include "tiny_model_dir.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -117,4 +117,4 @@ TEST(LogprobsCommand, ASequenceLongerThanTheContextIsRefusedNamingTheLine) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

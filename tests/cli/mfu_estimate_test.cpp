@@ -7,8 +7,10 @@
 
 #include <deque>
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
+
+using namespace aspen::bench;
 
 // Peak readings served in order, as a fake GEMM timer.
 struct ScriptedPeaks {
@@ -101,4 +103,4 @@ TEST(MfuEstimate, KeepsAcceptedUpdatesBesideARejectedOne) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

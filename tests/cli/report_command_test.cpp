@@ -14,7 +14,7 @@
 #include "support/report_charts.h"
 #include "support/tiny_run_overrides.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -101,4 +101,4 @@ TEST(ReportCommand, ARunDirectoryWithoutMetricsIsAOneLineError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -22,7 +22,7 @@
 #include "support/hf_reference.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -249,4 +249,4 @@ TEST(ServeCommand, RefusesAnOutOfRangePortWithAOneLineError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -7,7 +7,7 @@
 
 #include "cli_test_util.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -47,4 +47,4 @@ TEST(SftCommand, RejectsZeroSteps) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

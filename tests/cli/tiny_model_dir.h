@@ -13,6 +13,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::cli;
+
 // Writes the model into `dir` (replaced) and returns it. Vocabulary 50, context
 // `max_position_embeddings`.
 inline std::string write_tiny_model_dir(const std::string& dir,

@@ -8,7 +8,7 @@
 #include "cli_test_util.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 using testing::run_command;
@@ -73,4 +73,4 @@ TEST(TokenizeCommand, BadInputGetsOneClearLine) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -8,7 +8,7 @@
 #include "cli/cli_test_util.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 std::vector<int> version_numbers(const std::string& text) {
@@ -71,4 +71,4 @@ TEST(DeviceOption, CudaWithoutAGpuIsAnErrorNotAFallback) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -14,7 +14,7 @@
 #include "support/hf_reference.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -80,4 +80,4 @@ TEST(Walkthrough, TheBringYourOwnTaskPageRunsAsWritten) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

@@ -30,8 +30,10 @@
 
 extern char** environ;
 
-namespace aspen {
+namespace aspen::cli {
 namespace {
+
+using namespace aspen::pipeline;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -211,4 +213,4 @@ TEST(WholeRunFaults, AFullDiskDuringACheckpointIsAClearErrorAndKeepsThePreviousO
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::cli

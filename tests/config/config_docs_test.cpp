@@ -11,7 +11,7 @@
 #include "aspen/config/train_config.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::config {
 namespace {
 
 std::string read_page() {
@@ -94,4 +94,4 @@ TEST(ConfigDocs, AnUnknownEnumSpellingListsTheNames) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::config

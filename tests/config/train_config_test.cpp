@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace aspen {
+namespace aspen::config {
 namespace {
 
 TEST(TrainConfig, EmptyConfigIsTheBuiltInDemo) {
@@ -173,4 +173,4 @@ TEST(TrainConfig, OverridesApplyBeforeParsing) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::config

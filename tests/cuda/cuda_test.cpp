@@ -27,7 +27,7 @@
 #include "support/tiny_model_configs.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 #define ASPEN_REQUIRE_CUDA() \
@@ -134,4 +134,4 @@ TEST(CudaCollectives, TwoRanksReduceGatherAndBroadcastThroughNccl) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

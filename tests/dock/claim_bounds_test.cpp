@@ -10,7 +10,7 @@
 #include "aspen/util/error.h"
 #include "dock_test_util.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 TEST(ClaimBounds, BalancingOverMoreRanksThanTheBoundIsRefused) {
@@ -47,4 +47,4 @@ TEST(ClaimBounds, ANanTimeoutIsRefusedNamingIt) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

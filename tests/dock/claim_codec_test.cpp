@@ -6,7 +6,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 Claim balanced_claim() {
@@ -82,4 +82,4 @@ TEST(ClaimCodec, TruncatedOrPaddedEncodingsAreErrors) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -11,7 +11,7 @@
 #include "aspen/util/error.h"
 #include "dock_test_util.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 using testing::row_info;
@@ -235,4 +235,4 @@ TEST_F(ControllerTest, BadInputIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -17,7 +17,7 @@
 #include "child_process.h"
 #include "dock_test_util.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 constexpr char kToken[] = "cross-process-test-token";
@@ -216,4 +216,4 @@ TEST(CrossProcessTest, KilledConsumerLosesNothingItsLeaseExpires) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -9,8 +9,10 @@
 #include "bench/dock_soak_ledger.h"
 #include "bench/dock_soak_rows.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
+
+using namespace aspen::bench;
 
 constexpr uint64_t kSeed = 3;
 constexpr int64_t kMaxBytes = 4096;
@@ -103,4 +105,4 @@ TEST_F(DockSoakLedgerTest, IntegrityFailureIsAViolation) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

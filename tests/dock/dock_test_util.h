@@ -8,6 +8,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::dock;
+
 inline DockSchema two_consumer_schema() {
   return DockSchema({{"tokens", torch::kInt64, ColumnKind::kPerToken},
                      {"reward", torch::kFloat32, ColumnKind::kPerRow}},

@@ -22,7 +22,7 @@
 #include "dock_test_util.h"
 #include "raw_frames.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -195,4 +195,4 @@ TEST(HostileClients, ServicesKeepServingAWorkloadThroughGarbageAndRandomRequests
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -14,7 +14,7 @@
 #include "aspen/util/error.h"
 #include "dock_test_util.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 TEST(InProcessStressTest, EveryRowConsumedExactlyOncePerConsumer) {
@@ -112,4 +112,4 @@ TEST(TransferDockTest, InProcessGetIsZeroCopy) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -12,6 +12,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::dock;
+
 // Sends `frames` on a fresh DEALER and returns the reply's frames; empty when no reply
 // came within 5 s.
 inline std::vector<zmq::message_t> raw_call(const std::string& endpoint,

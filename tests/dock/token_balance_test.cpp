@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 TEST(TokenBalanceTest, HandCheckedPartitions) {
@@ -46,4 +46,4 @@ TEST(TokenBalanceTest, RandomInputsStayWithinGrahamBound) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

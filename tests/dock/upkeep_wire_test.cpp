@@ -11,7 +11,7 @@
 #include "aspen/util/error.h"
 #include "dock_test_util.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 using testing::row_info;
@@ -168,4 +168,4 @@ TEST_F(UpkeepWireTest, DiscardThroughTheDockFreesTheDataWhereItWasWritten) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

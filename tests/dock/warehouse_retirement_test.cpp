@@ -14,7 +14,7 @@
 #include "dock_test_util.h"
 #include "raw_frames.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 using testing::row_info;
@@ -192,4 +192,4 @@ TEST_F(RemoteWarehouseRetirement, AllocateWithoutTheOwnerFieldIsUnowned) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -11,7 +11,7 @@
 #include "dock_test_util.h"
 #include "raw_frames.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 using testing::raw_call;
@@ -181,4 +181,4 @@ TEST(WarehouseServiceTest, RemotePutGetEraseAcrossTheWire) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::dock

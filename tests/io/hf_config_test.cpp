@@ -7,7 +7,7 @@
 
 #include "io_test_util.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 using testing::expect_error;
@@ -522,4 +522,4 @@ TEST(HfConfig, ValidateRejectsInconsistentShapes) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::io

@@ -7,7 +7,7 @@
 #include "aspen/io/hf_config.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 const char* kDecoder =
@@ -56,4 +56,4 @@ TEST(HfHead, MalformedValuesNameTheKey) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::io

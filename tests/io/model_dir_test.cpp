@@ -7,7 +7,7 @@
 #include "aspen/io/safetensors.h"
 #include "io_test_util.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 namespace fs = std::filesystem;
@@ -204,4 +204,4 @@ TEST(GenerationConfig, RejectsWrongTypes) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::io

@@ -8,7 +8,7 @@
 #include "io_test_util.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 TEST(SafetensorsReference, ReadsFileWrittenByTheSafetensorsPackage) {
@@ -60,4 +60,4 @@ TEST(SafetensorsReference, ReadsSpacedHeaderWithMetadataLast) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::io

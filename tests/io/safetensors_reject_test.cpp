@@ -5,7 +5,7 @@
 #include "aspen/io/safetensors.h"
 #include "io_test_util.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 using testing::expect_error;
@@ -206,4 +206,4 @@ TEST_F(SafetensorsReject, BoolBytesOtherThanZeroOrOne) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::io

@@ -7,7 +7,7 @@
 #include "aspen/io/safetensors_header.h"
 #include "io_test_util.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 using testing::expect_error;
@@ -196,4 +196,4 @@ TEST(SafetensorsHeader, SerializePadsToEightBytes) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::io

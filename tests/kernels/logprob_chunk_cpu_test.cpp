@@ -5,7 +5,7 @@
 
 #include <limits>
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 // The chunk's logits as the fused loops see them: fp32, or rounded to bf16 (the GEMM's
@@ -249,4 +249,4 @@ TEST(LogprobChunkCpuContract, WrongShapesAndDtypesAreRefused) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -9,7 +9,7 @@
 
 #include "grad_compare.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 using testing::expect_same_value_and_grads;
@@ -213,4 +213,4 @@ TEST(LogprobHead, ProbabilitiesOfAllTargetsSumToOne) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

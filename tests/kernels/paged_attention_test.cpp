@@ -9,7 +9,7 @@
 
 #include "aspen/kernels/varlen_attention.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 constexpr int64_t kHeads = 4, kKvHeads = 2, kDim = 8, kBlockSize = 4;
@@ -144,4 +144,4 @@ TEST(PagedAttention, Bf16FusedMatchesFp32Reference) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -5,7 +5,7 @@
 
 #include "grad_compare.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 using testing::expect_same_value_and_grads;
@@ -79,4 +79,4 @@ TEST(RmsNorm, KnownValue) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

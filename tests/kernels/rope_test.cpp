@@ -7,7 +7,7 @@
 
 #include "grad_compare.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 using testing::expect_same_value_and_grads;
@@ -76,4 +76,4 @@ TEST(Rope, Bf16RoundTripsThroughFp32) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 bool cpu_runs_kernel(torch::ScalarType dtype) {
@@ -95,4 +95,4 @@ TEST(SmallBatchLinear, OneRowAgainstAHeadSizedWeightMatchesTorch) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

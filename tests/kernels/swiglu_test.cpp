@@ -5,7 +5,7 @@
 
 #include "grad_compare.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 TEST(Swiglu, MatchesReferenceWithGradsInDouble) {
@@ -26,4 +26,4 @@ TEST(Swiglu, KnownValue) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

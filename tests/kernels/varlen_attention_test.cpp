@@ -7,7 +7,7 @@
 
 #include "grad_compare.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 // Straight from the formula: one [T, T] mask allowing j <= i within the same
@@ -83,4 +83,4 @@ TEST(VarlenAttention, FirstTokenOfEachSequenceSeesOnlyItself) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::kernels

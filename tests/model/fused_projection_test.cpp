@@ -5,7 +5,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 // q/k/v-like members: one input width, three output widths, with biases.
@@ -130,4 +130,4 @@ TEST(FusedProjection, MembersThatDoNotFitAreErrorsNamingTheMember) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::model

@@ -19,6 +19,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::model;
+
 using Weights = std::map<std::string, torch::Tensor>;
 
 inline torch::Tensor ref_rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {

@@ -17,7 +17,7 @@
 #include "aspen/util/file.h"
 #include "tiny_configs.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -287,4 +287,4 @@ TEST(QwenModelBench, DISABLED_ForwardTokensPerSecondOneThread) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::model

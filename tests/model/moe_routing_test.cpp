@@ -10,7 +10,7 @@
 #include "aspen/util/error.h"
 #include "tiny_configs.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 double moe_diff(const torch::Tensor& a, const torch::Tensor& b) {
@@ -167,4 +167,4 @@ TEST(QwenSparseMoeBlock, NoTokensGiveAnEmptyOutput) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::model

@@ -8,7 +8,7 @@
 #include "independent_qwen.h"
 #include "tiny_configs.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 using testing::NamedConfig;
@@ -251,4 +251,4 @@ TEST(QwenModel, BadBatchesAreErrorsNamingTheArgument) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::model

@@ -11,6 +11,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::model;
+
 struct NamedConfig {
   std::string name;
   ModelConfig config;

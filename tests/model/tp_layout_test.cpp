@@ -11,7 +11,7 @@
 #include "aspen/util/error.h"
 #include "tiny_configs.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 using testing::tiny_configs;
@@ -129,4 +129,4 @@ TEST(TpLayout, ModelRefusesATpSizeWithoutAProcessGroup) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::model

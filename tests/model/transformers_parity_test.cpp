@@ -31,7 +31,7 @@
 #include "support/hf_reference.h"
 #include "tiny_configs.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -305,4 +305,4 @@ TEST(AspenCheckpoint, TransformersModelsAspenSavesAgainLoadBackUnchanged) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::model

@@ -13,7 +13,7 @@
 #include "worker/actor_dp_problem.h"
 #include "parallel/binaries.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using testing::DpKind;
@@ -112,4 +112,4 @@ TEST(CriticDataParallel, TwoRanksMatchOneProcess) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -21,7 +21,11 @@
 #include "parallel/rank_runs.h"
 #include "run_command.h"
 
-namespace aspen {
+namespace aspen::parallel {
+
+using namespace aspen::io;
+using namespace aspen::pipeline;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -219,4 +223,4 @@ TEST(AsyncAcrossRanks, KilledInstanceRankStopsTheRunNamingItUnderStop) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -4,9 +4,9 @@
 
 #include <string>
 
-namespace aspen {
+namespace aspen::parallel {
 
 inline const std::string kAspen = ASPEN_CLI_PATH;
 inline const std::string kWorker = ASPEN_DIST_WORKER_PATH;
 
-}  // namespace aspen
+}  // namespace aspen::parallel

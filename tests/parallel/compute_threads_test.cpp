@@ -11,7 +11,7 @@
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 TEST(ComputeThreads, SetsTorchAndBlasPoolsTogetherAndZeroKeepsThem) {
@@ -37,4 +37,4 @@ TEST(ComputeThreads, ANegativeCountIsRefusedNamingTheOption) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -6,7 +6,7 @@
 
 #include "aspen/parallel/launcher.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 ProcessGroupHandle single_rank_group() {
@@ -86,4 +86,4 @@ TEST(DataParallel, ArmedHooksLaunchDuringBackwardAndKeepAccumulatedGrads) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

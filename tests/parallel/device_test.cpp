@@ -6,7 +6,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 TEST(DeviceSpec, ParsesCpuCudaAndCudaN) {
@@ -60,4 +60,4 @@ TEST(ResolveDevice, CudaFollowsTheLocalRankOrFailsNamingTheKey) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -7,7 +7,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 EnvLookup lookup_from(const std::map<std::string, std::string>& vars) {
@@ -102,4 +102,4 @@ TEST(DistEnv, TorchrunAgentStoreMakesMasterAddrTheStoreOfEveryRank) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -13,7 +13,7 @@
 #include "worker/dp_problem.h"
 #include "parallel/binaries.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using testing::run_command;
@@ -165,4 +165,4 @@ TEST(Distributed, UnreachableRankZeroIsARendezvousTimeout) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -12,7 +12,7 @@
 #include "parallel/binaries.h"
 #include "run_command.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 void expect_ep_check_passes(int ranks) {
@@ -40,4 +40,4 @@ TEST(ExpertParallel, FourRanksEqualOneProcessForwardBackwardAndTwoSteps) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -16,7 +16,7 @@
 #include "run_command.h"
 #include "spawn.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using testing::run_command;
@@ -191,4 +191,4 @@ TEST(Launcher, RanksDieWhenTheLauncherIsKilled) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -6,7 +6,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 TEST(Placement, ColocatedRanksTrainAndServeTheResharderLayout) {
@@ -108,4 +108,4 @@ TEST(Placement, ExpertParallelismMustFitTheDataParallelTrainers) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

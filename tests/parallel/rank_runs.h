@@ -14,6 +14,10 @@
 
 namespace aspen::testing {
 
+using namespace aspen::io;
+using namespace aspen::parallel;
+using namespace aspen::pipeline;
+
 // A 1-layer model that SFT brings to 12-30% on 1-digit addition, so rewards vary within
 // groups and updates have a real gradient (not Adam-amplified rounding noise). Seed 2:
 // the fused log-prob head (kernels/logprob_chunk_cpu.h) changed the SFT's fp32

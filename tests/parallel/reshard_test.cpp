@@ -6,7 +6,7 @@
 
 #include "run_command.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using testing::run_command;
@@ -50,4 +50,4 @@ TEST(Reshard, FourRanksWithReplicatedKvHeads) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -9,7 +9,7 @@
 #include "aspen/parallel/shard_assembly.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 std::vector<SourceShard> all_shards(const torch::Tensor& full, const ShardSpec& spec, int size) {
@@ -120,4 +120,4 @@ TEST(Resharder, PlacementCoversEveryInferenceRankOnce) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

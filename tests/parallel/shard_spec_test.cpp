@@ -10,7 +10,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 std::string error_from(const std::function<void()>& call) {
@@ -102,4 +102,4 @@ TEST(ShardSpec, ErrorsNameTheTensorAndTheMismatch) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

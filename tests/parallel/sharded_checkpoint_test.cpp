@@ -14,7 +14,11 @@
 #include "run_command.h"
 #include "worker/tiny_qwen.h"
 
-namespace aspen {
+namespace aspen::parallel {
+
+using namespace aspen::io;
+using namespace aspen::model;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -114,4 +118,4 @@ TEST_F(ShardedCheckpoint, NotACheckpointOrMalformedLayoutIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -20,7 +20,7 @@
 #include "run_command.h"
 #include "spawn.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 struct TcpSocket {
@@ -187,4 +187,4 @@ TEST(StoreBinding, BadLocalWorldSizeIsNamed) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

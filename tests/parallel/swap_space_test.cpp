@@ -20,7 +20,10 @@
 #include "aspen/util/error.h"
 #include "aspen/util/memory_usage.h"
 
-namespace aspen {
+namespace aspen::parallel {
+
+using namespace aspen::train;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -311,4 +314,4 @@ TEST(SwapSpace, CudaTensorsGoToHostMemoryAndBack) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

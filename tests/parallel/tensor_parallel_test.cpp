@@ -11,7 +11,7 @@
 #include "run_command.h"
 #include "parallel/binaries.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 
@@ -51,4 +51,4 @@ TEST(TensorParallel, FourRanksMatchOneProcessWithKvHeadsReplicatedInPairs) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

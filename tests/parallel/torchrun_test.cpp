@@ -14,7 +14,7 @@
 #include "parallel/rank_runs.h"
 #include "run_command.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 namespace fs = std::filesystem;
@@ -123,4 +123,4 @@ TEST(Torchrun, AgentStoreNobodyServesIsNamedOnOneLine) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -8,7 +8,7 @@
 #include "run_command.h"
 #include "parallel/binaries.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 
@@ -39,4 +39,4 @@ TEST(TensorParallelActor, FourRanksCountReplicatedKvHeadsOnceInTheClipNorm) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

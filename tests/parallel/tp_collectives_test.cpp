@@ -10,7 +10,7 @@
 #include "aspen/parallel/launcher.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 TEST(TpCollectives, SizeOneIsTheIdentityWithoutAGroup) {
@@ -51,4 +51,4 @@ TEST(TpCollectives, InconsistentContextsAreErrors) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -14,7 +14,11 @@
 #include "parallel/rank_runs.h"
 #include "run_command.h"
 
-namespace aspen {
+namespace aspen::parallel {
+
+using namespace aspen::io;
+using namespace aspen::pipeline;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -329,4 +333,4 @@ TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::parallel

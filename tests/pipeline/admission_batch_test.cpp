@@ -13,7 +13,7 @@
 #include "aspen/pipeline/rl_rows.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 constexpr int64_t kResponseTokens = 3;
@@ -195,4 +195,4 @@ TEST(BatchSelector, DapoDropsGroupsWithEqualRewardsAndRefillsUntilTheLastRound) 
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

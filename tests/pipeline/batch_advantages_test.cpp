@@ -7,7 +7,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 void expect_tokens(const torch::Tensor& actual, const std::vector<double>& expected) {
@@ -106,4 +106,4 @@ TEST(BatchAdvantages, AnEmptyBatchHasNoAdvantages) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -6,7 +6,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 ClaimedRow row(RowId id, int64_t group, int64_t version, int64_t tokens) {
@@ -81,4 +81,4 @@ TEST(BatchPlan, ATruncatedOrPaddedEncodingIsRefused) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

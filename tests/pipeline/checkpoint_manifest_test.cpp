@@ -12,7 +12,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -113,4 +113,4 @@ TEST(CheckpointManifest, RefusesAMalformedManifestNamingIt) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -10,6 +10,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::pipeline;
+
 inline nlohmann::json example_schedule_state(int64_t samples = 16, int64_t version = 2) {
   PromptSource source(4, 7);
   const std::vector<PromptGroup> drawn = source.next(2);

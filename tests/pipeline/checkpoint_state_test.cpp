@@ -9,7 +9,7 @@
 #include "aspen/util/error.h"
 #include "checkpoint_state_fixture.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 nlohmann::json valid_state() {
@@ -122,4 +122,4 @@ TEST(CheckpointState, RefusesDeeplyNestedJson) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -10,7 +10,7 @@
 #include "aspen/config/train_config.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 QueueState state(int64_t running, int64_t waiting, int64_t outstanding_tokens) {
@@ -179,4 +179,4 @@ TEST(DispatchErrors, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

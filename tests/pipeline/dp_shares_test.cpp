@@ -7,7 +7,7 @@
 
 #include "aspen/dock/token_balance.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 TrainBatch batch_with_lengths(const std::vector<int>& response_lengths) {
@@ -71,4 +71,4 @@ TEST(DpShares, MoreRanksThanRowsLeavesSomeEmpty) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

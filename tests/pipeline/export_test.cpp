@@ -11,7 +11,7 @@
 #include "aspen/util/file.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -45,4 +45,4 @@ TEST(ExportPolicy, CarriesTheSourceDirectorysTokenizerConfigAndGenerationConfig)
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

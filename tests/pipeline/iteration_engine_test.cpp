@@ -18,7 +18,7 @@
 #include "swap_check.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -219,4 +219,4 @@ TEST(IterationEngine, TraceIsAChromeTraceWithATrackPerRoleAndInstance) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

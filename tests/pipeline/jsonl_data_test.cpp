@@ -12,7 +12,7 @@
 #include "support/hf_reference.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 std::string write_jsonl(const std::string& name, int lines, int first_answer) {
@@ -99,4 +99,4 @@ TEST(JsonlData, TheSystemPromptAndQwen3ThinkingSwitchComeFromTheConfig) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -8,7 +8,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 double log_choose(int64_t n, int64_t k) {
@@ -40,4 +40,4 @@ TEST(PassAtK, RefusesImpossibleCounts) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

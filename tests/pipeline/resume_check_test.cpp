@@ -14,7 +14,7 @@
 #include "checkpoint_state_fixture.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -156,4 +156,4 @@ TEST(ResumeCheck, SkipsASumWhereAnOlderLineLacksTheField) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -19,7 +19,7 @@
 #include "checkpoint_state_fixture.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -290,4 +290,4 @@ TEST(Checkpoint, KeepsOnlyTheNewestAndIgnoresPartialWrites) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

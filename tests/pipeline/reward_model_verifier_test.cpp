@@ -14,7 +14,7 @@
 #include "support/hf_reference.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -125,4 +125,4 @@ TEST(RewardModelVerifier, BadOptionsAndACausalLmAreErrorsNamingThem) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

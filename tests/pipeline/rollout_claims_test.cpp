@@ -8,7 +8,7 @@
 #include <deque>
 #include <vector>
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 constexpr int kInstance = 1;
@@ -173,4 +173,4 @@ TEST(RolloutClaimUnits, AUnitTheEngineRefusesIsNotStartedAndTheRoundGoesOn) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -12,7 +12,7 @@
 #include "aspen/util/error.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 TEST(RolloutKvCache, MegabytesAsGivenOrAShareOfFreeMemorySplitOverInstances) {
@@ -42,4 +42,4 @@ TEST(RolloutKvCache, AFractionOutsideItsRangeIsRefusedNamingTheKey) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -14,7 +14,7 @@
 #include "aspen/util/error.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -99,4 +99,4 @@ TEST(RunDirectory, ATraceThatIsAFifoOrDeviceIsRefusedBeforeAnyTrainingWithoutBlo
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

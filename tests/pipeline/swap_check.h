@@ -16,6 +16,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::pipeline;
+
 // Runs 3 PPO iterations of the tiny run with `overrides` (the schedule), with and
 // without swap, under TempDir()/aspen_swap_<name>_{0,1}, and compares them.
 inline void expect_swap_changes_nothing(const std::vector<std::string>& overrides,

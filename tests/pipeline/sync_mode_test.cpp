@@ -19,7 +19,7 @@
 #include "swap_check.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 void expect_finite_numbers(const nlohmann::json& value, const std::string& where) {
@@ -158,4 +158,4 @@ TEST(DynamicSampling, SkipsTheUpdateWhenNoGroupIsInformativeAfterFourRounds) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

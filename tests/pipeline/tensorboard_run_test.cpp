@@ -22,7 +22,7 @@
 #include "support/oracles.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -207,4 +207,4 @@ TEST(TensorBoardLogging, AnUnusableEventDirectoryIsRefusedBeforeAnyWork) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

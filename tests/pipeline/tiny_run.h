@@ -10,6 +10,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::pipeline;
+
 // The tiny run, then `overrides` (key=value) on top.
 inline TrainConfig tiny_run_config(const std::vector<std::string>& overrides = {}) {
   Config config = Config::empty("test");

@@ -9,7 +9,7 @@
 #include "aspen/pipeline/batch_advantages.h"
 #include "tiny_run.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 // Two groups of two rows, generated at `versions`, with their columns.
@@ -102,4 +102,4 @@ TEST(TrainerStages, ColumnsThatDisagreeWithTheRowsAreRefused) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -12,7 +12,7 @@
 #include "aspen/pipeline/rl_rows.h"
 #include "model/tiny_configs.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 TEST(WeightPublisher, OneProcessPublishesTheFullPolicyOnTheDocksBoardByVersion) {
@@ -47,4 +47,4 @@ TEST(WeightPublisher, OneProcessPublishesTheFullPolicyOnTheDocksBoardByVersion) 
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -10,7 +10,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 TEST(BubblePadding, HelperCountsSlotsAsIfPaddedToEachBatchMax) {
@@ -123,4 +123,4 @@ TEST(BubbleAccounting, ConcurrentReportsAddUp) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

@@ -7,7 +7,7 @@
 
 #include <sstream>
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 nlohmann::json iteration_line(double seconds, bool eval = false) {
@@ -62,4 +62,4 @@ TEST(ConsoleProgress, DurationsReadLikeAClock) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

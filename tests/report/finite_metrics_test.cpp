@@ -7,7 +7,7 @@
 #include "aspen/report/finite_metrics.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 TEST(FiniteMetrics, FiniteLinesPass) {
@@ -40,4 +40,4 @@ TEST(FiniteMetrics, ANonFiniteNumberIsAnErrorNamingItsKeyPathAndWhere) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

@@ -13,7 +13,7 @@
 
 #include "support/report_charts.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -66,4 +66,4 @@ TEST(RunReport, EveryChartHoldsEveryValueOfItsSeriesInMetricsJsonl) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

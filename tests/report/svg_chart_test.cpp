@@ -12,7 +12,7 @@
 
 #include "support/report_charts.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 TEST(SvgChart, TicksAreNiceAndCoverTheRange) {
@@ -125,4 +125,4 @@ TEST(SvgChart, TheLegendLiesBelowThePlotAreaAndTheChartGrowsToHoldIt) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

@@ -10,7 +10,7 @@
 
 #include "aspen/util/crc32c.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 std::string bytes(std::initializer_list<int> values) {
@@ -92,4 +92,4 @@ TEST(TensorBoardEvent, SessionStartCarriesStatusStartAtItsStep) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

@@ -16,7 +16,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -140,4 +140,4 @@ TEST(RemoveEventFiles, RemovesOnlyEventFiles) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

@@ -13,7 +13,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -236,4 +236,4 @@ TEST(TraceWriter, MergedTracesOfTwoProcessesShareOneTimeAxis) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::report

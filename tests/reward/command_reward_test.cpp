@@ -14,7 +14,7 @@
 #include "aspen/reward/weighted_reward.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 namespace fs = std::filesystem;
@@ -297,4 +297,4 @@ TEST_F(CommandRewardTest, TheDocumentedExampleScriptRunsAsWritten) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::reward

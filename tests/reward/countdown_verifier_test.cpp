@@ -6,7 +6,7 @@
 #include "aspen/reward/arithmetic_expression.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 const nlohmann::json kTruth = {{"target", 24}, {"numbers", {4, 6, 1}}};
@@ -105,4 +105,4 @@ TEST(CountdownVerifier, InvalidUtf8GroundTruthIsAnAspenError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::reward

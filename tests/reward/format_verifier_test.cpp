@@ -5,7 +5,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 double grade_format(const std::string& response, const nlohmann::json& options = nlohmann::json::object(),
@@ -62,4 +62,4 @@ TEST(FormatVerifier, BadOptionsAreErrors) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -14,7 +14,7 @@
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 // Scores 1 when the response contains the answer; records what it saw.
@@ -194,4 +194,4 @@ TEST(HttpReward, OptionsAreCheckedByName) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::reward

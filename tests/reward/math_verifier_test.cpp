@@ -7,7 +7,7 @@
 #include "aspen/reward/answer_normalizer.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 double grade_math(const std::string& response, const nlohmann::json& truth,
@@ -140,4 +140,4 @@ TEST(MathVerifier, BadOptionsAreErrors) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::reward

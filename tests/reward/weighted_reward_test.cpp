@@ -9,7 +9,7 @@
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 nlohmann::json accuracy_and_format() {
@@ -117,4 +117,4 @@ TEST(WeightedReward, ConcurrentScoringAgreesWithSerial) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 TEST(BlockPool, AllocatesUntilEmptyAndReturnsReleasedBlocks) {
@@ -64,4 +64,4 @@ TEST(BlockPool, ResetForgetsEveryPrefix) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout

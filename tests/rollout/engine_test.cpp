@@ -10,7 +10,7 @@
 #include "aspen/util/error.h"
 #include "support/tiny_model_configs.h"
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 QwenForCausalLM tiny_model(uint64_t seed = 1) {
@@ -355,9 +355,9 @@ TEST(RolloutEngine, RejectsBadRequestsWithClearErrors) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 TEST(RolloutEngine, StopStringCutsTheTextAndFinishes) {
@@ -430,4 +430,4 @@ TEST(RolloutEngine, PaddedVocabularyRowsAreNeverSampled) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout

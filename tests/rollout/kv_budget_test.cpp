@@ -6,7 +6,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 TEST(KvBudget, MegabytesAreTakenAsGiven) {
@@ -53,4 +53,4 @@ TEST(KvBudget, OneOfTheTwoAndASaneShareOrAnErrorNamingTheOption) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout

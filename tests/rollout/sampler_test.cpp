@@ -9,7 +9,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 // A 4-token distribution with probabilities chosen so every filter's effect is
@@ -198,4 +198,4 @@ TEST(SamplingParams, TopKBelowMinusOneIsRefusedAndMinusOneMeansOff) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -4,7 +4,7 @@
 
 #include <numeric>
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 std::unique_ptr<Sequence> make_sequence(int64_t id, int64_t prompt_len, TokenId first = 0) {
@@ -123,4 +123,4 @@ TEST(Scheduler, RecomputeAllRequeuesInAdmissionOrder) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -21,7 +21,7 @@
 #include "aspen/rollout/engine.h"
 #include "support/hf_reference.h"
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 namespace fs = std::filesystem;
@@ -116,4 +116,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<HfModel>& info) { return info.param.name; });
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::rollout

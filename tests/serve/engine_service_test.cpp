@@ -15,7 +15,7 @@
 #include "aspen/model/weights_init.h"
 #include "model/tiny_configs.h"
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 QwenForCausalLM tiny_model() {
@@ -167,4 +167,4 @@ TEST(EngineService, SeveralPromptsOfOneClientRequestShareAStream) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::serve

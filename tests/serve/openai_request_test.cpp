@@ -6,7 +6,7 @@
 
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 using nlohmann::json;
@@ -187,4 +187,4 @@ TEST(OpenAiRequest, ARequestMayAskForAtMostTheServersBoundOfGeneratedTokens) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -18,7 +18,7 @@
 #include "model/tiny_configs.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 using nlohmann::json;
@@ -217,4 +217,4 @@ TEST(OpenAiServer, BadBodyTextIsA400NamingTheProblem) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -8,7 +8,7 @@
 
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 const Tokenizer& qwen3() {
@@ -90,4 +90,4 @@ TEST(TextStreamer, SkipsSpecialTokensAsTheFinalTextDoes) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -3,7 +3,7 @@
 
 #include "aspen/sim/cost_model.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 ModelCost small_model() {
@@ -110,4 +110,4 @@ TEST(CostModel, ColocatedPublishMovesWhatTheResharderPlans) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::sim

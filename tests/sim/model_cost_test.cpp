@@ -9,7 +9,7 @@
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/sim/model_cost.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 struct Counted {
@@ -85,4 +85,4 @@ TEST(ModelCost, CausalPairsCountEveryQueryKeyPairOnce) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::sim

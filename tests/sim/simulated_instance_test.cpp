@@ -10,7 +10,7 @@
 #include "aspen/rollout/engine.h"
 #include "aspen/sim/simulated_instance.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 // One second per engine step, nothing else, and a KV cache of `kv_tokens` tokens.
@@ -138,4 +138,4 @@ TEST(SimulatedInstance, CountsTheSameStepsAndTokensAsTheRealEngine) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -11,7 +11,7 @@
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 nlohmann::json recorded_bench() {
@@ -54,4 +54,4 @@ TEST(SimulationValidation, ARecordWithoutCostsIsRefusedNamingIt) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::sim

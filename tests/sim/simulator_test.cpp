@@ -10,7 +10,7 @@
 #include "aspen/util/config.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 // 4 trainers (DP 2 x TP 2) and 4 rollout H100s for Qwen2.5-7B; `overrides` on top.
@@ -169,4 +169,4 @@ TEST(Simulator, MoreInstancesThanWorkRunsWithIdleInstances) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::sim

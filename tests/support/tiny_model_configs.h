@@ -13,6 +13,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::io;
+
 // The sizes of a tiny dense model, in ModelConfig's order.
 struct TinyDims {
   int64_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim;

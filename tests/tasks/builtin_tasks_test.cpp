@@ -11,7 +11,7 @@
 #include "aspen/tasks/task_registry.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 namespace {
 
 std::set<std::string> ids(const std::vector<TaskExample>& examples) {
@@ -159,4 +159,4 @@ TEST(TaskRegistry, TooSmallProblemSpaceIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -9,7 +9,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 namespace {
 
 std::vector<TaskExample> read(const std::string& text, const JsonlDatasetOptions& options = {},
@@ -186,4 +186,4 @@ TEST(JsonlDataset, ARepeatedKeyIsAnErrorNamingTheLineAndKey) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tasks

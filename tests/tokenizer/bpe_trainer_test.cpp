@@ -20,7 +20,7 @@
 #include "aspen/util/error.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 namespace fs = std::filesystem;
@@ -254,4 +254,4 @@ TEST(BpeTrainerTest, BadInputsAreErrors) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -6,7 +6,7 @@
 
 #include <set>
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 TEST(ByteLevel, KnownEntriesOfTheGpt2Table) {
@@ -42,4 +42,4 @@ TEST(ByteLevel, EncodeDecodeRoundTripsEveryByte) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -13,7 +13,7 @@
 #include "aspen/util/error.h"
 #include "support/oracles.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 const std::string kQwen3ModelDir = testing::qwen3_tokenizer_dir();
@@ -299,4 +299,4 @@ TEST(ChatTemplateTest, RejectsBadRoles) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

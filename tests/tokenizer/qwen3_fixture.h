@@ -16,6 +16,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::tokenizer;
+
 inline std::string tokenizer_data_path(const std::string& name) {
   return ASPEN_SOURCE_DIR "/tests/tokenizer/data/" + name;
 }

@@ -7,7 +7,7 @@
 #include "aspen/util/error.h"
 #include "qwen3_fixture.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 using testing::qwen3_tokenizer;
@@ -116,4 +116,4 @@ TEST(Qwen3Parity, DecodeMatchesHfIncludingSplitCharacters) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -6,7 +6,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 constexpr const char* kQwenPattern =
@@ -69,4 +69,4 @@ TEST(RegexSplitter, BadPatternIsAnErrorNamingTheSource) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

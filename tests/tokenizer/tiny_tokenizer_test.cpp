@@ -7,7 +7,7 @@
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 using Ids = std::vector<TokenId>;
@@ -86,4 +86,4 @@ TEST(TinyVocabulary, LookupsCoverModelAndAddedTokens) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

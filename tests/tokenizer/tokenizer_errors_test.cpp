@@ -9,7 +9,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 nlohmann::json tiny_json() {
@@ -170,4 +170,4 @@ TEST(TokenizerErrors, TwoTokensWithOneIdAreRefused) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

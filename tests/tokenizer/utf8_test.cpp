@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 std::string lossy(std::string_view bytes) {
@@ -59,4 +59,4 @@ TEST(Utf8Codec, EncodeDecodeRoundTripAtBoundaries) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::tokenizer

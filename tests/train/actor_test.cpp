@@ -12,7 +12,7 @@
 #include "aspen/util/error.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 TrainBatch rl_batch(ActorTrainer& actor) {
@@ -294,4 +294,4 @@ TEST(ReferencePolicy, IsAFrozenCopy) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

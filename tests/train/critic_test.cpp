@@ -7,7 +7,7 @@
 #include "aspen/train/micro_batches.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 TEST(CriticModel, StartsFromThePolicyDecoderWithAZeroHead) {
@@ -66,4 +66,4 @@ TEST(CriticTrainer, UpdateReducesTheValueLoss) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

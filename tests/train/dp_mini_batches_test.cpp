@@ -11,7 +11,7 @@
 #include "aspen/util/error.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 TEST(DpMiniBatches, OneRankIsTheSingleRankSchedule) {
@@ -81,4 +81,4 @@ TEST(BatchRows, SelectRepacksTokenAndRowColumns) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

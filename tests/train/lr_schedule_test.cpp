@@ -7,7 +7,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 TEST(LrSchedule, ConstantIsOneAfterWarmup) {
@@ -48,4 +48,4 @@ TEST(LrSchedule, Validation) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

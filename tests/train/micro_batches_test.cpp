@@ -11,7 +11,7 @@
 #include "aspen/util/error.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 std::vector<int64_t> loads(const std::vector<std::vector<int64_t>>& plan,
@@ -113,4 +113,4 @@ TEST(MakeMicroBatches, NoPaddingAndEveryResponseTokenOnce) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

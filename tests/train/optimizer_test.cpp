@@ -10,7 +10,7 @@
 
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 torch::Tensor leaf(std::vector<double> values, std::vector<int64_t> shape) {
@@ -313,4 +313,4 @@ TEST(Optimizer, LoadOfMissingFileIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

@@ -11,7 +11,7 @@
 #include "aspen/train/sft.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 std::vector<SftExample> copy_task() {
@@ -131,4 +131,4 @@ TEST(Recompute, MoeLoadBalancingGradientsEqualThePlainForward) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

@@ -8,7 +8,7 @@
 #include "aspen/train/batch_rows.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 // Rows 0..3 with response lengths 4, 4, 2, 2; rollout log-probs = the trainer's
@@ -81,4 +81,4 @@ TEST(RolloutMismatch, TruncatedImportanceSamplingReportsTheCappedShare) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

@@ -9,7 +9,7 @@
 #include "aspen/util/error.h"
 #include "train/train_fixtures.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 // "ab" -> "ba": prompt BOS a b SEP, answer b a EOS, over letters 4..9.
@@ -100,4 +100,4 @@ TEST(Sft, EmptyPromptIsAnError) {
 }
 
 }  // namespace
-}  // namespace aspen
+}  // namespace aspen::train

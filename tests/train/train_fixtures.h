@@ -15,6 +15,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::train;
+
 inline QwenForCausalLM tiny_model(uint64_t seed = 1, torch::ScalarType dtype = torch::kFloat,
                                   bool tied = false) {
   // initializer_range 0.02 gives near-uniform logits; fine for gradients and tests.

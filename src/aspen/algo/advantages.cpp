@@ -3,9 +3,10 @@
 #include <torch/torch.h>
 
 #include "aspen/algo/groups.h"
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 // Checks the outcome-estimator inputs and returns the detached scores.
@@ -110,4 +111,4 @@ AdvantagesAndReturns gae_advantages(const torch::Tensor& token_rewards, const to
   return {whiten_advantages ? whiten(adv) : adv, returns};
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -31,9 +31,10 @@
 
 #include <torch/types.h>
 
+#include "aspen/algo/imports.h"
 #include "aspen/algo/packed.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 struct GrpoOptions {
   bool norm_by_std = true;  // false = Dr. GRPO
@@ -72,4 +73,4 @@ AdvantagesAndReturns gae_advantages(const torch::Tensor& token_rewards, const to
 
 torch::Tensor whiten(const torch::Tensor& x);
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 std::string agg_mode_name(AggMode mode) {
   switch (mode) {
@@ -67,4 +68,4 @@ torch::Tensor token_mean_metric(const torch::Tensor& per_token) {
   return x.mean();
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

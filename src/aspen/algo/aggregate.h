@@ -27,9 +27,10 @@
 #include <optional>
 #include <string>
 
+#include "aspen/algo/imports.h"
 #include "aspen/algo/packed.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 enum class AggMode { kTokenMean, kSeqMeanTokenMean, kSeqMeanTokenSum, kSeqMeanTokenSumNorm };
 
@@ -50,4 +51,4 @@ torch::Tensor aggregate(const torch::Tensor& per_token, const PackedSeqs& packed
 // Plain mean over this batch's tokens, detached: what metrics report (0 if T = 0).
 torch::Tensor token_mean_metric(const torch::Tensor& per_token);
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -7,6 +7,7 @@
 #include "aspen/algo/aggregate.h"
 #include "aspen/algo/dapo.h"
 #include "aspen/algo/groups.h"
+#include "aspen/algo/imports.h"
 #include "aspen/algo/kl.h"
 #include "aspen/algo/kl_controller.h"
 #include "aspen/algo/packed.h"

@@ -7,9 +7,10 @@
 #include <map>
 #include <string>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 std::set<int64_t> informative_groups(const std::vector<int64_t>& group_of_row,
                                      const std::vector<double>& rewards) {
@@ -47,4 +48,4 @@ torch::Tensor overlong_penalty(const torch::Tensor& lengths, const OverlongBuffe
   return (penalty * b.penalty_factor).to(torch::kFloat);
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

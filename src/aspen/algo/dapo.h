@@ -24,7 +24,9 @@
 #include <set>
 #include <vector>
 
-namespace aspen {
+#include "aspen/algo/imports.h"
+
+namespace aspen::algo {
 
 // DAPO's dynamic-sampling rule, the one place it is written: a group whose rewards are
 // all equal has zero advantage for every member, so it teaches nothing. Returns the
@@ -44,4 +46,4 @@ struct OverlongBuffer {
 // lengths [B] integer -> [B] float32 penalties (<= 0).
 torch::Tensor overlong_penalty(const torch::Tensor& lengths, const OverlongBuffer& buffer);
 
-}  // namespace aspen
+}  // namespace aspen::algo

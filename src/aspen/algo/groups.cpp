@@ -2,9 +2,10 @@
 
 #include <torch/torch.h>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 GroupIndex GroupIndex::from_ids(const torch::Tensor& group_ids) {
   check_input(group_ids.defined() && group_ids.dim() == 1, "group ids must be a 1-D [B] tensor",
@@ -45,4 +46,4 @@ torch::Tensor group_std(const torch::Tensor& values, const GroupIndex& groups) {
   return (sq / (groups.counts - 1).to(values.scalar_type())).sqrt();
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -14,7 +14,9 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/algo/imports.h"
+
+namespace aspen::algo {
 
 struct GroupIndex {
   torch::Tensor ids;      // [G] int64, sorted unique group labels
@@ -30,4 +32,4 @@ struct GroupIndex {
 torch::Tensor group_mean(const torch::Tensor& values, const GroupIndex& groups);
 torch::Tensor group_std(const torch::Tensor& values, const GroupIndex& groups);
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -2,9 +2,10 @@
 
 #include <torch/torch.h>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 torch::Tensor kl_penalty(const torch::Tensor& logprobs, const torch::Tensor& ref_logprobs,
                          KlEstimator estimator) {
@@ -40,4 +41,4 @@ torch::Tensor entropy_loss(const torch::Tensor& entropy, const PackedSeqs& packe
   return aggregate(entropy, packed, agg);
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

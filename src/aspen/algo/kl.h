@@ -21,9 +21,10 @@
 #include <string>
 
 #include "aspen/algo/aggregate.h"
+#include "aspen/algo/imports.h"
 #include "aspen/algo/packed.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 enum class KlEstimator { kK1, kAbs, kK2, kK3 };
 
@@ -40,4 +41,4 @@ torch::Tensor kl_loss(const torch::Tensor& logprobs, const torch::Tensor& ref_lo
 torch::Tensor entropy_loss(const torch::Tensor& entropy, const PackedSeqs& packed,
                            const AggOptions& agg);
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 KlController KlController::fixed(double coef) {
   check_input(coef >= 0, "KL coefficient must be >= 0", "kl_ctrl.kl_coef");
@@ -29,4 +30,4 @@ void KlController::restore(double value) {
   value_ = value;
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

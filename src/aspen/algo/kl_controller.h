@@ -13,7 +13,9 @@
 
 #include <cstdint>
 
-namespace aspen {
+#include "aspen/algo/imports.h"
+
+namespace aspen::algo {
 
 class KlController {
  public:
@@ -38,4 +40,4 @@ class KlController {
   double horizon_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::algo

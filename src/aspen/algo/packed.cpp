@@ -2,9 +2,10 @@
 
 #include <torch/torch.h>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 PackedSeqs PackedSeqs::from_cu_seqlens(const torch::Tensor& cu_seqlens) {
   check_input(cu_seqlens.defined() && cu_seqlens.dim() == 1 && cu_seqlens.numel() >= 1,
@@ -91,4 +92,4 @@ torch::Tensor discounted_reverse_cumsum(const torch::Tensor& x, const PackedSeqs
   return out.to(x.options());
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/algo/imports.h"
+
+namespace aspen::algo {
 
 class PackedSeqs {
  public:
@@ -70,4 +72,4 @@ torch::Tensor place_at_last_token(const torch::Tensor& per_row, const PackedSeqs
 torch::Tensor discounted_reverse_cumsum(const torch::Tensor& x, const PackedSeqs& packed,
                                         double gamma);
 
-}  // namespace aspen
+}  // namespace aspen::algo

@@ -2,9 +2,10 @@
 
 #include <torch/torch.h>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 namespace {
 
 constexpr double kMaxLogRatio = 20.0;  // exp(20) ~ 5e8: keeps the ratio finite
@@ -90,4 +91,4 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PackedSeqs& packe
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

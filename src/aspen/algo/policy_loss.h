@@ -34,9 +34,10 @@
 #include <optional>
 
 #include "aspen/algo/aggregate.h"
+#include "aspen/algo/imports.h"
 #include "aspen/algo/packed.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 enum class PolicyRatio { kToken, kSequence };
 enum class OffPolicyCorrection { kNone, kDecoupled, kTruncatedIS };
@@ -73,4 +74,4 @@ struct PolicyLossResult {
 PolicyLossResult policy_loss(const PolicyLossInputs& inputs, const PackedSeqs& packed,
                              const PolicyLossOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::algo

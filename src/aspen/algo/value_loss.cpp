@@ -2,9 +2,10 @@
 
 #include <torch/torch.h>
 
+#include "aspen/algo/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 ValueLossResult value_loss(const torch::Tensor& values, const torch::Tensor& old_values,
                            const torch::Tensor& returns, const PackedSeqs& packed,
@@ -25,4 +26,4 @@ ValueLossResult value_loss(const torch::Tensor& values, const torch::Tensor& old
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::algo

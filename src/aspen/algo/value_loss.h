@@ -13,9 +13,10 @@
 #include <torch/types.h>
 
 #include "aspen/algo/aggregate.h"
+#include "aspen/algo/imports.h"
 #include "aspen/algo/packed.h"
 
-namespace aspen {
+namespace aspen::algo {
 
 struct ValueLossResult {
   torch::Tensor loss;       // 0-dim, differentiable w.r.t. values
@@ -26,4 +27,4 @@ ValueLossResult value_loss(const torch::Tensor& values, const torch::Tensor& old
                            const torch::Tensor& returns, const PackedSeqs& packed,
                            double clip_range, const AggOptions& agg);
 
-}  // namespace aspen
+}  // namespace aspen::algo

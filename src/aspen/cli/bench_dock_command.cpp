@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/util/error.h"
 #include "bench/dock_bench.h"
 #include "bench/dock_soak.h"

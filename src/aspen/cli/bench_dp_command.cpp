@@ -10,6 +10,7 @@
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/device_option.h"
+#include "aspen/cli/imports.h"
 #include "bench/dp_bench.h"
 
 namespace aspen::cli {

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/parallel/compute_threads.h"
 #include "bench/linear_bench.h"

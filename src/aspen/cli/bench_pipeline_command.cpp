@@ -8,6 +8,7 @@
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/device_option.h"
+#include "aspen/cli/imports.h"
 #include "bench/pipeline_bench.h"
 
 namespace aspen::cli {

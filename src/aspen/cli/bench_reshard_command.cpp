@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "bench/reshard_bench.h"
 
 namespace aspen::cli {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/cli/device_option.h"
 #include "bench/rollout_bench.h"

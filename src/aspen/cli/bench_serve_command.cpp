@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "bench/serve_bench.h"
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "bench/tokenizer_bench.h"
 
 namespace aspen::cli {

@@ -4,6 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "aspen/cli/imports.h"
+
 namespace aspen::cli {
 namespace {
 

@@ -10,6 +10,8 @@
 
 #include <functional>
 
+#include "aspen/cli/imports.h"
+
 namespace aspen::cli {
 
 // Returns the process exit status.

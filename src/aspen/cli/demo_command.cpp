@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/tokenizer/bpe_trainer.h"

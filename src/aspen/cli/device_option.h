@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "aspen/cli/imports.h"
+
 namespace aspen::cli {
 
 inline CLI::Option* add_device_option(CLI::App* command, std::string& device) {

@@ -3,6 +3,7 @@
 // (roles soak-producer|soak-consumer, bench/dock_soak.h), started by the benchmark
 // itself. The shared token comes from ASPEN_DOCK_TOKEN.
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/util/error.h"
 #include "bench/dock_bench.h"
 #include "bench/dock_soak.h"

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/config/train_config.h"
 #include "aspen/parallel/compute_threads.h"

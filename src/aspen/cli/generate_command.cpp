@@ -17,6 +17,7 @@
 #include <iostream>
 #include <optional>
 
+#include "aspen/cli/imports.h"
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "aspen/cli/dtype_option.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/kv_cache_option.h"
 #include "aspen/io/model_dir.h"
 #include "aspen/model/pretrained.h"

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/io/hf_config.h"
 #include "aspen/io/hf_head.h"
 #include "aspen/io/jsonl.h"

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "aspen/cli/imports.h"
 #include "aspen/rollout/kv_budget.h"
 
 namespace aspen::cli {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/parallel/launcher.h"
 #include "aspen/util/error.h"
 

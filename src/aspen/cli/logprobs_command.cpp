@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/device_option.h"

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/util/allocator_tuning.h"
 #include "aspen/util/denormals.h"
 #include "aspen/util/error.h"

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/report/run_report.h"
 #include "aspen/util/file.h"
 

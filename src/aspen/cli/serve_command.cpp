@@ -33,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "aspen/cli/imports.h"
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/command.h"
 #include "aspen/cli/threads_option.h"

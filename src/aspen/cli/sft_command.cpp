@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/config/train_config.h"
 #include "aspen/io/jsonl.h"

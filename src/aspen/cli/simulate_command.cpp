@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/config/train_config.h"
 #include "aspen/sim/simulation_spec.h"
 #include "aspen/util/config.h"

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "aspen/cli/imports.h"
+
 namespace aspen::cli {
 
 inline CLI::Option* add_threads_option(CLI::App* command, int& threads) {

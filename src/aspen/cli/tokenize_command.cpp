@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/tokenizer/bpe_trainer.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"

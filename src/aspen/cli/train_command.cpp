@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/config/train_config.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/pipeline/rl_run.h"

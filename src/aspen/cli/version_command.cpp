@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/imports.h"
 #include "aspen/parallel/device.h"
 
 namespace aspen::cli {

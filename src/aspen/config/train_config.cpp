@@ -8,9 +8,10 @@
 #include <set>
 #include <thread>
 
+#include "aspen/config/imports.h"
 #include "aspen/config/train_config_fields.h"
 
-namespace aspen {
+namespace aspen::config {
 namespace {
 
 void check_one_of(const std::string& value, const std::set<std::string>& allowed,
@@ -538,4 +539,4 @@ std::string config_reference_markdown(const std::string& section) {
   return rows.empty() ? rows : "| key | default | meaning |\n|---|---|---|\n" + rows;
 }
 
-}  // namespace aspen
+}  // namespace aspen::config

@@ -17,12 +17,13 @@
 
 #include "aspen/algo/aggregate.h"
 #include "aspen/algo/kl.h"
+#include "aspen/config/imports.h"
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/placement.h"
 #include "aspen/train/lr_schedule.h"
 #include "aspen/util/config.h"
 
-namespace aspen {
+namespace aspen::config {
 
 // Enum keys, each parsed once when the config is read; name_of gives the spelling the
 // config and its JSON use (aliases such as kl_estimator's "k3" read as their value).
@@ -305,4 +306,4 @@ std::string config_reference_markdown(const std::string& section);
 // The section names, in the config's order.
 const std::vector<std::string>& config_sections();
 
-}  // namespace aspen
+}  // namespace aspen::config

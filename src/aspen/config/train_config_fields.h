@@ -18,9 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/config/imports.h"
 #include "aspen/config/train_config.h"
 
-namespace aspen {
+namespace aspen::config {
 
 // Spellings of an enum: the first entry of each value is its name (name_of); later
 // entries of the same value are aliases accepted on reading.
@@ -502,4 +503,4 @@ void visit_fields(SimulateSection& s, Visitor& v) {
   v.field("seed", s.seed, "seed of the response lengths");
 }
 
-}  // namespace aspen
+}  // namespace aspen::config

@@ -2,9 +2,10 @@
 
 #include <set>
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 void put_row_info(ByteWriter& w, const RowInfo& info) {
   w.put<int64_t>(info.group_id).put<int32_t>(info.group_size);
@@ -78,4 +79,4 @@ Claim share_of(const Claim& claim, int rank) {
   return share;
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

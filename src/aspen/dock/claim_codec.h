@@ -17,9 +17,10 @@
 #include <string>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/dock/imports.h"
 #include "aspen/dock/wire_format.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 void put_row_info(ByteWriter& w, const RowInfo& info);
 RowInfo get_row_info(ByteReader& r);
@@ -29,4 +30,4 @@ Claim decode_claim(const std::string& bytes);
 
 Claim share_of(const Claim& claim, int rank);
 
-}  // namespace aspen
+}  // namespace aspen::dock

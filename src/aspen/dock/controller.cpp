@@ -8,10 +8,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "aspen/dock/imports.h"
 #include "aspen/dock/token_balance.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 double seconds_between(std::chrono::steady_clock::time_point a,
@@ -599,4 +600,4 @@ nlohmann::json DockController::metrics() {
           {"consumers", consumers}};
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

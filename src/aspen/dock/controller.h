@@ -85,10 +85,11 @@
 #include <unordered_set>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/dock/imports.h"
 #include "aspen/util/clock.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 // The audit trail of the ledger (see the contract above); either may be empty.
 struct DockLedgerHooks {
@@ -233,4 +234,4 @@ class DockController : public ControllerApi {
   std::vector<ConsumerStats> stats_ GUARDED_BY(mutex_);  // [consumer]
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -1,8 +1,9 @@
 #include "aspen/dock/controller_protocol.h"
 
 #include "aspen/dock/claim_codec.h"
+#include "aspen/dock/imports.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 enum ControllerOp : uint16_t {
@@ -464,4 +465,4 @@ nlohmann::json RemoteController::metrics() {
   return nlohmann::json::parse(r.get_string());
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

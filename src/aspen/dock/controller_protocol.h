@@ -23,10 +23,11 @@
 #include <memory>
 
 #include "aspen/dock/controller.h"
+#include "aspen/dock/imports.h"
 #include "aspen/dock/rpc_client.h"
 #include "aspen/dock/zmq_service.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 class ControllerService {
  public:
@@ -80,4 +81,4 @@ class RemoteController : public ControllerApi {
   DockSchema schema_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

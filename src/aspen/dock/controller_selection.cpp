@@ -4,6 +4,7 @@
 // this file holds one concept of the controller, the choice of rows, apart from its
 // bookkeeping (leases, acks, retirement) in controller.cpp.
 #include "aspen/dock/controller.h"
+#include "aspen/dock/imports.h"
 
 #include <algorithm>
 #include <limits>
@@ -14,7 +15,7 @@
 #include "aspen/dock/token_balance.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 // The row filters of a claim. Scope (groups, target) says which rows the claim may
@@ -150,4 +151,4 @@ DockController::Selection DockController::select_window_locked(int consumer,
   return selection;
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -18,10 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "aspen/dock/imports.h"
 #include "aspen/dock/schema.h"
 #include "aspen/parallel/weight_set.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 struct ClaimOptions {
   int64_t max_rows = 1;       // k: at most this many rows
@@ -189,4 +190,4 @@ class DockTransport {
   virtual WarehouseApi& warehouse(WarehouseId id) = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

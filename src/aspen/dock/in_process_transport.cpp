@@ -1,8 +1,9 @@
 #include "aspen/dock/in_process_transport.h"
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 InProcessDock::InProcessDock(DockSchema schema, DockControllerOptions options, int warehouses)
     : controller(std::make_shared<DockController>(std::move(schema), options)) {
@@ -27,4 +28,4 @@ WarehouseApi& InProcessTransport::warehouse(WarehouseId id) {
   return *dock_->warehouses[id];
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -8,9 +8,10 @@
 #include <memory>
 
 #include "aspen/dock/controller.h"
+#include "aspen/dock/imports.h"
 #include "aspen/dock/warehouse.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 // The shared state of an in-process dock: one controller, n registered warehouses.
 struct InProcessDock {
@@ -34,4 +35,4 @@ class InProcessTransport : public DockTransport {
   WarehouseId local_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

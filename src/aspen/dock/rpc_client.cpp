@@ -2,9 +2,10 @@
 
 #include <zmq_addon.hpp>
 
+#include "aspen/dock/imports.h"
 #include "aspen/dock/zmq_service.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 RpcClient::RpcClient(RpcClientOptions options) : options_(std::move(options)) {
   check_input(!options_.token.empty(), "empty token", "dock client " + options_.endpoint,
@@ -75,4 +76,4 @@ WireMessage RpcClient::call(const WireMessage& request, double extra_wait_s) {
   return reply;
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

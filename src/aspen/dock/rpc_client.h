@@ -13,10 +13,11 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "aspen/dock/imports.h"
 #include "aspen/dock/wire_format.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 struct RpcClientOptions {
   std::string endpoint;
@@ -42,4 +43,4 @@ class RpcClient {
   std::vector<zmq::socket_t> idle_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

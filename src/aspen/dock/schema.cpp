@@ -2,9 +2,10 @@
 
 #include <set>
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 DockSchema::DockSchema(std::vector<ColumnSpec> columns, std::vector<ConsumerSpec> consumers)
     : columns_(std::move(columns)), consumers_(std::move(consumers)) {
@@ -48,4 +49,4 @@ int DockSchema::consumer_index(const std::string& name) const {
   throw Error("unknown consumer '" + name + "'", "dock schema");
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/dock/imports.h"
+
+namespace aspen::dock {
 
 using RowId = int64_t;
 using WarehouseId = int32_t;
@@ -72,4 +74,4 @@ class DockSchema {
   std::vector<std::vector<int>> needed_;  // [consumer] -> column indices
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

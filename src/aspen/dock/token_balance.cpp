@@ -4,9 +4,10 @@
 #include <numeric>
 #include <queue>
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 void finish(TokenPartition& partition, const std::vector<int64_t>& weights) {
@@ -116,4 +117,4 @@ double token_balance_bound(const std::vector<int64_t>& weights, int ranks) {
   return total / ranks + (1.0 - 1.0 / ranks) * largest;
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace aspen {
+#include "aspen/dock/imports.h"
+
+namespace aspen::dock {
 
 struct TokenPartition {
   std::vector<std::vector<int>> ranks;  // [rank] -> indices into the input weights
@@ -34,4 +36,4 @@ TokenPartition balance_by_tokens(const std::vector<int64_t>& weights, int ranks)
 // Graham's bound on max load that balance_by_tokens guarantees.
 double token_balance_bound(const std::vector<int64_t>& weights, int ranks);
 
-}  // namespace aspen
+}  // namespace aspen::dock

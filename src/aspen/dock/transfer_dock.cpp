@@ -2,10 +2,11 @@
 
 #include <map>
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 int64_t bytes_of(const std::vector<ColumnData>& columns) {
@@ -211,4 +212,4 @@ nlohmann::json TransferDock::metrics() {
             {"row_calls", row_calls_.load()}}}};
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

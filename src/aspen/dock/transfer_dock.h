@@ -18,8 +18,9 @@
 #include <memory>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/dock/imports.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 class TransferDock {
  public:
@@ -83,4 +84,4 @@ class TransferDock {
   std::atomic<int64_t> row_calls_{0};  // see row_calls()
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -1,8 +1,9 @@
 #include "aspen/dock/warehouse.h"
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 int64_t tensor_bytes(const torch::Tensor& t) {
@@ -87,4 +88,4 @@ nlohmann::json Warehouse::metrics() {
           {"weights_version", weights != nullptr ? weights->version : int64_t{-1}}};
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -14,10 +14,11 @@
 #include <unordered_map>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/dock/imports.h"
 #include "aspen/parallel/weight_set.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 class Warehouse : public WarehouseApi {
  public:
@@ -39,4 +40,4 @@ class Warehouse : public WarehouseApi {
   WeightBoard weights_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

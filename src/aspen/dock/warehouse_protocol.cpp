@@ -1,6 +1,8 @@
 #include "aspen/dock/warehouse_protocol.h"
 
-namespace aspen {
+#include "aspen/dock/imports.h"
+
+namespace aspen::dock {
 namespace {
 
 enum WarehouseOp : uint16_t {
@@ -182,4 +184,4 @@ nlohmann::json RemoteWarehouse::metrics() {
   return nlohmann::json::parse(r.get_string());
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -13,11 +13,12 @@
 
 #include <memory>
 
+#include "aspen/dock/imports.h"
 #include "aspen/dock/rpc_client.h"
 #include "aspen/dock/warehouse.h"
 #include "aspen/dock/zmq_service.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 class WarehouseService {
  public:
@@ -48,4 +49,4 @@ class RemoteWarehouse : public WarehouseApi {
   RpcClient client_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

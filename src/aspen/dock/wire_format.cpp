@@ -1,9 +1,10 @@
 #include "aspen/dock/wire_format.h"
+#include "aspen/dock/imports.h"
 
 #include <algorithm>
 #include <memory>
 
-namespace aspen {
+namespace aspen::dock {
 namespace {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the dock wire format is little-endian");
@@ -171,4 +172,4 @@ std::string error_text(const WireMessage& message) {
   return reader.get_string();
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -31,9 +31,10 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 struct WireMessage {
   uint16_t op = 0;
@@ -138,4 +139,4 @@ class ByteReader {
   size_t offset_ = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -4,9 +4,10 @@
 
 #include <zmq_addon.hpp>
 
+#include "aspen/dock/imports.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 zmq::context_t& dock_zmq_context() {
   static zmq::context_t* context = new zmq::context_t(1);  // never destroyed: no exit races
@@ -194,4 +195,4 @@ void ZmqService::serve() {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -23,10 +23,11 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "aspen/dock/imports.h"
 #include "aspen/dock/wire_format.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 // The process-wide ZeroMQ context every dock socket uses.
 zmq::context_t& dock_zmq_context();
@@ -84,4 +85,4 @@ class ZmqService {
   std::thread io_thread_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

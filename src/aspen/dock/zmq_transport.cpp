@@ -1,6 +1,8 @@
 #include "aspen/dock/zmq_transport.h"
 
-namespace aspen {
+#include "aspen/dock/imports.h"
+
+namespace aspen::dock {
 
 ZmqTransport::ZmqTransport(ZmqTransportOptions options) : options_(std::move(options)) {
   controller_ = std::make_unique<RemoteController>(client_options(options_.controller_endpoint));
@@ -47,4 +49,4 @@ nlohmann::json ZmqTransport::warehouse_wire_metrics() const {
   return service_ ? service_->wire_metrics() : nlohmann::json::object();
 }
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -13,10 +13,11 @@
 #include <memory>
 
 #include "aspen/dock/controller_protocol.h"
+#include "aspen/dock/imports.h"
 #include "aspen/dock/warehouse_protocol.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::dock {
 
 struct ZmqTransportOptions {
   std::string controller_endpoint;
@@ -54,4 +55,4 @@ class ZmqTransport : public DockTransport {
   std::map<WarehouseId, std::unique_ptr<RemoteWarehouse>> remotes_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::dock

@@ -6,11 +6,12 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "aspen/io/imports.h"
 #include "aspen/io/strict_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -613,4 +614,4 @@ std::string to_hf_config_json(const ModelConfig& config) {
   return out.dump(2) + "\n";
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

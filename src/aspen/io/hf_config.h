@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 enum class ModelFamily { kQwen2, kQwen3, kQwen3Moe, kDeepseekV3 };
 
@@ -178,4 +180,4 @@ ModelConfig load_hf_config(const std::string& path);
 // Serialises to HF config.json text that transformers loads as the same architecture.
 std::string to_hf_config_json(const ModelConfig& config);
 
-}  // namespace aspen
+}  // namespace aspen::io

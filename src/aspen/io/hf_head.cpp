@@ -1,10 +1,11 @@
 #include "aspen/io/hf_head.h"
 
+#include "aspen/io/imports.h"
 #include "aspen/io/strict_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -48,4 +49,4 @@ HfHeadConfig load_hf_head(const std::string& config_path) {
   return parse_hf_head(read_file(config_path), config_path);
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <string>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 enum class HfHead { kCausalLM, kSequenceClassification };
 
@@ -28,4 +30,4 @@ struct HfHeadConfig {
 HfHeadConfig parse_hf_head(const std::string& json_text, const std::string& source);
 HfHeadConfig load_hf_head(const std::string& config_path);
 
-}  // namespace aspen
+}  // namespace aspen::io

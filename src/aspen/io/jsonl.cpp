@@ -1,9 +1,10 @@
 #include "aspen/io/jsonl.h"
 
+#include "aspen/io/imports.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::io {
 
 JsonlReader::JsonlReader(std::istream& in, std::string source)
     : in_(in), source_(std::move(source)) {}
@@ -32,4 +33,4 @@ void write_jsonl(std::ostream& out, const nlohmann::json& value) {
   out.flush();
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -10,7 +10,9 @@
 #include <ostream>
 #include <string>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 class JsonlReader {
  public:
@@ -37,4 +39,4 @@ class JsonlReader {
 // sees each result as soon as it is ready. Invalid UTF-8 in strings becomes U+FFFD.
 void write_jsonl(std::ostream& out, const nlohmann::json& value);
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -6,12 +6,13 @@
 #include <regex>
 #include <set>
 
+#include "aspen/io/imports.h"
 #include "aspen/io/safetensors.h"
 #include "aspen/io/strict_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 namespace fs = std::filesystem;
@@ -198,4 +199,4 @@ std::optional<GenerationConfig> read_generation_config(const std::string& dir) {
   return config;
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -24,7 +24,9 @@
 #include <utility>
 #include <vector>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 constexpr const char* kSingleWeightsFile = "model.safetensors";
 constexpr const char* kWeightsIndexFile = "model.safetensors.index.json";
@@ -59,4 +61,4 @@ struct GenerationConfig {
 // file and key for malformed content.
 std::optional<GenerationConfig> read_generation_config(const std::string& dir);
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -11,11 +11,12 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "aspen/io/imports.h"
 #include "aspen/io/safetensors_header.h"
 #include "aspen/io/strict_json.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::io {
 
 // The mapped file plus its validated header. Shared by the reader and by every
 // zero-copy tensor (through its deleter), so the mapping outlives whichever goes last.
@@ -230,4 +231,4 @@ std::map<std::string, torch::Tensor> load_safetensors(const std::string& path) {
   return tensors;
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

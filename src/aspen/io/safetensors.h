@@ -16,7 +16,9 @@
 #include <utility>
 #include <vector>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 class SafetensorsReader {
  public:
@@ -47,4 +49,4 @@ void write_safetensors(const std::string& path,
 // Convenience: every tensor of one file, by name.
 std::map<std::string, torch::Tensor> load_safetensors(const std::string& path);
 
-}  // namespace aspen
+}  // namespace aspen::io

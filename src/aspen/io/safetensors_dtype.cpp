@@ -2,7 +2,9 @@
 
 #include <iterator>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 namespace {
 
 // Order follows the spec's Dtype enum. F8_E4M3 is the "fn" (finite) variant torch
@@ -34,4 +36,4 @@ const SafetensorsDtype* find_safetensors_dtype(torch::ScalarType type) {
   return nullptr;
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -15,7 +15,9 @@
 #include <optional>
 #include <string>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 struct SafetensorsDtype {
   const char* name;                             // as written in the header, e.g. "BF16"
@@ -29,4 +31,4 @@ const SafetensorsDtype* find_safetensors_dtype(const std::string& name);
 // The entry for a torch dtype, or nullptr if safetensors has no name for it.
 const SafetensorsDtype* find_safetensors_dtype(torch::ScalarType type);
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -4,10 +4,11 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "aspen/io/imports.h"
 #include "aspen/io/strict_json.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::io {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -183,4 +184,4 @@ std::string serialize_safetensors_header(const std::vector<SafetensorsEntry>& te
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/io/imports.h"
 #include "aspen/io/safetensors_dtype.h"
 
-namespace aspen {
+namespace aspen::io {
 
 // The header length field is rejected above this (the reference's limit), so a
 // corrupt length cannot make us parse or allocate gigabytes.
@@ -49,4 +50,4 @@ SafetensorsHeader parse_safetensors_header(const char* data, uint64_t size, uint
 std::string serialize_safetensors_header(const std::vector<SafetensorsEntry>& tensors,
                                          const std::map<std::string, std::string>& metadata);
 
-}  // namespace aspen
+}  // namespace aspen::io

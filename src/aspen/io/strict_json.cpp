@@ -4,9 +4,10 @@
 #include <set>
 #include <vector>
 
+#include "aspen/io/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::io {
 
 bool is_valid_utf8(const char* data, std::size_t size) {
   const auto* s = reinterpret_cast<const unsigned char*>(data);
@@ -78,4 +79,4 @@ nlohmann::ordered_json parse_strict_json(const std::string& text, const std::str
   return document;
 }
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "aspen/io/imports.h"
+
+namespace aspen::io {
 
 // True if bytes [data, data + size) are well-formed UTF-8 (no overlongs, no
 // surrogates, nothing above U+10FFFF).
@@ -24,4 +26,4 @@ bool is_valid_utf8(const char* data, std::size_t size);
 // names the key).
 nlohmann::ordered_json parse_strict_json(const std::string& text, const std::string& source);
 
-}  // namespace aspen
+}  // namespace aspen::io

@@ -4,7 +4,9 @@
 // Thread safety: each answer is computed once (a function-local static).
 #pragma once
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 // AVX-512 F, BW and VL: every AVX-512 server CPU since Skylake-SP has all three.
 inline bool cpu_has_avx512() {
@@ -19,4 +21,4 @@ inline bool cpu_has_avx512_bf16() {
   return has;
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aspen/kernels/cpu_features.h"
+#include "aspen/kernels/imports.h"
 
 // Every helper carries the same target attributes, so they inline into the row loops;
 // the instruction sets are checked at run time (logprob_chunk_cpu_applies), so the build
@@ -18,7 +19,7 @@
 #define ASPEN_CHUNK_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define ASPEN_CHUNK_INLINE ASPEN_CHUNK_TARGET __attribute__((always_inline)) inline
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 constexpr int64_t kLanes = 16;
@@ -500,4 +501,4 @@ void logprob_chunk_grad_t_cpu(const torch::Tensor& logits_t, double temperature,
   });
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

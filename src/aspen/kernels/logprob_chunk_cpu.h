@@ -24,7 +24,9 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 // Whether this CPU runs the fused loops (AVX-512F/BW/VL, checked at run time).
 bool logprob_chunk_cpu_available();
@@ -70,4 +72,4 @@ void logprob_chunk_grad_t_cpu(const torch::Tensor& logits_t, double temperature,
                               const torch::Tensor& grad_ent, const torch::Tensor& mean_logit,
                               torch::Tensor& grad_z_t);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "aspen/kernels/imports.h"
 #include "aspen/kernels/logprob_chunk_cpu.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 // Scaled logits z = hidden @ weight[begin:begin+n]^T / temperature, [T, n] in the
@@ -268,4 +269,4 @@ std::pair<torch::Tensor, torch::Tensor> head_backward(
           need_weight ? grad_weight.to(weight.scalar_type()) : torch::Tensor()};
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

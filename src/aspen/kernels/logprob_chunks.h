@@ -22,9 +22,10 @@
 
 #include <utility>
 
+#include "aspen/kernels/imports.h"
 #include "aspen/kernels/logprob_head.h"
 
-namespace aspen {
+namespace aspen::kernels {
 
 torch::ScalarType head_acc_dtype(const torch::Tensor& hidden);
 
@@ -95,4 +96,4 @@ torch::autograd::variable_list save_head_for_backward(
 std::pair<torch::Tensor, torch::Tensor> head_backward(
     torch::autograd::AutogradContext* ctx, const torch::autograd::variable_list& grad_outputs);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

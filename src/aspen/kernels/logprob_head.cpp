@@ -2,9 +2,10 @@
 
 #include <torch/autograd.h>
 
+#include "aspen/kernels/imports.h"
 #include "aspen/kernels/logprob_chunks.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -65,4 +66,4 @@ TokenLogprobs logprobs_reference(const torch::Tensor& hidden, const torch::Tenso
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

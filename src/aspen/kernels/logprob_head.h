@@ -32,7 +32,9 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 struct LogprobHeadOptions {
   double temperature = 1.0;
@@ -58,4 +60,4 @@ TokenLogprobs chunked_logprobs(const torch::Tensor& hidden, const torch::Tensor&
 TokenLogprobs logprobs_reference(const torch::Tensor& hidden, const torch::Tensor& weight,
                                  const torch::Tensor& targets, const LogprobHeadOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "aspen/kernels/cpu_features.h"
+#include "aspen/kernels/imports.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 std::vector<int64_t> to_host_vector(const torch::Tensor& t) {
@@ -405,4 +406,4 @@ torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Ten
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

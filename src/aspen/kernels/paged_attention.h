@@ -32,7 +32,9 @@
 
 #include <vector>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 // Everything one forward step over the paged cache needs, shared by all layers.
 // The cache tensors are handles onto the engine's storage: writes land there.
@@ -61,4 +63,4 @@ torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Ten
                                         const torch::Tensor& query_start,
                                         const torch::Tensor& context_lens, double scale);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

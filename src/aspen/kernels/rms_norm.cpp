@@ -1,4 +1,5 @@
 #include "aspen/kernels/rms_norm.h"
+#include "aspen/kernels/imports.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -6,7 +7,7 @@
 #include <cmath>
 #include <optional>
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -182,4 +183,4 @@ torch::Tensor rms_norm_reference(const torch::Tensor& x, const torch::Tensor& we
   return weight * normed.to(x.scalar_type());
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

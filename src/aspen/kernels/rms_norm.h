@@ -20,10 +20,12 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 torch::Tensor rms_norm_reference(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -1,9 +1,10 @@
 #include "aspen/kernels/rope.h"
+#include "aspen/kernels/imports.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -135,4 +136,4 @@ torch::Tensor apply_rope_reference(const torch::Tensor& x, const RopeTable& tabl
   return (xf * cos + rotated * sin).to(x.scalar_type());
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -21,7 +21,9 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 struct RopeTable {
   torch::Tensor cos;  // [T, D/2] fp32
@@ -39,4 +41,4 @@ torch::Tensor apply_rope(const torch::Tensor& x, const RopeTable& table);
 
 torch::Tensor apply_rope_reference(const torch::Tensor& x, const RopeTable& table);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

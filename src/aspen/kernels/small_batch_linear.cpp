@@ -7,8 +7,9 @@
 #include <cstdint>
 
 #include "aspen/kernels/cpu_features.h"
+#include "aspen/kernels/imports.h"
 
-namespace aspen {
+namespace aspen::kernels {
 namespace {
 
 // The element types: Elem = float, or bf16 as its bits.
@@ -195,4 +196,4 @@ torch::Tensor small_batch_linear(const torch::Tensor& x, const torch::Tensor& we
   return y;
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

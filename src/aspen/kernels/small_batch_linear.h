@@ -30,7 +30,9 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 // The most input rows the kernel takes: 8 in fp32, 4 in bf16 (see the .cpp), 0 for
 // other dtypes.
@@ -43,4 +45,4 @@ torch::Tensor small_batch_linear(const torch::Tensor& x, const torch::Tensor& we
 bool small_batch_kernel_applies(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias = {});
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -2,7 +2,9 @@
 
 #include <torch/autograd.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -41,4 +43,4 @@ torch::Tensor swiglu_reference(const torch::Tensor& gate, const torch::Tensor& u
   return gate * torch::sigmoid(gate) * up;
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

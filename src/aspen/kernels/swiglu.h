@@ -13,10 +13,12 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up);
 
 torch::Tensor swiglu_reference(const torch::Tensor& gate, const torch::Tensor& up);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

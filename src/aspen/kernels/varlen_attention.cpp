@@ -3,7 +3,9 @@
 #include <map>
 #include <vector>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 namespace {
 
 std::vector<int64_t> read_offsets(const torch::Tensor& cu_seqlens, int64_t total) {
@@ -119,4 +121,4 @@ torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tenso
       .to(q.scalar_type());
 }
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -21,10 +21,12 @@
 
 #include <torch/types.h>
 
-namespace aspen {
+#include "aspen/kernels/imports.h"
+
+namespace aspen::kernels {
 
 torch::Tensor varlen_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                       const torch::Tensor& v, const torch::Tensor& cu_seqlens,
                                       double scale);
 
-}  // namespace aspen
+}  // namespace aspen::kernels

@@ -7,9 +7,10 @@
 
 #include <string>
 
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 
 inline torch::ScalarType parse_compute_dtype(const std::string& name, const std::string& where) {
   if (name == "fp32" || name == "float32") return torch::kFloat32;
@@ -17,4 +18,4 @@ inline torch::ScalarType parse_compute_dtype(const std::string& name, const std:
   throw Error("unsupported compute dtype \"" + name + "\"", where, "use fp32 or bf16");
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

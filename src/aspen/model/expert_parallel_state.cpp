@@ -1,8 +1,9 @@
 #include "aspen/model/expert_parallel_state.h"
 
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 constexpr const char* kExpertMarker = ".mlp.experts.";
@@ -80,4 +81,4 @@ std::vector<std::pair<std::string, torch::Tensor>> gather_expert_parallel_state(
   return full;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

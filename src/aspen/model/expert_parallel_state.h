@@ -17,9 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/model/imports.h"
 #include "aspen/model/qwen_model.h"
 
-namespace aspen {
+namespace aspen::model {
 
 // "model.layers.{i}.mlp.experts.{j}.*": a routed expert's tensor (not a shared expert's,
 // not the router's).
@@ -30,4 +31,4 @@ std::optional<int64_t> expert_index(const std::string& hf_name);
 std::vector<std::pair<std::string, torch::Tensor>> gather_expert_parallel_state(
     const QwenForCausalLM& model);
 
-}  // namespace aspen
+}  // namespace aspen::model

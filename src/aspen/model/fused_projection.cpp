@@ -3,9 +3,10 @@
 #include <string>
 
 #include "aspen/kernels/small_batch_linear.h"
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 // Rows [begin, begin + rows) of `matrix` (a bias when 1-D).
@@ -101,4 +102,4 @@ std::vector<torch::Tensor> FusedProjection::split(const torch::Tensor& fused_out
   return parts;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -31,7 +31,9 @@
 
 #include <vector>
 
-namespace aspen {
+#include "aspen/model/imports.h"
+
+namespace aspen::model {
 
 class FusedProjection {
  public:
@@ -56,4 +58,4 @@ class FusedProjection {
   torch::Tensor bias_;           // [sum widths] or undefined
 };
 
-}  // namespace aspen
+}  // namespace aspen::model

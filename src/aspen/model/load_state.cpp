@@ -6,11 +6,12 @@
 #include <sstream>
 
 #include "aspen/model/expert_parallel_state.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 std::string shape_string(c10::IntArrayRef sizes) {
@@ -91,4 +92,4 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

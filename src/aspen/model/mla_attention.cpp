@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "aspen/kernels/varlen_attention.h"
+#include "aspen/model/imports.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 torch::nn::Linear make_mla_linear(int64_t in, int64_t out, bool bias) {
@@ -133,4 +134,4 @@ torch::Tensor MlaAttentionImpl::forward_paged(const torch::Tensor& x, const Rope
   return o_proj(out.reshape({tokens, num_heads * mla.v_head_dim}));
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -36,9 +36,10 @@
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/paged_attention.h"
 #include "aspen/kernels/rope.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/rms_norm_layer.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct MlaAttentionImpl : torch::nn::Module {
   explicit MlaAttentionImpl(const ModelConfig& config);
@@ -73,4 +74,4 @@ struct MlaAttentionImpl : torch::nn::Module {
 };
 TORCH_MODULE(MlaAttention);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -2,9 +2,10 @@
 
 #include <limits>
 
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 
 RouterChoice route_top_k(const torch::Tensor& logits, int64_t k, bool norm_topk_prob) {
   RouterChoice out;
@@ -82,4 +83,4 @@ torch::Tensor load_balancing_loss(const MoeRoutingLog& log) {
   return (assignments / total * (prob_sum / total)).sum() * experts;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -30,7 +30,9 @@
 
 #include <vector>
 
-namespace aspen {
+#include "aspen/model/imports.h"
+
+namespace aspen::model {
 
 struct RouterChoice {
   torch::Tensor weights;  // [T, k] in the logits' dtype: the combine weights
@@ -71,4 +73,4 @@ LayerRouting layer_routing(const RouterChoice& choice);
 // recorded prob_sums. An empty log (a dense model) gives 0.
 torch::Tensor load_balancing_loss(const MoeRoutingLog& log);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -2,9 +2,10 @@
 
 #include <string>
 
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 
 std::vector<int64_t> check_packed_batch(const torch::Tensor& input_ids,
                                         const torch::Tensor& cu_seqlens, int64_t vocab_size) {
@@ -56,4 +57,4 @@ torch::Tensor next_token_rows(const std::vector<int64_t>& offsets, torch::Device
   return torch::tensor(rows, torch::kLong).to(device);
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

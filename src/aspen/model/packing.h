@@ -13,7 +13,9 @@
 
 #include <vector>
 
-namespace aspen {
+#include "aspen/model/imports.h"
+
+namespace aspen::model {
 
 // Validates and returns cu_seqlens as host offsets. Token ids are range-checked
 // against vocab_size when input_ids is on the CPU (free) - on an accelerator the
@@ -29,4 +31,4 @@ torch::Tensor packed_positions(const std::vector<int64_t>& offsets, torch::Devic
 // packed order, as row indices [R] int64 on `device`. Their targets are the rows + 1.
 torch::Tensor next_token_rows(const std::vector<int64_t>& offsets, torch::Device device);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -9,11 +9,12 @@
 
 #include "aspen/io/hf_head.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 std::string dtype_name(torch::ScalarType dtype) {
@@ -216,4 +217,4 @@ void save_pretrained_model(const std::string& dir, const QwenForCausalLM& model,
                     to_hf_config_json(config));
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

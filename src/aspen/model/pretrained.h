@@ -18,9 +18,10 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/io/hf_head.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/qwen_model.h"
 
-namespace aspen {
+namespace aspen::model {
 
 QwenForCausalLM load_pretrained_model(const std::string& dir,
                                       torch::ScalarType dtype = torch::kFloat,
@@ -50,4 +51,4 @@ std::map<std::string, torch::Tensor> load_weights_matching_config(const std::str
 void save_pretrained_model(const std::string& dir, const QwenForCausalLM& model,
                            int64_t max_shard_bytes = 0);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -5,10 +5,11 @@
 
 #include "aspen/kernels/small_batch_linear.h"
 #include "aspen/kernels/varlen_attention.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/tp_collectives.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
@@ -112,4 +113,4 @@ torch::Tensor QwenAttentionImpl::forward_paged(const torch::Tensor& x, const Rop
   return output_projection(out.reshape({x.size(0), num_heads * head_dim}));
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -32,11 +32,12 @@
 #include "aspen/kernels/paged_attention.h"
 #include "aspen/kernels/rope.h"
 #include "aspen/model/fused_projection.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/shard_spec.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct QwenAttentionImpl : torch::nn::Module {
   explicit QwenAttentionImpl(const ModelConfig& config, const TensorParallel& tp = {});
@@ -83,4 +84,4 @@ struct QwenAttentionImpl : torch::nn::Module {
 };
 TORCH_MODULE(QwenAttention);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -1,6 +1,8 @@
 #include "aspen/model/qwen_decoder_layer.h"
 
-namespace aspen {
+#include "aspen/model/imports.h"
+
+namespace aspen::model {
 
 QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const TensorParallel& tp,
                                            int64_t index, const ExpertParallel& ep) {
@@ -49,4 +51,4 @@ torch::Tensor QwenDecoderLayerImpl::forward_paged(const torch::Tensor& x, const 
   return h + feed_forward(post_attention_layernorm(h), log);
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -20,6 +20,7 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/rope.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/mla_attention.h"
 #include "aspen/model/qwen_attention.h"
 #include "aspen/model/qwen_mlp.h"
@@ -27,7 +28,7 @@
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct QwenDecoderLayerImpl : torch::nn::Module {
   // `index`: the layer's position in the model (decides dense or sparse).
@@ -58,4 +59,4 @@ struct QwenDecoderLayerImpl : torch::nn::Module {
 };
 TORCH_MODULE(QwenDecoderLayer);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -2,10 +2,11 @@
 
 #include "aspen/kernels/small_batch_linear.h"
 #include "aspen/kernels/swiglu.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/tp_collectives.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 torch::nn::Linear make_linear(int64_t in, int64_t out) {
@@ -45,4 +46,4 @@ torch::Tensor QwenMLPImpl::forward_local(const torch::Tensor& x_tp) {
 
 void QwenMLPImpl::fuse_projections() { gate_up_.fuse({gate_proj, up_proj}); }
 
-}  // namespace aspen
+}  // namespace aspen::model

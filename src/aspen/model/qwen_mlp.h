@@ -19,9 +19,10 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/model/fused_projection.h"
+#include "aspen/model/imports.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct QwenMLPImpl : torch::nn::Module {
   // The dense MLP of a layer (width intermediate_size).
@@ -51,4 +52,4 @@ struct QwenMLPImpl : torch::nn::Module {
 };
 TORCH_MODULE(QwenMLP);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -1,5 +1,6 @@
 #include "aspen/model/qwen_model.h"
 
+#include "aspen/model/imports.h"
 #include "aspen/model/packing.h"
 #include "aspen/model/rope_frequencies.h"
 #include "aspen/model/tp_layout.h"
@@ -7,7 +8,7 @@
 #include "aspen/model/vocab_parallel_logprobs.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 
 QwenModelImpl::QwenModelImpl(const ModelConfig& config, const TensorParallel& tp,
                              const ExpertParallel& ep)
@@ -133,4 +134,4 @@ bool is_frozen_parameter(const std::string& hf_name) {
          hf_name.compare(hf_name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -51,11 +51,12 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/logprob_head.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/qwen_decoder_layer.h"
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 // HF Qwen{2,3}Model: embeddings, layers and the final norm.
 struct QwenModelImpl : torch::nn::Module {
@@ -166,4 +167,4 @@ TORCH_MODULE(QwenForCausalLM);
 // (mlp.gate.e_score_correction_bias, qwen_moe_block.h).
 bool is_frozen_parameter(const std::string& hf_name);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -3,10 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "aspen/model/imports.h"
 #include "aspen/parallel/tp_collectives.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 
 QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const TensorParallel& tp,
                                                const ExpertParallel& ep)
@@ -196,4 +197,4 @@ torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRouting
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -53,12 +53,13 @@
 #include <vector>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/qwen_mlp.h"
 #include "aspen/parallel/expert_parallel.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct QwenSparseMoeBlockImpl : torch::nn::Module {
   explicit QwenSparseMoeBlockImpl(const ModelConfig& config, const TensorParallel& tp = {},
@@ -97,4 +98,4 @@ struct QwenSparseMoeBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(QwenSparseMoeBlock);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -5,11 +5,12 @@
 
 #include "aspen/io/hf_head.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/packing.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::model {
 
 QwenForSequenceClassificationImpl::QwenForSequenceClassificationImpl(const ModelConfig& config,
                                                                      int64_t num_labels,
@@ -100,4 +101,4 @@ QwenForSequenceClassification load_pretrained_reward_model(const std::string& di
   return model;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -20,9 +20,10 @@
 #include <string>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/qwen_model.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct QwenForSequenceClassificationImpl : torch::nn::Module {
   QwenForSequenceClassificationImpl(const ModelConfig& config, int64_t num_labels,
@@ -55,4 +56,4 @@ QwenForSequenceClassification load_pretrained_reward_model(const std::string& di
                                                            torch::ScalarType dtype = torch::kFloat,
                                                            torch::Device device = torch::kCPU);
 
-}  // namespace aspen
+}  // namespace aspen::model

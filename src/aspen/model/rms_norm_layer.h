@@ -6,8 +6,9 @@
 #include <torch/torch.h>
 
 #include "aspen/kernels/rms_norm.h"
+#include "aspen/model/imports.h"
 
-namespace aspen {
+namespace aspen::model {
 
 struct RMSNormImpl : torch::nn::Module {
   RMSNormImpl(int64_t dim, double eps)
@@ -21,4 +22,4 @@ struct RMSNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -1,9 +1,10 @@
 #include "aspen/model/rope_frequencies.h"
+#include "aspen/model/imports.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -48,4 +49,4 @@ RopeTable model_rope_table(const ModelConfig& config, const torch::Tensor& posit
                          config.rope_scaling.cos_sin_scale());
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -9,8 +9,9 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/rope.h"
+#include "aspen/model/imports.h"
 
-namespace aspen {
+namespace aspen::model {
 
 // [head_dim / 2] fp32 on the CPU.
 torch::Tensor rope_inverse_frequencies(const ModelConfig& config);
@@ -18,4 +19,4 @@ torch::Tensor rope_inverse_frequencies(const ModelConfig& config);
 // positions [T] int64 -> the table every layer of one forward shares.
 RopeTable model_rope_table(const ModelConfig& config, const torch::Tensor& positions);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -1,9 +1,10 @@
 #include "aspen/model/tp_layout.h"
 
+#include "aspen/model/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 // "....mlp.experts.<j>.<projection>.weight"
@@ -94,4 +95,4 @@ void validate_tp_size(const ModelConfig& config, int size) {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

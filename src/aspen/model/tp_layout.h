@@ -19,12 +19,13 @@
 #include <string>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/model/imports.h"
 #include "aspen/parallel/shard_spec.h"
 
-namespace aspen {
+namespace aspen::model {
 
 ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config);
 
 void validate_tp_size(const ModelConfig& config, int size);
 
-}  // namespace aspen
+}  // namespace aspen::model

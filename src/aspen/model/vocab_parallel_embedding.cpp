@@ -1,8 +1,9 @@
 #include "aspen/model/vocab_parallel_embedding.h"
 
+#include "aspen/model/imports.h"
 #include "aspen/parallel/tp_collectives.h"
 
-namespace aspen {
+namespace aspen::model {
 
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
                                        int64_t vocab_begin, const TensorParallel& tp) {
@@ -21,4 +22,4 @@ torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Te
   return reduce_from_tp_region(rows_out.masked_fill(foreign.unsqueeze(1), 0.0), tp);
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

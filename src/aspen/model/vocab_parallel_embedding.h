@@ -14,11 +14,12 @@
 
 #include <torch/torch.h>
 
+#include "aspen/model/imports.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
                                        int64_t vocab_begin, const TensorParallel& tp);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -3,9 +3,10 @@
 #include <torch/autograd.h>
 
 #include "aspen/kernels/logprob_chunks.h"
+#include "aspen/model/imports.h"
 #include "aspen/parallel/tp_collectives.h"
 
-namespace aspen {
+namespace aspen::model {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -84,4 +85,4 @@ TokenLogprobs vocab_parallel_logprobs(const torch::Tensor& hidden,
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

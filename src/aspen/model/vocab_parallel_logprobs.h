@@ -28,13 +28,14 @@
 #include <torch/torch.h>
 
 #include "aspen/kernels/logprob_head.h"
+#include "aspen/model/imports.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::model {
 
 TokenLogprobs vocab_parallel_logprobs(const torch::Tensor& hidden,
                                       const torch::Tensor& weight_shard,
                                       const torch::Tensor& targets, int64_t vocab_begin,
                                       const LogprobHeadOptions& options, const TensorParallel& tp);
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -2,10 +2,11 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "aspen/model/imports.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::model {
 void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_range) {
   at::Generator generator = at::detail::createCPUGenerator(seed);
   torch::NoGradGuard no_grad;
@@ -36,4 +37,4 @@ QwenForCausalLM make_random_model(const ModelConfig& config, uint64_t seed, torc
   return model;
 }
 
-}  // namespace aspen
+}  // namespace aspen::model

@@ -16,9 +16,10 @@
 #include <cstdint>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/model/imports.h"
 #include "aspen/model/qwen_model.h"
 
-namespace aspen {
+namespace aspen::model {
 
 void init_weights(QwenForCausalLM& model, uint64_t seed, double initializer_range = 0.02);
 
@@ -28,4 +29,4 @@ QwenForCausalLM make_random_model(const ModelConfig& config, uint64_t seed,
                                   torch::Device device = torch::kCPU,
                                   const TensorParallel& tp = {});
 
-}  // namespace aspen
+}  // namespace aspen::model

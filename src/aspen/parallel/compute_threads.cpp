@@ -2,10 +2,11 @@
 
 #include <ATen/Parallel.h>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 void set_compute_threads(int threads, const std::string& where) {
   check_input(threads >= 0, "must be >= 0 (0: leave the thread pools as they are)", where);
@@ -14,4 +15,4 @@ void set_compute_threads(int threads, const std::string& where) {
   set_blas_threads(threads);
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -10,9 +10,11 @@
 
 #include <string>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 // threads > 0: both pools get that many; 0: both stay as they are.
 void set_compute_threads(int threads, const std::string& where);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <string>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 int64_t all_reduce_sum(ProcessGroupHandle& group, int64_t value) {
   torch::Tensor t = torch::tensor({value}, torch::kInt64);
@@ -188,4 +189,4 @@ void GradientAllReducer::finish() {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -44,10 +44,11 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 // (name, parameter) pairs; the same type as train/optimizer.h's NamedParams (parallel
 // sits below train and model, so it cannot include them).
@@ -119,4 +120,4 @@ class GradientAllReducer {
   size_t launched_during_backward_ GUARDED_BY(mutex_) = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::parallel

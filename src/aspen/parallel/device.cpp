@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 std::string DeviceSpec::text() const {
   if (!cuda) return "cpu";
@@ -53,4 +54,4 @@ torch::Device device_from_option(const std::string& text, const std::string& whe
   return resolve_device(parse_device_spec(text, where), 0, where);
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -20,7 +20,9 @@
 #include <optional>
 #include <string>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 struct DeviceSpec {
   bool cuda = false;
@@ -43,4 +45,4 @@ torch::Device resolve_device(const DeviceSpec& spec, int local_rank, const std::
 // parse + resolve for the single-process commands (generate, logprobs, benches).
 torch::Device device_from_option(const std::string& text, const std::string& where);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

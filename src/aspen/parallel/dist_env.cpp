@@ -5,9 +5,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 const char* process_getenv(const char* name) { return std::getenv(name); }
@@ -108,4 +109,4 @@ std::string store_address(const DistEnv& env) {
   return env.single_node() ? std::string("127.0.0.1") : env.master_addr;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

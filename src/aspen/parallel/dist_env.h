@@ -26,7 +26,9 @@
 #include <functional>
 #include <string>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 struct DistEnv {
   int rank = 0;
@@ -61,4 +63,4 @@ bool dist_env_present();
 DistEnv read_dist_env(const EnvLookup& lookup);
 DistEnv read_dist_env();  // from the process environment
 
-}  // namespace aspen
+}  // namespace aspen::parallel

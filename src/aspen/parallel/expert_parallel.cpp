@@ -3,9 +3,10 @@
 #include <numeric>
 
 #include "aspen/parallel/group_capsule.h"
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -74,4 +75,4 @@ torch::Tensor all_to_all_rows(const torch::Tensor& x, const std::vector<int64_t>
   return AllToAllRows::apply(x, *ep.group, send_rows, recv_rows);
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -25,9 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/process_group.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 struct ExpertParallel {
   int size = 1;
@@ -54,4 +55,4 @@ struct ExpertParallel {
 torch::Tensor all_to_all_rows(const torch::Tensor& x, const std::vector<int64_t>& send_rows,
                               const std::vector<int64_t>& recv_rows, const ExpertParallel& ep);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -8,9 +8,10 @@
 
 #include <utility>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/process_group.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 struct GroupCapsule : torch::CustomClassHolder {
   explicit GroupCapsule(ProcessGroupHandle group) : group(std::move(group)) {}
@@ -26,4 +27,4 @@ inline ProcessGroupHandle saved_group(torch::autograd::AutogradContext* ctx) {
   return static_cast<const GroupCapsule*>(holder.get())->group;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

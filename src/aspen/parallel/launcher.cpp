@@ -22,9 +22,10 @@ extern char** environ;
 #include <sstream>
 #include <thread>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 volatile sig_atomic_t g_forwarded_signal = 0;
@@ -333,4 +334,4 @@ int launch(const LaunchOptions& input) {
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

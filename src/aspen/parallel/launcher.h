@@ -31,7 +31,9 @@
 #include <utility>
 #include <vector>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 struct LaunchOptions {
   int nproc_per_node = 1;
@@ -59,4 +61,4 @@ int find_free_port();
 
 int launch(const LaunchOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

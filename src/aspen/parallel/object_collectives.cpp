@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 void broadcast_bytes(ProcessGroupHandle& group, std::string& bytes, int root) {
   torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
@@ -44,4 +46,4 @@ std::vector<double> all_gather_doubles(ProcessGroupHandle& group,
   return all;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

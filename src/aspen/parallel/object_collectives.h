@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/process_group.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 // Every rank ends with root's `bytes`.
 void broadcast_bytes(ProcessGroupHandle& group, std::string& bytes, int root);
@@ -27,4 +28,4 @@ void broadcast_json(ProcessGroupHandle& group, nlohmann::json& value, int root);
 std::vector<double> all_gather_doubles(ProcessGroupHandle& group,
                                        const std::vector<double>& values);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

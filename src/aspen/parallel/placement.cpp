@@ -1,8 +1,9 @@
 #include "aspen/parallel/placement.h"
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 const char* name_of(PlacementMode mode) {
   return mode == PlacementMode::kColocated ? "colocated" : "disaggregated";
@@ -101,4 +102,4 @@ RankRoles roles_of(const Placement& placement, int rank) {
   return roles;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

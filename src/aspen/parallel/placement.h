@@ -26,9 +26,10 @@
 
 #include <string>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/resharder.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 enum class PlacementMode { kColocated, kDisaggregated };
 // "colocated" | "disaggregated": the spelling of placement.mode in configs.
@@ -73,4 +74,4 @@ struct RankRoles {
 
 RankRoles roles_of(const Placement& placement, int rank);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

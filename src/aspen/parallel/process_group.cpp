@@ -39,10 +39,11 @@
 #include <thread>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 struct ProcessGroupHandle::Impl {
   int rank = 0;
@@ -433,4 +434,4 @@ ProcessGroupHandle init_process_group(const DistEnv& env) {
   return ProcessGroupHandle(std::move(impl));
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

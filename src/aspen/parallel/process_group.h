@@ -35,8 +35,9 @@
 #include <vector>
 
 #include "aspen/parallel/dist_env.h"
+#include "aspen/parallel/imports.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 // An in-flight collective. wait() blocks until it completes and throws aspen::Error
 // if it failed; waiting twice is a no-op. Destroying it without wait() leaves the
@@ -98,4 +99,4 @@ class ProcessGroupHandle {
 // Rendezvous and group creation as described above. Blocks until every rank arrived.
 ProcessGroupHandle init_process_group(const DistEnv& env);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -2,11 +2,12 @@
 
 #include <chrono>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/shard_assembly.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -162,4 +163,4 @@ std::shared_ptr<WeightSet> Resharder::gather_case(
   return weights;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

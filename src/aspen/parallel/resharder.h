@@ -35,11 +35,12 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/shard_spec.h"
 #include "aspen/parallel/weight_set.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 using ShardLayout = std::function<ShardSpec(const std::string& name)>;
 
@@ -93,4 +94,4 @@ class Resharder {
   ReshardStats stats_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::parallel

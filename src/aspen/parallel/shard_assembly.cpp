@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 struct Overlap {
@@ -88,4 +89,4 @@ std::vector<int> source_ranks_needed(const ShardSpec& spec, int64_t extent, int 
   return ranks;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

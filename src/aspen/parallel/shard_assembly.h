@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/shard_spec.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 // A shard held by TP rank `rank` of a layout of `size` ranks.
 struct SourceShard {
@@ -36,4 +37,4 @@ torch::Tensor assemble_shard(const ShardSpec& spec, torch::IntArrayRef full,
 std::vector<int> source_ranks_needed(const ShardSpec& spec, int64_t extent, int target_rank,
                                      int target_size, int source_size, const std::string& what);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

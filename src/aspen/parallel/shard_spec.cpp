@@ -1,8 +1,9 @@
 #include "aspen/parallel/shard_spec.h"
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 ShardRange shard_range(const ShardSpec& spec, int64_t extent, int rank, int size,
                        const std::string& what) {
@@ -53,4 +54,4 @@ std::vector<int64_t> full_shape(const ShardSpec& spec, torch::IntArrayRef shard_
   return shape;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

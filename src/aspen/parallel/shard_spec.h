@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <string>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 struct ShardSpec {
   int64_t dim = -1;    // split dimension; < 0: replicated
@@ -60,4 +62,4 @@ inline int copies_of(const ShardSpec& spec, int size) {
   return spec.blocks < size ? size / static_cast<int>(spec.blocks) : 1;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -8,10 +8,11 @@
 #include <memory>
 
 #include "aspen/io/safetensors.h"
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/shard_assembly.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 namespace fs = std::filesystem;
@@ -128,4 +129,4 @@ std::vector<std::pair<std::string, torch::Tensor>> load_sharded(const std::strin
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

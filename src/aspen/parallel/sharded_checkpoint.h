@@ -26,9 +26,10 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/shard_spec.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 struct ShardedTensor {
   std::string name;
@@ -47,4 +48,4 @@ std::vector<std::pair<std::string, torch::Tensor>> load_sharded(const std::strin
 // The TP size a checkpoint was written at.
 int sharded_tp_size(const std::string& dir);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

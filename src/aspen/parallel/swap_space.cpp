@@ -16,10 +16,11 @@
 #include <malloc.h>
 #endif
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 // Page-aligned offsets: harmless for buffered I/O and keep the file usable with
@@ -276,4 +277,4 @@ void SwapSpace::swap_in() {
   release_file_space();
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

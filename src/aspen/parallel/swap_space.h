@@ -49,7 +49,9 @@
 #include <utility>
 #include <vector>
 
-namespace aspen {
+#include "aspen/parallel/imports.h"
+
+namespace aspen::parallel {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
@@ -110,4 +112,4 @@ class SwapSpace {
   std::vector<Entry> entries_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::parallel

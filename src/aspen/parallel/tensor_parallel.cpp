@@ -2,9 +2,10 @@
 
 #include <string>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 TensorParallel TensorParallel::over(const ProcessGroupHandle& group) {
   TensorParallel tp;
@@ -33,4 +34,4 @@ ProcessGroupHandle TensorParallel::require_group(const std::string& what) const 
   return *group;
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -18,9 +18,10 @@
 #include <optional>
 #include <string>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/process_group.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 struct TensorParallel {
   int size = 1;
@@ -42,4 +43,4 @@ struct TensorParallel {
   ProcessGroupHandle require_group(const std::string& what) const;
 };
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -6,9 +6,10 @@
 #include <utility>
 
 #include "aspen/parallel/group_capsule.h"
+#include "aspen/parallel/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::parallel {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -102,4 +103,4 @@ torch::Tensor sum_replica_grads(const torch::Tensor& x, const ShardSpec& spec,
   return SumReplicaGrads::apply(x, group, spec.blocks, block);
 }
 
-}  // namespace aspen
+}  // namespace aspen::parallel

@@ -38,10 +38,11 @@
 
 #include <torch/torch.h>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/parallel/shard_spec.h"
 #include "aspen/parallel/tensor_parallel.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 torch::Tensor copy_to_tp_region(const torch::Tensor& x, const TensorParallel& tp);
 
@@ -51,4 +52,4 @@ torch::Tensor reduce_from_tp_region(const torch::Tensor& x, const TensorParallel
 torch::Tensor sum_replica_grads(const torch::Tensor& x, const ShardSpec& spec,
                                 const TensorParallel& tp);
 
-}  // namespace aspen
+}  // namespace aspen::parallel

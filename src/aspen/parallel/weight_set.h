@@ -21,9 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/parallel/imports.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::parallel {
 
 struct WeightSet {
   int64_t version = 0;
@@ -88,4 +89,4 @@ class WeightHistory {
   std::map<int64_t, std::shared_ptr<const WeightSet>> sets_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::parallel

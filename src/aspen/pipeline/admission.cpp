@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/report/bubble_accounting.h"
 #include "aspen/pipeline/rollout_requests.h"
@@ -10,7 +11,7 @@
 #include "aspen/util/log.h"
 #include "aspen/util/seconds_since.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 Admission::Admission(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,
                      const EngineLayout& layout, TraceWriter* trace, int track)
@@ -222,4 +223,4 @@ void Admission::restore(const nlohmann::json& state, int64_t version) {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

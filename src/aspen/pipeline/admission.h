@@ -27,12 +27,13 @@
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/pipeline/engine_layout.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/report/trace_writer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 class Admission {
  public:
@@ -105,4 +106,4 @@ class Admission {
   double status_age_max_s_ = 0.0;  // oldest live instance state read, this iteration
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -3,9 +3,10 @@
 #include <numeric>
 
 #include "aspen/algo/algo.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 // Outcome estimators: per-token advantages from per-row scores.
@@ -81,4 +82,4 @@ BatchAdvantages batch_advantages(const AlgorithmSection& algorithm, KlController
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

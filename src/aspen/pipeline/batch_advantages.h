@@ -25,9 +25,10 @@
 
 #include "aspen/algo/kl_controller.h"
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct AdvantageInputs {
   std::vector<int64_t> lengths;    // response tokens per row; R = their sum
@@ -47,4 +48,4 @@ struct BatchAdvantages {
 BatchAdvantages batch_advantages(const AlgorithmSection& algorithm, KlController& kl_ctrl,
                                  const AdvantageInputs& inputs);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -4,8 +4,9 @@
 
 #include "aspen/dock/claim_codec.h"
 #include "aspen/dock/wire_format.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 void put_set(ByteWriter& w, const std::set<int64_t>& values) {
@@ -65,4 +66,4 @@ BatchPlan decode_batch_plan(const std::string& bytes) {
   return plan;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

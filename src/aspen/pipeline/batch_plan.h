@@ -15,10 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
 #include "aspen/pipeline/trainer_stages.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct BatchPlan {
   TrainerRows trained;         // the rows trained, in training order, with their scores
@@ -34,4 +35,4 @@ struct BatchPlan {
 std::string encode_batch_plan(const BatchPlan& plan);
 BatchPlan decode_batch_plan(const std::string& bytes);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

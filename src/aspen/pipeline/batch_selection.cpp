@@ -4,11 +4,12 @@
 
 #include "aspen/algo/dapo.h"
 #include "aspen/dock/token_balance.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/staleness_window.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -153,4 +154,4 @@ ChosenRows BatchSelector::next_part(int64_t index, int64_t groups_so_far, BatchW
   return chosen;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -26,9 +26,10 @@
 #include <vector>
 
 #include "aspen/pipeline/admission.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/trainer_stages.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct BatchWait {
   double idle_s = 0.0;     // waiting for a claim to succeed
@@ -76,4 +77,4 @@ class BatchSelector {
   const int64_t batch_groups_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -15,11 +15,12 @@
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/pipeline/checkpoint_manifest.h"
 #include "aspen/pipeline/checkpoint_state.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -236,4 +237,4 @@ void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) 
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

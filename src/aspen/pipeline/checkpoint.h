@@ -38,11 +38,12 @@
 #include <optional>
 #include <string>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rl_stages.h"
 #include "aspen/parallel/expert_parallel.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // Writes the checkpoint of `iteration` and prunes older ones beyond keep_last (0: keep all).
 // Returns its directory. With an enabled `experts` context (the actor's, train.ep > 1)
@@ -68,4 +69,4 @@ struct LoadedCheckpoint {
 LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup);
 void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/crc32c.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -151,4 +152,4 @@ bool verify_checkpoint_manifest(const std::string& dir) {
   return true;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

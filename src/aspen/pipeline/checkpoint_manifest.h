@@ -15,7 +15,9 @@
 
 #include <string>
 
-namespace aspen {
+#include "aspen/pipeline/imports.h"
+
+namespace aspen::pipeline {
 
 inline constexpr const char* kCheckpointManifest = "manifest.json";
 
@@ -29,4 +31,4 @@ void write_checkpoint_manifest(const std::string& dir);
 // checking nothing, when `dir` has no manifest.
 bool verify_checkpoint_manifest(const std::string& dir);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

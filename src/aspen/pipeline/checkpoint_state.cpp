@@ -3,11 +3,12 @@
 #include <cmath>
 #include <map>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 // state.json nests four levels; a little room for what later versions add.
@@ -107,4 +108,4 @@ CheckpointState read_checkpoint_state(std::string_view text, const std::string& 
   return parsed;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -23,7 +23,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen {
+#include "aspen/pipeline/imports.h"
+
+namespace aspen::pipeline {
 
 struct CheckpointState {
   int64_t iteration = 0;
@@ -36,4 +38,4 @@ struct CheckpointState {
 CheckpointState read_checkpoint_state(std::string_view text, const std::string& source,
                                       std::optional<int64_t> directory_iteration = std::nullopt);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 Dispatcher::Dispatcher(DispatchPolicyKind kind, int num_instances)
     : kind_(kind), num_instances_(num_instances) {
@@ -184,4 +185,4 @@ int64_t Dispatcher::own_outstanding(int instance) const {
   return instances_[static_cast<size_t>(instance)].samples;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -38,10 +38,11 @@
 #include <vector>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // DispatchPolicyKind (config/train_config.h, the key pipeline.dispatch) names the policy:
 // the config owns it so that reading a config needs no dispatcher.
@@ -114,4 +115,4 @@ class Dispatcher {
   int64_t completions_ GUARDED_BY(mutex_) = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -7,8 +7,9 @@
 
 #include "aspen/dock/zmq_transport.h"
 #include "aspen/parallel/object_collectives.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 std::string dock_host() {
@@ -61,4 +62,4 @@ DistributedDock make_distributed_dock(ProcessGroupHandle& world, DockSchema sche
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

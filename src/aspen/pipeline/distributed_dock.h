@@ -18,8 +18,9 @@
 #include "aspen/dock/controller_protocol.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/parallel/process_group.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct DistributedDock {
   std::unique_ptr<ControllerService> controller;  // rank 0 only
@@ -32,4 +33,4 @@ struct DistributedDock {
 DistributedDock make_distributed_dock(ProcessGroupHandle& world, DockSchema schema,
                                       int64_t capacity_rows, bool write_to_rank0 = false);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

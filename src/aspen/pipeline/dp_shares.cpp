@@ -3,9 +3,10 @@
 #include <algorithm>
 
 #include "aspen/dock/token_balance.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/train/batch_rows.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 std::vector<std::vector<int64_t>> balanced_share_rows(const TrainBatch& batch, int ranks) {
   batch.validate();
@@ -28,4 +29,4 @@ std::vector<TrainBatch> split_balanced(const TrainBatch& batch, int ranks) {
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

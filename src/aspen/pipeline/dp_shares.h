@@ -14,9 +14,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/train/train_batch.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // [rank] -> global row indices, ascending.
 std::vector<std::vector<int64_t>> balanced_share_rows(const TrainBatch& batch, int ranks);
@@ -24,4 +25,4 @@ std::vector<std::vector<int64_t>> balanced_share_rows(const TrainBatch& batch, i
 // [rank] -> that rank's local batch.
 std::vector<TrainBatch> split_balanced(const TrainBatch& batch, int ranks);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
-namespace aspen {
+#include "aspen/pipeline/imports.h"
+
+namespace aspen::pipeline {
 
 bool instances_take_resharded_shards(const TrainConfig& config, int world_size) {
   return world_size > 1 && config.placement.mode == PlacementMode::kColocated &&
@@ -52,4 +54,4 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
   return layout;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct EngineLayout {
   int rank = 0;
@@ -35,4 +36,4 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size);
 // placement) take their weights as shards resharded on their own ranks.
 bool instances_take_resharded_shards(const TrainConfig& config, int world_size);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

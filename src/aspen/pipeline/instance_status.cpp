@@ -2,9 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 std::string instance_status_key(int instance) {
   return kInstanceStatusPrefix + std::to_string(instance);
@@ -60,4 +61,4 @@ InstanceStatus decode_instance_status(const std::string& encoded) {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -10,9 +10,10 @@
 #include <cstdint>
 #include <string>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/rollout/engine.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct InstanceStatus {
   int instance = 0;
@@ -36,4 +37,4 @@ inline constexpr const char* kInstanceStatusPrefix = "instance/";
 std::string encode_instance_status(const InstanceStatus& status);
 InstanceStatus decode_instance_status(const std::string& encoded);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

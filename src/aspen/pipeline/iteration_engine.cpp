@@ -6,6 +6,7 @@
 
 #include "aspen/dock/in_process_transport.h"
 #include "aspen/parallel/object_collectives.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/stage_timer.h"
 #include "aspen/pipeline/staleness_window.h"
 #include "aspen/report/bubble_accounting.h"
@@ -15,7 +16,7 @@
 #include "aspen/util/seconds_since.h"
 #include "aspen/util/thread_affinity.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -352,4 +353,4 @@ void IterationEngine::stop() {
   if (blas_threads_before_ > 0) set_blas_threads(blas_threads_before_);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -76,6 +76,7 @@
 #include "aspen/pipeline/batch_selection.h"
 #include "aspen/pipeline/distributed_dock.h"
 #include "aspen/pipeline/engine_layout.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/process_workers.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rl_stages.h"
@@ -85,7 +86,7 @@
 #include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/report/trace_writer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct EngineContext {
   const TrainConfig& config;
@@ -166,4 +167,4 @@ class IterationEngine {
   bool stopped_ = false;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

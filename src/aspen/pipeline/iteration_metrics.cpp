@@ -1,4 +1,5 @@
 #include "aspen/pipeline/iteration_metrics.h"
+#include "aspen/pipeline/imports.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 double mean(const std::vector<double>& v) {
@@ -92,4 +93,4 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
   return line;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -11,9 +11,10 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct IterationRecord {
   int64_t index = 0;           // 0-based iteration
@@ -28,4 +29,4 @@ struct IterationRecord {
 
 nlohmann::json iteration_metrics(const IterationRecord& record);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

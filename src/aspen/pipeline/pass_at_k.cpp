@@ -1,9 +1,10 @@
 #include "aspen/pipeline/pass_at_k.h"
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 double pass_at_k(int64_t n, int64_t c, int64_t k) {
   check_input(n >= 1 && c >= 0 && c <= n && k >= 1 && k <= n,
@@ -93,4 +94,4 @@ double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
       .pass_at.at(1);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

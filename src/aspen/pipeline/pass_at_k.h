@@ -17,10 +17,11 @@
 #include <map>
 #include <vector>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/rollout/sampling_params.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct PassAtKResult {
   int64_t examples = 0;
@@ -44,4 +45,4 @@ PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>&
 double greedy_accuracy(RlSetup& setup, const std::vector<TaskExample>& examples,
                        int64_t max_tokens);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -4,11 +4,12 @@
 
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/parallel/tensor_parallel.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rollout_requests.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 // Status-board keys of workers that failed: "worker-error/rank <r>" -> the message.
@@ -176,4 +177,4 @@ void ProcessWorkers::stop() {
   threads_.clear();
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -23,11 +23,12 @@
 
 #include "aspen/parallel/process_group.h"
 #include "aspen/pipeline/engine_layout.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/reward_worker.h"
 #include "aspen/pipeline/rollout_worker.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct ProcessWorkersOptions {
   WarehouseId weights_from = 0;  // where this process's instances load weights from
@@ -71,4 +72,4 @@ class ProcessWorkers {
   bool stopped_ = false;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

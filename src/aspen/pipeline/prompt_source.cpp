@@ -5,9 +5,10 @@
 #include <set>
 #include <sstream>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 PromptSource::PromptSource(int64_t num_examples, uint64_t seed)
     : num_examples_(num_examples), rng_(seed) {
@@ -113,4 +114,4 @@ void PromptSource::restore(const nlohmann::json& state) {
   for (const auto& entry : state.at("open")) open_[entry.at(0)] = entry.at(1);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/pipeline/imports.h"
+
+namespace aspen::pipeline {
 
 struct PromptGroup {
   int64_t group_id = 0;
@@ -60,4 +62,4 @@ class PromptSource {
   std::map<int64_t, int64_t> open_;  // group id -> example
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -6,9 +6,10 @@
 #include <optional>
 #include <vector>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 // A state field and the per-iteration metrics field that sums to it.
@@ -137,4 +138,4 @@ void check_checkpoint_against_run(int64_t iteration, const nlohmann::json& sched
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

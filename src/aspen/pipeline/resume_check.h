@@ -24,8 +24,9 @@
 #include <string>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // `iteration` and `schedule_state` ({"evals", "schedule"}) as read from `state_path`
 // (read_checkpoint_state: already checked in form).
@@ -33,4 +34,4 @@ void check_checkpoint_against_run(int64_t iteration, const nlohmann::json& sched
                                   const std::string& state_path, const TrainConfig& config,
                                   int64_t train_examples, const std::string& metrics_path);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -2,11 +2,12 @@
 
 #include "aspen/model/compute_dtype.h"
 #include "aspen/parallel/device.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 RewardModelOptions RewardModelOptions::from_json(const nlohmann::json& options) {
   JsonOptions reader(options, "verifier options (model)");
@@ -89,4 +90,4 @@ void register_reward_model_verifier() {
   });
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -29,10 +29,11 @@
 #include <string>
 
 #include "aspen/model/qwen_reward_model.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/reward/verifier.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct RewardModelOptions {
   std::string path;
@@ -63,4 +64,4 @@ class RewardModelVerifier : public Verifier {
 
 void register_reward_model_verifier();
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -2,11 +2,12 @@
 
 #include <chrono>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rl_stages.h"
 #include "aspen/report/trace_writer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 RewardWorker::RewardWorker(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,
                            TraceWriter* trace, const std::string& track_name)
@@ -43,4 +44,4 @@ void RewardWorker::run() {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -14,12 +14,16 @@
 
 #include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
-
+// Forward declared in its own module's namespace (report).
+namespace aspen::report {
 class TraceWriter;
+}  // namespace aspen::report
+
+namespace aspen::pipeline {
 
 class RewardWorker {
  public:
@@ -41,4 +45,4 @@ class RewardWorker {
   std::exception_ptr error_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -1,8 +1,9 @@
 #include "aspen/pipeline/rl_rows.h"
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 DockSchema make_rl_schema(const RlSchemaOptions& options) {
   using namespace rl_columns;
@@ -104,4 +105,4 @@ torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& c
   return rows.empty() ? torch::zeros({0, 0}, torch::kInt32) : torch::cat(rows);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -23,10 +23,11 @@
 
 #include "aspen/dock/dock_api.h"
 #include "aspen/dock/schema.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/train/train_batch.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 namespace rl_columns {
 inline constexpr const char* kPrompt = "prompt";
@@ -76,4 +77,4 @@ torch::Tensor routed_experts_column(const TrainBatch& batch, const ColumnData& c
 // The column `name` among `columns`; aspen::Error if absent.
 const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -17,6 +17,7 @@
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/resume_check.h"
@@ -29,7 +30,7 @@
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -421,4 +422,4 @@ std::vector<nlohmann::json> read_rl_metrics(const std::string& run_dir) {
   return lines;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

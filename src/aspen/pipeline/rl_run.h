@@ -32,9 +32,10 @@
 #include <vector>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct RunOptions {
   std::string out_dir = "runs/latest";
@@ -49,4 +50,4 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
 // when the file does not exist. aspen::Error naming the file for a malformed line.
 std::vector<nlohmann::json> read_rl_metrics(const std::string& run_dir);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -9,6 +9,7 @@
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/dist_env.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/reward_model_verifier.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/rollout/generation_defaults.h"
@@ -18,7 +19,7 @@
 #include "aspen/tokenizer/chat_template.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 ModelConfig builtin_model_config(const ModelSection& model, int64_t tokenizer_vocab) {
   ModelConfig model_config;
   switch (model.kind) {
@@ -206,4 +207,4 @@ RlSetup build_rl_setup(const TrainConfig& config) {
   return setup;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

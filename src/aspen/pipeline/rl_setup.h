@@ -12,11 +12,12 @@
 
 #include "aspen/config/train_config.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/reward/verifier.h"
 #include "aspen/tasks/task.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 struct RlSetup {
   // train.device and rollout.device, resolved for this rank (parallel/device.h). The
@@ -59,4 +60,4 @@ void export_policy(const RlSetup& setup, const std::string& dir);
 // dataset's answer field for jsonl data.
 std::string sft_answer(const RlSetup& setup, const TaskExample& example);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -5,11 +5,12 @@
 
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/algo/algo.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 KlController make_kl_controller(const AlgorithmSection& a) {
@@ -175,4 +176,4 @@ void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock&
   dock.ack(claim);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -21,6 +21,7 @@
 #include "aspen/algo/kl_controller.h"
 #include "aspen/config/train_config.h"
 #include "aspen/dock/transfer_dock.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rl_setup.h"
@@ -28,7 +29,7 @@
 #include "aspen/train/critic.h"
 #include "aspen/train/reference.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // Weights a resumed run gives its reference and critic instead of copies of the policy.
 struct SavedWorkerWeights {
@@ -108,4 +109,4 @@ struct UpdateStats {
   std::vector<int64_t> row_versions;  // policy version that generated each row
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

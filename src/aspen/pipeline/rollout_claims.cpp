@@ -1,8 +1,9 @@
 #include "aspen/pipeline/rollout_claims.h"
+#include "aspen/pipeline/imports.h"
 
 #include <utility>
 
-namespace aspen {
+namespace aspen::pipeline {
 
 bool has_room_for_unit(const QueueState& state, int64_t chunk, int64_t max_num_seqs) {
   const int64_t queued = state.running + state.waiting;
@@ -40,4 +41,4 @@ RolloutClaimRound claim_rollout_units(int instance, ClaimOptions options, double
   return round;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -25,9 +25,10 @@
 #include <functional>
 
 #include "aspen/dock/dock_api.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/rollout/engine.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // Whether an engine whose queue is `state` could start one more unit of `chunk`
 // samples now.
@@ -59,4 +60,4 @@ struct RolloutClaimRound {
 RolloutClaimRound claim_rollout_units(int instance, ClaimOptions options, double steal_wait_s,
                                       const RolloutClaimer& claimer);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

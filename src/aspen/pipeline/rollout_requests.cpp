@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/rollout/kv_budget.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& setup) {
   EngineConfig engine;
@@ -61,4 +62,4 @@ GenerationRequest group_request(const TrainConfig& config, const RlSetup& setup,
   return request;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -9,11 +9,12 @@
 #include <cstdint>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/rollout/engine.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // Engine settings of the run's rollout instances (KV cache, batch limits, EOS, seed).
 EngineConfig rollout_engine_config(const TrainConfig& config, const RlSetup& setup);
@@ -36,4 +37,4 @@ bool in_long_tail(double fraction, int64_t group_id);
 GenerationRequest group_request(const TrainConfig& config, const RlSetup& setup,
                                 const PromptGroup& group);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

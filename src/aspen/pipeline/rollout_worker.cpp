@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "aspen/parallel/object_collectives.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rollout_claims.h"
 #include "aspen/pipeline/rollout_requests.h"
@@ -16,7 +17,7 @@
 #include "aspen/util/seconds_since.h"
 #include "aspen/util/thread_affinity.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -382,4 +383,4 @@ void RolloutWorker::run_loop() {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

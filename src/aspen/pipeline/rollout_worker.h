@@ -66,12 +66,16 @@
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/weight_set.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/rollout/engine.h"
 
-namespace aspen {
-
+// Forward declared in its own module's namespace (report).
+namespace aspen::report {
 class TraceWriter;
+}  // namespace aspen::report
+
+namespace aspen::pipeline {
 
 struct RolloutWorkerOptions {
   int instance = 0;  // its index, the dispatch target it claims
@@ -166,4 +170,4 @@ class RolloutWorker {
   std::chrono::steady_clock::time_point last_plan_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -6,11 +6,12 @@
 #include <random>
 
 #include "aspen/io/jsonl.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/report/finite_metrics.h"
 #include "aspen/train/sft.h"
 #include "aspen/util/seconds_since.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 TrainerOptions trainer_options(const TrainSection& train, double lr, int64_t total_steps) {
   TrainerOptions options;
@@ -68,4 +69,4 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

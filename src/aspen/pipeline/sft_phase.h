@@ -9,10 +9,11 @@
 #include <ostream>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/train/trainer_options.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metrics);
 
@@ -20,4 +21,4 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
 // micro-batch budget) from the train section, with peak learning rate `lr`.
 TrainerOptions trainer_options(const TrainSection& train, double lr, int64_t total_steps);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -7,9 +7,10 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/report/trace_writer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 template <typename Fn>
 void timed_stage(nlohmann::json& stages, const char* name, TraceWriter* trace, int track, Fn&& fn) {
@@ -20,4 +21,4 @@ void timed_stage(nlohmann::json& stages, const char* name, TraceWriter* trace, i
   if (trace != nullptr) trace->span(track, name, start, end);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

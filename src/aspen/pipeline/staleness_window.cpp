@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <string>
 
+#include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 int64_t staleness_eta(const TrainConfig& config) {
   return config.pipeline.mode == PipelineMode::kAsync ? config.pipeline.max_staleness : 0;
@@ -51,4 +52,4 @@ bool streams_updates(const TrainConfig& config) {
           name == AlgorithmName::kDrGrpo || name == AlgorithmName::kRloo);
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -18,8 +18,9 @@
 
 #include "aspen/config/train_config.h"
 #include "aspen/dock/dock_api.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // eta: pipeline.max_staleness in async mode, 0 (synchronous) in sync mode.
 int64_t staleness_eta(const TrainConfig& config);
@@ -41,4 +42,4 @@ ClaimOptions batch_claim_options(int64_t index, int64_t eta, int64_t groups_want
 // so its updates do not depend on the order in which groups finished.
 bool streams_updates(const TrainConfig& config);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

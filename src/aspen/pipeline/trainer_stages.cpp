@@ -7,10 +7,11 @@
 
 #include "aspen/dock/claim_codec.h"
 #include "aspen/pipeline/batch_advantages.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/stage_timer.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 namespace {
 
 torch::Tensor packed_column(const ColumnData& column) {
@@ -255,4 +256,4 @@ ActorMetrics TrainerStages::finish(uint64_t seed) {
   return workers_.actor->step_accumulated(actor_update_options(config_, seed));
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -35,10 +35,11 @@
 
 #include "aspen/dock/dock_api.h"
 #include "aspen/parallel/process_group.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
 #include "aspen/report/trace_writer.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 // The batch (or a streamed part of it) as every trainer knows it.
 struct TrainerRows {
@@ -95,4 +96,4 @@ class TrainerStages {
   TrainerContext context_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -1,6 +1,8 @@
 #include "aspen/pipeline/training_state_swap.h"
 
-namespace aspen {
+#include "aspen/pipeline/imports.h"
+
+namespace aspen::pipeline {
 namespace {
 
 void append(NamedTensors& out, const std::string& prefix, const NamedTensors& tensors) {
@@ -30,4 +32,4 @@ void TrainingStateSwap::swap_in() {
   if (space_) space_->swap_in();
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

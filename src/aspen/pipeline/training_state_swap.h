@@ -10,9 +10,10 @@
 #include <memory>
 
 #include "aspen/parallel/swap_space.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 class TrainingStateSwap {
  public:
@@ -28,4 +29,4 @@ class TrainingStateSwap {
   std::unique_ptr<SwapSpace> space_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

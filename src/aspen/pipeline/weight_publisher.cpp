@@ -7,9 +7,10 @@
 
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/tp_layout.h"
+#include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& model_config,
                                  const EngineLayout& layout, int world_size,
@@ -83,4 +84,4 @@ std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int
   return set;
 }
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -29,8 +29,9 @@
 #include "aspen/parallel/resharder.h"
 #include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/engine_layout.h"
+#include "aspen/pipeline/imports.h"
 
-namespace aspen {
+namespace aspen::pipeline {
 
 class WeightPublisher {
  public:
@@ -70,4 +71,4 @@ class WeightPublisher {
 // The policy's weights as the weight set of `version` (the tensors are the model's).
 std::shared_ptr<const WeightSet> weight_set_of(const QwenForCausalLM& model, int64_t version);
 
-}  // namespace aspen
+}  // namespace aspen::pipeline

@@ -4,9 +4,10 @@
 #include <cmath>
 #include <string>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::report {
 
 namespace {
 
@@ -136,4 +137,4 @@ void BubbleAccounting::reset() {
   staleness_.clear();
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

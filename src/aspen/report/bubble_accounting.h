@@ -27,9 +27,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::report {
 
 enum class BubbleRole { kRollout, kTrainer };
 
@@ -83,4 +84,4 @@ class BubbleAccounting {
   std::map<int64_t, int64_t> staleness_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::report

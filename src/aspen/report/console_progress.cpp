@@ -1,4 +1,5 @@
 #include "aspen/report/console_progress.h"
+#include "aspen/report/imports.h"
 
 #include <unistd.h>
 
@@ -6,7 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
-namespace aspen {
+namespace aspen::report {
 
 bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
 
@@ -58,4 +59,4 @@ void ConsoleProgress::finish() {
   open_line_ = false;
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

@@ -19,7 +19,9 @@
 #include <ostream>
 #include <string>
 
-namespace aspen {
+#include "aspen/report/imports.h"
+
+namespace aspen::report {
 
 class ConsoleProgress {
  public:
@@ -46,4 +48,4 @@ class ConsoleProgress {
 // Whether stdout is a terminal.
 bool stdout_is_terminal();
 
-}  // namespace aspen
+}  // namespace aspen::report

@@ -2,9 +2,10 @@
 
 #include <cmath>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 void check_finite_at(const nlohmann::json& value, const std::string& path, const std::string& where) {
@@ -31,4 +32,4 @@ void check_finite_metrics(const nlohmann::json& metrics, const std::string& wher
   check_finite_at(metrics, "", where);
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "aspen/report/imports.h"
+
+namespace aspen::report {
 
 // aspen::Error naming `where` and the key path ("bubbles.skewness") of the first number
 // in `metrics` that is NaN or infinite.
 void check_finite_metrics(const nlohmann::json& metrics, const std::string& where);
 
-}  // namespace aspen
+}  // namespace aspen::report

@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "aspen/io/jsonl.h"
+#include "aspen/report/imports.h"
 #include "aspen/report/svg_chart.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -253,4 +254,4 @@ std::string render_run_report(const std::string& run_dir) {
   return html.str();
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

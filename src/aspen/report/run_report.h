@@ -20,8 +20,10 @@
 
 #include <string>
 
-namespace aspen {
+#include "aspen/report/imports.h"
+
+namespace aspen::report {
 
 std::string render_run_report(const std::string& run_dir);
 
-}  // namespace aspen
+}  // namespace aspen::report

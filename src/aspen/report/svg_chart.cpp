@@ -1,4 +1,5 @@
 #include "aspen/report/svg_chart.h"
+#include "aspen/report/imports.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -191,4 +192,4 @@ std::string render_svg_chart(const ChartSpec& spec) {
   return svg.str();
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

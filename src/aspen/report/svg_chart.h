@@ -24,7 +24,9 @@
 #include <utility>
 #include <vector>
 
-namespace aspen {
+#include "aspen/report/imports.h"
+
+namespace aspen::report {
 
 struct ChartSeries {
   std::string name;
@@ -52,4 +54,4 @@ std::string html_escape(const std::string& text);
 // Tick positions covering [low, high]: 4-6 multiples of 1, 2 or 5 x 10^k.
 std::vector<double> nice_ticks(double low, double high);
 
-}  // namespace aspen
+}  // namespace aspen::report

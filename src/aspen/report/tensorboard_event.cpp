@@ -2,9 +2,10 @@
 
 #include <cstring>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/crc32c.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 // Protobuf wire types and the Event fields used here (see the header).
@@ -110,4 +111,4 @@ std::string session_start_event(double wall_time, int64_t step) {
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

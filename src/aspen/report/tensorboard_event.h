@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
-namespace aspen {
+#include "aspen/report/imports.h"
+
+namespace aspen::report {
 
 // One scalar of an event: its tag ("reward_mean", "stage_seconds/update") and value,
 // stored as a float32 (TensorBoard's simple_value).
@@ -44,4 +46,4 @@ std::string scalars_event(double wall_time, int64_t step,
 // events of earlier files at steps >= `step` (see report/tensorboard_writer.h).
 std::string session_start_event(double wall_time, int64_t step);
 
-}  // namespace aspen
+}  // namespace aspen::report

@@ -6,9 +6,10 @@
 #include <ctime>
 #include <filesystem>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -93,4 +94,4 @@ void remove_event_files(const std::string& directory) {
   for (const fs::path& path : doomed) fs::remove(path);
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

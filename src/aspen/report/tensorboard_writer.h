@@ -20,9 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/report/imports.h"
 #include "aspen/report/tensorboard_event.h"
 
-namespace aspen {
+namespace aspen::report {
 
 class TensorBoardWriter {
  public:
@@ -56,4 +57,4 @@ std::vector<TensorBoardScalar> numeric_fields(const nlohmann::json& object);
 // directory is fine.
 void remove_event_files(const std::string& directory);
 
-}  // namespace aspen
+}  // namespace aspen::report

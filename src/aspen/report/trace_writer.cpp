@@ -2,11 +2,12 @@
 
 #include <fstream>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::report {
 
 namespace {
 
@@ -188,4 +189,4 @@ void merge_trace_files(const std::string& into, const std::vector<std::string>& 
   write_file_atomic(into, merged.dump() + "\n");
 }
 
-}  // namespace aspen
+}  // namespace aspen::report

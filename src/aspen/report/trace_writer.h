@@ -28,9 +28,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aspen/report/imports.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::report {
 
 class TraceWriter {
  public:
@@ -103,4 +104,4 @@ class TraceSpan {
   TraceWriter::Clock::time_point start_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::report

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include "aspen/reward/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 // Content of the brace group opening at text[open] ('{'), or nullopt when unbalanced.
@@ -112,4 +113,4 @@ std::optional<std::string> extract_answer(std::string_view text, AnswerExtractio
   return answer;
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

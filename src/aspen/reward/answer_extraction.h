@@ -15,7 +15,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 
 enum class AnswerExtraction { kAuto, kBoxed, kHash, kPlain };
 
@@ -34,4 +36,4 @@ std::optional<std::string> extract_answer(std::string_view text, AnswerExtractio
 // Strips ASCII whitespace from both ends.
 std::string trim_ascii(std::string_view text);
 
-}  // namespace aspen
+}  // namespace aspen::reward

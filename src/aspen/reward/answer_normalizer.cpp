@@ -4,9 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include "aspen/reward/imports.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 bool is_digit(char c) {
@@ -223,4 +224,4 @@ bool numbers_close(double a, double b, double rel_tol, double abs_tol) {
   return std::fabs(a - b) <= std::max(abs_tol, rel_tol * std::max(std::fabs(a), std::fabs(b)));
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -17,7 +17,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 
 struct AnswerNormalization {
   bool strip_percent = true;  // "50\%" -> "50" (MATH answers state the unit in the question)
@@ -34,4 +36,4 @@ std::optional<double> parse_number(std::string_view normalized);
 // True when |a - b| <= max(abs_tol, rel_tol * max(|a|, |b|)).
 bool numbers_close(double a, double b, double rel_tol, double abs_tol);
 
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -1,6 +1,8 @@
 #include "aspen/reward/arithmetic_expression.h"
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 namespace {
 
 constexpr size_t kMaxLength = 4096;
@@ -121,4 +123,4 @@ ParsedExpression parse_arithmetic_expression(std::string_view text) {
   return Parser(text).run();
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -17,9 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/rational.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 struct ParsedExpression {
   bool well_formed = false;
@@ -30,4 +31,4 @@ struct ParsedExpression {
 
 ParsedExpression parse_arithmetic_expression(std::string_view text);
 
-}  // namespace aspen
+}  // namespace aspen::reward

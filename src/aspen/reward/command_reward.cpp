@@ -3,11 +3,12 @@
 #include <chrono>
 #include <cmath>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 std::string request_line(const RewardInput& input, uint64_t request_id) {
@@ -120,4 +121,4 @@ std::vector<double> CommandReward::score_batch(const std::vector<RewardInput>& i
   return scores;
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

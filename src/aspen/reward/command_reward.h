@@ -33,11 +33,12 @@
 #include <string>
 #include <vector>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 #include "aspen/util/line_process.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 struct CommandRewardOptions {
   std::string command;
@@ -62,4 +63,4 @@ class CommandReward : public Verifier {
   mutable LineProcess process_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

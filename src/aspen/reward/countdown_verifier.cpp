@@ -5,10 +5,11 @@
 
 #include "aspen/reward/answer_extraction.h"
 #include "aspen/reward/arithmetic_expression.h"
+#include "aspen/reward/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 bool is_bare_integer(const std::string& text) {
@@ -106,4 +107,4 @@ double CountdownVerifier::score(const RewardInput& input) const {
   return format_score_;
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

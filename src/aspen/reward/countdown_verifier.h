@@ -25,9 +25,10 @@
 #include <optional>
 #include <string>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 class CountdownVerifier : public Verifier {
  public:
@@ -47,4 +48,4 @@ class CountdownVerifier : public Verifier {
   bool require_answer_tag_ = false;
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -3,11 +3,12 @@
 #include <cctype>
 
 #include "aspen/reward/answer_extraction.h"
+#include "aspen/reward/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/util/error.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 size_t skip_spaces(const std::string& text, size_t pos) {
@@ -85,4 +86,4 @@ double FormatVerifier::score(const RewardInput& input) const {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

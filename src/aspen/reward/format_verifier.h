@@ -23,9 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 class FormatVerifier : public Verifier {
  public:
@@ -47,4 +48,4 @@ class FormatVerifier : public Verifier {
   double wrong_score_ = 0.0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

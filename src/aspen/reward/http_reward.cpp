@@ -10,12 +10,13 @@
 #include <exception>
 #include <thread>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/first_error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 std::string quote(const std::string& body) {
@@ -162,4 +163,4 @@ std::vector<double> HttpReward::score_batch(const std::vector<RewardInput>& inpu
   return scores;
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

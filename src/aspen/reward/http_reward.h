@@ -27,9 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 struct HttpRewardOptions {
   std::string url;
@@ -58,4 +59,4 @@ class HttpReward : public Verifier {
   std::string path_;    // /path?query
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

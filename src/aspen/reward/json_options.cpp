@@ -2,9 +2,10 @@
 
 #include <cmath>
 
+#include "aspen/reward/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 JsonOptions::JsonOptions(const nlohmann::json& options, std::string where)
     : options_(options.is_null() ? nlohmann::json::object() : options), where_(std::move(where)) {
@@ -77,4 +78,4 @@ std::string json_for_message(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

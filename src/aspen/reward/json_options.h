@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 
 class JsonOptions {
  public:
@@ -44,4 +46,4 @@ class JsonOptions {
 // where nlohmann's dump() would throw json::type_error.
 std::string json_for_message(const nlohmann::json& value);
 
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -3,10 +3,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 // Ground-truth alternative as answer text: numbers printed exactly (integers without ".0").
@@ -86,4 +87,4 @@ double MathVerifier::score(const RewardInput& input) const {
   return options_.wrong_score;
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

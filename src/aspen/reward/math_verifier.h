@@ -26,9 +26,10 @@
 
 #include "aspen/reward/answer_extraction.h"
 #include "aspen/reward/answer_normalizer.h"
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 struct MathVerifierOptions {
   AnswerExtraction extract = AnswerExtraction::kAuto;
@@ -60,4 +61,4 @@ class MathVerifier : public Verifier {
   MathVerifierOptions options_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

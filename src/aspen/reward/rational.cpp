@@ -2,7 +2,9 @@
 
 #include <limits>
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 namespace {
 
 __int128 abs128(__int128 x) {
@@ -72,4 +74,4 @@ std::optional<Rational> operator/(Rational a, Rational b) {
                           static_cast<__int128>(a.den_) * b.num_);
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

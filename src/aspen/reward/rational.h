@@ -9,7 +9,9 @@
 #include <optional>
 #include <string>
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 
 class Rational {
  public:
@@ -39,4 +41,4 @@ class Rational {
   int64_t den_ = 1;
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

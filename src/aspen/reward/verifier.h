@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/reward/imports.h"
+
+namespace aspen::reward {
 
 struct RewardInput {
   std::string prompt;           // the prompt text as the policy saw it (after any template)
@@ -56,4 +58,4 @@ class Verifier {
   }
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

@@ -7,12 +7,13 @@
 #include "aspen/reward/countdown_verifier.h"
 #include "aspen/reward/format_verifier.h"
 #include "aspen/reward/http_reward.h"
+#include "aspen/reward/imports.h"
 #include "aspen/reward/math_verifier.h"
 #include "aspen/reward/weighted_reward.h"
 #include "aspen/util/error.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::reward {
 namespace {
 
 struct RegisteredKinds {
@@ -70,4 +71,4 @@ std::unique_ptr<Verifier> make_verifier(const std::string& kind, const nlohmann:
   throw Error("unknown verifier \"" + kind + "\"", "verifier", "known verifiers: " + known);
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

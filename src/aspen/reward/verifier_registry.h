@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 std::unique_ptr<Verifier> make_verifier(const std::string& kind,
                                         const nlohmann::json& options = nlohmann::json::object());
@@ -31,4 +32,4 @@ void register_verifier_kind(const std::string& kind, VerifierFactory factory);
 // The kinds make_verifier accepts, for help text and errors.
 std::vector<std::string> verifier_kinds();
 
-}  // namespace aspen
+}  // namespace aspen::reward

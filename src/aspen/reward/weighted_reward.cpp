@@ -3,11 +3,12 @@
 #include <cmath>
 #include <set>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/json_options.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 WeightedReward::WeightedReward(std::vector<RewardComponent> components)
     : components_(std::move(components)) {
@@ -72,4 +73,4 @@ RewardBreakdown WeightedReward::evaluate(const RewardInput& input) const {
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::reward

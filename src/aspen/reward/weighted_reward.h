@@ -16,9 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/reward/imports.h"
 #include "aspen/reward/verifier.h"
 
-namespace aspen {
+namespace aspen::reward {
 
 struct RewardComponent {
   std::string name;
@@ -51,4 +52,4 @@ class WeightedReward : public Verifier {
   std::vector<RewardComponent> components_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::reward

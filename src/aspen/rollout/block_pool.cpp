@@ -2,7 +2,9 @@
 
 #include <c10/util/Exception.h>
 
-namespace aspen {
+#include "aspen/rollout/imports.h"
+
+namespace aspen::rollout {
 
 BlockPool::BlockPool(int64_t num_blocks)
     : ref_counts_(num_blocks, 0),
@@ -93,4 +95,4 @@ void BlockPool::reset_prefix_cache() {
   for (auto& hash : hash_of_block_) hash.reset();
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

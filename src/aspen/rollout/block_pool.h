@@ -22,9 +22,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aspen/rollout/imports.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 using BlockId = int32_t;
 using BlockHash = uint64_t;
@@ -72,4 +73,4 @@ class BlockPool {
   std::unordered_map<BlockHash, BlockId> block_of_hash_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

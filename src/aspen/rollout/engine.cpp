@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <chrono>
 
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
 
-namespace aspen {
+namespace aspen::rollout {
 namespace {
 
 // The group sample index of a request's j-th sample.
@@ -352,4 +353,4 @@ QueueState RolloutEngine::queue_state() const {
   return state;
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

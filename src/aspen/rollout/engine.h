@@ -36,13 +36,14 @@
 #include <vector>
 
 #include "aspen/model/qwen_model.h"
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/kv_cache.h"
 #include "aspen/rollout/model_runner.h"
 #include "aspen/rollout/sampling_params.h"
 #include "aspen/rollout/scheduler.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 struct EngineConfig {
   int64_t block_size = 16;
@@ -173,4 +174,4 @@ class RolloutEngine {
   TokenListener token_listener_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

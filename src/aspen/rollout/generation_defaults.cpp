@@ -1,6 +1,7 @@
 #include "aspen/rollout/generation_defaults.h"
+#include "aspen/rollout/imports.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 std::vector<TokenId> model_eos_token_ids(const ModelConfig& config,
                                          const std::optional<GenerationConfig>& generation) {
@@ -22,4 +23,4 @@ SamplingParams generation_defaults(const std::optional<GenerationConfig>& genera
   return params;
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -12,9 +12,10 @@
 
 #include "aspen/io/hf_config.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/sampling_params.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 // May be empty (a model that declares no EOS token).
 std::vector<TokenId> model_eos_token_ids(const ModelConfig& config,
@@ -22,4 +23,4 @@ std::vector<TokenId> model_eos_token_ids(const ModelConfig& config,
 
 SamplingParams generation_defaults(const std::optional<GenerationConfig>& generation);
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -6,9 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "aspen/rollout/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 int64_t free_memory_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
@@ -52,4 +53,4 @@ int64_t kv_cache_bytes(const KvCacheBudget& budget, const torch::Device& device,
   return bytes;
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

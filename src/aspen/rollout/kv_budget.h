@@ -13,7 +13,9 @@
 #include <cstdint>
 #include <string>
 
-namespace aspen {
+#include "aspen/rollout/imports.h"
+
+namespace aspen::rollout {
 
 struct KvCacheBudget {
   int64_t mb = 0;         // > 0: this many MiB
@@ -27,4 +29,4 @@ int64_t free_memory_bytes(const torch::Device& device);
 int64_t kv_cache_bytes(const KvCacheBudget& budget, const torch::Device& device,
                        const std::string& where);
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
-namespace aspen {
+#include "aspen/rollout/imports.h"
+
+namespace aspen::rollout {
 namespace {
 
 // Per token and layer, one [heads, width] row in the key cache; MLA's latent row
@@ -69,4 +71,4 @@ int64_t KvCache::bytes() const {
   return total;
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

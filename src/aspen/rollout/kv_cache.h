@@ -20,8 +20,9 @@
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/paged_attention.h"
 #include "aspen/rollout/block_pool.h"
+#include "aspen/rollout/imports.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 class KvCache {
  public:
@@ -52,4 +53,4 @@ class KvCache {
   std::vector<torch::Tensor> values_;  // per layer [N, S, K, D]
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

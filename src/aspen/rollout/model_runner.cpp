@@ -3,8 +3,9 @@
 #include <algorithm>
 
 #include "aspen/kernels/small_batch_linear.h"
+#include "aspen/rollout/imports.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 ModelRunner::ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_routing)
     : model_(std::move(model)), cache_(cache), record_routing_(record_routing && model_->config.is_moe()) {
@@ -81,4 +82,4 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

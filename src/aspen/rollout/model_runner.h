@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "aspen/model/qwen_model.h"
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/kv_cache.h"
 #include "aspen/rollout/scheduler.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 struct StepLogits {
   torch::Tensor logits;               // [R, V] fp32 on the CPU
@@ -42,4 +43,4 @@ class ModelRunner {
   bool record_routing_ = false;
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 
-namespace aspen {
+#include "aspen/rollout/imports.h"
+
+namespace aspen::rollout {
 namespace {
 
 uint64_t splitmix64(uint64_t x) {
@@ -163,4 +165,4 @@ std::vector<SampledToken> sample_tokens(const torch::Tensor& logits,
   return sampled;
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

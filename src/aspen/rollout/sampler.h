@@ -18,9 +18,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/sampling_params.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 struct SamplingRow {
   const SamplingParams* params = nullptr;
@@ -43,4 +44,4 @@ std::vector<SampledToken> sample_tokens(const torch::Tensor& logits,
 // The uniform in [0, 1) that step `step` of a request seeded `seed` draws with.
 double sampling_uniform(uint64_t seed, int64_t step);
 
-}  // namespace aspen
+}  // namespace aspen::rollout

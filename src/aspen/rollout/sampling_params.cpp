@@ -2,9 +2,10 @@
 
 #include <cmath>
 
+#include "aspen/rollout/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 void SamplingParams::validate(const std::string& source) const {
   check_input(std::isfinite(temperature) && temperature >= 0.0,
@@ -23,4 +24,4 @@ void SamplingParams::validate(const std::string& source) const {
   for (const auto& s : stop) check_input(!s.empty(), "stop strings must not be empty", source);
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/rollout/imports.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 struct SamplingParams {
   double temperature = 1.0;  // 0: greedy (argmax)
@@ -32,4 +33,4 @@ struct SamplingParams {
   void validate(const std::string& source) const;
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
-namespace aspen {
+#include "aspen/rollout/imports.h"
+
+namespace aspen::rollout {
 
 Scheduler::Scheduler(SchedulerConfig config, BlockPool& pool) : config_(config), pool_(pool) {
   TORCH_CHECK(
@@ -161,4 +163,4 @@ void Scheduler::recompute_all() {
   while (!running_.empty()) preempt_newest();
 }
 
-}  // namespace aspen
+}  // namespace aspen::rollout

@@ -19,9 +19,10 @@
 #include <vector>
 
 #include "aspen/rollout/block_pool.h"
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/sequence.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 struct SchedulerConfig {
   int64_t block_size = 16;
@@ -81,4 +82,4 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

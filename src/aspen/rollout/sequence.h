@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "aspen/rollout/block_pool.h"
+#include "aspen/rollout/imports.h"
 #include "aspen/rollout/sampling_params.h"
 
-namespace aspen {
+namespace aspen::rollout {
 
 enum class FinishReason { kNone, kStop, kLength, kAbort };
 
@@ -67,4 +68,4 @@ struct Sequence {
   bool finished() const { return finish_reason != FinishReason::kNone; }
 };
 
-}  // namespace aspen
+}  // namespace aspen::rollout

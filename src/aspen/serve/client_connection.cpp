@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 
-namespace aspen {
+#include "aspen/serve/imports.h"
+
+namespace aspen::serve {
 namespace {
 
 // The numeric host and port of a socket address, as httplib writes them.
@@ -68,4 +70,4 @@ bool ClientConnection::closed() const {
   return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;  // reset, or gone
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -15,7 +15,9 @@
 
 #include <string>
 
-namespace aspen {
+#include "aspen/serve/imports.h"
+
+namespace aspen::serve {
 
 class ClientConnection {
  public:
@@ -32,4 +34,4 @@ class ClientConnection {
   int fd_ = -1;
 };
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -1,6 +1,7 @@
 #include "aspen/serve/connection_threads.h"
+#include "aspen/serve/imports.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 ConnectionThreads::ConnectionThreads(size_t max_threads)
     : max_threads_(max_threads < 1 ? 1 : max_threads) {}
@@ -63,4 +64,4 @@ void ConnectionThreads::shutdown() {
   for (auto& [id, thread] : threads) thread.join();
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

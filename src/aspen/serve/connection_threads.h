@@ -22,9 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "aspen/serve/imports.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 class ConnectionThreads : public httplib::TaskQueue {
  public:
@@ -50,4 +51,4 @@ class ConnectionThreads : public httplib::TaskQueue {
   size_t running_ GUARDED_BY(mutex_) = 0;  // threads not yet on ended_
 };
 
-}  // namespace aspen
+}  // namespace aspen::serve

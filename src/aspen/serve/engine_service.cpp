@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <exception>
 
+#include "aspen/serve/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 EngineService::EngineService(std::unique_ptr<RolloutEngine> engine) : engine_(std::move(engine)) {
   engine_->set_token_listener(
@@ -180,4 +181,4 @@ void EngineService::run() {
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

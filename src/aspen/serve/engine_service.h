@@ -30,10 +30,11 @@
 #include <vector>
 
 #include "aspen/rollout/engine.h"
+#include "aspen/serve/imports.h"
 #include "aspen/serve/request_stream.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 class EngineService {
  public:
@@ -89,4 +90,4 @@ class EngineService {
   std::thread thread_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::serve

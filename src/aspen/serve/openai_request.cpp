@@ -1,9 +1,10 @@
 #include "aspen/serve/openai_request.h"
+#include "aspen/serve/imports.h"
 
 #include <algorithm>
 #include <set>
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 using nlohmann::json;
@@ -319,4 +320,4 @@ int64_t resolve_max_tokens(const ServeRequest& request, int64_t prompt_tokens,
   return request.params.max_tokens;
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

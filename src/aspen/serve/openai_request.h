@@ -33,11 +33,12 @@
 #include <vector>
 
 #include "aspen/rollout/sampling_params.h"
+#include "aspen/serve/imports.h"
 #include "aspen/tokenizer/chat_template.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 class RequestError : public Error {
  public:
@@ -87,4 +88,4 @@ ServeRequest parse_chat_request(const nlohmann::json& body, const ServeContext& 
 int64_t resolve_max_tokens(const ServeRequest& request, int64_t prompt_tokens,
                            const ServeContext& context);
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -1,6 +1,7 @@
 #include "aspen/serve/openai_response.h"
+#include "aspen/serve/imports.h"
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 using nlohmann::json;
@@ -110,4 +111,4 @@ std::string wire_text(const json& body) {
 
 std::string sse_event(const json& body) { return "data: " + wire_text(body) + "\n\n"; }
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -21,9 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/serve/imports.h"
 #include "aspen/serve/openai_request.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 // One sampled token as a client sees it.
 struct TokenLogprob {
@@ -70,4 +71,4 @@ std::string wire_text(const nlohmann::json& body);
 // "data: <json>\n\n"
 std::string sse_event(const nlohmann::json& body);
 
-}  // namespace aspen
+}  // namespace aspen::serve

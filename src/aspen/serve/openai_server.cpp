@@ -9,12 +9,13 @@
 
 #include "aspen/serve/client_connection.h"
 #include "aspen/serve/connection_threads.h"
+#include "aspen/serve/imports.h"
 #include "aspen/serve/openai_response.h"
 #include "aspen/serve/text_streamer.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 using nlohmann::json;
@@ -339,4 +340,4 @@ void OpenAiServer::register_routes() {
       });
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -27,13 +27,14 @@
 #include <string>
 
 #include "aspen/serve/engine_service.h"
+#include "aspen/serve/imports.h"
 #include "aspen/serve/openai_request.h"
 
 namespace httplib {
 class Server;
 }
 
-namespace aspen {
+namespace aspen::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -75,4 +76,4 @@ class OpenAiServer {
   std::atomic<int> generating_{0};  // generation requests being answered
 };
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -1,6 +1,8 @@
 #include "aspen/serve/request_stream.h"
 
-namespace aspen {
+#include "aspen/serve/imports.h"
+
+namespace aspen::serve {
 
 void RequestStream::push(StreamEvent event) {
   {
@@ -29,4 +31,4 @@ std::optional<StreamEvent> RequestStream::next_for(std::chrono::milliseconds tim
   return event;
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -17,9 +17,10 @@
 #include <vector>
 
 #include "aspen/rollout/engine.h"
+#include "aspen/serve/imports.h"
 #include "aspen/util/mutex.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 struct StreamEvent {
   enum class Kind { kToken, kFinished, kFailed };
@@ -56,4 +57,4 @@ class RequestStream {
   std::deque<StreamEvent> events_ GUARDED_BY(mutex_);
 };
 
-}  // namespace aspen
+}  // namespace aspen::serve

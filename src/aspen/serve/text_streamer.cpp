@@ -1,8 +1,9 @@
 #include "aspen/serve/text_streamer.h"
+#include "aspen/serve/imports.h"
 
 #include <algorithm>
 
-namespace aspen {
+namespace aspen::serve {
 namespace {
 
 constexpr const char* kReplacementCharacter = "\xEF\xBF\xBD";
@@ -43,4 +44,4 @@ std::string TextStreamer::finish(const std::string& final_text) {
   return delta;
 }
 
-}  // namespace aspen
+}  // namespace aspen::serve

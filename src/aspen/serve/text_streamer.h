@@ -20,9 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/serve/imports.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::serve {
 
 class TextStreamer {
  public:
@@ -43,4 +44,4 @@ class TextStreamer {
   std::string sent_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::serve

@@ -5,9 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "aspen/sim/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 constexpr double kElementBytes = 2.0;  // bf16
@@ -172,4 +173,4 @@ double CostModel::weight_fetch_s() const {
   return std::max(one, egress);
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -34,10 +34,11 @@
 #include <cstdint>
 
 #include "aspen/sim/device_preset.h"
+#include "aspen/sim/imports.h"
 #include "aspen/sim/model_cost.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 struct ClusterShape {
   int train_dp = 1;
@@ -95,4 +96,4 @@ class CostModel {
   double kv_bytes_per_token_ = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -1,8 +1,9 @@
 #include "aspen/sim/device_preset.h"
 
+#include "aspen/sim/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 constexpr double kTera = 1e12;
@@ -76,4 +77,4 @@ const std::vector<std::string>& device_preset_names() {
   return names;
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

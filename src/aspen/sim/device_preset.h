@@ -23,7 +23,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/sim/imports.h"
+
+namespace aspen::sim {
 
 struct DevicePreset {
   std::string name;
@@ -49,4 +51,4 @@ struct DevicePreset {
 DevicePreset device_preset(const std::string& name);
 const std::vector<std::string>& device_preset_names();
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -1,6 +1,7 @@
 #include "aspen/sim/model_cost.h"
+#include "aspen/sim/imports.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 // Weights of one decoder layer's attention block (norms included).
@@ -83,4 +84,4 @@ double causal_pairs(double length, double context) {
   return length * context + length * (length + 1.0) / 2.0;
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

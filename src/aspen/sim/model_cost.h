@@ -19,8 +19,9 @@
 #include <cstdint>
 
 #include "aspen/io/hf_config.h"
+#include "aspen/sim/imports.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 struct ModelCost {
   int64_t layers = 0;
@@ -44,4 +45,4 @@ ModelCost model_cost(const ModelConfig& config);
 // a training row: length (length + 1) / 2).
 double causal_pairs(double length, double context = 0);
 
-}  // namespace aspen
+}  // namespace aspen::sim

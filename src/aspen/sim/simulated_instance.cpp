@@ -4,9 +4,10 @@
 #include <limits>
 #include <string>
 
+#include "aspen/sim/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 SimulatedInstance::SimulatedInstance(const CostModel& costs, int64_t max_num_seqs,
                                      int64_t max_num_batched_tokens)
@@ -274,4 +275,4 @@ std::vector<SimulatedUnitDone> SimulatedInstance::finish_segment() {
   return done;
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -31,8 +31,9 @@
 
 #include "aspen/rollout/engine.h"
 #include "aspen/sim/cost_model.h"
+#include "aspen/sim/imports.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 struct SimulatedUnitDone {
   int64_t unit = 0;                   // the caller's id (the dock lease)
@@ -114,4 +115,4 @@ class SimulatedInstance {
   InstanceCounters counters_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -10,12 +10,13 @@
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/rollout_requests.h"
 #include "aspen/pipeline/staleness_window.h"
+#include "aspen/sim/imports.h"
 #include "aspen/util/config.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 // Bounds on what is simulated, each stated with its reason (as parse_train_config
@@ -440,9 +441,9 @@ void apply_calibration(const BenchCalibration& calibration, SimulationSpec& spec
   spec.overheads.update_fixed_s = calibration.update_fixed_s;
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim
 
-namespace aspen {
+namespace aspen::sim {
 
 nlohmann::json simulate_bench_pipeline(const nlohmann::json& bench) {
   check_input(bench.is_object() && bench.contains("workload") && bench.contains("sync") &&
@@ -481,4 +482,4 @@ nlohmann::json simulate_bench_pipeline(const nlohmann::json& bench) {
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

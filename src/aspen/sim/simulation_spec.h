@@ -27,9 +27,10 @@
 
 #include "aspen/config/train_config.h"
 #include "aspen/io/hf_config.h"
+#include "aspen/sim/imports.h"
 #include "aspen/sim/simulator.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 ModelConfig simulated_model(const TrainConfig& config);
 // The names of the model presets.
@@ -75,4 +76,4 @@ void apply_calibration(const BenchCalibration& calibration, SimulationSpec& spec
 // simulated / measured - 1.
 nlohmann::json simulate_bench_pipeline(const nlohmann::json& bench);
 
-}  // namespace aspen
+}  // namespace aspen::sim

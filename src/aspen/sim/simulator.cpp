@@ -15,11 +15,12 @@
 #include "aspen/pipeline/staleness_window.h"
 #include "aspen/report/bubble_accounting.h"
 #include "aspen/report/trace_writer.h"
+#include "aspen/sim/imports.h"
 #include "aspen/sim/simulated_instance.h"
 #include "aspen/util/clock.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 namespace {
 
 // No failures are simulated, so no lease may expire: every lease outlives the run.
@@ -571,4 +572,4 @@ nlohmann::json run_simulation(const SimulationSpec& spec) {
   return simulation.run();
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -36,9 +36,10 @@
 
 #include "aspen/pipeline/dispatch_policy.h"
 #include "aspen/sim/cost_model.h"
+#include "aspen/sim/imports.h"
 #include "aspen/sim/workload.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 struct SimulationSpec {
   ModelCost model;
@@ -68,4 +69,4 @@ struct SimulationSpec {
 
 nlohmann::json run_simulation(const SimulationSpec& spec);
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -8,9 +8,10 @@
 #include <string>
 
 #include "aspen/pipeline/rollout_requests.h"
+#include "aspen/sim/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::sim {
 
 void LengthModel::validate() const {
   check_input(median >= 1 && std::isfinite(median), "median " + std::to_string(median),
@@ -76,4 +77,4 @@ std::vector<std::vector<int64_t>> load_replay(const std::string& metrics_path) {
   return groups;
 }
 
-}  // namespace aspen
+}  // namespace aspen::sim

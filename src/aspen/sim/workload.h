@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/sim/imports.h"
+
+namespace aspen::sim {
 
 struct LengthModel {
   double median = 1024;
@@ -39,4 +41,4 @@ struct LengthModel {
 // aspen::Error naming the file and line for a malformed line, or when no line has them.
 std::vector<std::vector<int64_t>> load_replay(const std::string& metrics_path);
 
-}  // namespace aspen
+}  // namespace aspen::sim

@@ -1,11 +1,12 @@
 #include "aspen/tasks/arithmetic_task.h"
 
 #include "aspen/reward/json_options.h"
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/seeded_rng.h"
 #include "aspen/tasks/split_assignment.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 namespace {
 
 // A uniform operand with `digits` digits; one-digit operands include 0.
@@ -85,4 +86,4 @@ std::string ArithmeticTask::sft_target(const TaskExample& example) const {
   return std::to_string(u < teacher_carry_slip_ ? result - 10 : result);
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -23,9 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/task.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 class ArithmeticTask : public Task {
  public:
@@ -47,4 +48,4 @@ class ArithmeticTask : public Task {
   double teacher_carry_slip_ = 0.0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -4,10 +4,11 @@
 
 #include "aspen/reward/json_options.h"
 #include "aspen/reward/rational.h"
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/split_assignment.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 namespace {
 
 // A subtree of the construction: its exact value and its text with minimal parentheses.
@@ -121,4 +122,4 @@ std::string CountdownTask::sft_target(const TaskExample& example) const {
   return answer_tags_ ? "<answer>" + equation + "</answer>" : equation;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -23,9 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/task.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 class CountdownTask : public Task {
  public:
@@ -51,4 +52,4 @@ class CountdownTask : public Task {
   double eval_fraction_ = 0.1;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -4,9 +4,10 @@
 #include <unordered_set>
 
 #include "aspen/io/jsonl.h"
+#include "aspen/tasks/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 namespace {
 
 // The value at dotted `path` in `row`, or nullptr when any step is missing.
@@ -126,4 +127,4 @@ std::vector<TaskExample> load_jsonl_dataset(const std::string& path,
   return read_jsonl_dataset(in, path, options, chat_template);
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

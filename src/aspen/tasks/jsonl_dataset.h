@@ -20,10 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/task_example.h"
 #include "aspen/tokenizer/chat_template.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 struct JsonlDatasetOptions {
   std::string prompt_field = "prompt";
@@ -46,4 +47,4 @@ std::vector<TaskExample> read_jsonl_dataset(std::istream& in, const std::string&
                                             const JsonlDatasetOptions& options,
                                             const ChatTemplate* chat_template);
 
-}  // namespace aspen
+}  // namespace aspen::tasks

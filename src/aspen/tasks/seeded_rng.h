@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
-namespace aspen {
+#include "aspen/tasks/imports.h"
+
+namespace aspen::tasks {
 
 class SplitMix64 {
  public:
@@ -33,4 +35,4 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tasks

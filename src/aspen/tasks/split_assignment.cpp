@@ -2,9 +2,10 @@
 
 #include <unordered_set>
 
+#include "aspen/tasks/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 namespace {
 
 // FNV-1a, then a SplitMix64 finaliser so nearby problems ("1+2", "1+3") spread evenly.
@@ -51,4 +52,4 @@ std::vector<TaskExample> collect_split(
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -13,10 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/seeded_rng.h"
 #include "aspen/tasks/task_example.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 // The split `canonical` belongs to: kEval for a fraction `eval_fraction` of all problems.
 Split split_of(std::string_view canonical, double eval_fraction);
@@ -30,4 +31,4 @@ std::vector<TaskExample> collect_split(
     const std::string& task, Split split, int64_t count, uint64_t seed, double eval_fraction,
     const std::function<std::optional<TaskExample>(SplitMix64&)>& draw);
 
-}  // namespace aspen
+}  // namespace aspen::tasks

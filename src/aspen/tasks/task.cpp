@@ -1,11 +1,12 @@
 #include "aspen/tasks/task.h"
 
 #include "aspen/reward/verifier_registry.h"
+#include "aspen/tasks/imports.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 std::unique_ptr<Verifier> Task::make_verifier() const {
-  return aspen::make_verifier(verifier_name(), verifier_options());
+  return aspen::reward::make_verifier(verifier_name(), verifier_options());
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

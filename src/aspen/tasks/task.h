@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "aspen/reward/verifier.h"
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/task_example.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 class Task {
  public:
@@ -38,4 +39,4 @@ class Task {
   std::unique_ptr<Verifier> make_verifier() const;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace aspen {
+#include "aspen/tasks/imports.h"
+
+namespace aspen::tasks {
 
 struct TaskExample {
   std::string id;               // unique within a dataset: "file.jsonl:12", "arithmetic:37+48"
@@ -23,4 +25,4 @@ inline const char* split_name(Split split) {
   return split == Split::kTrain ? "train" : "eval";
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

@@ -2,9 +2,10 @@
 
 #include "aspen/tasks/arithmetic_task.h"
 #include "aspen/tasks/countdown_task.h"
+#include "aspen/tasks/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 std::vector<std::string> task_names() {
   return {"arithmetic", "countdown"};
@@ -18,4 +19,4 @@ std::unique_ptr<Task> make_task(const std::string& name, const nlohmann::json& o
   throw Error("unknown task \"" + name + "\"", "task", "known tasks: " + known);
 }
 
-}  // namespace aspen
+}  // namespace aspen::tasks

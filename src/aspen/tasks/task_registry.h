@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/tasks/imports.h"
 #include "aspen/tasks/task.h"
 
-namespace aspen {
+namespace aspen::tasks {
 
 std::unique_ptr<Task> make_task(const std::string& name,
                                 const nlohmann::json& options = nlohmann::json::object());
@@ -18,4 +19,4 @@ std::unique_ptr<Task> make_task(const std::string& name,
 // "arithmetic", "countdown".
 std::vector<std::string> task_names();
 
-}  // namespace aspen
+}  // namespace aspen::tasks

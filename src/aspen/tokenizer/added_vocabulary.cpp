@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/unicode_class.h"
 #include "aspen/tokenizer/utf8.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 bool starts_with_word(std::string_view text) {
@@ -188,4 +189,4 @@ void AddedVocabulary::split(std::string_view text, Stage stage, std::vector<Piec
   if (done < text.size()) out.push_back({done, text.size(), Piece::kText});
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "aspen/tokenizer/bpe_model.h"
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/normalizer.h"
 #include "aspen/tokenizer/tokenizer.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 
 class AddedVocabulary {
  public:
@@ -78,4 +79,4 @@ class AddedVocabulary {
   std::vector<std::pair<size_t, size_t>> first_byte_range_[2];  // (256) [begin, end)
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

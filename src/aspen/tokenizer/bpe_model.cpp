@@ -5,9 +5,10 @@
 #include <queue>
 
 #include "aspen/tokenizer/byte_level.h"
+#include "aspen/tokenizer/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 // A merge written either as "left right" (older files) or ["left", "right"].
@@ -210,4 +211,4 @@ void BpeModel::merge_word(std::string_view word, std::vector<TokenId>& out) cons
   for (int pos = 0; pos >= 0; pos = symbols[pos].next) out.push_back(symbols[pos].id);
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

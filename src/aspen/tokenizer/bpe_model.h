@@ -21,10 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/tokenizer/word_cache.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 
 class BpeModel {
  public:
@@ -64,4 +65,4 @@ class BpeModel {
   std::unique_ptr<WordCache> cache_ = std::make_unique<WordCache>();
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

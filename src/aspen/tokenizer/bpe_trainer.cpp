@@ -7,12 +7,13 @@
 #include <set>
 
 #include "aspen/tokenizer/byte_level.h"
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/normalizer.h"
 #include "aspen/tokenizer/utf8.h"
 #include "aspen/util/error.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 // The Split pattern of Qwen2/2.5/3 tokenizer.json (identical in all three).
@@ -326,4 +327,4 @@ std::string train_bpe_tokenizer(const std::vector<std::string>& documents,
   return trainer.train();
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

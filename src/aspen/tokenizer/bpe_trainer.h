@@ -26,9 +26,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/pre_tokenizer.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 
 struct BpeTrainerOptions {
   // Final vocabulary size including special tokens and the 256-character byte alphabet.
@@ -71,4 +72,4 @@ class BpeTrainer {
 std::string train_bpe_tokenizer(const std::vector<std::string>& documents,
                                 const BpeTrainerOptions& options);
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

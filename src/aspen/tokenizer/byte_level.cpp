@@ -2,9 +2,10 @@
 
 #include <array>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/utf8.h"
 
-namespace aspen::byte_level {
+namespace aspen::tokenizer::byte_level {
 namespace {
 
 bool shows_itself(int b) {
@@ -70,4 +71,4 @@ std::optional<std::string> decode(std::string_view text) {
   return out;
 }
 
-}  // namespace aspen::byte_level
+}  // namespace aspen::tokenizer::byte_level

@@ -11,7 +11,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen::byte_level {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer::byte_level {
 
 // The code point that shows byte `b`.
 char32_t char_of(uint8_t b);
@@ -29,4 +31,4 @@ std::string encode(std::string_view bytes);
 // code point is not a ByteLevel character; HF then keeps that token's text as is.
 std::optional<std::string> decode(std::string_view text);
 
-}  // namespace aspen::byte_level
+}  // namespace aspen::tokenizer::byte_level

@@ -4,11 +4,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/strings.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 constexpr const char* kQwen25DefaultSystem =
@@ -364,4 +365,4 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

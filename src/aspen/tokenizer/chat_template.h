@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer {
 
 struct ChatMessage {
   std::string role;
@@ -64,4 +66,4 @@ class ChatTemplate {
   std::optional<std::string> default_system_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

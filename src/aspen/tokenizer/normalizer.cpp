@@ -5,9 +5,10 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 // True when NFC cannot change `text`: no code point at or above U+0300. Every such
@@ -67,4 +68,4 @@ std::string to_nfc(std::string_view text) {
   return result;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -10,7 +10,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer {
 
 class Normalizer {
  public:
@@ -30,4 +32,4 @@ class Normalizer {
 // Unicode Normalization Form C of well-formed UTF-8 `text`.
 std::string to_nfc(std::string_view text);
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -2,9 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 // The split ByteLevel(use_regex=true) performs (HF byte_level.rs, from GPT-2).
@@ -88,4 +89,4 @@ PreTokenizer PreTokenizer::from_json(const nlohmann::json& spec, const std::stri
   return pre;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -16,9 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/regex_splitter.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 
 class PreTokenizer {
  public:
@@ -43,4 +44,4 @@ class PreTokenizer {
   std::vector<RegexSplitter> steps_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -3,10 +3,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/utf8.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 std::string pcre2_message(int code) {
@@ -147,4 +148,4 @@ bool RegexSplitter::next_match(std::string_view text, size_t from, size_t* begin
   return false;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

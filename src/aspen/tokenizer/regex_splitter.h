@@ -14,7 +14,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer {
 
 // Rewrites an Oniguruma (HF) pattern for PCRE2: \s/\S become \p{White_Space}/\P{..}
 // (Oniguruma's \s is White_Space: it includes U+0085 and excludes U+180E, PCRE2's
@@ -55,4 +57,4 @@ class RegexSplitter {
   std::unique_ptr<Compiled> compiled_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

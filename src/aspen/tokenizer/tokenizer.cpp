@@ -12,6 +12,7 @@
 #include "aspen/tokenizer/added_vocabulary.h"
 #include "aspen/tokenizer/bpe_model.h"
 #include "aspen/tokenizer/byte_level.h"
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/normalizer.h"
 #include "aspen/tokenizer/pre_tokenizer.h"
 #include "aspen/tokenizer/utf8.h"
@@ -20,7 +21,7 @@
 #include "aspen/util/file.h"
 #include "aspen/util/first_error.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 namespace {
 
 // Only ByteLevel decoding is supported; it is the inverse of the ByteLevel step.
@@ -240,4 +241,4 @@ const std::vector<Tokenizer::AddedToken>& Tokenizer::added_tokens() const {
   return impl_->added_tokens;
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

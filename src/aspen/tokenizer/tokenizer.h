@@ -18,7 +18,9 @@
 #include <string_view>
 #include <vector>
 
-namespace aspen {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer {
 
 using TokenId = int32_t;
 
@@ -68,4 +70,4 @@ class Tokenizer {
   std::shared_ptr<const Impl> impl_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

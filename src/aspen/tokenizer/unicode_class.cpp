@@ -7,9 +7,10 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/utf8.h"
 
-namespace aspen::unicode_class {
+namespace aspen::tokenizer::unicode_class {
 namespace {
 
 // A single-character class compiled once; `matches` tests one code point.
@@ -56,4 +57,4 @@ bool is_white_space(char32_t cp) {
   return kSpace.matches(cp);
 }
 
-}  // namespace aspen::unicode_class
+}  // namespace aspen::tokenizer::unicode_class

@@ -8,9 +8,11 @@
 // Thread safety: safe from any thread.
 #pragma once
 
-namespace aspen::unicode_class {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer::unicode_class {
 
 bool is_word(char32_t cp);
 bool is_white_space(char32_t cp);
 
-}  // namespace aspen::unicode_class
+}  // namespace aspen::tokenizer::unicode_class

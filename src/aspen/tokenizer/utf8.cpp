@@ -2,7 +2,9 @@
 
 #include <cstdint>
 
-namespace aspen::utf8 {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer::utf8 {
 namespace {
 
 // Length of the sequence a lead byte announces, 0 for bytes that never lead one
@@ -133,4 +135,4 @@ int decode_at(std::string_view text, size_t pos, char32_t* cp) {
   return len;
 }
 
-}  // namespace aspen::utf8
+}  // namespace aspen::tokenizer::utf8

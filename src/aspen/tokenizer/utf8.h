@@ -12,7 +12,9 @@
 #include <string>
 #include <string_view>
 
-namespace aspen::utf8 {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer::utf8 {
 
 inline constexpr size_t kAllValid = std::string_view::npos;
 
@@ -38,4 +40,4 @@ inline size_t previous_start(std::string_view text, size_t pos) {
   return pos;
 }
 
-}  // namespace aspen::utf8
+}  // namespace aspen::tokenizer::utf8

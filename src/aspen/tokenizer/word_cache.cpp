@@ -2,7 +2,9 @@
 
 #include <functional>
 
-namespace aspen {
+#include "aspen/tokenizer/imports.h"
+
+namespace aspen::tokenizer {
 
 WordCache::Shard& WordCache::shard_for(std::string_view word) const {
   // The map hashes the key again; mixing the high bits here keeps the two uses of the
@@ -31,4 +33,4 @@ void WordCache::insert(std::string_view word, const TokenId* ids, size_t count) 
   shard.entries.emplace(std::string(word), std::vector<TokenId>(ids, ids + count));
 }
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

@@ -15,10 +15,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aspen/tokenizer/imports.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/shared_mutex.h"
 
-namespace aspen {
+namespace aspen::tokenizer {
 
 class WordCache {
  public:
@@ -42,4 +43,4 @@ class WordCache {
   mutable std::array<Shard, kShards> shards_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::tokenizer

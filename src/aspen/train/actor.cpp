@@ -8,13 +8,14 @@
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/train/expert_lockstep.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 #include "aspen/train/update_steps.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 double value_or_zero(const torch::Tensor& t) {
@@ -395,4 +396,4 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   return metrics;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

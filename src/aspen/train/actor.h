@@ -55,6 +55,7 @@
 #include "aspen/algo/policy_loss.h"
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
@@ -62,7 +63,7 @@
 #include "aspen/train/trainer_data_parallel.h"
 #include "aspen/train/trainer_options.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct ActorOptions {
   TrainerOptions trainer;
@@ -198,4 +199,4 @@ class ActorTrainer {
   int64_t streamed_rows_ = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

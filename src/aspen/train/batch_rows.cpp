@@ -2,9 +2,10 @@
 
 #include <string>
 
+#include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 
 TrainBatch select_rows(const TrainBatch& batch, const std::vector<int64_t>& rows) {
   batch.validate();
@@ -32,4 +33,4 @@ TrainBatch select_rows(const TrainBatch& batch, const std::vector<int64_t>& rows
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

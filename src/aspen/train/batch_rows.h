@@ -10,10 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/train_batch.h"
 
-namespace aspen {
+namespace aspen::train {
 
 TrainBatch select_rows(const TrainBatch& batch, const std::vector<int64_t>& rows);
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -4,12 +4,13 @@
 
 #include "aspen/algo/packed.h"
 #include "aspen/algo/value_loss.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/recompute.h"
 #include "aspen/util/error.h"
 #include "aspen/train/update_steps.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 CriticModel make_compute_critic(const CriticModel& master, const TrainerOptions& options) {
@@ -131,4 +132,4 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
   return metrics;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -28,6 +28,7 @@
 
 #include "aspen/algo/aggregate.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
@@ -35,7 +36,7 @@
 #include "aspen/train/trainer_data_parallel.h"
 #include "aspen/train/trainer_options.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct CriticModelImpl : torch::nn::Module {
   explicit CriticModelImpl(const ModelConfig& config);
@@ -96,4 +97,4 @@ class CriticTrainer {
   TrainerDataParallel data_parallel_;  // after master_: hooks its tensors
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

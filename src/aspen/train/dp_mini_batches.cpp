@@ -4,10 +4,11 @@
 #include <numeric>
 #include <string>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/mini_batches.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 
 int64_t dp_steps_per_epoch(int64_t global_rows, int64_t mini_batch_size) {
   if (global_rows <= 0) return 0;
@@ -40,4 +41,4 @@ std::vector<std::vector<int64_t>> dp_mini_batch_rows(int64_t local_rows, int64_t
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace aspen {
+#include "aspen/train/imports.h"
+
+namespace aspen::train {
 
 // S above: the optimizer steps per epoch every rank takes.
 int64_t dp_steps_per_epoch(int64_t global_rows, int64_t mini_batch_size);
@@ -27,4 +29,4 @@ std::vector<std::vector<int64_t>> dp_mini_batch_rows(int64_t local_rows, int64_t
                                                      int64_t mini_batch_size, bool shuffle,
                                                      uint64_t seed, int64_t epoch);
 
-}  // namespace aspen
+}  // namespace aspen::train

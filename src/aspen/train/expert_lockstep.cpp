@@ -1,9 +1,10 @@
 #include "aspen/train/expert_lockstep.h"
 
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/policy_logprobs.h"
 
-namespace aspen {
+namespace aspen::train {
 
 bool in_expert_lockstep(const QwenForCausalLM& model) {
   return model->ep.enabled() && !model->ep.replicated_tokens;
@@ -28,4 +29,4 @@ void padding_pass(QwenForCausalLM& model, const LogprobHeadOptions& head, bool r
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

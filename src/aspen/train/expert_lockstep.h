@@ -23,8 +23,9 @@
 
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 
-namespace aspen {
+namespace aspen::train {
 
 // Whether the model's passes must be kept in step with its EP group's (above).
 bool in_expert_lockstep(const QwenForCausalLM& model);
@@ -34,4 +35,4 @@ int64_t lockstep_count(const QwenForCausalLM& model, int64_t local_count);
 // real micro-batches use it); under grad mode, its zero-weighted backward too.
 void padding_pass(QwenForCausalLM& model, const LogprobHeadOptions& head, bool recompute);
 
-}  // namespace aspen
+}  // namespace aspen::train

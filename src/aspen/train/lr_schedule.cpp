@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 const double kPi = std::acos(-1.0);
 }  // namespace
@@ -30,4 +31,4 @@ double lr_factor(const LrScheduleOptions& options, int64_t step) {
   return options.min_lr_ratio + (1.0 - options.min_lr_ratio) * cosine;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -13,7 +13,9 @@
 #include <cstdint>
 #include <string>
 
-namespace aspen {
+#include "aspen/train/imports.h"
+
+namespace aspen::train {
 
 enum class LrScheduleKind { kConstant, kCosine };
 
@@ -29,4 +31,4 @@ struct LrScheduleOptions {
 // Multiplier of the base learning rate at `step`.
 double lr_factor(const LrScheduleOptions& options, int64_t step);
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 // Longest-first into the least-loaded of k bins with room; false if a row fits nowhere.
@@ -148,4 +149,4 @@ PackingStats packing_stats(const std::vector<MicroBatch>& micro_batches) {
   return stats;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -32,9 +32,10 @@
 #include <string>
 #include <vector>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/train_batch.h"
 
-namespace aspen {
+namespace aspen::train {
 
 // lengths[i] = tokens of row i -> micro-batches as lists of row positions into
 // `lengths`, each list ascending. Oversized rows first, then the balanced bins.
@@ -74,4 +75,4 @@ struct PackingStats {
 };
 PackingStats packing_stats(const std::vector<MicroBatch>& micro_batches);
 
-}  // namespace aspen
+}  // namespace aspen::train

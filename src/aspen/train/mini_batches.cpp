@@ -4,7 +4,9 @@
 #include <numeric>
 #include <random>
 
-namespace aspen {
+#include "aspen/train/imports.h"
+
+namespace aspen::train {
 
 std::vector<int64_t> shuffled_rows(int64_t num_rows, uint64_t seed) {
   std::vector<int64_t> rows(static_cast<size_t>(std::max<int64_t>(num_rows, 0)));
@@ -34,4 +36,4 @@ std::vector<std::vector<int64_t>> mini_batch_rows(int64_t num_rows, int64_t mini
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <vector>
 
-namespace aspen {
+#include "aspen/train/imports.h"
+
+namespace aspen::train {
 
 std::vector<int64_t> shuffled_rows(int64_t num_rows, uint64_t seed);
 
 std::vector<std::vector<int64_t>> mini_batch_rows(int64_t num_rows, int64_t mini_batch_size,
                                                   bool shuffle, uint64_t seed, int64_t epoch);
 
-}  // namespace aspen
+}  // namespace aspen::train

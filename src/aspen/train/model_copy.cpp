@@ -3,7 +3,9 @@
 #include <map>
 #include <string>
 
-namespace aspen {
+#include "aspen/train/imports.h"
+
+namespace aspen::train {
 
 QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
                            torch::Device device, bool trainable) {
@@ -39,4 +41,4 @@ torch::ScalarType param_dtype(const torch::nn::Module& module) {
   return dtype;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

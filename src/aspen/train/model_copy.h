@@ -6,9 +6,10 @@
 #include <torch/torch.h>
 
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/trainer_options.h"
 
-namespace aspen {
+namespace aspen::train {
 
 // A new model with the same config and weights, cast to `dtype` and placed on `device`.
 // requires_grad = `trainable` on every parameter but the frozen ones
@@ -23,4 +24,4 @@ QwenForCausalLM compute_copy(const QwenForCausalLM& master, const TrainerOptions
 // The dtype of a module's parameters (TORCH_CHECK that they agree).
 torch::ScalarType param_dtype(const torch::nn::Module& module);
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -6,9 +6,10 @@
 #include <type_traits>
 
 #include "aspen/io/safetensors.h"
+#include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 bool decays(const std::string& name, const torch::Tensor& param) {
@@ -339,4 +340,4 @@ void Optimizer::load(const std::string& path) {
   restore_state(load_safetensors(path), path);
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -48,9 +48,10 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/lr_schedule.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct OptimizerOptions {
   double lr = 1e-6;
@@ -137,4 +138,4 @@ class Optimizer {
   int64_t step_count_ = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

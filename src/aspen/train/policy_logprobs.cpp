@@ -1,12 +1,13 @@
 #include "aspen/train/policy_logprobs.h"
 
 #include "aspen/train/expert_lockstep.h"
+#include "aspen/train/imports.h"
 
 #include <numeric>
 
 #include "aspen/train/recompute.h"
 
-namespace aspen {
+namespace aspen::train {
 
 TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_batch,
                                 const LogprobHeadOptions& head, bool recompute,
@@ -52,4 +53,4 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
   return out;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

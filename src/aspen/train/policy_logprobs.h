@@ -16,9 +16,10 @@
 
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 
-namespace aspen {
+namespace aspen::train {
 
 // With the autograd graph when grad mode is on (recompute: see recompute.h). `routing`
 // (optional): the MoE layers' routing of this forward (model/moe_routing.h).
@@ -30,4 +31,4 @@ TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,
                              int64_t max_tokens, const LogprobHeadOptions& head);
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -1,6 +1,7 @@
 #include "aspen/train/precision.h"
+#include "aspen/train/imports.h"
 
-namespace aspen {
+namespace aspen::train {
 
 MasterWeights::MasterWeights(NamedParams master, NamedParams compute)
     : master_(std::move(master)), compute_(std::move(compute)) {
@@ -56,4 +57,4 @@ NamedParams trainable_params(const torch::nn::Module& module) {
   return params;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

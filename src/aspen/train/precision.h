@@ -16,9 +16,10 @@
 
 #include <torch/torch.h>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/optimizer.h"
 
-namespace aspen {
+namespace aspen::train {
 
 class MasterWeights {
  public:
@@ -42,4 +43,4 @@ class MasterWeights {
 // Parameters of `module` that require grad, by their registered (HF) names.
 NamedParams trainable_params(const torch::nn::Module& module);
 
-}  // namespace aspen
+}  // namespace aspen::train

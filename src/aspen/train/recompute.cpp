@@ -6,8 +6,9 @@
 
 #include "aspen/model/packing.h"
 #include "aspen/model/rope_frequencies.h"
+#include "aspen/train/imports.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 // Inputs: x (the only differentiable one), the layer (as an address: saved_data holds
@@ -116,4 +117,4 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
   return model.norm(h);
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

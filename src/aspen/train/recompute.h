@@ -19,8 +19,9 @@
 #include <torch/torch.h>
 
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 
-namespace aspen {
+namespace aspen::train {
 
 // `log` (optional): the sparse layers' routing, for the load-balancing loss; its
 // prob_sums are differentiable with recompute on too (the checkpointed layer returns
@@ -29,4 +30,4 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
                              const torch::Tensor& cu_seqlens, bool recompute,
                              MoeRoutingLog* log = nullptr);
 
-}  // namespace aspen
+}  // namespace aspen::train

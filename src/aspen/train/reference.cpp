@@ -1,10 +1,11 @@
 #include "aspen/train/reference.h"
 
+#include "aspen/train/imports.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 
 ReferencePolicy::ReferencePolicy(const QwenForCausalLM& policy, const ReferenceOptions& options)
     : options_(options),
@@ -20,4 +21,4 @@ torch::Tensor ReferencePolicy::compute_logprobs(const TrainBatch& batch) {
   return batch_logprobs(model_, batch, options_.max_tokens_per_micro_batch, head).logprobs;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -13,9 +13,10 @@
 
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/train_batch.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct ReferenceOptions {
   torch::ScalarType dtype = torch::kFloat;  // e.g. bf16 to halve its memory
@@ -36,4 +37,4 @@ class ReferencePolicy {
   QwenForCausalLM model_;
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

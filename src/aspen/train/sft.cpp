@@ -3,13 +3,14 @@
 #include <numeric>
 
 #include "aspen/model/moe_routing.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/mini_batches.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 namespace {
 
 TrainBatch to_batch(const std::vector<SftExample>& examples) {
@@ -103,4 +104,4 @@ std::vector<SftStepMetrics> run_sft(
   return history;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -21,11 +21,12 @@
 
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
 #include "aspen/train/trainer_options.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct SftExample {
   std::vector<int64_t> prompt;
@@ -80,4 +81,4 @@ std::vector<SftStepMetrics> run_sft(
     QwenForCausalLM model, const std::vector<SftExample>& examples, const SftOptions& options,
     const std::function<void(const SftStepMetrics&)>& callback = {});
 
-}  // namespace aspen
+}  // namespace aspen::train

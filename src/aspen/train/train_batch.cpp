@@ -1,8 +1,9 @@
 #include "aspen/train/train_batch.h"
 
+#include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 
 std::vector<int64_t> TrainBatch::response_offsets() const {
   std::vector<int64_t> offsets(responses.size() + 1, 0);
@@ -49,4 +50,4 @@ const torch::Tensor& TrainBatch::token_column(const std::string& name,
   return it->second;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

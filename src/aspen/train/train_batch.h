@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
-namespace aspen {
+#include "aspen/train/imports.h"
+
+namespace aspen::train {
 
 namespace columns {
 inline constexpr const char* kAdvantages = "advantages";
@@ -50,4 +52,4 @@ struct TrainBatch {
   const torch::Tensor& token_column(const std::string& name, const std::string& who) const;
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -1,10 +1,11 @@
 #include "aspen/train/trainer_data_parallel.h"
 
 #include "aspen/train/dp_mini_batches.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/mini_batches.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 
 TrainerDataParallel::TrainerDataParallel(const DataParallelConfig& config, MasterWeights& master)
     : group_(config.group) {
@@ -76,4 +77,4 @@ void TrainerDataParallel::sum_over_ranks(std::vector<double>& values) {
   for (size_t i = 0; i < values.size(); ++i) values[i] = sums[static_cast<int64_t>(i)].item<double>();
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -41,9 +41,10 @@
 
 #include "aspen/parallel/data_parallel.h"
 #include "aspen/parallel/process_group.h"
+#include "aspen/train/imports.h"
 #include "aspen/train/precision.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct DataParallelConfig {
   std::optional<ProcessGroupHandle> group;  // the data-parallel group; none: single rank
@@ -91,4 +92,4 @@ class TrainerDataParallel {
   int64_t buckets_overlapped_ = 0;
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -1,8 +1,9 @@
 #include "aspen/train/trainer_options.h"
 
+#include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
-namespace aspen {
+namespace aspen::train {
 
 void TrainerOptions::validate() const {
   optimizer.validate();
@@ -14,4 +15,4 @@ void TrainerOptions::validate() const {
               "trainer.max_tokens_per_micro_batch");
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

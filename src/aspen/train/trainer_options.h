@@ -7,9 +7,10 @@
 
 #include <cstdint>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/optimizer.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct TrainerOptions {
   OptimizerOptions optimizer;
@@ -22,4 +23,4 @@ struct TrainerOptions {
   void validate() const;  // aspen::Error naming the option
 };
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -1,6 +1,7 @@
 #include "aspen/train/update_steps.h"
+#include "aspen/train/imports.h"
 
-namespace aspen {
+namespace aspen::train {
 
 void for_each_update_step(TrainerDataParallel& data_parallel, const TrainBatch& batch,
                           const UpdateLoopOptions& options, torch::Device device,
@@ -32,4 +33,4 @@ void for_each_update_step(TrainerDataParallel& data_parallel, const TrainBatch& 
   }
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -18,13 +18,14 @@
 #include <functional>
 #include <vector>
 
+#include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/optimizer.h"
 #include "aspen/train/precision.h"
 #include "aspen/train/train_batch.h"
 #include "aspen/train/trainer_data_parallel.h"
 
-namespace aspen {
+namespace aspen::train {
 
 struct UpdateStep {
   int64_t epoch = 0;
@@ -66,4 +67,4 @@ void step_and_count(TrainerDataParallel& data_parallel, MasterWeights& master,
   metrics.lr = step.lr;
 }
 
-}  // namespace aspen
+}  // namespace aspen::train

@@ -12,6 +12,8 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::parallel;
 namespace {
 
 int actor_dp(ProcessGroupHandle& group, const std::vector<std::string>& args) {

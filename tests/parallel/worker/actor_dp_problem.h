@@ -29,6 +29,10 @@
 
 namespace aspen::testing {
 
+using namespace aspen::parallel;
+using namespace aspen::pipeline;
+using namespace aspen::train;
+
 // actor: token-mean loss with KL and entropy terms (token denominators);
 // actor_seq: seq-mean-token-mean (row denominators); actor_bf16: bf16 compute (master
 // grads all-reduced after backward, no overlap); critic: the value trainer.

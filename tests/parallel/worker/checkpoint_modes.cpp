@@ -13,6 +13,9 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::model;
+using namespace aspen::parallel;
 namespace {
 
 int ckpt_save(ProcessGroupHandle& group, const std::vector<std::string>& args) {

@@ -20,8 +20,8 @@ int run(int argc, char** argv) {
   std::string usage;
   for (const auto& candidate : aspen::testing::worker_modes()) {
     if (candidate.name == mode) {
-      const aspen::DistEnv env = aspen::read_dist_env();
-      aspen::ProcessGroupHandle group = aspen::init_process_group(env);
+      const aspen::parallel::DistEnv env = aspen::parallel::read_dist_env();
+      aspen::parallel::ProcessGroupHandle group = aspen::parallel::init_process_group(env);
       return candidate.run(group, args);
     }
     usage += (usage.empty() ? "" : " | ") + candidate.usage;

@@ -33,6 +33,8 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::parallel;
 namespace {
 
 int rendezvous(ProcessGroupHandle& group, const std::vector<std::string>&) {

@@ -15,6 +15,9 @@
 
 namespace aspen::testing {
 
+using namespace aspen::parallel;
+using namespace aspen::train;
+
 constexpr int64_t kGlobalRows = 8;
 
 // Rows [begin, end) of the global batch owned by `rank` of `world`.

@@ -42,6 +42,10 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::model;
+using namespace aspen::parallel;
+using namespace aspen::train;
 namespace {
 
 void ep_expect(bool ok, const std::string& what, const std::string& where) {

@@ -11,6 +11,8 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::parallel;
 namespace {
 
 void expect_same(const torch::Tensor& cuda, const torch::Tensor& cpu, const std::string& what) {

@@ -15,6 +15,10 @@
 
 namespace aspen::testing {
 
+using namespace aspen::model;
+using namespace aspen::parallel;
+using namespace aspen::rollout;
+
 inline void check_paged_rollout_matches(QwenForCausalLM& reference, QwenForCausalLM& sharded,
                                         const std::string& where) {
   EngineConfig config;

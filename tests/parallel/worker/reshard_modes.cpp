@@ -15,6 +15,9 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::model;
+using namespace aspen::parallel;
 namespace {
 
 int reshard(ProcessGroupHandle& group, const std::vector<std::string>& args) {

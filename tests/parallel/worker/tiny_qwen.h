@@ -12,6 +12,9 @@
 
 namespace aspen::testing {
 
+using namespace aspen::model;
+using namespace aspen::parallel;
+
 inline std::vector<std::pair<std::string, torch::Tensor>> seeded_full_weights(
     const ModelConfig& config, uint64_t seed = 11) {
   torch::manual_seed(seed);

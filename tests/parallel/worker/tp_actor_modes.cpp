@@ -24,6 +24,10 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::model;
+using namespace aspen::parallel;
+using namespace aspen::train;
 namespace {
 
 ModelConfig actor_case(const std::string& name) {

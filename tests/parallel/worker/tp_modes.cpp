@@ -29,6 +29,9 @@
 #include "worker_mode.h"
 
 namespace aspen::testing {
+
+using namespace aspen::model;
+using namespace aspen::parallel;
 namespace {
 
 void expect(bool ok, const std::string& what, const std::string& where) {

@@ -12,6 +12,8 @@
 
 namespace aspen::testing {
 
+using namespace aspen::parallel;
+
 struct WorkerMode {
   std::string name;
   std::string usage;  // "NAME ARGS..." for the error message

@@ -1,0 +1,19 @@
+// aspen::model's imports: the aspen modules that aspen_model declares in the root
+// CMakeLists.txt (PUBLIC_DEPS and PRIVATE_DEPS), and only those.
+// Every header and source of src/aspen/model/ includes this file.
+// Inside aspen::model these modules' names need no qualifier, and a name of a module
+// outside its declared dependencies (and theirs: using-directives are transitive) does not compile,
+// so the compiler, too, keeps the layering (tools/check_layers.py checks this list against
+// CMake). util is the root namespace `aspen` (aspen::Error, check_input, log): every module
+// sees it without an import. docs/design.md, "Namespaces".
+#pragma once
+
+namespace aspen::io {}
+namespace aspen::kernels {}
+namespace aspen::parallel {}
+
+namespace aspen::model {
+using namespace aspen::io;
+using namespace aspen::kernels;
+using namespace aspen::parallel;
+}  // namespace aspen::model
