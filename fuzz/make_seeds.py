@@ -133,6 +133,7 @@ def checkpoint_state():
                      "pending": [[1, 0]], "version": 2, "samples": 16, "trained_tokens": 300,
                      "consumed_groups": 1, "refilled_groups": 0, "kl_reward_coef": 0.01}}}
     write("checkpoint_state", "small.json", json.dumps(small).encode())
+    # The schedules' form before the iteration engine: refused with its own message.
     before_engine = json.loads(json.dumps(small))
     engine = before_engine["schedule"]["schedule"]
     del engine["consumed_groups"], engine["refilled_groups"]

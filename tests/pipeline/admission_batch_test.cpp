@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 
+#include "aspen/dock/claim_codec.h"
 #include "aspen/dock/in_process_transport.h"
 #include "aspen/pipeline/admission.h"
 #include "aspen/pipeline/batch_selection.h"
@@ -167,6 +168,17 @@ TEST(BatchSelector, ReadsEveryColumnTheTrainerNeedsOnceAndSplitsTheRowsIntoShare
   for (size_t i = 0; i < chosen.trained.scores.size(); ++i) {
     EXPECT_EQ(chosen.trained.scores[i],
               chosen.trained.rows.rows[i].info.group_id % 2 == 0 ? 1.0 : 0.0);
+  }
+  // A share's columns are its rows' (what trainer 0 trains on without reading again).
+  const Claim second = share_of(chosen.trained.rows, 1);
+  const std::vector<ColumnData> mine = chosen.columns_of(second);
+  const ColumnData& all_scores = find_column(chosen.columns, rl_columns::kScores);
+  ASSERT_EQ(find_column(mine, rl_columns::kScores).values.size(), second.rows.size());
+  for (size_t i = 0; i < second.rows.size(); ++i) {
+    size_t at = 0;
+    while (chosen.trained.rows.rows[at].id != second.rows[i].id) ++at;
+    EXPECT_TRUE(torch::equal(find_column(mine, rl_columns::kScores).values[i],
+                             all_scores.values[at]));
   }
   // Per row: admission's put, the fake rollout's claim, put and ack, the fake
   // reward's claim, put and ack, and the batch's claim and get.

@@ -31,13 +31,16 @@ TEST(CheckpointState, ReadsWhatTheEngineWrites) {
   EXPECT_EQ(state.schedule, valid_state()["schedule"]);
 }
 
-TEST(CheckpointState, AcceptsTheFormBeforeTheEngine) {
+TEST(CheckpointState, RefusesTheFormBeforeTheEngineSayingSo) {
   nlohmann::json state = valid_state();
   nlohmann::json& engine = state["schedule"]["schedule"];
   engine.erase("consumed_groups");
   engine.erase("refilled_groups");
   engine["trained_groups"] = 1;
-  EXPECT_NO_THROW(read_checkpoint_state(state.dump(), "state.json"));
+  const std::string what = refusal(state);
+  EXPECT_NE(what.find("before the iteration engine"), std::string::npos) << what;
+  engine.erase("trained_groups");
+  EXPECT_NE(refusal(state).find("consumed_groups"), std::string::npos) << refusal(state);
 }
 
 TEST(CheckpointState, RefusesAPromptOrderThatIsNotAPermutation) {

@@ -24,6 +24,7 @@
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/util/config.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
@@ -101,8 +102,7 @@ int run_eval(const EvalOptions& options) {
                         {"mean_score", result.mean_score}};
   for (const auto& [k, value] : result.pass_at) out["pass@" + std::to_string(k)] = value;
   out["response_tokens"] = result.response_tokens;
-  out["seconds"] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out["seconds"] = seconds_since(start);
   std::cout << out.dump(2) << '\n';
   return 0;
 }

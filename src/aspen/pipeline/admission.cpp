@@ -210,14 +210,8 @@ nlohmann::json Admission::state() const {
 
 void Admission::restore(const nlohmann::json& state, int64_t version) {
   prompts_.restore(state.at("prompts"));
-  if (state.contains("consumed_groups")) {
-    consumed_groups_ = state.at("consumed_groups").get<int64_t>();
-    refilled_groups_ = state.at("refilled_groups").get<int64_t>();
-  } else {
-    // A checkpoint of the schedules before the engine (sync, or async with its own
-    // ledger): every finished version consumed one batch of groups, none pending.
-    consumed_groups_ = state.value("trained_groups", version * batch_groups_);
-  }
+  consumed_groups_ = state.at("consumed_groups").get<int64_t>();
+  refilled_groups_ = state.at("refilled_groups").get<int64_t>();
   for (const auto& entry : state.value("pending", nlohmann::json::array())) {
     admit_group(PromptGroup{entry.at(0).get<int64_t>(), entry.at(1).get<int64_t>()}, version);
   }

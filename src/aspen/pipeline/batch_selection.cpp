@@ -1,6 +1,7 @@
 #include "aspen/pipeline/batch_selection.h"
 
 #include <chrono>
+#include <map>
 
 #include "aspen/algo/dapo.h"
 #include "aspen/dock/token_balance.h"
@@ -38,6 +39,18 @@ void split_into_shares(Claim& rows, int shares) {
 }
 
 }  // namespace
+
+std::vector<ColumnData> ChosenRows::columns_of(const Claim& share) const {
+  std::map<RowId, size_t> position;
+  for (size_t i = 0; i < trained.rows.rows.size(); ++i) position[trained.rows.rows[i].id] = i;
+  std::vector<ColumnData> out;
+  for (const ColumnData& column : columns) {
+    ColumnData part{column.name, {}};
+    for (const ClaimedRow& row : share.rows) part.values.push_back(column.values.at(position.at(row.id)));
+    out.push_back(std::move(part));
+  }
+  return out;
+}
 
 BatchSelector::BatchSelector(const TrainConfig& config, TransferDock& dock, Admission& admission,
                              TraceWriter* trace, int track, std::function<void()> between_polls)

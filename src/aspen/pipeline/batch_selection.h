@@ -44,6 +44,9 @@ struct ChosenRows {
   RewardStats rewards;              // every row drawn, dropped ones included
   int64_t sampling_rounds = 0;
   bool completes_batch = true;  // streaming: false while groups are still pending
+
+  // The columns of `share`'s rows (a share of trained.rows), in its order.
+  std::vector<ColumnData> columns_of(const Claim& share) const;
 };
 
 class BatchSelector {

@@ -64,15 +64,14 @@ void check_engine(const nlohmann::json& engine, const std::string& source) {
   for (const char* key : {"version", "samples", "trained_tokens"}) {
     count_field(engine, key, where, source, 0);
   }
-  const bool consumed = engine.contains("consumed_groups");
-  check_input(consumed == engine.contains("refilled_groups"),
-              where + " has one of consumed_groups and refilled_groups without the other",
-              source);
-  if (consumed) {
-    count_field(engine, "consumed_groups", where, source, 0);
-    count_field(engine, "refilled_groups", where, source, 0);
-  } else if (engine.contains("trained_groups")) {
-    count_field(engine, "trained_groups", where, source, 0);
+  // The schedules before the iteration engine counted trained_groups; their
+  // checkpoints are not resumed (the engine's admission needs consumed and refilled).
+  check_input(engine.contains("consumed_groups") || !engine.contains("trained_groups"),
+              where + " is a checkpoint of the schedules before the iteration engine "
+                      "(trained_groups, no consumed_groups)",
+              source, "start the run again; this Aspen resumes only its own checkpoints");
+  for (const char* key : {"consumed_groups", "refilled_groups"}) {
+    count_field(engine, key, where, source, 0);
   }
   number_field(engine, "kl_reward_coef", where, source, 0.0, HUGE_VAL);
 }

@@ -207,8 +207,8 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
     // Trainer 0 read every row's columns with the batch; another trainer reads its share's.
     const Claim share = stages_->share(plan.trained);
     std::vector<ColumnData> share_columns;
-    if (is_admitter() && !trainers_) {
-      share_columns = std::move(drawn.columns);
+    if (is_admitter()) {
+      share_columns = drawn.columns_of(share);
     } else if (!share.empty()) {
       share_columns = dock_->get(share);
     }

@@ -29,6 +29,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/log.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen::pipeline {
 namespace {
@@ -380,7 +381,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   if (writer) export_policy(setup, final_dir);
   if (writer && world && !config.logging.trace.empty())
     merge_rank_traces(config.logging.trace, *world);
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double wall = seconds_since(start);
   nlohmann::json summary = {
       {"eval_accuracy_before_rl", evals["before"]},
       {"eval_accuracy_after_rl", evals["after"]},
