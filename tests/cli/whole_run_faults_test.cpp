@@ -111,9 +111,12 @@ std::vector<nlohmann::json> untimed_metrics(const std::string& dir) {
     // the rollout's log-probs, which depend on how the rollout batched the sequences; a
     // resume regenerates in-flight groups in other batches, so these move in the 3rd
     // digit while the tokens, every other metric and the weights stay bit-exact.
+    // dock_row_calls: a resumed run admits its open groups at restore, so their dock
+    // calls fall in another line.
     for (const char* key : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps",
-                            "instance_status_age_max_s", "stolen_groups", "bubbles", "rollout_work",
-                            "rollout_logprob_diff_mean", "rollout_logprob_diff_max"}) {
+                            "instance_status_age_max_s", "stolen_groups", "dock_row_calls",
+                            "bubbles", "rollout_work", "rollout_logprob_diff_mean",
+                            "rollout_logprob_diff_max"}) {
       line.erase(key);
     }
     lines.push_back(line);

@@ -11,7 +11,9 @@
 #include "aspen/dock/in_process_transport.h"
 #include "aspen/pipeline/admission.h"
 #include "aspen/pipeline/batch_selection.h"
+#include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/rl_rows.h"
+#include "aspen/util/clock.h"
 #include "tiny_run.h"
 
 namespace aspen::pipeline {
@@ -19,9 +21,12 @@ namespace {
 
 constexpr int64_t kResponseTokens = 3;
 
-std::unique_ptr<TransferDock> in_process_dock() {
+// The ledger's clock is `clock`: status-board ages move only when a test moves it.
+std::unique_ptr<TransferDock> in_process_dock(const TimeSource* clock) {
+  DockControllerOptions options{1 << 12};
+  options.clock = clock;
   return std::make_unique<TransferDock>(std::make_shared<InProcessTransport>(
-      std::make_shared<InProcessDock>(make_rl_schema({}), DockControllerOptions{1 << 12}, 1), 0));
+      std::make_shared<InProcessDock>(make_rl_schema({}), options, 1), 0));
 }
 
 // Generates every claimable rollout row (kResponseTokens tokens at `version`) and
@@ -68,7 +73,8 @@ struct Fixture {
   TrainConfig config;
   RlSetup setup;
   EngineLayout layout;
-  std::unique_ptr<TransferDock> dock = in_process_dock();
+  ManualClock clock;
+  std::unique_ptr<TransferDock> dock = in_process_dock(&clock);
   Admission admission;
 
   explicit Fixture(const std::vector<std::string>& overrides)
@@ -78,6 +84,11 @@ struct Fixture {
         admission(config, setup, *dock, layout, nullptr, 0) {}
 
   int64_t waiting_groups() { return dock->backlog(rl_consumers::kBatch).groups; }
+  void report(int instance) {
+    InstanceStatus status;
+    status.instance = instance;
+    dock->post_status(instance_status_key(instance), encode_instance_status(status));
+  }
 };
 
 TEST(Admission, KeepsTheStalenessWindowOfEtaPlusOneBatchesAndMovesWithThePublishedVersion) {
@@ -143,6 +154,47 @@ TEST(Admission, ARestoredAdmissionAdmitsTheOpenGroupsAgainWithTheirIds) {
   std::set<int64_t> pending;
   for (const auto& entry : state.at("pending")) pending.insert(entry.at(0).get<int64_t>());
   EXPECT_EQ(ids, pending);
+}
+
+TEST(Admission, AnInstanceSilentPastTheTimeoutFailsAndItsGroupsGoToAnyInstance) {
+  Fixture f({"pipeline.instances=2", "pipeline.dispatch=round_robin",
+             "pipeline.instance_timeout_s=5", "pipeline.on_instance_failure=regenerate"});
+  f.report(0);
+  f.report(1);
+  f.admission.admit();  // round robin: groups for both instances
+  f.clock.advance(6);
+  f.report(1);  // instance 1 is alive; 0 has been silent for 6 s
+  f.admission.refresh_instances();
+  EXPECT_EQ(f.admission.instance_metrics().at("failed_instances"), 1);
+  // Every admitted row is now claimable by instance 1: its own, and 0's re-targeted.
+  ClaimOptions options;
+  options.max_rows = 1 << 12;
+  options.target = 1;
+  EXPECT_EQ(f.dock->claim(rl_consumers::kRollout, options).rows.size(), 16u);
+  f.admission.admit();
+  ClaimOptions any;
+  any.max_rows = 1 << 12;
+  for (const ClaimedRow& row : f.dock->claim(rl_consumers::kRollout, any).rows) {
+    EXPECT_NE(row.info.target, 0) << "a group was dispatched to the failed instance";
+  }
+}
+
+TEST(Admission, UnderStopAnInstanceSilentPastTheTimeoutEndsTheRunNamingIt) {
+  Fixture f({"pipeline.instances=2", "pipeline.instance_timeout_s=5",
+             "pipeline.on_instance_failure=stop"});
+  f.report(0);
+  f.report(1);
+  f.admission.refresh_instances();
+  f.clock.advance(6);
+  f.report(0);
+  try {
+    f.admission.refresh_instances();
+    FAIL() << "expected the run to stop";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rollout instance 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("pipeline.on_instance_failure"), std::string::npos) << what;
+  }
 }
 
 TEST(BatchSelector, ReadsEveryColumnTheTrainerNeedsOnceAndSplitsTheRowsIntoShares) {
