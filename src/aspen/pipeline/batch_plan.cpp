@@ -20,9 +20,11 @@ std::set<int64_t> get_set(ByteReader& r) {
 
 }  // namespace
 
-std::vector<int64_t> BatchPlan::groups() const {
+std::vector<int64_t> BatchPlan::groups() const { return groups_of(trained); }
+
+std::vector<int64_t> groups_of(const TrainerRows& rows) {
   std::vector<int64_t> out;
-  for (const ClaimedRow& row : trained.rows.rows) {
+  for (const ClaimedRow& row : rows.rows.rows) {
     if (std::find(out.begin(), out.end(), row.info.group_id) == out.end()) {
       out.push_back(row.info.group_id);
     }

@@ -32,6 +32,9 @@ struct BatchPlan {
   std::vector<int64_t> versions() const;
 };
 
+// The groups of `rows`, in the order of their first row.
+std::vector<int64_t> groups_of(const TrainerRows& rows);
+
 std::string encode_batch_plan(const BatchPlan& plan);
 BatchPlan decode_batch_plan(const std::string& bytes);
 

@@ -220,10 +220,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
     if (!plan.trained.rows.empty()) train_whole_batch(index, plan, share_columns, record);
     drawn.trained = plan.trained;
   }
-  // The groups trained, in the order of their first row.
-  BatchPlan trained;
-  trained.trained = drawn.trained;
-  const std::vector<int64_t> groups = trained.groups();
+  const std::vector<int64_t> groups = groups_of(drawn.trained);
   if (is_admitter()) {
     for (const Claim& lease : drawn.leases) dock_->ack(lease);
     admission_->consume(groups, /*refill=*/false);

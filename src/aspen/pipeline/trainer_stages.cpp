@@ -152,6 +152,8 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
   timed_stage(stage_seconds, "advantage", trace, track, [&] {
     // The whole batch in share order: per row from the metadata every trainer has,
     // per token gathered from the shares.
+    std::map<RowId, double> score_of;
+    for (size_t i = 0; i < rows.rows.rows.size(); ++i) score_of[rows.rows.rows[i].id] = rows.scores[i];
     AdvantageInputs inputs;
     std::vector<int64_t> share_tokens;
     for (const Claim& part : shares_of(rows.rows)) {
@@ -159,15 +161,10 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
       for (const ClaimedRow& row : part.rows) {
         inputs.lengths.push_back(row.info.tokens);
         inputs.group_ids.push_back(row.info.group_id);
+        inputs.scores.push_back(score_of.at(row.id));
         tokens += row.info.tokens;
       }
       share_tokens.push_back(tokens);
-    }
-    // Scores follow the rows into share order.
-    std::map<RowId, double> score_of;
-    for (size_t i = 0; i < rows.rows.rows.size(); ++i) score_of[rows.rows.rows[i].id] = rows.scores[i];
-    for (const Claim& part : shares_of(rows.rows)) {
-      for (const ClaimedRow& row : part.rows) inputs.scores.push_back(score_of.at(row.id));
     }
     if (algorithm.kl_in_reward) {
       inputs.old_logprobs =
