@@ -1,7 +1,7 @@
 // The annotated locks (util/mutex.h, util/shared_mutex.h) against real threads: a held
 // lock keeps others out until its scope ends, a condition variable hands the lock back
 // on wake-up and reports its deadline, and a reader/writer lock lets readers share.
-// (That clang rejects unguarded access is tools/check_thread_safety.sh's own self-test.)
+// (That clang rejects unguarded access is tools/check_thread_safety.py's own self-test.)
 #include "aspen/util/mutex.h"
 #include "aspen/util/shared_mutex.h"
 

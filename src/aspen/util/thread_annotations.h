@@ -1,5 +1,5 @@
 // Clang's thread-safety annotations (-Wthread-safety), spelled as macros that are empty
-// under other compilers. GCC builds Aspen; tools/check_thread_safety.sh re-parses the
+// under other compilers. GCC builds Aspen; tools/check_thread_safety.py re-parses the
 // annotated translation units with clang and fails on any finding.
 //
 // What they say (https://clang.llvm.org/docs/ThreadSafetyAnalysis.html):
