@@ -1,8 +1,9 @@
 // Mutex, MutexLock and CondVar: std::mutex and std::condition_variable carrying Clang's
 // thread-safety annotations (util/thread_annotations.h), so that clang proves at compile
-// time that every GUARDED_BY member is touched only with its lock held
-// (tools/check_thread_safety.py, the CTest `thread_safety`, runs that proof in CI). Under GCC they cost exactly
-// what the std types cost: the annotations are empty and every call is inline.
+// time that every GUARDED_BY member is touched only with its lock held (the CTest
+// `thread_safety`, tools/check_thread_safety.py, runs that proof in CI). Under GCC
+// they cost exactly what the std types cost: the annotations are empty and every call
+// is inline.
 // The API follows absl::Mutex / absl::CondVar and Chromium's base::Lock /
 // base::ConditionVariable in shape, in this codebase's snake_case.
 //
