@@ -7,6 +7,8 @@
 #include <numeric>
 #include <random>
 
+#include "aspen/kernels/packed_upload.h"
+#include "aspen/kernels/paged_layout.h"
 #include "aspen/kernels/varlen_attention.h"
 
 namespace aspen::kernels {
@@ -141,6 +143,108 @@ TEST(PagedAttention, Bf16FusedMatchesFp32Reference) {
       f.q.to(torch::kFloat), f.key_cache.to(torch::kFloat), f.value_cache.to(torch::kFloat),
       f.block_tables, f.cu_seqlens(), lens, 0.35);
   EXPECT_LT((fused.to(torch::kFloat) - reference).abs().max().item<double>(), 3e-2);
+}
+
+// The gathered (composed-op, device) path's groups for a step, built the way the
+// rollout runner builds them: staged into one upload, resolved after it.
+std::vector<PagedGroup> groups_for(const PagedFixture& f, const torch::Tensor& query_start,
+                                   int64_t block_size = kBlockSize) {
+  const PagedLayout layout =
+      read_paged_layout(f.block_tables, query_start, torch::tensor(f.lengths, torch::kLong));
+  PackedUpload upload;
+  const auto staged = stage_paged_groups(layout, block_size, upload);
+  upload.upload(torch::kCPU);
+  return resolve_paged_groups(staged, upload);
+}
+
+// A mixed step: decode rows, a chunk and a whole prompt in different power-of-two
+// buckets (1; 3 and 4 -> 4; 5 -> 8), GQA 4/2, against the reference and the full
+// attention, in fp32 and bf16.
+TEST(PagedAttentionGathered, MixedStepEqualsTheReference) {
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    PagedFixture f({6, 9, 3, 12, 1, 20}, dtype);
+    const double scale = 0.3;
+    const torch::Tensor full = varlen_causal_attention(
+        f.q.to(torch::kFloat), f.k.to(torch::kFloat), f.v.to(torch::kFloat), f.cu_seqlens(), scale);
+    const StepQueries step = last_tokens(f, full, {1, 4, 3, 1, 1, 5});
+    const std::vector<PagedGroup> groups = groups_for(f, step.query_start);
+    ASSERT_EQ(groups.size(), 3u);
+    EXPECT_FALSE(groups[0].whole_step);
+    const torch::Tensor gathered =
+        paged_attention_gathered(step.q, f.key_cache, f.value_cache, groups, scale);
+    const torch::Tensor reference = paged_attention_reference(
+        step.q, f.key_cache, f.value_cache, f.block_tables, step.query_start,
+        torch::tensor(f.lengths, torch::kLong), scale);
+    const double tolerance = dtype == torch::kFloat ? 1e-5 : 1e-2;
+    EXPECT_EQ(gathered.scalar_type(), dtype);
+    EXPECT_LT((gathered.to(torch::kFloat) - step.expected).abs().max().item<double>(), tolerance)
+        << dtype;
+    EXPECT_LT((gathered.to(torch::kFloat) - reference.to(torch::kFloat)).abs().max().item<double>(),
+              tolerance)
+        << dtype;
+  }
+}
+
+// A pure decode step is one group that answers every row in order: no gather of q, no
+// scatter of the output. Contexts of different lengths share it (keys padded and masked).
+TEST(PagedAttentionGathered, PureDecodeStepIsOneWholeStepGroup) {
+  PagedFixture f({7, 1, 13, 4}, torch::kFloat);
+  const torch::Tensor full = varlen_causal_attention(f.q, f.k, f.v, f.cu_seqlens(), 0.35);
+  const StepQueries step = last_tokens(f, full, {1, 1, 1, 1});
+  const std::vector<PagedGroup> groups = groups_for(f, step.query_start);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_TRUE(groups[0].whole_step);
+  EXPECT_EQ(groups[0].context, 13);
+  const torch::Tensor gathered =
+      paged_attention_gathered(step.q, f.key_cache, f.value_cache, groups, 0.35);
+  EXPECT_LT((gathered - step.expected).abs().max().item<double>(), 1e-5);
+}
+
+// MLA: one latent cache serves as keys and values (gathered once) with one kv head for
+// every query head.
+TEST(PagedAttentionGathered, SharedSingleHeadCacheEqualsTheReference) {
+  PagedFixture f({5, 10, 2}, torch::kFloat);
+  const torch::Tensor latent = f.key_cache.narrow(2, 0, 1).contiguous();  // [N, S, 1, D]
+  const torch::Tensor lens = torch::tensor(f.lengths, torch::kLong);
+  const torch::Tensor starts =
+      torch::tensor(std::vector<int64_t>{0, 1, 4, 6}, torch::kLong);  // decode, chunk, prompt
+  const torch::Tensor q = torch::randn({6, kHeads, kDim});
+  const torch::Tensor gathered =
+      paged_attention_gathered(q, latent, latent, groups_for(f, starts), 0.4);
+  const torch::Tensor reference =
+      paged_attention_reference(q, latent, latent, f.block_tables, starts, lens, 0.4);
+  EXPECT_LT((gathered - reference).abs().max().item<double>(), 1e-5);
+}
+
+// The PagedBatch overload takes the layout from the batch's host copy: on the CPU it is
+// the fused kernel's result, and a layout that does not describe the step is refused.
+TEST(PagedAttention, BatchOverloadUsesTheHostLayout) {
+  PagedFixture f({6, 9}, torch::kFloat);
+  const torch::Tensor lens = torch::tensor(f.lengths, torch::kLong);
+  PagedBatch batch;
+  batch.block_tables = f.block_tables;
+  batch.query_start = f.cu_seqlens();
+  batch.context_lens = lens;
+  batch.layout = read_paged_layout(f.block_tables, batch.query_start, lens);
+  const torch::Tensor expected =
+      paged_attention(f.q, f.key_cache, f.value_cache, f.block_tables, f.cu_seqlens(), lens, 0.3);
+  EXPECT_TRUE(paged_attention(f.q, f.key_cache, f.value_cache, batch, 0.3).equal(expected));
+  batch.layout.query_start.back() -= 1;
+  EXPECT_THROW(paged_attention(f.q, f.key_cache, f.value_cache, batch, 0.3), c10::Error);
+}
+
+TEST(PagedLayout, CheckNamesTheSequenceWithABlockOutsideTheCache) {
+  PagedLayout layout{{0, 1, 2}, {3, 5}, {0, 0, 1, 9}, 2};
+  EXPECT_NO_THROW(layout.check(kBlockSize, 10, 2));
+  try {
+    layout.check(kBlockSize, 9, 2);
+    FAIL() << "block 9 of a 9-block cache accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence 1 uses cache block 9"), std::string::npos)
+        << e.what();
+  }
+  layout.context_lens[0] = 9;  // more than 2 blocks of 4
+  EXPECT_THROW(layout.check(kBlockSize, 10, 2), c10::Error);
 }
 
 }  // namespace

@@ -16,11 +16,6 @@
 namespace aspen::kernels {
 namespace {
 
-std::vector<int64_t> to_host_vector(const torch::Tensor& t) {
-  const torch::Tensor host = t.to(torch::kCPU, torch::kLong).contiguous();
-  return std::vector<int64_t>(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
-}
-
 void check_shapes(const torch::Tensor& q, const torch::Tensor& key_cache,
                   const torch::Tensor& value_cache, const torch::Tensor& block_tables,
                   const torch::Tensor& query_start, const torch::Tensor& context_lens) {
@@ -34,28 +29,25 @@ void check_shapes(const torch::Tensor& q, const torch::Tensor& key_cache,
               "paged_attention: block_tables [B, M], query_start [B+1], context_lens [B] expected");
 }
 
-// Per-sequence metadata read on the host once per call.
-struct StepLayout {
-  std::vector<int64_t> query_start;
-  std::vector<int64_t> context_lens;
-  std::vector<int64_t> block_tables;  // [B * M] row-major
-  int64_t max_blocks = 0;
-};
-
-StepLayout read_layout(const torch::Tensor& block_tables, const torch::Tensor& query_start,
-                       const torch::Tensor& context_lens, int64_t block_size, int64_t total) {
-  StepLayout layout{to_host_vector(query_start), to_host_vector(context_lens),
-                    to_host_vector(block_tables), block_tables.size(1)};
-  TORCH_CHECK(layout.query_start.front() == 0 && layout.query_start.back() == total,
-              "paged_attention: query_start must run from 0 to T");
-  for (size_t b = 0; b < layout.context_lens.size(); ++b) {
-    const int64_t new_tokens = layout.query_start[b + 1] - layout.query_start[b];
-    TORCH_CHECK(new_tokens >= 0 && layout.context_lens[b] >= new_tokens &&
-                    layout.context_lens[b] <= layout.max_blocks * block_size,
-                "paged_attention: inconsistent context length for sequence ", b);
-  }
+// The layout of block_tables/query_start/context_lens read back and checked: the
+// tensor overloads' way (the PagedBatch overload has it on the host already).
+PagedLayout checked_layout(const torch::Tensor& q, const torch::Tensor& key_cache,
+                           const torch::Tensor& block_tables, const torch::Tensor& query_start,
+                           const torch::Tensor& context_lens) {
+  PagedLayout layout = read_paged_layout(block_tables, query_start, context_lens);
+  layout.check(key_cache.size(1), key_cache.size(0), q.size(0));
   return layout;
 }
+
+// Whether the fused CPU kernel (below) takes this call.
+bool fused_cpu_applies(const torch::Tensor& q, const torch::Tensor& key_cache) {
+  return q.device().is_cpu() && key_cache.device().is_cpu() &&
+         q.scalar_type() == key_cache.scalar_type() &&
+         (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kBFloat16 ||
+          q.scalar_type() == torch::kDouble);
+}
+
+using StepLayout = PagedLayout;
 
 template <typename T>
 inline float as_float(T value) {
@@ -314,28 +306,18 @@ void write_kv_cache(const torch::Tensor& k, const torch::Tensor& v, torch::Tenso
       .index_copy_(0, index, v.to(value_cache.scalar_type()));
 }
 
-torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_cache,
-                              const torch::Tensor& value_cache, const torch::Tensor& block_tables,
-                              const torch::Tensor& query_start, const torch::Tensor& context_lens,
-                              double scale) {
-  check_shapes(q, key_cache, value_cache, block_tables, query_start, context_lens);
-  const bool fused = q.device().is_cpu() && key_cache.device().is_cpu() &&
-                     q.scalar_type() == key_cache.scalar_type() &&
-                     (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kBFloat16 ||
-                      q.scalar_type() == torch::kDouble);
-  if (!fused) {
-    return paged_attention_reference(q, key_cache, value_cache, block_tables, query_start,
-                                     context_lens, scale);
-  }
-  const StepLayout layout =
-      read_layout(block_tables, query_start, context_lens, key_cache.size(1), q.size(0));
+namespace {
+
+// The CPU path: long multi-token rows through torch's fused attention, one sequence at
+// a time; the rest (decode rows, short contexts) through the fused kernel above, in one
+// parallel pass.
+torch::Tensor paged_attention_fused_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
+                                        const torch::Tensor& value_cache,
+                                        const StepLayout& layout, double scale) {
   const torch::Tensor q_contiguous = q.contiguous();
   const torch::Tensor k_contiguous = key_cache.contiguous();
   const torch::Tensor v_contiguous = value_cache.contiguous();
   torch::Tensor out = torch::empty_like(q_contiguous);
-  // Multi-token rows of long contexts go through torch's fused attention, one sequence
-  // at a time; the rest (decode rows, short contexts) through the fused kernel below,
-  // in one parallel pass.
   std::vector<char> done(layout.context_lens.size(), 0);
   bool any_short = false;
   for (size_t b = 0; b < layout.context_lens.size(); ++b) {
@@ -356,6 +338,48 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_c
   return out;
 }
 
+}  // namespace
+
+torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_cache,
+                              const torch::Tensor& value_cache, const torch::Tensor& block_tables,
+                              const torch::Tensor& query_start, const torch::Tensor& context_lens,
+                              double scale) {
+  check_shapes(q, key_cache, value_cache, block_tables, query_start, context_lens);
+  const PagedLayout layout = checked_layout(q, key_cache, block_tables, query_start, context_lens);
+  if (fused_cpu_applies(q, key_cache)) {
+    return paged_attention_fused_cpu(q, key_cache, value_cache, layout, scale);
+  }
+  PackedUpload upload;
+  const std::vector<StagedPagedGroup> staged =
+      stage_paged_groups(layout, key_cache.size(1), upload);
+  upload.upload(q.device());
+  return paged_attention_gathered(q, key_cache, value_cache, resolve_paged_groups(staged, upload),
+                                  scale);
+}
+
+torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_cache,
+                              const torch::Tensor& value_cache, const PagedBatch& batch,
+                              double scale) {
+  check_shapes(q, key_cache, value_cache, batch.block_tables, batch.query_start,
+               batch.context_lens);
+  TORCH_CHECK(batch.layout.sequences() == batch.context_lens.size(0) &&
+                  batch.layout.query_start.back() == q.size(0),
+              "paged_attention: the batch's host layout does not describe this step");
+  if (fused_cpu_applies(q, key_cache)) {
+    return paged_attention_fused_cpu(q, key_cache, value_cache, batch.layout, scale);
+  }
+  if (!batch.groups.empty() || batch.layout.query_start.back() == 0) {
+    return paged_attention_gathered(q, key_cache, value_cache, batch.groups, scale);
+  }
+  // A batch built without groups: stage them here (one upload per layer).
+  PackedUpload upload;
+  const std::vector<StagedPagedGroup> staged =
+      stage_paged_groups(batch.layout, key_cache.size(1), upload);
+  upload.upload(q.device());
+  return paged_attention_gathered(q, key_cache, value_cache, resolve_paged_groups(staged, upload),
+                                  scale);
+}
+
 torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Tensor& key_cache,
                                         const torch::Tensor& value_cache,
                                         const torch::Tensor& block_tables,
@@ -366,8 +390,7 @@ torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Ten
   const int64_t kv_heads = key_cache.size(2);
   const int64_t heads = q.size(1);
   const int64_t dim = q.size(2);
-  const StepLayout layout =
-      read_layout(block_tables, query_start, context_lens, block_size, q.size(0));
+  const PagedLayout layout = checked_layout(q, key_cache, block_tables, query_start, context_lens);
   const torch::Tensor keys = key_cache.reshape({-1, kv_heads, dim});
   const torch::Tensor values = value_cache.reshape({-1, kv_heads, dim});
   torch::Tensor out = torch::empty_like(q);
