@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -53,6 +54,7 @@ struct ProcessGroupHandle::Impl {
   std::shared_ptr<::gloo::transport::Device> device;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // formed on the first CUDA collective
+  c10::DeviceIndex nccl_device = -1;                  // ... on this device
   int subgroups_created = 0;  // names each subgroup's store prefix identically on all ranks
 
   // The backend for a collective on `tensor`: NCCL for CUDA tensors, Gloo otherwise.
@@ -62,6 +64,11 @@ struct ProcessGroupHandle::Impl {
 c10d::Backend& ProcessGroupHandle::Impl::backend_for(const torch::Tensor& tensor) {
   if (!tensor.is_cuda()) return *gloo;
   if (!nccl) {
+    // The rank's device current before NCCL forms: communicators, streams and any
+    // allocation without a device guard then land on cuda:LOCAL_RANK, not on cuda:0,
+    // where every rank would open a context of its own.
+    c10::cuda::set_device(tensor.device().index());
+    nccl_device = tensor.device().index();
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = collective_timeout;
     try {
@@ -72,6 +79,10 @@ c10d::Backend& ProcessGroupHandle::Impl::backend_for(const torch::Tensor& tensor
                   "process group (nccl)", "every rank needs its own CUDA device (cuda:LOCAL_RANK)");
     }
   }
+  check_input(tensor.device().index() == nccl_device,
+              "a collective on cuda:" + std::to_string(tensor.device().index()) +
+                  ", but this rank's NCCL group was formed on cuda:" + std::to_string(nccl_device),
+              "process group (nccl)", "keep every CUDA tensor of a rank on cuda:LOCAL_RANK");
   return *nccl;
 }
 
@@ -83,9 +94,15 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   return out.str();
 }
 
-[[noreturn]] void throw_collective_error(const char* op, int rank, const std::exception& e) {
+// The backend a collective on `tensor` went through (Impl::backend_for's choice).
+const char* backend_of(const torch::Tensor& tensor) {
+  return tensor.is_cuda() ? "process group (nccl)" : "process group (gloo)";
+}
+
+[[noreturn]] void throw_collective_error(const char* op, const char* backend, int rank,
+                                         const std::exception& e) {
   throw Error(std::string(op) + " failed on rank " + std::to_string(rank) + ": " + e.what(),
-              "process group (gloo)",
+              backend,
               "a peer rank probably died or stalled past ASPEN_DIST_TIMEOUT_S; see the "
               "aspen launch output for the first rank that failed");
 }
@@ -267,14 +284,14 @@ PendingWork ProcessGroupHandle::all_reduce_async(torch::Tensor tensor, ReduceOp 
   try {
     work = impl_->backend_for(tensor).allreduce(tensors, options);
   } catch (const std::exception& e) {
-    throw_collective_error("allreduce", impl_->rank, e);
+    throw_collective_error("allreduce", backend_of(tensor), impl_->rank, e);
   }
   const int rank = impl_->rank;
   return PendingWork([work, rank, tensor] {
     try {
       work->wait();
     } catch (const std::exception& e) {
-      throw_collective_error("allreduce", rank, e);
+      throw_collective_error("allreduce", backend_of(tensor), rank, e);
     }
   });
 }
@@ -291,7 +308,7 @@ std::vector<torch::Tensor> ProcessGroupHandle::all_gather(const torch::Tensor& t
   try {
     impl_->backend_for(input).allgather(outputs, inputs)->wait();
   } catch (const std::exception& e) {
-    throw_collective_error("allgather", impl_->rank, e);
+    throw_collective_error("allgather", backend_of(input), impl_->rank, e);
   }
   return outputs[0];
 }
@@ -312,7 +329,7 @@ torch::Tensor ProcessGroupHandle::all_to_all(const torch::Tensor& input,
   try {
     impl_->backend_for(in).alltoall_base(out, in, recv, send)->wait();
   } catch (const std::exception& e) {
-    throw_collective_error("alltoall", impl_->rank, e);
+    throw_collective_error("alltoall", backend_of(in), impl_->rank, e);
   }
   return out;
 }
@@ -325,7 +342,7 @@ void ProcessGroupHandle::broadcast(torch::Tensor& tensor, int root) {
   try {
     impl_->backend_for(tensor).broadcast(tensors, options)->wait();
   } catch (const std::exception& e) {
-    throw_collective_error("broadcast", impl_->rank, e);
+    throw_collective_error("broadcast", backend_of(tensor), impl_->rank, e);
   }
 }
 
@@ -333,7 +350,7 @@ void ProcessGroupHandle::barrier() {
   try {
     impl_->gloo->barrier()->wait();
   } catch (const std::exception& e) {
-    throw_collective_error("barrier", impl_->rank, e);
+    throw_collective_error("barrier", "process group (gloo)", impl_->rank, e);
   }
 }
 
