@@ -38,15 +38,15 @@ bool tolerated_extra(const std::string& key, bool tied) {
   return tied && key == "lm_head.weight";
 }
 
-}  // namespace
-
-void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>& weights,
-                                     const std::string& source) {
-  const auto params = named_parameters(/*recurse=*/true);
+// Checks `weights` against `params` (every key present, a local or full shape, floating
+// point; no key outside `params` unless `extra_ok` says so), then copies.
+template <typename ExtraOk>
+void check_and_copy(const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                    const std::map<std::string, torch::Tensor>& weights, const std::string& source,
+                    const ModelConfig& config, const TensorParallel& tp, ExtraOk extra_ok) {
   std::set<std::string> expected;
   std::set<std::string> full;  // keys given in the full HF shape, to be sharded
-  for (const auto& item : params) {
-    const std::string& key = item.key();
+  for (const auto& [key, param] : params) {
     expected.insert(key);
     auto it = weights.find(key);
     if (it == weights.end()) {
@@ -54,7 +54,7 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
                   "the checkpoint does not match config.json (" + config.model_type() + ", " +
                       std::to_string(config.num_hidden_layers) + " layers)");
     }
-    const c10::IntArrayRef local = item.value().sizes();
+    const c10::IntArrayRef local = param.sizes();
     if (it->second.sizes() != local) {
       const std::vector<int64_t> full_sizes =
           tp.enabled() ? full_shape(qwen_shard_spec(key, config), local, tp.size, key)
@@ -74,22 +74,36 @@ void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>&
     }
   }
   for (const auto& entry : weights) {
-    if (expected.count(entry.first) == 0 &&
-        !tolerated_extra(entry.first, config.tie_word_embeddings) &&
-        !other_ranks_expert(entry.first, config, ep)) {
+    if (expected.count(entry.first) == 0 && !extra_ok(entry.first)) {
       throw Error("unexpected weight \"" + entry.first + "\"", source,
                   "the checkpoint does not match config.json (tie_word_embeddings, "
-                  "attention_bias, model_type, num_hidden_layers)");
+                  "attention_bias, model_type, num_hidden_layers) or the LoRA options");
     }
   }
   torch::NoGradGuard no_grad;
-  for (const auto& item : params) {
-    const std::string& key = item.key();
+  for (const auto& [key, param] : params) {
     const torch::Tensor& value = weights.at(key);
-    item.value().copy_(full.count(key) != 0
-                           ? take_shard(value, qwen_shard_spec(key, config), tp.rank, tp.size, key)
-                           : value);
+    param.copy_(full.count(key) != 0
+                    ? take_shard(value, qwen_shard_spec(key, config), tp.rank, tp.size, key)
+                    : value);
   }
+}
+
+}  // namespace
+
+void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>& weights,
+                                     const std::string& source) {
+  check_and_copy(hf_state(), weights, source, config, tp, [&](const std::string& key) {
+    return tolerated_extra(key, config.tie_word_embeddings) || other_ranks_expert(key, config, ep);
+  });
+}
+
+void QwenForCausalLMImpl::load_lora_state(const std::map<std::string, torch::Tensor>& weights,
+                                          const std::string& source) {
+  check_input(has_lora(), "the model has no LoRA adapters to load into", source);
+  check_and_copy(lora_state(), weights, source, config, tp, [&](const std::string& key) {
+    return other_ranks_expert(key, config, ep);
+  });
 }
 
 }  // namespace aspen::model

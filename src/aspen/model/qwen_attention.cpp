@@ -8,6 +8,7 @@
 #include "aspen/model/imports.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/tp_collectives.h"
+#include "aspen/util/error.h"
 
 namespace aspen::model {
 namespace {
@@ -60,10 +61,13 @@ torch::Tensor QwenAttentionImpl::kv_projection(torch::nn::Linear& proj, const to
 
 torch::Tensor QwenAttentionImpl::output_projection(const torch::Tensor& heads) {
   // small_batch_linear is F::linear except at a decode step's few rows, no gradient.
-  if (!tp.enabled() || !o_proj->bias.defined())
-    return reduce_from_tp_region(small_batch_linear(heads, o_proj->weight, o_proj->bias), tp);
-  const torch::Tensor partial = small_batch_linear(heads, o_proj->weight);
-  return reduce_from_tp_region(partial, tp) + o_proj->bias;
+  // Under TP a bias joins after the reduction, the adapter's partial output before it.
+  const bool bias_after_reduction = tp.enabled() && o_proj->bias.defined();
+  const torch::Tensor partial = o_lora.add(
+      heads, small_batch_linear(heads, o_proj->weight,
+                                bias_after_reduction ? torch::Tensor() : o_proj->bias));
+  const torch::Tensor out = reduce_from_tp_region(partial, tp);
+  return bias_after_reduction ? out + o_proj->bias : out;
 }
 
 torch::Tensor QwenAttentionImpl::head_norm(RMSNorm& norm, const torch::Tensor& x) {
@@ -81,6 +85,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> QwenAttentionImpl::proje
   } else {
     q = q_proj(x), k = kv_projection(k_proj, x), v = kv_projection(v_proj, x);
   }
+  q = q_lora.add(x, q), k = k_lora.add(x, k), v = v_lora.add(x, v);
   q = q.view({tokens, num_heads, head_dim});
   k = k.view({tokens, num_kv_heads, head_dim});
   v = v.view({tokens, num_kv_heads, head_dim});
@@ -92,6 +97,21 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> QwenAttentionImpl::proje
 }
 
 void QwenAttentionImpl::fuse_projections() { qkv_.fuse({q_proj, k_proj, v_proj}); }
+
+void QwenAttentionImpl::attach_lora(const LoraOptions& options,
+                                    const std::shared_ptr<const LoraSwitch>& on,
+                                    const ModelConfig& config) {
+  auto attach = [&](LoraBranch& branch, torch::nn::Linear& target, const std::string& leaf) {
+    if (!options.targets_projection(leaf)) return;
+    check_input(!branch.attached(), "already has a LoRA adapter", "self_attn." + leaf);
+    const ShardSpec spec = attention_spec(leaf + ".weight", config);
+    branch = LoraBranch(target, options, on, lora_a_spec(spec), lora_b_spec(spec), tp);
+  };
+  attach(q_lora, q_proj, "q_proj");
+  attach(k_lora, k_proj, "k_proj");
+  attach(v_lora, v_proj, "v_proj");
+  attach(o_lora, o_proj, "o_proj");
+}
 
 torch::Tensor QwenAttentionImpl::forward(const torch::Tensor& x, const RopeTable& rope,
                                          const torch::Tensor& cu_seqlens) {
@@ -107,8 +127,7 @@ torch::Tensor QwenAttentionImpl::forward_paged(const torch::Tensor& x, const Rop
   torch::Tensor value_cache = batch.value_caches.at(layer);
   write_kv_cache(k, v, key_cache, value_cache, batch.slot_mapping);
   torch::Tensor out =
-      paged_attention(q.contiguous(), key_cache, value_cache, batch.block_tables, batch.query_start,
-                      batch.context_lens, 1.0 / std::sqrt(head_dim));
+      paged_attention(q.contiguous(), key_cache, value_cache, batch, 1.0 / std::sqrt(head_dim));
   // Row-parallel o_proj: this rank's heads give a partial sum of the output.
   return output_projection(out.reshape({x.size(0), num_heads * head_dim}));
 }

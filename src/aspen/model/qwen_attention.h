@@ -21,6 +21,8 @@
 // Gradients of replicated copies - q_norm/k_norm always, k/v projections when
 // K < t - are summed over their holders (tp_collectives.h: sum_replica_grads), so
 // each rank's gradient equals its shard of the single-process gradient.
+// LoRA (attach_lora, model/lora.h): each targeted projection adds its adapter's
+// output to its own, on every path (fused or not, paged or not).
 // forward_paged does not support t > 1 (the caller, QwenModel, refuses it).
 // Thread safety: forward mutates nothing; concurrent calls are safe (with t > 1,
 // the collective ordering rule of tp_collectives.h applies).
@@ -33,6 +35,7 @@
 #include "aspen/kernels/rope.h"
 #include "aspen/model/fused_projection.h"
 #include "aspen/model/imports.h"
+#include "aspen/model/lora.h"
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/shard_spec.h"
 #include "aspen/parallel/tensor_parallel.h"
@@ -60,6 +63,11 @@ struct QwenAttentionImpl : torch::nn::Module {
   // FusedProjection for what keeps and what breaks the layout. Idempotent.
   void fuse_projections();
 
+  // Registers LoRA adapters inside the projections `options` targets (model/lora.h);
+  // once, before training or loading an adapter. `config` gives the TP layouts.
+  void attach_lora(const LoraOptions& options, const std::shared_ptr<const LoraSwitch>& on,
+                   const ModelConfig& config);
+
   int64_t num_heads;     // query heads on this rank (H / t)
   int64_t num_kv_heads;  // kv heads on this rank (K / t, or 1 replicated when K < t)
   int64_t head_dim;
@@ -71,6 +79,8 @@ struct QwenAttentionImpl : torch::nn::Module {
   torch::nn::Linear o_proj{nullptr};
   RMSNorm q_norm{nullptr};  // null for Qwen2
   RMSNorm k_norm{nullptr};
+  // The projections' adapters (model/lora.h); empty (the identity) without LoRA.
+  LoraBranch q_lora, k_lora, v_lora, o_lora;
 
  private:
   FusedProjection qkv_;

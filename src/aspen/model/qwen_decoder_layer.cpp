@@ -1,6 +1,7 @@
 #include "aspen/model/qwen_decoder_layer.h"
 
 #include "aspen/model/imports.h"
+#include "aspen/util/error.h"
 
 namespace aspen::model {
 
@@ -25,6 +26,24 @@ QwenDecoderLayerImpl::QwenDecoderLayerImpl(const ModelConfig& config, const Tens
 void QwenDecoderLayerImpl::fuse_projections() {
   if (self_attn) self_attn->fuse_projections();
   if (mlp) mlp->fuse_projections();
+}
+
+void QwenDecoderLayerImpl::attach_lora(const LoraOptions& options,
+                                       const std::shared_ptr<const LoraSwitch>& on,
+                                       const ModelConfig& config) {
+  if (self_attn) {
+    self_attn->attach_lora(options, on, config);
+  } else {
+    for (const char* leaf : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+      check_input(!options.targets_projection(leaf),
+                  std::string("targets ") + leaf +
+                      ", but multi-head latent attention (deepseek_v3) has no LoRA layout; "
+                      "target the MLP projections only",
+                  "LoRA targets");
+    }
+  }
+  if (mlp) mlp->attach_lora(options, on, config, "model.layers.0.mlp.gate_proj.weight");
+  if (sparse_mlp) sparse_mlp->attach_lora(options, on, config);
 }
 
 torch::Tensor QwenDecoderLayerImpl::feed_forward(const torch::Tensor& x, MoeRoutingLog* log) {

@@ -44,6 +44,11 @@ struct QwenDecoderLayerImpl : torch::nn::Module {
   // Fuses the Qwen attention's q/k/v and the dense MLP's gate/up projections for
   // inference (model/fused_projection.h); MLA attention and MoE blocks keep theirs.
   void fuse_projections();
+  // LoRA adapters on this layer's targeted projections (model/lora.h). aspen::Error
+  // when an attention projection is targeted in an MLA layer (DeepSeek-V3's latent
+  // projections have no PEFT-compatible LoRA layout here).
+  void attach_lora(const LoraOptions& options, const std::shared_ptr<const LoraSwitch>& on,
+                   const ModelConfig& config);
 
   RMSNorm input_layernorm{nullptr};
   QwenAttention self_attn{nullptr};     // Qwen

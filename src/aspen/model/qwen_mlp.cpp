@@ -5,6 +5,7 @@
 #include "aspen/model/imports.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/tp_collectives.h"
+#include "aspen/util/error.h"
 
 namespace aspen::model {
 namespace {
@@ -36,14 +37,34 @@ torch::Tensor QwenMLPImpl::forward(const torch::Tensor& x) {
 
 torch::Tensor QwenMLPImpl::forward_local(const torch::Tensor& x_tp) {
   // small_batch_linear is F::linear except at a decode step's few rows, no gradient.
+  torch::Tensor gate, up;
   if (gate_up_.usable_for_inference()) {
     const std::vector<torch::Tensor> parts = gate_up_.split(gate_up_.forward(x_tp));
-    return small_batch_linear(swiglu(parts[0], parts[1]), down_proj->weight, down_proj->bias);
+    gate = parts[0], up = parts[1];
+  } else {
+    gate = gate_proj(x_tp), up = up_proj(x_tp);
   }
-  return small_batch_linear(swiglu(gate_proj(x_tp), up_proj(x_tp)), down_proj->weight,
-                            down_proj->bias);
+  const torch::Tensor hidden = swiglu(gate_lora.add(x_tp, gate), up_lora.add(x_tp, up));
+  return down_lora.add(hidden,
+                       small_batch_linear(hidden, down_proj->weight, down_proj->bias));
 }
 
 void QwenMLPImpl::fuse_projections() { gate_up_.fuse({gate_proj, up_proj}); }
+
+void QwenMLPImpl::attach_lora(const LoraOptions& options,
+                              const std::shared_ptr<const LoraSwitch>& on,
+                              const ModelConfig& config, const std::string& layout_name) {
+  // layout_name is the gate_proj weight's name; its siblings differ in the leaf only.
+  const std::string prefix = layout_name.substr(0, layout_name.size() - std::string("gate_proj.weight").size());
+  auto attach = [&](LoraBranch& branch, torch::nn::Linear& target, const std::string& leaf) {
+    if (!options.targets_projection(leaf)) return;
+    check_input(!branch.attached(), "already has a LoRA adapter", prefix + leaf);
+    const ShardSpec spec = qwen_shard_spec(prefix + leaf + ".weight", config);
+    branch = LoraBranch(target, options, on, lora_a_spec(spec), lora_b_spec(spec), tp);
+  };
+  attach(gate_lora, gate_proj, "gate_proj");
+  attach(up_lora, up_proj, "up_proj");
+  attach(down_lora, down_proj, "down_proj");
+}
 
 }  // namespace aspen::model

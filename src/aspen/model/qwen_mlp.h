@@ -20,6 +20,7 @@
 #include "aspen/io/hf_config.h"
 #include "aspen/model/fused_projection.h"
 #include "aspen/model/imports.h"
+#include "aspen/model/lora.h"
 #include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen::model {
@@ -42,10 +43,17 @@ struct QwenMLPImpl : torch::nn::Module {
   // for what keeps and what breaks the layout. Idempotent.
   void fuse_projections();
 
+  // Registers LoRA adapters inside the projections `options` targets (model/lora.h);
+  // `layout_name` as for the constructor (the TP layouts).
+  void attach_lora(const LoraOptions& options, const std::shared_ptr<const LoraSwitch>& on,
+                   const ModelConfig& config, const std::string& layout_name);
+
   torch::nn::Linear gate_proj{nullptr};
   torch::nn::Linear up_proj{nullptr};
   torch::nn::Linear down_proj{nullptr};
   TensorParallel tp;
+  // The projections' adapters (model/lora.h); empty (the identity) without LoRA.
+  LoraBranch gate_lora, up_lora, down_lora;
 
  private:
   FusedProjection gate_up_;

@@ -128,6 +128,35 @@ std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::hf_state
   return state;
 }
 
+void QwenForCausalLMImpl::attach_lora(const LoraOptions& options) {
+  options.validate("train.lora");
+  check_input(options.enabled(), "rank must be > 0 to attach adapters", "train.lora.rank");
+  check_input(!has_lora(), "the model already has LoRA adapters", "train.lora");
+  for (const auto& layer : *model->layers) {
+    layer->as<QwenDecoderLayer>()->attach_lora(options, lora_switch_, config);
+  }
+  lora_options = options;
+  for (auto& item : named_parameters(/*recurse=*/true)) {
+    if (!is_lora_parameter(item.key())) item.value().set_requires_grad(false);
+  }
+}
+
+void QwenForCausalLMImpl::set_lora_enabled(bool enabled) {
+  lora_switch_->on.store(enabled, std::memory_order_relaxed);
+}
+
+bool QwenForCausalLMImpl::lora_enabled() const {
+  return has_lora() && lora_switch_->on.load(std::memory_order_relaxed);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::lora_state() const {
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    if (is_lora_parameter(item.key())) state.emplace_back(item.key(), item.value());
+  }
+  return state;
+}
+
 bool is_frozen_parameter(const std::string& hf_name) {
   const std::string suffix = ".mlp.gate.e_score_correction_bias";
   return hf_name.size() >= suffix.size() &&

@@ -45,6 +45,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,7 @@
 #include "aspen/io/hf_config.h"
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/imports.h"
+#include "aspen/model/lora.h"
 #include "aspen/model/qwen_decoder_layer.h"
 #include "aspen/model/rms_norm_layer.h"
 #include "aspen/parallel/tensor_parallel.h"
@@ -154,11 +156,36 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // says along which dim) for an HF checkpoint. Under EP only this rank's experts.
   std::vector<std::pair<std::string, torch::Tensor>> hf_state() const;
 
+  // LoRA (model/lora.h). attach_lora registers adapters on the projections `options`
+  // targets and freezes every base parameter (requires_grad false), so the optimizer
+  // and the gradients see the adapters only; once per model (aspen::Error naming the
+  // option for a second call or an invalid option). After it, named_parameters(),
+  // hf_state() and load_state() include the adapters' names (".lora_A.weight",
+  // ".lora_B.weight") beside the base's.
+  void attach_lora(const LoraOptions& options);
+  bool has_lora() const { return lora_options.enabled(); }
+  // The adapters on (default) or off for every caller: off, the model computes its base
+  // (e.g. a rollout instance that merged the adapters into its weights). For one
+  // thread's scope use LoraDisabled (model/lora.h); lora_enabled() ignores that.
+  void set_lora_enabled(bool enabled);
+  bool lora_enabled() const;
+  // (name, parameter) of the adapters only, in HF order (this rank's shards under TP).
+  std::vector<std::pair<std::string, torch::Tensor>> lora_state() const;
+  // Copies the adapters' values from `weights`, which must hold exactly the adapters'
+  // names (full or this rank's shards under TP, as load_state); aspen::Error naming
+  // `source` and the key otherwise, with nothing copied.
+  void load_lora_state(const std::map<std::string, torch::Tensor>& weights,
+                       const std::string& source = "adapter");
+
   ModelConfig config;
   TensorParallel tp;
   ExpertParallel ep;
+  LoraOptions lora_options;  // rank 0 until attach_lora
   QwenModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // [V/t, C]; null when config.tie_word_embeddings
+
+ private:
+  std::shared_ptr<LoraSwitch> lora_switch_ = std::make_shared<LoraSwitch>();
 };
 TORCH_MODULE(QwenForCausalLM);
 

@@ -52,6 +52,19 @@ QwenSparseMoeBlockImpl::QwenSparseMoeBlockImpl(const ModelConfig& config, const 
   }
 }
 
+void QwenSparseMoeBlockImpl::attach_lora(const LoraOptions& options,
+                                         const std::shared_ptr<const LoraSwitch>& on,
+                                         const ModelConfig& config) {
+  if (shared_experts) {
+    shared_experts->attach_lora(options, on, config,
+                                "model.layers.0.mlp.shared_experts.gate_proj.weight");
+  }
+  if (!options.experts) return;
+  for (QwenMLP& expert : local_experts) {
+    expert->attach_lora(options, on, config, "model.layers.0.mlp.experts.0.gate_proj.weight");
+  }
+}
+
 torch::Tensor QwenSparseMoeBlockImpl::forward_replicated(const torch::Tensor& x,
                                                         const RouterChoice& choice,
                                                         const torch::Tensor& order,

@@ -67,6 +67,11 @@ struct QwenSparseMoeBlockImpl : torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x, MoeRoutingLog* log = nullptr);
 
+  // LoRA (model/lora.h) on the shared experts' targeted projections, and on every
+  // local routed expert's when options.experts. The router never gets an adapter.
+  void attach_lora(const LoraOptions& options, const std::shared_ptr<const LoraSwitch>& on,
+                   const ModelConfig& config);
+
   // Expert `index` (global) if this rank holds it; aspen::Error otherwise.
   QwenMLP& expert(int64_t index);
 

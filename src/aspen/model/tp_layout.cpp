@@ -1,6 +1,7 @@
 #include "aspen/model/tp_layout.h"
 
 #include "aspen/model/imports.h"
+#include "aspen/model/lora.h"
 #include "aspen/util/error.h"
 #include "aspen/util/strings.h"
 
@@ -25,6 +26,15 @@ bool is_expert_weight(const std::string& hf_name, const std::string& projection)
 }  // namespace
 
 ShardSpec qwen_shard_spec(const std::string& hf_name, const ModelConfig& config) {
+  // A LoRA adapter follows its target (model/lora.h): A splits like a row-parallel
+  // target's input, B like a column-parallel target's output; the other is whole.
+  for (const char* matrix : {".lora_A.weight", ".lora_B.weight"}) {
+    if (!ends_with(hf_name, matrix)) continue;
+    const std::string target =
+        hf_name.substr(0, hf_name.size() - std::string(matrix).size()) + ".weight";
+    const ShardSpec spec = qwen_shard_spec(target, config);
+    return matrix[6] == 'A' ? lora_a_spec(spec) : lora_b_spec(spec);
+  }
   const int64_t heads = config.num_attention_heads;
   const int64_t kv_heads = config.num_key_value_heads;
   const int64_t inter = config.intermediate_size;

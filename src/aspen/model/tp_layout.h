@@ -12,6 +12,9 @@
 //   mlp.gate (the MoE router)  replicated
 //   embed_tokens, lm_head      vocab-parallel, blocks = vocabulary rows (dim 0)
 //   every norm weight          replicated (dim -1)
+//   *.lora_A.weight, *.lora_B.weight   a LoRA adapter: A split like a row-parallel
+//                              target's input (dim 1), B like a column-parallel
+//                              target's output (dim 0), the other whole (model/lora.h)
 // validate_tp_size: aspen::Error naming the config field that TP size `size` cannot
 // split (heads, kv heads, intermediate size, vocabulary).
 #pragma once
