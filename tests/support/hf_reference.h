@@ -63,8 +63,11 @@ inline std::vector<std::vector<int64_t>> parity_prompts(int64_t vocab) {
 }
 
 // Runs `jobs` in one process; `scratch` (created if missing) holds its stdin/stdout/stderr.
+// `script`: tools/python/hf_reference.py, or peft_oracle.py, which takes the same jobs
+// and PEFT's besides.
 inline HfReferenceRun run_hf_reference(const std::vector<nlohmann::json>& jobs,
-                                       const std::string& scratch) {
+                                       const std::string& scratch,
+                                       const std::string& script = "hf_reference.py") {
   std::filesystem::create_directories(scratch);
   const std::string in = scratch + "/hf_jobs.jsonl";
   const std::string out = scratch + "/hf_results.jsonl";
@@ -73,7 +76,7 @@ inline HfReferenceRun run_hf_reference(const std::vector<nlohmann::json>& jobs,
     std::ofstream file(in);
     for (const nlohmann::json& job : jobs) file << job.dump() << "\n";
   }
-  const std::string command = "'" + python() + "' '" + oracle_script("hf_reference.py") +
+  const std::string command = "'" + python() + "' '" + oracle_script(script) +
                               "' run < '" + in + "' > '" + out + "' 2> '" + err + "'";
   HfReferenceRun run;
   const int status = std::system(command.c_str());
