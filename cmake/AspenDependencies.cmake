@@ -1,6 +1,27 @@
 # Third-party dependencies: Debian packages and the torch wheel, all installed by
 # scripts/setup.
 
+# --- The offline bundle (scripts/gpu-bundle, unpacked by scripts/gpu-check) ----------
+# ASPEN_BUNDLE names an install prefix holding every C++ library below, for a machine
+# without Debian's -dev packages and without network (a GPU image). Its CMake configs
+# and .pc files are found first; its pkgconf is CMake's pkg-config, since the image may
+# have none. Unset (the normal build), nothing here changes.
+set(ASPEN_BUNDLE "" CACHE PATH "Install prefix of scripts/gpu-bundle's libraries (empty: the system's)")
+if(ASPEN_BUNDLE)
+  if(NOT EXISTS "${ASPEN_BUNDLE}/include/yaml-cpp/yaml.h")
+    message(FATAL_ERROR "ASPEN_BUNDLE=${ASPEN_BUNDLE} is not an unpacked gpu-bundle prefix "
+                        "(no include/yaml-cpp/yaml.h): see scripts/gpu-bundle")
+  endif()
+  list(PREPEND CMAKE_PREFIX_PATH "${ASPEN_BUNDLE}")
+  # The bundle keeps Debian's multiarch layout (lib/x86_64-linux-gnu/, where its CMake
+  # configs compute their prefix from); CMake searches it only where it knows the
+  # architecture, which it does not on distributions without multiarch.
+  if(NOT CMAKE_LIBRARY_ARCHITECTURE)
+    set(CMAKE_LIBRARY_ARCHITECTURE x86_64-linux-gnu)
+  endif()
+  set(PKG_CONFIG_EXECUTABLE "${ASPEN_BUNDLE}/bin/pkgconf" CACHE FILEPATH "" FORCE)
+endif()
+
 # --- Torch: the PyPI wheel in scripts/setup's virtualenv ------------------------------
 # ASPEN_PYTHON names the Python whose torch Aspen builds against. By default it is the
 # virtualenv scripts/setup made, found from the same hash of the pinned requirements
@@ -62,6 +83,11 @@ target_link_libraries(TORCH INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
 target_include_directories(TORCH SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(ASPEN_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(TORCH INTERFACE ${ASPEN_TORCH_CXX_FLAGS})
+if(ASPEN_BUNDLE)
+  # torch's c10d/ProcessGroupGloo.hpp includes gloo/*.h, which the wheel lacks; the
+  # system build finds Debian's in /usr/include.
+  target_include_directories(TORCH SYSTEM INTERFACE "${ASPEN_BUNDLE}/include")
+endif()
 # OpenMP, as torch itself is built: ATen's at::parallel_for is a header template that
 # only forks when the including translation unit defines _OPENMP. Without -fopenmp every
 # at::parallel_for in Aspen's own kernels (paged attention, RMSNorm, RoPE, the
