@@ -1,5 +1,6 @@
 #include "bench/train_bench.h"
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <random>
 
 #include "aspen/parallel/compute_threads.h"
+#include "aspen/parallel/device.h"
 #include "aspen/model/compute_dtype.h"
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/pretrained.h"
@@ -65,21 +67,28 @@ int64_t matmul_parameters(QwenForCausalLM& model, bool active_only = false) {
                      (model->config.tie_word_embeddings ? 1 : 0);  // untied: counted above
 }
 
-// The GEMM FLOP/s of `dtype` here: the best of 2048 x 2048 products repeated for at
-// least `min_seconds` (and 3 times). The best, because MFU divides by it: a peak read
-// low in a slow moment of a shared machine would flatter the MFU (a best of 3 read 466 G
-// against 648-683 G in one run).
-double gemm_peak(torch::ScalarType dtype, double min_seconds) {
+// Waits for `device`'s queued kernels: a GPU timing read without it measures launches.
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());
+}
+
+// The GEMM FLOP/s of `dtype` on `device`: the best of 2048 x 2048 products (8192 on a
+// GPU: 2048 leaves one idle) repeated for at least `min_seconds` (and 3 times). The
+// best, because MFU divides by it: a peak read low in a slow moment of a shared
+// machine would flatter the MFU (a best of 3 read 466 G against 648-683 G in one run).
+double gemm_peak(torch::ScalarType dtype, double min_seconds, const torch::Device& device) {
   torch::NoGradGuard no_grad;
-  const int64_t n = 2048;
-  const torch::Tensor a = torch::randn({n, n}).to(dtype);
-  const torch::Tensor b = torch::randn({n, n}).to(dtype);
+  const int64_t n = device.is_cuda() ? 8192 : 2048;
+  const torch::Tensor a = torch::randn({n, n}).to(device, dtype);
+  const torch::Tensor b = torch::randn({n, n}).to(device, dtype);
   torch::mm(a, b);  // warm-up
+  synchronize(device);
   double best = 1e30;
   const auto begin = Clock::now();
   for (int i = 0; i < 3 || seconds_since(begin) < min_seconds; ++i) {
     const auto start = Clock::now();
     torch::mm(a, b);
+    synchronize(device);
     best = std::min(best, seconds_since(start));
   }
   return 2.0 * n * n * n / best;
@@ -105,13 +114,15 @@ constexpr int kPeakRereads = 2;
 
 template <typename Update>
 TimedUpdates time_updates(int steps, torch::ScalarType dtype, double update_flops, double floor,
-                          const Update& update) {
-  TimedUpdates t{{}, MfuEstimate(update_flops, floor, kPeakRereads,
-                                 [dtype] { return gemm_peak(dtype, kPeakSeconds); })};
+                          const torch::Device& device, const Update& update) {
+  TimedUpdates t{{}, MfuEstimate(update_flops, floor, kPeakRereads, [dtype, device] {
+                   return gemm_peak(dtype, kPeakSeconds, device);
+                 })};
   t.mfu.read_first_peak();
   for (int i = 0; i < steps; ++i) {
     const auto start = Clock::now();
     update();
+    synchronize(device);
     t.seconds.push_back(seconds_since(start));
     t.mfu.add_update(t.seconds.back());
   }
@@ -188,6 +199,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
               "aspen bench train");
   check_input(options.steps >= 1, "--steps must be >= 1", "aspen bench train");
   set_compute_threads(options.threads, "--threads");
+  const torch::Device device = device_from_option(options.device, "--device");
   QwenForCausalLM master = options.model_dir.empty()
                                ? make_random_model(bench_shape(options.kind), 0)
                                : load_pretrained_model(options.model_dir);
@@ -225,17 +237,19 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
     actor_options.head.gemm_in_input_dtype = bf16_head;
     actor_options.trainer.max_tokens_per_micro_batch = options.micro_batch_tokens;
     actor_options.trainer.optimizer.lr = 1e-6;
-    ActorTrainer actor(copy_model(master, torch::kFloat, torch::kCPU, /*trainable=*/true),
+    ActorTrainer actor(copy_model(master, torch::kFloat, device, /*trainable=*/true),
                        actor_options);
     TrainBatch batch = base;
     batch.token_columns[columns::kOldLogprobs] = actor.compute_logprobs(batch).logprobs;
     ActorUpdateOptions update;
     actor.update(batch, update);  // warm-up: allocator, thread pools, the bf16 copy
-    if (dtype != torch::kFloat && fp32_peak == 0) fp32_peak = gemm_peak(torch::kFloat, kPeakSeconds);
+    if (dtype != torch::kFloat && fp32_peak == 0) {
+      fp32_peak = gemm_peak(torch::kFloat, kPeakSeconds, device);
+    }
     reset_peak_rss();
     const TimedUpdates timed =
         time_updates(options.steps, dtype, update_flops, dtype == torch::kFloat ? 0.0 : fp32_peak,
-                     [&] { actor.update(batch, update); });
+                     device, [&] { actor.update(batch, update); });
     if (dtype == torch::kFloat) fp32_peak = std::max(fp32_peak, timed.mfu.best_peak());
     const double seconds = timed.mean_seconds();
     results[dtype_name] = {{"seconds_per_update", seconds},
@@ -271,6 +285,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
           {"attention_flops_per_update", attention_flops(base, config)},
           {"response_lengths", response_lengths},
           {"threads", torch::get_num_threads()},
+          {"device", device.str()},
           {"flops_per_update", update_flops},
           {"flops_formula",
            "6 * (active_matmul_parameters - head_parameters) * packed_tokens + 6 * "

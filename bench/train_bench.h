@@ -17,7 +17,8 @@
 //   flops_per_second   by the formula below, over the same time
 //   mfu                the median over the timed updates of one update's FLOP/s over
 //                      the GEMM peak of that dtype read around it: the best torch::mm
-//                      of 2048 x 2048 matrices on these threads over half a second,
+//                      of 2048 x 2048 matrices on these threads (8192 x 8192 on a GPU,
+//                      where 2048 is too small to fill it) over half a second,
 //                      read before the first update and after each, an update divided
 //                      by the better of its two readings (mfu_per_update lists them).
 //                      A reading the update beats, or a bf16 reading under the run's
@@ -56,6 +57,9 @@ struct TrainBenchOptions {
   int64_t response_tokens = 192;
   int steps = 2;
   int threads = 0;  // torch and BLAS threads; 0: as they are
+  // cpu | cuda | cuda:N (parallel/device.h): where the actor and the GEMM peak run. On a
+  // GPU every timing ends with a device synchronisation, so it counts the kernels.
+  std::string device = "cpu";
   // fp32, bf16 (the head's GEMMs in fp32), bf16_head (the head's GEMMs in bf16 too)
   std::vector<std::string> dtypes = {"fp32", "bf16", "bf16_head"};
   int64_t micro_batch_tokens = 4096;

@@ -1,9 +1,10 @@
 // `aspen bench train [--model DIR | --kind qwen3|qwen3_moe] [--rows N] [--prompt-tokens P] [--response-tokens T]
-//   [--steps S] [--threads N] [--dtypes fp32,bf16] [--profile DIR] --json`: the actor update's tokens/s,
+//   [--steps S] [--threads N] [--device D] [--dtypes fp32,bf16] [--profile DIR] --json`: the actor update's tokens/s,
 // FLOP/s and MFU against a GEMM peak measured in the same run (bench/train_bench.h).
 #include <iostream>
 
 #include "aspen/cli/command.h"
+#include "aspen/cli/device_option.h"
 #include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "bench/train_bench.h"
@@ -31,6 +32,7 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   command->add_option("--steps", options->steps, "timed updates per dtype")->capture_default_str();
   add_threads_option(command, options->threads);
+  add_device_option(command, options->device);
   command->add_option("--dtypes", options->dtypes, "compute dtypes to time")
       ->delimiter(',')
       ->capture_default_str();
