@@ -198,6 +198,77 @@ TEST(RolloutEngine, MlaLatentCacheDecodesAsFullRecompute) {
   }
 }
 
+// EngineConfig::device_code_path runs a GPU's code path on the CPU: the gathered paged
+// attention (one group for the decode rows, power-of-two buckets of multi-token rows),
+// the step's one packed upload with its indices, the device sampler. Through chunked
+// prefill, mixed steps, small blocks, a sampled group (fan-out) and greedy requests it
+// gives the CPU path's tokens and log-probs.
+TEST(RolloutEngine, DeviceCodePathGivesTheCpuPathsTokensAndLogprobs) {
+  std::vector<GenerationRequest> requests;
+  const std::vector<int64_t> lengths = {3, 9, 14, 1, 6};
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    requests.push_back(greedy_request(prompt_of(lengths[i], i * 11), 7));
+  }
+  requests[4].params.temperature = 0.8;
+  requests[4].params.top_p = 0.9;
+  requests[4].params.top_k = 20;
+  requests[4].params.seed = 9;
+  requests[4].n = 3;
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 64;
+  config.max_num_batched_tokens = 7;  // chunked prefill and mixed steps
+  RolloutEngine cpu_path(tiny_model(), config);
+  config.device_code_path = true;
+  RolloutEngine device_path(tiny_model(), config);
+  const auto expected = cpu_path.generate(requests);
+  const auto completions = device_path.generate(requests);
+  ASSERT_EQ(completions.size(), expected.size());
+  QwenForCausalLM model = tiny_model();
+  for (size_t i = 0; i < completions.size(); ++i) {
+    EXPECT_EQ(completions[i].request_index, expected[i].request_index);
+    EXPECT_EQ(completions[i].token_ids, expected[i].token_ids) << "completion " << i;
+    ASSERT_EQ(completions[i].logprobs.size(), expected[i].logprobs.size());
+    for (size_t t = 0; t < expected[i].logprobs.size(); ++t) {
+      EXPECT_NEAR(completions[i].logprobs[t], expected[i].logprobs[t], 1e-4);
+      EXPECT_NEAR(completions[i].sampling_logprobs[t], expected[i].sampling_logprobs[t], 1e-4);
+    }
+    if (completions[i].request_index < 4) {
+      EXPECT_EQ(completions[i].token_ids,
+                greedy_reference(model, completions[i].prompt_token_ids, 7));
+    }
+  }
+}
+
+// MLA's one latent cache (keys and values one tensor, one kv head) on the device path.
+TEST(RolloutEngine, MlaLatentCacheDecodesAsFullRecomputeOnTheDeviceCodePath) {
+  const ModelConfig deepseek = testing::tiny_deepseek_config();
+  const auto make = [&] {
+    QwenForCausalLM model = make_random_model(deepseek, 4);
+    init_weights(model, 4, /*initializer_range=*/0.5);
+    return model;
+  };
+  QwenForCausalLM model = make();
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 64;
+  config.max_num_batched_tokens = 7;
+  config.device_code_path = true;
+  RolloutEngine engine(make(), config);
+  std::vector<GenerationRequest> requests;
+  for (int64_t length : {3, 9, 14}) {
+    std::vector<TokenId> prompt;
+    for (int64_t t = 0; t < length; ++t) prompt.push_back((length * 11 + 7 * t) % 50);
+    requests.push_back(greedy_request(prompt, 6));
+  }
+  const auto completions = engine.generate(requests);
+  ASSERT_EQ(completions.size(), requests.size());
+  for (size_t i = 0; i < completions.size(); ++i) {
+    EXPECT_EQ(completions[i].token_ids, greedy_reference(model, requests[i].prompt, 6))
+        << "request " << i;
+  }
+}
+
 TEST(RolloutEngine, GroupComputesItsPromptOnceAndSharesBlocks) {
   EngineConfig config;
   config.block_size = 4;

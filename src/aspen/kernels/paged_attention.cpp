@@ -365,7 +365,8 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_c
   TORCH_CHECK(batch.layout.sequences() == batch.context_lens.size(0) &&
                   batch.layout.query_start.back() == q.size(0),
               "paged_attention: the batch's host layout does not describe this step");
-  if (fused_cpu_applies(q, key_cache)) {
+  // Prepared groups choose the gathered path even on the CPU (how it is tested there).
+  if (batch.groups.empty() && fused_cpu_applies(q, key_cache)) {
     return paged_attention_fused_cpu(q, key_cache, value_cache, batch.layout, scale);
   }
   if (!batch.groups.empty() || batch.layout.query_start.back() == 0) {

@@ -34,8 +34,9 @@
 // repeated k/v), kept as the test oracle.
 //
 // The PagedBatch overload takes the layout from the batch's host copy (checked once per
-// step by whoever builds it) and, off the CPU, the batch's prepared groups: no
-// device-to-host copy in any layer. The tensor overload reads the layout back (three
+// step by whoever builds it) and the batch's prepared groups: no device-to-host copy in
+// any layer. Prepared groups mean the gathered path on any device (on the CPU: how the
+// tests run a GPU's path); without them the CPU takes the fused kernel. The tensor overload reads the layout back (three
 // copies) and builds the groups itself (one upload): for callers without a batch.
 // Inference only: no autograd.
 //

@@ -127,8 +127,7 @@ torch::Tensor MlaAttentionImpl::forward_paged(const torch::Tensor& x, const Rope
       torch::cat({q_latent, q.narrow(-1, mla.qk_nope_head_dim, mla.qk_rope_head_dim)}, -1)
           .to(cache.scalar_type())
           .contiguous();
-  const torch::Tensor attended = paged_attention(q_full, cache, cache, batch.block_tables,
-                                                 batch.query_start, batch.context_lens, scale);
+  const torch::Tensor attended = paged_attention(q_full, cache, cache, batch, scale);
   const torch::Tensor out =
       torch::einsum("thr,hvr->thv", {attended.narrow(-1, 0, rank).to(w.scalar_type()), w_uv});
   return o_proj(out.reshape({tokens, num_heads * mla.v_head_dim}));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "aspen/rollout/device_sampler.h"
 #include "aspen/rollout/imports.h"
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/error.h"
@@ -59,7 +60,8 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
   model->eval();
   // A dense model has no routing to record (and completions then carry none).
   config_.record_routed_experts = config_.record_routed_experts && model->config.is_moe();
-  runner_ = std::make_unique<ModelRunner>(std::move(model), *cache_, config_.record_routed_experts);
+  runner_ = std::make_unique<ModelRunner>(std::move(model), *cache_, config_.record_routed_experts,
+                                          config_.device_code_path);
 }
 
 void RolloutEngine::add_request(GenerationRequest request) {
@@ -287,9 +289,19 @@ std::vector<Completion> RolloutEngine::step() {
       rows.push_back(
           {sample->params, sample->seed, sample->num_output_tokens(), suppressed_tokens(*sample)});
     }
+    // One logits row per sample: a copy only when a group prompt fans out.
+    bool one_per_row = static_cast<int64_t>(logits_rows.size()) == logits.logits.size(0);
+    for (size_t i = 0; one_per_row && i < logits_rows.size(); ++i)
+      one_per_row = logits_rows[i] == static_cast<int64_t>(i);
     const torch::Tensor row_logits =
-        logits.logits.index_select(0, torch::tensor(logits_rows, torch::kInt64));
-    const std::vector<SampledToken> sampled = sample_tokens(row_logits, rows);
+        one_per_row ? logits.logits
+                    : logits.logits.index_select(
+                          0, torch::tensor(logits_rows, torch::kInt64).to(logits.logits.device()));
+    // Logits on a device are sampled there: only ids and log-probs come back.
+    const std::vector<SampledToken> sampled =
+        row_logits.is_cpu() && !config_.device_code_path
+            ? sample_tokens(row_logits, rows)
+            : sample_tokens_on_device(row_logits, rows);
     for (size_t i = 0; i < samples.size(); ++i) {
       if (logits.routed_experts.defined()) {
         const torch::Tensor row = logits.routed_experts[logits_rows[i]].contiguous();
@@ -328,7 +340,18 @@ std::vector<Completion> RolloutEngine::generate(std::vector<GenerationRequest> r
 
 void RolloutEngine::load_weights(int64_t version,
                                  const std::map<std::string, torch::Tensor>& weights) {
-  runner_->model()->load_state(weights, "weights version " + std::to_string(version));
+  const std::string source = "weights version " + std::to_string(version);
+  QwenForCausalLM& model = runner_->model();
+  // A set of the adapters alone (LoRA's adapter-only sync): the base stays as it is.
+  const bool adapters_only =
+      model->has_lora() && !weights.empty() &&
+      std::all_of(weights.begin(), weights.end(),
+                  [](const auto& entry) { return is_lora_parameter(entry.first); });
+  if (adapters_only) {
+    model->load_lora_state(weights, source);
+  } else {
+    model->load_state(weights, source);
+  }
   version_ = version;
   pool_->reset_prefix_cache();
   if (config_.interrupt_on_weight_update) scheduler_->recompute_all();

@@ -17,7 +17,9 @@
 // Padded vocabularies: with a tokenizer, ids past its vocabulary (rows a checkpoint
 // pads its embedding with, as Qwen's do) are never sampled.
 //
-// Weight versions: load_weights(version, tensors) between steps. Every generated
+// Weight versions: load_weights(version, tensors) between steps: the whole policy, or,
+// for a model with LoRA adapters, the adapters alone (adapter-only sync: the base is
+// held once and never re-sent; the adapters apply unmerged, model/lora.h). Every generated
 // token records the version that produced it. The prefix cache is reset on every
 // switch. With interrupt_on_weight_update, in-flight sequences are recomputed
 // (prompt + output so far) with the new weights and continue; otherwise they keep
@@ -59,6 +61,11 @@ struct EngineConfig {
   // MoE models: record each generated token's expert choices (Completion::routed_experts),
   // for comparing the trainer's routing with the rollout's. Turned off for a dense model.
   bool record_routed_experts = false;
+  // Run the code path of a GPU wherever the model is: the gathered paged attention
+  // (kernels/paged_attention.h) and the device sampler (device_sampler.h) instead of
+  // the CPU's fused kernel and host sampler. Always the path on a GPU; on the CPU it is
+  // how the tests check that path against the CPU one (slower there: a test switch).
+  bool device_code_path = false;
 };
 
 struct GenerationRequest {

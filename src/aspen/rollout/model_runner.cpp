@@ -2,13 +2,19 @@
 
 #include <algorithm>
 
+#include "aspen/kernels/packed_upload.h"
+#include "aspen/kernels/paged_layout.h"
 #include "aspen/kernels/small_batch_linear.h"
 #include "aspen/rollout/imports.h"
 
 namespace aspen::rollout {
 
-ModelRunner::ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_routing)
-    : model_(std::move(model)), cache_(cache), record_routing_(record_routing && model_->config.is_moe()) {
+ModelRunner::ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_routing,
+                         bool device_code_path)
+    : model_(std::move(model)),
+      cache_(cache),
+      record_routing_(record_routing && model_->config.is_moe()),
+      device_code_path_(device_code_path) {
   // One GEMM for q/k/v and one for gate/up in every step (model/fused_projection.h).
   model_->fuse_projections();
 }
@@ -21,13 +27,14 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   for (const auto& chunk : step.chunks)
     max_blocks = std::max(max_blocks, chunk.sequence->block_table.size());
 
-  std::vector<int64_t> ids, positions, slots, query_start{0}, context_lens, last_rows;
+  std::vector<int64_t> ids, positions, slots, last_rows;
   ids.reserve(step.num_tokens);
   positions.reserve(step.num_tokens);
   slots.reserve(step.num_tokens);
-  torch::Tensor block_tables =
-      torch::zeros({num_sequences, static_cast<int64_t>(max_blocks)}, torch::kInt32);
-  auto tables = block_tables.accessor<int32_t, 2>();
+  PagedLayout layout;
+  layout.query_start = {0};
+  layout.max_blocks = static_cast<int64_t>(max_blocks);
+  layout.block_tables.assign(static_cast<size_t>(num_sequences) * max_blocks, 0);
   StepLogits result;
   for (int64_t b = 0; b < num_sequences; ++b) {
     const Sequence& sequence = *step.chunks[b].sequence;
@@ -39,29 +46,44 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
       slots.push_back(static_cast<int64_t>(sequence.block_table[p / block_size]) * block_size +
                       p % block_size);
     }
-    for (size_t j = 0; j < sequence.block_table.size(); ++j) tables[b][j] = sequence.block_table[j];
-    query_start.push_back(static_cast<int64_t>(ids.size()));
-    context_lens.push_back(end);
+    std::copy(sequence.block_table.begin(), sequence.block_table.end(),
+              layout.block_tables.begin() + b * layout.max_blocks);
+    layout.query_start.push_back(static_cast<int64_t>(ids.size()));
+    layout.context_lens.push_back(end);
     if (end == static_cast<int64_t>(sequence.tokens.size())) {
       last_rows.push_back(static_cast<int64_t>(ids.size()) - 1);
       result.chunk_indices.push_back(static_cast<size_t>(b));
     }
   }
+  // Checked here, once per step: the attention of every layer trusts the host copy.
+  layout.check(block_size, cache_.num_blocks(), static_cast<int64_t>(ids.size()));
 
+  // Everything the step needs on the device in one copy (kernels/packed_upload.h),
+  // the gathered attention's indices included when the model is not on the CPU.
   const torch::Device device = model_->lm_head_weight().device();
-  auto to_device = [&](const std::vector<int64_t>& values) {
-    return torch::tensor(values, torch::kInt64).to(device);
-  };
+  PackedUpload upload;
+  const size_t ids_part = upload.add(ids), positions_part = upload.add(positions),
+               slots_part = upload.add(slots),
+               tables_part = upload.add(layout.block_tables, {num_sequences, layout.max_blocks}),
+               starts_part = upload.add(layout.query_start),
+               lens_part = upload.add(layout.context_lens), last_part = upload.add(last_rows);
+  const std::vector<StagedPagedGroup> staged =
+      device.is_cpu() && !device_code_path_ ? std::vector<StagedPagedGroup>{}
+                                            : stage_paged_groups(layout, block_size, upload);
+  upload.upload(device);
   PagedBatch batch = cache_.batch_view();
-  batch.slot_mapping = to_device(slots);
-  batch.block_tables = block_tables.to(device);
-  batch.query_start = to_device(query_start);
-  batch.context_lens = to_device(context_lens);
+  batch.slot_mapping = upload.part(slots_part);
+  batch.block_tables = upload.part(tables_part);
+  batch.query_start = upload.part(starts_part);
+  batch.context_lens = upload.part(lens_part);
+  batch.layout = std::move(layout);
+  batch.groups = resolve_paged_groups(staged, upload);
   MoeRoutingLog routing;
-  const torch::Tensor hidden = model_->forward_paged(to_device(ids), to_device(positions), batch,
+  const torch::Tensor hidden =
+      model_->forward_paged(upload.part(ids_part), upload.part(positions_part), batch,
                                                      record_routing_ ? &routing : nullptr);
   if (last_rows.empty()) return result;
-  const torch::Tensor last = to_device(last_rows);
+  const torch::Tensor last = upload.part(last_part);
   if (record_routing_) {
     std::vector<torch::Tensor> per_layer;
     for (const LayerRouting& layer : routing.layers) per_layer.push_back(layer.experts.index_select(0, last));
@@ -78,7 +100,9 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
     ProcessGroupHandle group = model_->tp.require_group("tensor-parallel rollout");
     logits = torch::cat(group.all_gather(logits.contiguous()), /*dim=*/1);
   }
-  result.logits = logits.to(torch::kCPU, torch::kFloat32);
+  // On a device the logits stay there: the device sampler (device_sampler.h) sends back
+  // only the sampled ids and their log-probs.
+  result.logits = device.is_cpu() ? logits.to(torch::kFloat32) : logits;
   return result;
 }
 
