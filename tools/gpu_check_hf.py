@@ -105,8 +105,11 @@ def bench(args):
     import transformers
     from transformers import AutoModelForCausalLM
     device = torch.device(args.device)
+    # dtype= is transformers >= 4.56's name (torch_dtype= before); the .to() makes bf16
+    # certain whichever version the image has.
     model = AutoModelForCausalLM.from_pretrained(
-        args.dir, dtype=torch.bfloat16, attn_implementation="sdpa").to(device).eval()
+        args.dir, dtype=torch.bfloat16, attn_implementation="sdpa")
+    model = model.to(device=device, dtype=torch.bfloat16).eval()
     vocab = model.config.vocab_size
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     generator = torch.Generator().manual_seed(1)
