@@ -154,7 +154,7 @@ std::vector<PagedGroup> groups_for(const PagedFixture& f, const torch::Tensor& q
   PackedUpload upload;
   const auto staged = stage_paged_groups(layout, block_size, upload);
   upload.upload(torch::kCPU);
-  return resolve_paged_groups(staged, upload);
+  return resolve_paged_groups(staged, upload, f.key_cache.scalar_type());
 }
 
 // A mixed step: decode rows, a chunk and a whole prompt in different power-of-two

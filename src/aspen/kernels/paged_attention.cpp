@@ -353,8 +353,9 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_c
   const std::vector<StagedPagedGroup> staged =
       stage_paged_groups(layout, key_cache.size(1), upload);
   upload.upload(q.device());
-  return paged_attention_gathered(q, key_cache, value_cache, resolve_paged_groups(staged, upload),
-                                  scale);
+  return paged_attention_gathered(
+      q, key_cache, value_cache,
+      resolve_paged_groups(staged, upload, key_cache.scalar_type()), scale);
 }
 
 torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_cache,
@@ -377,8 +378,9 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& key_c
   const std::vector<StagedPagedGroup> staged =
       stage_paged_groups(batch.layout, key_cache.size(1), upload);
   upload.upload(q.device());
-  return paged_attention_gathered(q, key_cache, value_cache, resolve_paged_groups(staged, upload),
-                                  scale);
+  return paged_attention_gathered(
+      q, key_cache, value_cache,
+      resolve_paged_groups(staged, upload, key_cache.scalar_type()), scale);
 }
 
 torch::Tensor paged_attention_reference(const torch::Tensor& q, const torch::Tensor& key_cache,

@@ -35,12 +35,12 @@ torch::Tensor attend_group(const torch::Tensor& queries, const torch::Tensor& ke
     // multi-head attention over K heads is GQA without repeating k/v; one mask row
     // (the member's context) serves them all.
     const torch::Tensor q = queries.view({members, kv_heads, per_kv, dim});
-    const torch::Tensor mask = group.visible.view({members, 1, 1, context});
+    const torch::Tensor mask = group.mask.view({members, 1, 1, context});
     return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false, scale)
         .reshape({members, heads, dim});
   }
   const torch::Tensor q = queries.view({members, n, heads, dim}).transpose(1, 2);  // [G, H, n, D]
-  const torch::Tensor mask = group.visible.unsqueeze(1);                           // [G, 1, n, C]
+  const torch::Tensor mask = group.mask.unsqueeze(1);                              // [G, 1, n, C]
   return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false, scale,
                                           /*enable_gqa=*/true)
       .transpose(1, 2)

@@ -1,6 +1,7 @@
 #include "aspen/kernels/paged_layout.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "aspen/kernels/imports.h"
@@ -103,7 +104,7 @@ std::vector<StagedPagedGroup> stage_paged_groups(const PagedLayout& layout, int6
 }
 
 std::vector<PagedGroup> resolve_paged_groups(const std::vector<StagedPagedGroup>& staged,
-                                             const PackedUpload& upload) {
+                                             const PackedUpload& upload, torch::ScalarType dtype) {
   std::vector<PagedGroup> groups;
   for (const StagedPagedGroup& s : staged) {
     PagedGroup group;
@@ -116,9 +117,11 @@ std::vector<PagedGroup> resolve_paged_groups(const std::vector<StagedPagedGroup>
     group.padded = upload.part(s.padded);
     group.slots = upload.part(s.slots);
     const torch::Tensor query_positions = upload.part(s.query_positions);
-    group.visible =
-        torch::arange(s.context, query_positions.options()).view({1, 1, s.context}) <=
+    const torch::Tensor hidden =
+        torch::arange(s.context, query_positions.options()).view({1, 1, s.context}) >
         query_positions;
+    group.mask = torch::zeros(hidden.sizes(), query_positions.options().dtype(dtype))
+                     .masked_fill_(hidden, -std::numeric_limits<double>::infinity());
     groups.push_back(std::move(group));
   }
   return groups;

@@ -54,12 +54,16 @@ struct PagedGroup {
   torch::Tensor padded;         // [T_g] ... and where each sits among the G * n queries
   torch::Tensor slots;          // [G * C] cache slot of key p of member g; past the member's
                                 // context its last slot, a written one, masked out
-  torch::Tensor visible;        // [G, n, C] bool: padded query i of member g sees key p
+  // [G, n, C] additive mask in the attention's dtype: 0 where padded query i of member
+  // g sees key p, -inf elsewhere. Built once per step: SDPA would otherwise turn a bool
+  // mask into this in every layer (three launches each).
+  torch::Tensor mask;
 };
 
 // Two phases so that a group's indices travel in the caller's one upload:
 // stage_paged_groups adds them to `upload` (host work only), resolve_paged_groups reads
-// them back after upload.upload(device) and derives the masks (two launches per group).
+// them back after upload.upload(device) and derives the masks in `dtype` (the caches'),
+// four launches per group.
 struct StagedPagedGroup {
   int64_t members = 0, rows = 0, context = 0;
   bool whole_step = false;
@@ -68,6 +72,6 @@ struct StagedPagedGroup {
 std::vector<StagedPagedGroup> stage_paged_groups(const PagedLayout& layout, int64_t block_size,
                                                  PackedUpload& upload);
 std::vector<PagedGroup> resolve_paged_groups(const std::vector<StagedPagedGroup>& staged,
-                                             const PackedUpload& upload);
+                                             const PackedUpload& upload, torch::ScalarType dtype);
 
 }  // namespace aspen::kernels

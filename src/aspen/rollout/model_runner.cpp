@@ -77,11 +77,11 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   batch.query_start = upload.part(starts_part);
   batch.context_lens = upload.part(lens_part);
   batch.layout = std::move(layout);
-  batch.groups = resolve_paged_groups(staged, upload);
+  batch.groups = resolve_paged_groups(staged, upload, batch.key_caches.front().scalar_type());
   MoeRoutingLog routing;
   const torch::Tensor hidden =
       model_->forward_paged(upload.part(ids_part), upload.part(positions_part), batch,
-                                                     record_routing_ ? &routing : nullptr);
+                            record_routing_ ? &routing : nullptr);
   if (last_rows.empty()) return result;
   const torch::Tensor last = upload.part(last_part);
   if (record_routing_) {
@@ -89,7 +89,9 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
     for (const LayerRouting& layer : routing.layers) per_layer.push_back(layer.experts.index_select(0, last));
     result.routed_experts = torch::stack(per_layer, /*dim=*/1).to(torch::kCPU, torch::kInt32);
   }
-  const torch::Tensor rows = hidden.index_select(0, last);
+  // A decode step completes every row: the head reads them all, no gather.
+  const bool every_row = last_rows.size() == ids.size();
+  const torch::Tensor rows = every_row ? hidden : hidden.index_select(0, last);
   const torch::Tensor weight = model_->lm_head_weight();
   // The head is a quarter of a 0.6B model's bytes: at up to small_batch_max_rows rows
   // small_batch_linear streams it once (kernels/small_batch_linear.h).
