@@ -21,7 +21,8 @@ The checks, and why each bound holds:
   The memory bounds are not binding for a model that fits in a CPU's cache (the
     rehearsal's tiny one): reported, marked "not_applicable".
   MFU: in (0, 1], and aspen's bf16 GEMM peak within a factor 2 of torch's in Python
-    (both are a matmul on the same device; far apart, one of them is mistimed).
+    (both are a matmul on the same device; far apart, one of them is mistimed; on a
+    GPU only: on a shared CPU one reading moves 3x minutes apart).
   pipeline ratio: both sides trained tokens (effective_tps > 0), ratio in [0.2, 5].
   tests: on a GPU the cuda tests ran (none skipped but the two-GPU one on one GPU) and
     none failed; in the CPU mode all of them skip and none fails.
@@ -182,10 +183,12 @@ def main():
         checks.add("train MFU in (0, 1]", mfu is not None and 0 < mfu <= 1,
                    f"mfu {mfu} ({bf16.get('mfu_unavailable', '')})")
         if hf and aspen_peak:
+            # Not on a shared CPU, where the same reading moves 3x minutes apart
+            # (bench/train_bench.cpp, time_updates).
             ratio = aspen_peak / hf["gemm_peak_bf16_flops_per_s"]
             checks.add("aspen's bf16 GEMM peak agrees with torch's", 0.5 <= ratio <= 2,
                        f"aspen {aspen_peak:.3g} / torch {hf['gemm_peak_bf16_flops_per_s']:.3g} "
-                       f"= {ratio:.2f}")
+                       f"= {ratio:.2f}", applicable=mode == "gpu")
     pipeline_figures = None
     if pipeline:
         ratio = pipeline.get("ratio")
