@@ -83,6 +83,14 @@ target_link_libraries(TORCH INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
 target_include_directories(TORCH SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(ASPEN_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(TORCH INTERFACE ${ASPEN_TORCH_CXX_FLAGS})
+# libstdc++ ahead of libtorch in every torch-linked binary's lookup scope. torch 2.11's
+# libtorch.so (the PyPI wheel, +cu130: the GPU image's torch) exports 64 std::filesystem
+# functions of its own, without needing libstdc++.so; linked before libstdc++ (which the
+# compiler adds last), they interpose on Aspen's calls, and their remove_all jumps to
+# address 0: `aspen bench pipeline` segfaulted in the rehearsal (docs/gpu-check.md).
+# Named first on the link line, libstdc++ is found first. torch 2.15 exports none of
+# them; there this changes only the order of the NEEDED entries.
+target_link_options(TORCH INTERFACE "SHELL:LINKER:--push-state,--no-as-needed -lstdc++ LINKER:--pop-state")
 if(ASPEN_BUNDLE)
   # torch's c10d/ProcessGroupGloo.hpp includes gloo/*.h, which the wheel lacks; the
   # system build finds Debian's in /usr/include.
