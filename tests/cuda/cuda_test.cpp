@@ -86,6 +86,48 @@ TEST(CudaRollout, EngineLogprobsOnTheGpuEqualTheCpuModel) {
   }
 }
 
+// EngineConfig::cuda_graphs: decode steps replayed from CUDA graphs (batch padded to
+// its bucket, keys to a power of two of blocks, one scratch block for the padding)
+// give the eager engine's tokens one for one and its log-probs, greedy and sampled,
+// while sequences finish and the batch shrinks through the buckets.
+TEST(CudaRollout, DecodeGraphReplayGivesTheEagerDecodesTokens) {
+  ASPEN_REQUIRE_CUDA();
+  QwenForCausalLM cpu_model = make_random_model(rollout_config(), 5);
+  init_weights(cpu_model, 5, /*initializer_range=*/0.5);
+  std::vector<GenerationRequest> requests;
+  for (int64_t i = 0; i < 6; ++i) {
+    GenerationRequest request;
+    for (int64_t t = 0; t < 3 + 3 * i; ++t) request.prompt.push_back((5 + 7 * t + i) % 97);
+    request.params.temperature = i % 2 == 0 ? 0.0 : 0.9;
+    request.params.top_p = 0.95;
+    request.params.seed = 21 + i;
+    request.params.max_tokens = 10 + 4 * i;  // finishing at different steps
+    requests.push_back(request);
+  }
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 128;
+  config.max_num_seqs = 8;
+  std::vector<std::vector<Completion>> results;
+  for (const bool graphs : {false, true}) {
+    config.cuda_graphs = graphs;
+    RolloutEngine engine(copy_model(cpu_model, torch::kFloat, kCuda, /*trainable=*/false), config);
+    results.push_back(engine.generate(requests));
+    if (graphs) EXPECT_GT(engine.decode_graphs_captured(), 1);
+    if (!graphs) EXPECT_EQ(engine.decode_graphs_captured(), 0);
+  }
+  const auto& eager = results[0];
+  const auto& replayed = results[1];
+  ASSERT_EQ(eager.size(), replayed.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    EXPECT_EQ(replayed[i].token_ids, eager[i].token_ids) << "request " << i;
+    ASSERT_EQ(replayed[i].logprobs.size(), eager[i].logprobs.size());
+    const torch::Tensor difference =
+        torch::tensor(replayed[i].logprobs) - torch::tensor(eager[i].logprobs);
+    EXPECT_LT(difference.abs().max().item<double>(), 1e-4) << "request " << i;
+  }
+}
+
 TEST(CudaTraining, ActorUpdateOnTheGpuEqualsTheCpuUpdate) {
   ASPEN_REQUIRE_CUDA();
   ActorOptions options;

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "aspen/model/moe_routing.h"
+#include "aspen/rollout/decode_graphs.h"
 #include "aspen/rollout/kv_cache.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/tokenizer/bpe_trainer.h"
@@ -267,6 +268,22 @@ TEST(RolloutEngine, MlaLatentCacheDecodesAsFullRecomputeOnTheDeviceCodePath) {
     EXPECT_EQ(completions[i].token_ids, greedy_reference(model, requests[i].prompt, 6))
         << "request " << i;
   }
+}
+
+// CUDA graphs are a CUDA matter: on the CPU the option changes nothing, and the reason
+// says so; the batch buckets are powers of two up to max_num_seqs, and it.
+TEST(RolloutEngine, DecodeGraphsStayOffTheCpu) {
+  QwenForCausalLM model = tiny_model();
+  EXPECT_EQ(DecodeGraphs::unsupported_reason(model), "the model is not on a CUDA device");
+  EXPECT_EQ(DecodeGraphs::batch_buckets(48), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 48}));
+  EXPECT_EQ(DecodeGraphs::batch_buckets(1), (std::vector<int64_t>{1}));
+  EngineConfig config;
+  config.num_blocks = 32;
+  config.cuda_graphs = true;
+  RolloutEngine engine(tiny_model(), config);
+  engine.generate({greedy_request(prompt_of(5, 1), 4)});
+  EXPECT_EQ(engine.decode_graphs_captured(), 0);
+  EXPECT_EQ(engine.queue_state().free_blocks, 32);
 }
 
 TEST(RolloutEngine, GroupComputesItsPromptOnceAndSharesBlocks) {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 
+#include "aspen/rollout/decode_graphs.h"
 #include "aspen/rollout/device_sampler.h"
 #include "aspen/rollout/imports.h"
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/error.h"
+#include "aspen/util/log.h"
 #include "aspen/util/seconds_since.h"
 
 namespace aspen::rollout {
@@ -50,8 +52,15 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
     config_.num_blocks =
         KvCache::blocks_for_budget(model_config, config_.block_size, dtype, config_.kv_cache_bytes);
   }
-  cache_ = std::make_unique<KvCache>(model_config, config_.num_blocks, config_.block_size, dtype,
-                                     model->lm_head_weight().device());
+  // CUDA graphs pad a decode batch to its bucket; the padding rows use one extra cache
+  // block past the pool's (decode_graphs.h).
+  const std::string graphs_unsupported = DecodeGraphs::unsupported_reason(model);
+  const bool decode_graphs = config_.cuda_graphs && graphs_unsupported.empty();
+  if (config_.cuda_graphs && model->lm_head_weight().is_cuda() && !decode_graphs) {
+    log_info("rollout: decode steps run eagerly, without CUDA graphs: " + graphs_unsupported);
+  }
+  cache_ = std::make_unique<KvCache>(model_config, config_.num_blocks + (decode_graphs ? 1 : 0),
+                                     config_.block_size, dtype, model->lm_head_weight().device());
   pool_ = std::make_unique<BlockPool>(config_.num_blocks);
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerConfig{config_.block_size, config_.max_num_seqs, config_.max_num_batched_tokens,
@@ -62,6 +71,7 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
   config_.record_routed_experts = config_.record_routed_experts && model->config.is_moe();
   runner_ = std::make_unique<ModelRunner>(std::move(model), *cache_, config_.record_routed_experts,
                                           config_.device_code_path);
+  if (decode_graphs) runner_->enable_decode_graphs(config_.num_blocks, config_.max_num_seqs);
 }
 
 void RolloutEngine::add_request(GenerationRequest request) {
@@ -324,6 +334,11 @@ std::vector<Completion> RolloutEngine::step() {
       requests_.erase(record);
   }
   return finished;
+}
+
+int64_t RolloutEngine::decode_graphs_captured() const {
+  const DecodeGraphs* graphs = runner_->decode_graphs();
+  return graphs == nullptr ? 0 : graphs->graphs_captured();
 }
 
 std::vector<Completion> RolloutEngine::generate(std::vector<GenerationRequest> requests) {

@@ -66,6 +66,11 @@ struct EngineConfig {
   // the CPU's fused kernel and host sampler. Always the path on a GPU; on the CPU it is
   // how the tests check that path against the CPU one (slower there: a test switch).
   bool device_code_path = false;
+  // On CUDA, pure decode steps replay CUDA graphs per batch bucket (decode_graphs.h)
+  // where the model allows it (dense, no TP/YaRN/MLA/LoRA; otherwise a log line says why
+  // not). false: every step launches its kernels eagerly, the fallback if a graph
+  // misbehaves. No effect on the CPU.
+  bool cuda_graphs = true;
 };
 
 struct GenerationRequest {
@@ -150,6 +155,8 @@ class RolloutEngine {
 
   QueueState queue_state() const;
   const EngineStats& stats() const { return stats_; }
+  // CUDA graphs captured so far (EngineConfig::cuda_graphs; 0 without them).
+  int64_t decode_graphs_captured() const;
   const EngineConfig& config() const { return config_; }
 
  private:

@@ -19,6 +19,10 @@ ModelRunner::ModelRunner(QwenForCausalLM model, KvCache& cache, bool record_rout
   model_->fuse_projections();
 }
 
+void ModelRunner::enable_decode_graphs(int64_t scratch_block, int64_t max_num_seqs) {
+  graphs_ = std::make_unique<DecodeGraphs>(model_, cache_, scratch_block, max_num_seqs);
+}
+
 StepLogits ModelRunner::run(const SchedulerStep& step) {
   torch::NoGradGuard no_grad;
   const int64_t block_size = cache_.block_size();
@@ -57,6 +61,10 @@ StepLogits ModelRunner::run(const SchedulerStep& step) {
   }
   // Checked here, once per step: the attention of every layer trusts the host copy.
   layout.check(block_size, cache_.num_blocks(), static_cast<int64_t>(ids.size()));
+  if (graphs_ && graphs_->covers(layout)) {
+    result.logits = graphs_->run(ids, positions, slots, layout);
+    return result;
+  }
 
   // Everything the step needs on the device in one copy (kernels/packed_upload.h),
   // the gathered attention's indices included when the model is not on the CPU.

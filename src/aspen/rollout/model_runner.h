@@ -15,9 +15,11 @@
 
 #include <torch/types.h>
 
+#include <memory>
 #include <vector>
 
 #include "aspen/model/qwen_model.h"
+#include "aspen/rollout/decode_graphs.h"
 #include "aspen/rollout/imports.h"
 #include "aspen/rollout/kv_cache.h"
 #include "aspen/rollout/scheduler.h"
@@ -46,6 +48,12 @@ class ModelRunner {
 
   StepLogits run(const SchedulerStep& step);
 
+  // Pure decode steps replay CUDA graphs from now on (decode_graphs.h; the caller has
+  // checked DecodeGraphs::unsupported_reason). scratch_block: a cache block no
+  // sequence gets.
+  void enable_decode_graphs(int64_t scratch_block, int64_t max_num_seqs);
+  const DecodeGraphs* decode_graphs() const { return graphs_.get(); }
+
   QwenForCausalLM& model() { return model_; }
 
  private:
@@ -53,6 +61,7 @@ class ModelRunner {
   KvCache& cache_;
   bool record_routing_ = false;
   bool device_code_path_ = false;
+  std::unique_ptr<DecodeGraphs> graphs_;
 };
 
 }  // namespace aspen::rollout
