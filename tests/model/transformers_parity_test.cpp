@@ -14,12 +14,9 @@
 // bias or norm weight to 0 or 1 moves some log-prob by 0.3 or more, thousands of times
 // the tolerance. Measured differences are 1e-6 to 2e-5: fp32 rounding at these logit
 // magnitudes (transformers' own fp32 and fp64 results differ by 1e-5).
-#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,7 +24,7 @@
 #include <vector>
 
 #include "aspen/model/pretrained.h"
-#include "aspen/model/weights_init.h"
+#include "hf_parity_util.h"
 #include "support/hf_reference.h"
 #include "tiny_configs.h"
 
@@ -36,72 +33,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::aspen_built_model;
+using testing::aspen_logprobs;
+using testing::count_logprobs;
+using testing::max_logprob_diff;
 using testing::parity_prompts;
 
 constexpr double kTolerance = 1e-4;
-
-// A scratch directory for the running test, emptied first.
-std::string scratch_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-  std::replace(name.begin(), name.end(), '/', '_');
-  const std::string dir = ::testing::TempDir() + "/aspen_hf_parity_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// Aspen's per-token log-probs of `prompts` packed into one batch
-// (QwenForCausalLM::token_logprobs, what `aspen logprobs` runs per line), split back
-// into one vector per prompt. Chunks of 128 vocabulary rows so that the chunked head's
-// online softmax crosses chunk boundaries, a partial last chunk included, even on the
-// 300-id models.
-std::vector<std::vector<double>> aspen_logprobs(QwenForCausalLM& model,
-                                                const std::vector<std::vector<int64_t>>& prompts) {
-  std::vector<int64_t> ids, offsets = {0};
-  for (const auto& prompt : prompts) {
-    ids.insert(ids.end(), prompt.begin(), prompt.end());
-    offsets.push_back(static_cast<int64_t>(ids.size()));
-  }
-  torch::NoGradGuard no_grad;
-  LogprobHeadOptions options;
-  options.chunk_size = 128;
-  const torch::Tensor packed = model
-                                   ->token_logprobs(torch::tensor(ids, torch::kLong),
-                                                    torch::tensor(offsets, torch::kLong), options)
-                                   .logprobs.to(torch::kDouble)
-                                   .contiguous();
-  std::vector<std::vector<double>> split;
-  int64_t row = 0;
-  for (const auto& prompt : prompts) {
-    const int64_t scored = std::max<int64_t>(static_cast<int64_t>(prompt.size()) - 1, 0);
-    const double* begin = packed.data_ptr<double>() + row;
-    split.emplace_back(begin, begin + scored);
-    row += scored;
-  }
-  EXPECT_EQ(row, packed.numel());
-  return split;
-}
-
-// max |a - b| over every log-prob; a length mismatch fails the test.
-double max_logprob_diff(const std::vector<std::vector<double>>& a, const std::vector<json>& b) {
-  double diff = 0.0;
-  EXPECT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const json& reference = b[i].at("logprobs");
-    EXPECT_EQ(a[i].size(), reference.size()) << "prompt " << i;
-    for (size_t t = 0; t < std::min(a[i].size(), reference.size()); ++t) {
-      diff = std::max(diff, std::abs(a[i][t] - reference[t].get<double>()));
-    }
-  }
-  return diff;
-}
-
-size_t count_logprobs(const std::vector<std::vector<double>>& logprobs) {
-  size_t n = 0;
-  for (const auto& row : logprobs) n += row.size();
-  return n;
-}
 
 std::vector<json> logprobs_jobs(const std::string& model,
                                 const std::vector<std::vector<int64_t>>& prompts) {
@@ -125,7 +63,7 @@ class TransformersCheckpoint : public ::testing::TestWithParam<HfModel> {};
 
 TEST_P(TransformersCheckpoint, PackedLogprobsMatchTransformersWithin1e4) {
   const HfModel& param = GetParam();
-  const std::string dir = scratch_dir();
+  const std::string dir = testing::hf_parity_scratch_dir();
   const std::string model_dir = dir + "/model";
   const int64_t vocab = param.make.value("vocab", int64_t{300});
   const auto prompts = parity_prompts(vocab);
@@ -203,26 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- checkpoints Aspen writes, loaded by transformers ----
 
-// Weights as far from Aspen's HF-style init as hf_reference.py's: norm weights and
-// biases away from 1 and 0, so a checkpoint that lost or mislabelled one would show.
-QwenForCausalLM aspen_built_model(const ModelConfig& config, uint64_t seed) {
-  QwenForCausalLM model(config);
-  init_weights(model, seed, /*initializer_range=*/0.15);
-  torch::NoGradGuard no_grad;
-  at::Generator generator = at::detail::createCPUGenerator(seed);
-  for (auto& item : model->named_parameters()) {
-    const std::string& name = item.key();
-    const bool norm = name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
-    const bool bias = (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) ||
-                      is_frozen_parameter(name);  // DeepSeek's router bias
-    if (norm) item.value().copy_(1.0 + 0.2 * torch::randn(item.value().sizes(), generator));
-    if (bias) item.value().copy_(0.3 * torch::randn(item.value().sizes(), generator));
-  }
-  return model;
-}
-
 TEST(AspenCheckpoint, ModelsAspenBuildsLoadInTransformersWithTheSameLogprobs) {
-  const std::string dir = scratch_dir();
+  const std::string dir = testing::hf_parity_scratch_dir();
   ModelConfig qwen2 = testing::tiny_config(ModelFamily::kQwen2, /*tied=*/true, /*head_dim=*/8);
   ModelConfig qwen3 = testing::tiny_config(ModelFamily::kQwen3, /*tied=*/false, /*head_dim=*/12);
   ModelConfig qwen3_moe = testing::tiny_moe_config();
@@ -257,7 +177,7 @@ TEST(AspenCheckpoint, ModelsAspenBuildsLoadInTransformersWithTheSameLogprobs) {
 // an index), transformers loads Aspen's copy: the same log-probs as the original, to the
 // last bit (same fp32 weights, same program), and as Aspen's to 1e-4.
 TEST(AspenCheckpoint, TransformersModelsAspenSavesAgainLoadBackUnchanged) {
-  const std::string dir = scratch_dir();
+  const std::string dir = testing::hf_parity_scratch_dir();
   const std::vector<json> models = {{{"arch", "qwen2"}, {"tied", true}, {"seed", 31}},
                                     {{"arch", "qwen3"}, {"tied", false}, {"seed", 32}},
                                     {{"arch", "qwen3_moe"}, {"tied", false}, {"seed", 33},

@@ -22,6 +22,12 @@ Aspen's LoRA adapter format (src/aspen/io/peft_adapter.h).
           get_peft_model(base, LoraConfig(...)), A and B set to random N(0, 0.3^2) (B is
           zero after PEFT's init, which would hide a swapped A/B), then save_pretrained(out).
           Result {"modules": {...}} as above; FILE gets the live weights as above.
+          With "prompts": [[ids...], ...] also "logprobs": per prompt, hf_reference's
+          logprobs of the live PeftModel that wrote the adapter (in "dtype").
+      {"op": "peft_logprobs", "base": DIR, "adapter": DIR, "prompts": [[ids...], ...]}
+          peft.PeftModel.from_pretrained(base, adapter) in eval mode; result
+          {"logprobs": [[...], ...]}: per prompt, each token's log-prob given its prefix
+          (hf_reference's logprobs op on the PeftModel).
 
 The base is loaded afresh for each job (PEFT wraps the model in place) in float32.
 """
@@ -89,6 +95,16 @@ def peft_load(job):
             "warnings": [str(w.message) for w in caught], "modules": describe(model, ADAPTER)}
 
 
+def prompt_logprobs(model, prompts):
+    model.eval()  # no adapter dropout: the model as it is evaluated
+    return [hf_reference.logprobs(model, tokens)["logprobs"] for tokens in prompts]
+
+
+def peft_logprobs(job):
+    model = PeftModel.from_pretrained(load_base(job["base"]), job["adapter"])
+    return {"logprobs": prompt_logprobs(model, job["prompts"])}
+
+
 def peft_save(job):
     base = load_base(job["base"])
     targets = job["target_regex"] if "target_regex" in job else list(job["targets"])
@@ -106,7 +122,10 @@ def peft_save(job):
     model.to(dtype)
     model.save_pretrained(job["out"])
     save_file(live_tensors(model, ADAPTER), job["tensors_out"])
-    return {"modules": describe(model, ADAPTER)}
+    result = {"modules": describe(model, ADAPTER)}
+    if "prompts" in job:
+        result["logprobs"] = prompt_logprobs(model, job["prompts"])
+    return result
 
 
 def run_job(models, job):
@@ -115,6 +134,8 @@ def run_job(models, job):
         return peft_load(job)
     if op == "peft_save":
         return peft_save(job)
+    if op == "peft_logprobs":
+        return peft_logprobs(job)
     return hf_reference.run_job(models, job)
 
 
