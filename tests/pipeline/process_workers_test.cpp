@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "aspen/dock/in_process_transport.h"
+#include "aspen/pipeline/rl_rows.h"
 #include "tiny_run.h"
 
 namespace aspen::pipeline {

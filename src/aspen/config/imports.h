@@ -9,11 +9,13 @@
 #pragma once
 
 namespace aspen::algo {}
+namespace aspen::model {}
 namespace aspen::parallel {}
 namespace aspen::train {}
 
 namespace aspen::config {
 using namespace aspen::algo;
+using namespace aspen::model;
 using namespace aspen::parallel;
 using namespace aspen::train;
 }  // namespace aspen::config

@@ -74,6 +74,18 @@ std::vector<int> read_cores(ConfigSection& s, const std::string& key) {
   return cores;
 }
 
+// A list of strings, e.g. [q_proj, v_proj].
+std::vector<std::string> read_string_list(ConfigSection& s, const std::string& key,
+                                          const std::vector<std::string>& fallback) {
+  const nlohmann::json value = s.json(key, nlohmann::json(fallback));
+  check_input(value.is_array(), "must be a list of names", s.where(key));
+  std::vector<std::string> names;
+  for (const auto& name : value) {
+    check_input(name.is_string(), "must be a list of names, got " + name.dump(), s.where(key));
+    names.push_back(name.get<std::string>());
+  }
+  return names;
+}
 
 // ---- the three visitors of train_config_fields.h ----
 
@@ -97,6 +109,9 @@ class FieldReader {
   }
   void cores_field(const char* key, std::vector<int>& value, const char*) {
     value = read_cores(s_, key);
+  }
+  void names_field(const char* key, std::vector<std::string>& value, const char*) {
+    value = read_string_list(s_, key, value);
   }
   template <typename Visit>
   void nested(const char* key, Visit visit) {
@@ -127,6 +142,9 @@ class FieldWriter {
     out_[key] = value.text();
   }
   void cores_field(const char* key, const std::vector<int>& value, const char*) {
+    out_[key] = value;
+  }
+  void names_field(const char* key, const std::vector<std::string>& value, const char*) {
     out_[key] = value;
   }
   template <typename Visit>
@@ -173,6 +191,9 @@ class FieldDocumenter {
     row(key, "`" + value.text() + "`", meaning);
   }
   void cores_field(const char* key, const std::vector<int>& value, const char* meaning) {
+    row(key, "`" + nlohmann::json(value).dump() + "`", meaning);
+  }
+  void names_field(const char* key, const std::vector<std::string>& value, const char* meaning) {
     row(key, "`" + nlohmann::json(value).dump() + "`", meaning);
   }
   template <typename Visit>
@@ -363,6 +384,7 @@ TrainSection read_train(ConfigSection s) {
   check_input(t.sft_steps >= 0, "must be >= 0 (0: no SFT warm-up)", s.where("sft_steps"));
   check_positive(t.sft_batch_size, s.where("sft_batch_size"));
   check_input(t.sft_lr > 0, "must be > 0", s.where("sft_lr"));
+  t.lora.validate(s.where("lora"));  // names train.lora.<field>
   s.finish();
   return t;
 }

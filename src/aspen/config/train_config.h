@@ -18,6 +18,7 @@
 #include "aspen/algo/aggregate.h"
 #include "aspen/algo/kl.h"
 #include "aspen/config/imports.h"
+#include "aspen/model/lora.h"
 #include "aspen/parallel/device.h"
 #include "aspen/parallel/placement.h"
 #include "aspen/train/lr_schedule.h"
@@ -191,6 +192,14 @@ struct TrainSection {
   // Where the trainer runs (policy, reference, critic, optimizer state): cpu | cuda |
   // cuda:N. Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
   DeviceSpec device;
+  // The actor's LoRA adapters (rank 0: full fine-tuning). The targets default to every
+  // projection, as PEFT's "all-linear" on a Qwen model.
+  LoraOptions lora = [] {
+    LoraOptions options;
+    options.alpha = 16.0;
+    return options;
+  }();
+  bool lora_export_merged = false;  // final/merged/: base + adapters as one HF model
 };
 
 struct PipelineSection;

@@ -10,6 +10,7 @@
 //   json_field(key, nlohmann::json& member, meaning)   a free-form options block
 //   device_field(key, DeviceSpec& member, meaning)
 //   cores_field(key, std::vector<int>& member, meaning)
+//   names_field(key, std::vector<std::string>& member, meaning)   a list of names
 //   nested(key, visit)                             a sub-mapping; visit(sub_visitor)
 //
 // Internal to train_config.cpp.
@@ -324,6 +325,27 @@ void visit_fields(TrainSection& s, Visitor& v) {
   v.device_field("device", s.device,
         "where the trainer runs (policy, reference, critic, optimizer state): `cpu`, "
         "`cuda` or `cuda:N`; under `aspen launch`, plain `cuda` is `cuda:LOCAL_RANK`");
+  v.nested("lora", [&](auto& lora) {
+    lora.field("rank", s.lora.rank,
+        "LoRA rank r of the actor's adapters (PEFT's LoRA, src/aspen/model/lora.h); 0: full "
+        "fine-tuning. With r > 0 only the adapters train (the base is frozen after the SFT "
+        "warm-up), the reference policy is the base with the adapters off (no second copy), "
+        "rollout instances receive the adapters only, and `final/` holds a PEFT adapter");
+    lora.field("alpha", s.lora.alpha,
+        "scaling numerator: the adapter adds (alpha / r) B A x");
+    lora.field("dropout", s.lora.dropout,
+        "dropout on the adapter's input, in the actor's update forward only");
+    lora.names_field("targets", s.lora.targets,
+        "projections that get adapters (PEFT's target_modules): any of q_proj, k_proj, "
+        "v_proj, o_proj, gate_proj, up_proj, down_proj");
+    lora.field("experts", s.lora.experts,
+        "MoE models: the routed experts' projections get adapters too (one per expert)");
+    lora.field("use_rslora", s.lora.use_rslora,
+        "rank-stabilised scaling alpha / sqrt(r) instead of alpha / r");
+    lora.field("export_merged", s.lora_export_merged,
+        "also write the merged model (base + scaled B A) as a full HF checkpoint in "
+        "`final/merged/`");
+  });
 }
 
 template <typename Visitor>

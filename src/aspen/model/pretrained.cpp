@@ -208,11 +208,19 @@ QwenForCausalLM load_pretrained_model(const std::string& dir, torch::ScalarType 
 }
 
 void save_pretrained_model(const std::string& dir, const QwenForCausalLM& model,
-                           int64_t max_shard_bytes) {
+                           int64_t max_shard_bytes, SavedWeights weights) {
   ModelConfig config = model->config;
   config.torch_dtype = dtype_name(model->lm_head_weight().scalar_type());
   std::filesystem::create_directories(dir);
-  save_model_weights(dir, model->hf_state(), max_shard_bytes);
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  if (weights == SavedWeights::kMerged) {
+    state = model->merged_state();
+  } else {
+    for (auto& [name, tensor] : model->hf_state()) {
+      if (weights == SavedWeights::kAll || !is_lora_parameter(name)) state.emplace_back(name, tensor);
+    }
+  }
+  save_model_weights(dir, state, max_shard_bytes);
   write_file_atomic((std::filesystem::path(dir) / "config.json").string(),
                     to_hf_config_json(config));
 }

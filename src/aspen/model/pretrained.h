@@ -47,8 +47,16 @@ std::map<std::string, torch::Tensor> load_weights_matching_config(const std::str
                                                                   const ModelConfig& config,
                                                                   const HfHeadConfig& head);
 
+// Which weights save_pretrained_model writes of a model with LoRA adapters (model/lora.h);
+// without adapters all three are hf_state().
+enum class SavedWeights {
+  kAll,     // hf_state(): base and adapters (an Aspen checkpoint; HF would not load it)
+  kBase,    // the base only: the model the adapters apply to
+  kMerged,  // merged_state(): base + scaling B A, a plain HF model
+};
+
 // max_shard_bytes <= 0 writes a single model.safetensors.
 void save_pretrained_model(const std::string& dir, const QwenForCausalLM& model,
-                           int64_t max_shard_bytes = 0);
+                           int64_t max_shard_bytes = 0, SavedWeights weights = SavedWeights::kAll);
 
 }  // namespace aspen::model

@@ -137,7 +137,11 @@ void QwenForCausalLMImpl::attach_lora(const LoraOptions& options) {
   }
   lora_options = options;
   for (auto& item : named_parameters(/*recurse=*/true)) {
-    if (!is_lora_parameter(item.key())) item.value().set_requires_grad(false);
+    if (is_lora_parameter(item.key())) continue;
+    item.value().set_requires_grad(false);
+    // A gradient left by earlier full training (an SFT warm-up) must not reach the
+    // adapters' optimizer, its clipping or its grad-norm metric.
+    item.value().mutable_grad() = torch::Tensor();
   }
 }
 
@@ -155,6 +159,33 @@ std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::lora_sta
     if (is_lora_parameter(item.key())) state.emplace_back(item.key(), item.value());
   }
   return state;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> QwenForCausalLMImpl::merged_state() const {
+  torch::NoGradGuard no_grad;
+  const auto params = named_parameters(/*recurse=*/true);
+  const double scaling = lora_options.scaling();
+  std::vector<std::pair<std::string, torch::Tensor>> merged;
+  for (const auto& item : params) {
+    const std::string& name = item.key();
+    if (is_lora_parameter(name)) continue;
+    torch::Tensor value = item.value().detach().clone();
+    const std::string weight = ".weight";
+    if (has_lora() && name.size() > weight.size() &&
+        name.compare(name.size() - weight.size(), weight.size(), weight) == 0) {
+      const std::string module = name.substr(0, name.size() - weight.size());
+      const torch::Tensor* a = params.find(module + ".lora_A.weight");
+      if (a != nullptr) {
+        // Under TP both factors are this rank's: B_local A (column-parallel) or B A_local
+        // (row-parallel) is exactly this rank's shard of the merged weight.
+        const torch::Tensor& b = params[module + ".lora_B.weight"];
+        value += (torch::matmul(b.to(torch::kFloat), a->to(torch::kFloat)) * scaling)
+                     .to(value.scalar_type());
+      }
+    }
+    merged.emplace_back(name, std::move(value));
+  }
+  return merged;
 }
 
 bool is_frozen_parameter(const std::string& hf_name) {

@@ -158,7 +158,7 @@ struct QwenForCausalLMImpl : torch::nn::Module {
 
   // LoRA (model/lora.h). attach_lora registers adapters on the projections `options`
   // targets and freezes every base parameter (requires_grad false), so the optimizer
-  // and the gradients see the adapters only; once per model (aspen::Error naming the
+  // and the gradients see the adapters only (their stale gradients are dropped); once per model (aspen::Error naming the
   // option for a second call or an invalid option). After it, named_parameters(),
   // hf_state() and load_state() include the adapters' names (".lora_A.weight",
   // ".lora_B.weight") beside the base's.
@@ -176,6 +176,10 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // `source` and the key otherwise, with nothing copied.
   void load_lora_state(const std::map<std::string, torch::Tensor>& weights,
                        const std::string& source = "adapter");
+  // The base parameters with every adapter merged into its target (W + scaling B A), in
+  // HF order and the base's dtype, as new tensors: a plain HF checkpoint of what the
+  // model computes with its adapters on. Without LoRA: hf_state() cloned.
+  std::vector<std::pair<std::string, torch::Tensor>> merged_state() const;
 
   ModelConfig config;
   TensorParallel tp;

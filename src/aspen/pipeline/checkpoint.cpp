@@ -146,7 +146,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
     export_policy(setup, (tmp / "policy").string());
     checkpoint_fault_delay();
   }
-  if (workers.reference) {
+  // Under LoRA the reference is the policy's base, saved with the policy.
+  if (workers.reference && workers.reference->holds_copy()) {
     // Collective under EP: the reference's experts are spread like the actor's.
     const auto reference = experts.enabled()
                                ? gather_expert_parallel_state(workers.reference->model())
@@ -224,7 +225,7 @@ void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) 
   } else {
     workers.actor->optimizer().restore_state(load_actor_optimizer_shares(root), checkpoint.dir);
   }
-  if (workers.reference) {
+  if (workers.reference && workers.reference->holds_copy()) {
     check_input(!checkpoint.workers.reference.empty(),
                 "the run needs a reference model but the checkpoint has none", checkpoint.dir);
   }

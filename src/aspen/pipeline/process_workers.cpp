@@ -34,6 +34,8 @@ QwenForCausalLM instance_shards(const TrainConfig& config, const RlSetup& setup,
              model->ep.size, " holds experts [", first, ", ",
              first + model->ep.local_expert_count(experts), ") of ", experts);
   }
+  // The policy's adapters (train.lora): the instance receives only them after this.
+  if (setup.model->has_lora()) model->attach_lora(setup.model->lora_options);
   model->to(setup.rollout_device);
   torch::NoGradGuard no_grad;
   std::map<std::string, torch::Tensor> full;

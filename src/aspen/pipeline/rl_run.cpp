@@ -21,6 +21,7 @@
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/resume_check.h"
+#include "aspen/pipeline/lora_policy.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/report/console_progress.h"
 #include "aspen/report/finite_metrics.h"
@@ -247,6 +248,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     const auto latest = latest_checkpoint(options.out_dir);
     check_input(latest.has_value(), "no checkpoint to resume from", options.out_dir,
                 "checkpoints are written every checkpoint.every iterations");
+    attach_policy_lora(config, setup);  // the checkpoint holds base and adapters
     checkpoint = load_checkpoint(*latest, setup);
     // Before anything is rewritten: a state that contradicts the run is refused.
     check_checkpoint_against_run(checkpoint->iteration, checkpoint->schedule_state,
@@ -281,6 +283,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     sft_config.logging.console = config.logging.console && writer;  // rank 0 reports
     run_sft_phase(sft_config, setup, metrics);
     if (world) broadcast_policy(*world, setup.model);
+    attach_policy_lora(config, setup);  // RL trains adapters on the warmed-up base
     evals["before"] = run_accuracy(world, setup, max_tokens);
     evals["after"] = evals["before"];
     if (writer) {
@@ -378,7 +381,13 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   const std::string final_dir = (out / "final").string();
   // Rank 0's last checkpoint is written before anyone leaves.
   if (eval_ranks) eval_ranks->barrier();
-  if (writer) export_policy(setup, final_dir);
+  if (writer) {
+    if (setup.model->has_lora()) {
+      export_lora_policy(config, setup, final_dir);
+    } else {
+      export_policy(setup, final_dir);
+    }
+  }
   if (writer && world && !config.logging.trace.empty())
     merge_rank_traces(config.logging.trace, *world);
   const double wall = seconds_since(start);

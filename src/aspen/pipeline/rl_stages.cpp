@@ -64,6 +64,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   }
   if (tensor_parallel.enabled() || expert_parallel.enabled()) {
     trained = QwenForCausalLM(setup.model->config, tensor_parallel, expert_parallel);
+    if (setup.model->has_lora()) trained->attach_lora(setup.model->lora_options);
     trained->to(setup.train_device);
     std::map<std::string, torch::Tensor> full;
     for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
@@ -86,7 +87,9 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   schema.with_routing = setup.model->config.is_moe();
   if (config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward) {
     reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
-    if (saved != nullptr) reference->model()->load_state(saved->reference, "checkpoint reference");
+    // Under LoRA the reference is the policy's base: nothing of its own was saved.
+    if (saved != nullptr && reference->holds_copy())
+      reference->model()->load_state(saved->reference, "checkpoint reference");
   }
   if (config.algorithm.name == AlgorithmName::kPpo) {
     CriticModel critic_model = critic_from_policy(setup.model);
@@ -100,7 +103,9 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
 
 std::map<std::string, torch::Tensor> policy_weights(const QwenForCausalLM& model) {
   std::map<std::string, torch::Tensor> weights;
-  for (const auto& [name, tensor] : model->hf_state()) weights[name] = tensor.detach().clone();
+  for (const auto& [name, tensor] : model->has_lora() ? model->lora_state() : model->hf_state()) {
+    weights[name] = tensor.detach().clone();
+  }
   return weights;
 }
 

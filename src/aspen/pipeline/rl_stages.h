@@ -71,6 +71,8 @@ void load_named_parameters(torch::nn::Module& module,
 
 // The policy's weights by HF name, detached copies: what a weight publish sends to
 // rollout engines (copies, so later in-place updates of the trainer cannot leak in).
+// A policy with LoRA adapters sends the adapters only: the instances hold the frozen
+// base from their start (adapter-only sync; RolloutEngine::load_weights).
 std::map<std::string, torch::Tensor> policy_weights(const QwenForCausalLM& model);
 
 // Claims with no deadline surprises: a stage may take long on a slow CPU.

@@ -11,6 +11,8 @@ QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtyp
                            torch::Device device, bool trainable) {
   // Same TP context: the copy holds the same shards (hf_state gives local shapes).
   QwenForCausalLM copy(source->config, source->tp, source->ep);
+  // The same adapters (model/lora.h), so the copy has the same parameter names.
+  if (source->has_lora()) copy->attach_lora(source->lora_options);
   copy->to(device, dtype);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& [name, tensor] : source->hf_state()) weights[name] = tensor;
@@ -19,7 +21,9 @@ QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtyp
     copy->load_state(weights, "model copy");
   }
   for (auto& item : copy->named_parameters(/*recurse=*/true)) {
-    item.value().set_requires_grad(trainable && !is_frozen_parameter(item.key()));
+    // With LoRA only the adapters train: the base stays frozen in every copy.
+    item.value().set_requires_grad(trainable && !is_frozen_parameter(item.key()) &&
+                                   (!copy->has_lora() || is_lora_parameter(item.key())));
   }
   return copy;
 }

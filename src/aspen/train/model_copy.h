@@ -13,7 +13,8 @@ namespace aspen::train {
 
 // A new model with the same config and weights, cast to `dtype` and placed on `device`.
 // requires_grad = `trainable` on every parameter but the frozen ones
-// (is_frozen_parameter: never trainable).
+// (is_frozen_parameter: never trainable). A source with LoRA adapters gives a copy with
+// the same adapters, of which only the adapters are trainable.
 QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
                            torch::Device device, bool trainable);
 

@@ -2,9 +2,13 @@
 // (the KL anchor of GRPO/PPO). It copies the weights at construction, so later
 // updates of the actor's model do not leak into it; no parameter requires grad and
 // no optimizer state exists.
+// With LoRA (the policy has adapters, model/lora.h) the base never changes, so the
+// reference is the policy itself with its adapters off (LoraDisabled, on the calling
+// thread only): no second copy of the weights. holds_copy() tells which.
 // Shapes: compute_logprobs -> [R] (R = response tokens of the batch), batch order.
 // Thread safety: compute_logprobs mutates nothing and may run concurrently with
-// itself (it is the model's forward under NoGradGuard).
+// itself (it is the model's forward under NoGradGuard). Under LoRA it must not overlap
+// an update of the policy's adapters (it reads the policy's base).
 #pragma once
 
 #include <torch/torch.h>
@@ -31,6 +35,8 @@ class ReferencePolicy {
   torch::Tensor compute_logprobs(const TrainBatch& batch);
 
   QwenForCausalLM& model() { return model_; }
+  // False when the reference is the LoRA policy's base (nothing of its own to save).
+  bool holds_copy() const { return !model_->has_lora(); }
 
  private:
   ReferenceOptions options_;
