@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -231,6 +232,20 @@ TEST(PagedAttention, BatchOverloadUsesTheHostLayout) {
   EXPECT_TRUE(paged_attention(f.q, f.key_cache, f.value_cache, batch, 0.3).equal(expected));
   batch.layout.query_start.back() -= 1;
   EXPECT_THROW(paged_attention(f.q, f.key_cache, f.value_cache, batch, 0.3), c10::Error);
+}
+
+// The mask: 0 up to each query's position, -inf past it, rows aligned to 16 elements.
+TEST(PagedLayout, MaskHidesKeysPastEachQueryWithAlignedRows) {
+  const torch::Tensor positions = torch::tensor(std::vector<int64_t>{0, 2, 4}).view({1, 3, 1});
+  const torch::Tensor mask = paged_attention_mask(positions, 5, torch::kFloat);
+  EXPECT_EQ(mask.sizes(), (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(mask.stride(1) % 16, 0);
+  const float inf = std::numeric_limits<float>::infinity();
+  const torch::Tensor expected = torch::tensor(std::vector<float>{0, -inf, -inf, -inf, -inf,  //
+                                                                  0, 0, 0, -inf, -inf,        //
+                                                                  0, 0, 0, 0, 0})
+                                     .view({1, 3, 5});
+  EXPECT_TRUE(mask.equal(expected));
 }
 
 TEST(PagedLayout, CheckNamesTheSequenceWithABlockOutsideTheCache) {

@@ -24,7 +24,7 @@ torch::Tensor gather_group(const torch::Tensor& cache, const PagedGroup& group) 
 torch::Tensor attend_group(const torch::Tensor& queries, const torch::Tensor& key_cache,
                            const torch::Tensor& value_cache, const PagedGroup& group,
                            double scale) {
-  const int64_t members = group.members, n = group.rows, context = group.context;
+  const int64_t members = group.members, n = group.rows;
   const int64_t heads = queries.size(1), dim = queries.size(2);
   const int64_t kv_heads = key_cache.size(2), per_kv = heads / kv_heads;
   const torch::Tensor keys = gather_group(key_cache, group);
@@ -35,7 +35,7 @@ torch::Tensor attend_group(const torch::Tensor& queries, const torch::Tensor& ke
     // multi-head attention over K heads is GQA without repeating k/v; one mask row
     // (the member's context) serves them all.
     const torch::Tensor q = queries.view({members, kv_heads, per_kv, dim});
-    const torch::Tensor mask = group.mask.view({members, 1, 1, context});
+    const torch::Tensor mask = group.mask.unsqueeze(1);  // [G, 1, 1, C]
     return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false, scale)
         .reshape({members, heads, dim});
   }

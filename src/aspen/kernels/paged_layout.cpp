@@ -49,6 +49,18 @@ PagedLayout read_paged_layout(const torch::Tensor& block_tables, const torch::Te
           block_tables.size(1)};
 }
 
+torch::Tensor paged_attention_mask(const torch::Tensor& query_positions, int64_t context,
+                                   torch::ScalarType dtype) {
+  TORCH_CHECK(query_positions.dim() == 3 && query_positions.size(2) == 1,
+              "paged_attention_mask: query_positions [G, n, 1] expected");
+  const int64_t aligned = (context + 15) / 16 * 16;
+  const torch::Tensor hidden =
+      torch::arange(aligned, query_positions.options()).view({1, 1, aligned}) > query_positions;
+  return torch::zeros(hidden.sizes(), query_positions.options().dtype(dtype))
+      .masked_fill_(hidden, -std::numeric_limits<double>::infinity())
+      .narrow(2, 0, context);
+}
+
 std::vector<StagedPagedGroup> stage_paged_groups(const PagedLayout& layout, int64_t block_size,
                                                  PackedUpload& upload) {
   std::map<int64_t, std::vector<int64_t>> members_by_key;  // ordered: decode rows first
@@ -117,11 +129,7 @@ std::vector<PagedGroup> resolve_paged_groups(const std::vector<StagedPagedGroup>
     group.padded = upload.part(s.padded);
     group.slots = upload.part(s.slots);
     const torch::Tensor query_positions = upload.part(s.query_positions);
-    const torch::Tensor hidden =
-        torch::arange(s.context, query_positions.options()).view({1, 1, s.context}) >
-        query_positions;
-    group.mask = torch::zeros(hidden.sizes(), query_positions.options().dtype(dtype))
-                     .masked_fill_(hidden, -std::numeric_limits<double>::infinity());
+    group.mask = paged_attention_mask(query_positions, s.context, dtype);
     groups.push_back(std::move(group));
   }
   return groups;

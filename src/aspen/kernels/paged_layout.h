@@ -60,6 +60,14 @@ struct PagedGroup {
   torch::Tensor mask;
 };
 
+// The additive attention mask of queries at query_positions [G, n, 1] (int64) over keys
+// 0 .. context-1: [G, n, context] in `dtype`, 0 where key <= query position, -inf
+// elsewhere. Its rows start at multiples of 16 elements (the tensor is a narrowed
+// [G, n, context rounded up to 16]): memory-efficient SDPA on CUDA copies an unaligned
+// mask into an aligned one in every call, that is in every layer.
+torch::Tensor paged_attention_mask(const torch::Tensor& query_positions, int64_t context,
+                                   torch::ScalarType dtype);
+
 // Two phases so that a group's indices travel in the caller's one upload:
 // stage_paged_groups adds them to `upload` (host work only), resolve_paged_groups reads
 // them back after upload.upload(device) and derives the masks in `dtype` (the caches'),

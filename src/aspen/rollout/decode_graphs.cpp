@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 
 #include "aspen/kernels/small_batch_linear.h"
@@ -175,10 +174,7 @@ torch::Tensor DecodeGraphs::run(const std::vector<int64_t>& ids,
     const torch::ScalarType dtype = paged.key_caches.front().scalar_type();
     auto forward = [&] {
       torch::NoGradGuard no_grad;
-      const torch::Tensor hidden_keys =
-          torch::arange(context, long_options).view({1, 1, context}) > query_positions;
-      group.mask = torch::zeros({batch, 1, context}, long_options.dtype(dtype))
-                       .masked_fill_(hidden_keys, -std::numeric_limits<double>::infinity());
+      group.mask = paged_attention_mask(query_positions, context, dtype);
       paged.groups = {group};
       const torch::Tensor hidden =
           model_->forward_paged(step_ids, step_positions, paged, /*log=*/nullptr);
