@@ -47,7 +47,9 @@ TEST(ConfigDocs, EveryKeyOfAParsedConfigIsDocumented) {
   for (const auto& [section, keys] : written.items()) {
     const std::string table = config_reference_markdown(section);
     for (const auto& [key, value] : keys.items()) {
-      if (value.is_object() && section == "placement") {
+      // A nested mapping (placement.train, train.lora) is documented key by key; a
+      // free-form options block (json_field) by its own key.
+      if (value.is_object() && table.find("| `" + key + "` |") == std::string::npos) {
         for (const auto& [sub, unused] : value.items()) {
           EXPECT_NE(table.find("| `" + key + "." + sub + "` |"), std::string::npos) << key << "." << sub;
         }
