@@ -20,6 +20,35 @@ bool views(const torch::Tensor& parameter, const torch::Tensor& rows) {
          parameter.scalar_type() == rows.scalar_type() && parameter.device() == rows.device();
 }
 
+// The tensor whose consecutive row blocks `parts` already are (contiguous, back to back
+// in one storage, same dtype and device), or undefined when they are not. Such members
+// view another projection's fused W (a model sharing another's weights:
+// model/shared_base.h): they are fused already, and copying them into a new W would
+// hold those weights twice.
+torch::Tensor adjacent_rows(const std::vector<torch::Tensor>& parts) {
+  const torch::Tensor& first = parts.front();
+  if (!first.defined() || first.dim() < 1) return {};
+  int64_t row_elements = 1;
+  for (int64_t d = 1; d < first.dim(); ++d) row_elements *= first.size(d);
+  int64_t rows = 0;
+  for (const torch::Tensor& part : parts) {
+    if (!part.defined() || !part.is_contiguous() || part.dim() != first.dim() ||
+        part.sizes().slice(1) != first.sizes().slice(1) ||
+        part.scalar_type() != first.scalar_type() || part.device() != first.device() ||
+        !part.storage().is_alias_of(first.storage()) ||
+        part.storage_offset() != first.storage_offset() + rows * row_elements) {
+      return {};
+    }
+    rows += part.size(0);
+  }
+  std::vector<int64_t> sizes = first.sizes().vec();
+  sizes[0] = rows;
+  std::vector<int64_t> strides(sizes.size(), 1);  // contiguous
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * sizes[d + 1];
+  return first.as_strided(sizes, strides);
+}
+
 }  // namespace
 
 void FusedProjection::fuse(const std::vector<torch::nn::Linear>& members) {
@@ -46,6 +75,21 @@ void FusedProjection::fuse(const std::vector<torch::nn::Linear>& members) {
     total += w.size(0);
   }
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> weights, biases;
+  for (const auto& member : members) {
+    weights.push_back(member->weight);
+    biases.push_back(member->bias);
+  }
+  const torch::Tensor shared_weight = adjacent_rows(weights);
+  const torch::Tensor shared_bias = with_bias ? adjacent_rows(biases) : torch::Tensor();
+  if (shared_weight.defined() && (!with_bias || shared_bias.defined())) {
+    // Already laid out as one W (another model's, shared): adopt it without a copy.
+    members_ = members;
+    widths_ = std::move(widths);
+    weight_ = shared_weight.detach();
+    bias_ = with_bias ? shared_bias.detach() : torch::Tensor();
+    return;
+  }
   torch::Tensor weight = torch::empty({total, first.size(1)}, first.options());
   torch::Tensor bias = with_bias ? torch::empty({total}, members.front()->bias.options())
                                  : torch::Tensor();

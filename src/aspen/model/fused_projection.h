@@ -9,6 +9,10 @@
 // publish, the optimizer and the resharder see no difference; an in-place update of a
 // parameter (Tensor::copy_, an optimizer step) updates W, because it IS W's memory.
 //
+// Members that already lie back to back in one tensor (a model whose weights view
+// another's fused W: model/shared_base.h) are adopted as they are: that tensor becomes
+// W, nothing is copied, and the weights stay held once.
+//
 // What unfuses: anything that gives a member a new storage (Module::to to another
 // dtype or device, set_data). intact() notices - it compares each member's data
 // pointer with its rows of W - and the caller falls back to the separate GEMMs;
