@@ -201,14 +201,17 @@ TEST(RolloutEngine, MlaLatentCacheDecodesAsFullRecompute) {
 
 // EngineConfig::device_code_path runs a GPU's code path on the CPU: the gathered paged
 // attention (one group for the decode rows, power-of-two buckets of multi-token rows),
-// the step's one packed upload with its indices, the device sampler. Through chunked
-// prefill, mixed steps, small blocks, a sampled group (fan-out) and greedy requests it
-// gives the CPU path's tokens and log-probs.
+// the step's one packed upload with its indices, the device sampler and, with
+// cuda_graphs, the decode graphs' padded steps (batch buckets, a scratch block, keys
+// padded to a power of two of blocks). Through chunked prefill, mixed steps, small
+// blocks, a sampled group (fan-out), greedy requests and sequences finishing at
+// different steps it gives the CPU path's tokens and log-probs.
 TEST(RolloutEngine, DeviceCodePathGivesTheCpuPathsTokensAndLogprobs) {
   std::vector<GenerationRequest> requests;
   const std::vector<int64_t> lengths = {3, 9, 14, 1, 6};
   for (size_t i = 0; i < lengths.size(); ++i) {
-    requests.push_back(greedy_request(prompt_of(lengths[i], i * 11), 7));
+    // Finishing at different steps: decode batches shrink through the buckets.
+    requests.push_back(greedy_request(prompt_of(lengths[i], i * 11), 5 + 2 * i));
   }
   requests[4].params.temperature = 0.8;
   requests[4].params.top_p = 0.9;
@@ -220,23 +223,31 @@ TEST(RolloutEngine, DeviceCodePathGivesTheCpuPathsTokensAndLogprobs) {
   config.num_blocks = 64;
   config.max_num_batched_tokens = 7;  // chunked prefill and mixed steps
   RolloutEngine cpu_path(tiny_model(), config);
-  config.device_code_path = true;
-  RolloutEngine device_path(tiny_model(), config);
   const auto expected = cpu_path.generate(requests);
-  const auto completions = device_path.generate(requests);
-  ASSERT_EQ(completions.size(), expected.size());
   QwenForCausalLM model = tiny_model();
-  for (size_t i = 0; i < completions.size(); ++i) {
-    EXPECT_EQ(completions[i].request_index, expected[i].request_index);
-    EXPECT_EQ(completions[i].token_ids, expected[i].token_ids) << "completion " << i;
-    ASSERT_EQ(completions[i].logprobs.size(), expected[i].logprobs.size());
-    for (size_t t = 0; t < expected[i].logprobs.size(); ++t) {
-      EXPECT_NEAR(completions[i].logprobs[t], expected[i].logprobs[t], 1e-4);
-      EXPECT_NEAR(completions[i].sampling_logprobs[t], expected[i].sampling_logprobs[t], 1e-4);
-    }
-    if (completions[i].request_index < 4) {
-      EXPECT_EQ(completions[i].token_ids,
-                greedy_reference(model, completions[i].prompt_token_ids, 7));
+  for (const bool graphs : {false, true}) {
+    config.device_code_path = true;
+    config.cuda_graphs = graphs;
+    RolloutEngine device_path(tiny_model(), config);
+    const auto completions = device_path.generate(requests);
+    EXPECT_EQ(device_path.decode_graphs_captured() > 0, graphs);
+    ASSERT_EQ(completions.size(), expected.size());
+    for (size_t i = 0; i < completions.size(); ++i) {
+      const std::string what = "completion " + std::to_string(i) + (graphs ? ", graphs" : "");
+      EXPECT_EQ(completions[i].request_index, expected[i].request_index) << what;
+      EXPECT_EQ(completions[i].token_ids, expected[i].token_ids) << what;
+      ASSERT_EQ(completions[i].logprobs.size(), expected[i].logprobs.size()) << what;
+      for (size_t t = 0; t < expected[i].logprobs.size(); ++t) {
+        EXPECT_NEAR(completions[i].logprobs[t], expected[i].logprobs[t], 1e-4) << what;
+        EXPECT_NEAR(completions[i].sampling_logprobs[t], expected[i].sampling_logprobs[t], 1e-4)
+            << what;
+      }
+      const int64_t index = completions[i].request_index;
+      if (index < 4) {
+        EXPECT_EQ(completions[i].token_ids,
+                  greedy_reference(model, completions[i].prompt_token_ids, 5 + 2 * index))
+            << what;
+      }
     }
   }
 }

@@ -18,14 +18,17 @@ static_assert(std::is_same_v<std::pair<unsigned long long, unsigned long long>,
                              c10::cuda::MempoolId_t>,
               "DecodeGraphs::pool_ holds a c10::cuda::MempoolId_t");
 
-// One captured step: `batch` rows padded, keys padded to `blocks` cache blocks.
+// One bucket's step: `batch` rows padded, keys padded to `blocks` cache blocks.
 // inputs (int64, static): ids [B] | positions [B] | slot_mapping [B] | slots [B * C] |
-// query positions [B].
+// query positions [B]; `paged` and `group` are views of them, built once.
 struct DecodeGraphs::Graph {
   int64_t batch = 0, blocks = 0, context = 0;
   torch::Tensor inputs;
-  torch::Tensor logits;  // [batch, V], static output
-  at::cuda::CUDAGraph graph;
+  torch::Tensor ids, positions, query_positions;
+  PagedBatch paged;
+  PagedGroup group;
+  torch::Tensor logits;                        // [batch, V], the captured output
+  std::unique_ptr<at::cuda::CUDAGraph> graph;  // null until captured; never off CUDA
 };
 
 namespace {
@@ -44,16 +47,17 @@ DecodeGraphs::DecodeGraphs(QwenForCausalLM model, KvCache& cache, int64_t scratc
       cache_(cache),
       scratch_block_(scratch_block),
       buckets_(batch_buckets(max_num_seqs)),
-      pool_(at::cuda::graph_pool_handle()) {
+      capture_(model_->lm_head_weight().is_cuda()) {
+  if (capture_) pool_ = at::cuda::graph_pool_handle();
   TORCH_CHECK(scratch_block >= 0 && scratch_block < cache.num_blocks(),
               "DecodeGraphs: scratch block ", scratch_block, " outside the cache");
 }
 
 DecodeGraphs::~DecodeGraphs() = default;
 
-std::string DecodeGraphs::unsupported_reason(QwenForCausalLM& model) {
+std::string DecodeGraphs::unsupported_reason(QwenForCausalLM& model, bool require_cuda) {
   const ModelConfig& config = model->config;
-  if (!model->lm_head_weight().is_cuda()) return "the model is not on a CUDA device";
+  if (require_cuda && !model->lm_head_weight().is_cuda()) return "the model is not on a CUDA device";
   if (config.is_moe()) return "MoE routing has data-dependent shapes";
   if (config.is_mla()) return "MLA's decode path is not captured";
   if (model->tp.enabled()) return "tensor parallelism (NCCL collectives) is not captured";
@@ -90,13 +94,42 @@ DecodeGraphs::Graph& DecodeGraphs::graph_for(int64_t batch, int64_t blocks) {
   auto found = graphs_.find({batch, blocks});
   if (found != graphs_.end()) return *found->second;
   auto graph = std::make_unique<Graph>();
-  graph->batch = batch;
-  graph->blocks = blocks;
-  graph->context = blocks * cache_.block_size();
-  const torch::Device device = model_->lm_head_weight().device();
-  graph->inputs =
-      torch::zeros({batch * (4 + graph->context)}, torch::TensorOptions(torch::kLong).device(device));
+  Graph& g = *graph;
+  g.batch = batch;
+  g.blocks = blocks;
+  g.context = blocks * cache_.block_size();
+  const torch::TensorOptions long_options =
+      torch::TensorOptions(torch::kLong).device(model_->lm_head_weight().device());
+  g.inputs = torch::zeros({batch * (4 + g.context)}, long_options);
+  g.ids = g.inputs.narrow(0, 0, batch);
+  g.positions = g.inputs.narrow(0, batch, batch);
+  g.query_positions = g.inputs.narrow(0, 3 * batch + batch * g.context, batch).view({batch, 1, 1});
+  g.paged = cache_.batch_view();
+  g.paged.slot_mapping = g.inputs.narrow(0, 2 * batch, batch);
+  // Shapes only: the gathered path reads the group, not these.
+  g.paged.block_tables = torch::zeros({batch, 1}, long_options);
+  g.paged.query_start = torch::arange(batch + 1, long_options);
+  g.paged.context_lens = torch::ones({batch}, long_options);
+  g.paged.layout.max_blocks = 1;
+  g.paged.layout.block_tables.assign(static_cast<size_t>(batch), scratch_block_);
+  g.paged.layout.context_lens.assign(static_cast<size_t>(batch), 1);
+  for (int64_t b = 0; b <= batch; ++b) g.paged.layout.query_start.push_back(b);
+  g.group.members = batch;
+  g.group.rows = 1;
+  g.group.context = g.context;
+  g.group.whole_step = true;
+  g.group.query_rows = g.group.tokens = g.group.padded = g.ids;  // unused: whole_step
+  g.group.slots = g.inputs.narrow(0, 3 * batch, batch * g.context);
   return *graphs_.emplace(std::make_pair(batch, blocks), std::move(graph)).first->second;
+}
+
+torch::Tensor DecodeGraphs::forward(Graph& g) {
+  torch::NoGradGuard no_grad;
+  g.group.mask = paged_attention_mask(g.query_positions, g.context,
+                                      g.paged.key_caches.front().scalar_type());
+  g.paged.groups = {g.group};
+  const torch::Tensor hidden = model_->forward_paged(g.ids, g.positions, g.paged, /*log=*/nullptr);
+  return small_batch_linear(hidden, model_->lm_head_weight());
 }
 
 torch::Tensor DecodeGraphs::run(const std::vector<int64_t>& ids,
@@ -139,47 +172,17 @@ torch::Tensor DecodeGraphs::run(const std::vector<int64_t>& ids,
       slots_out[b * context + p] = table[q / block_size] * block_size + q % block_size;
     }
   }
+  if (!capture_) {
+    // Off CUDA: the padded step, eagerly (how the tests check padding and bucketing).
+    graph.inputs.copy_(torch::from_blob(staged.data(), {static_cast<int64_t>(staged.size())},
+                                        torch::kLong));
+    return forward(graph).narrow(0, 0, real);
+  }
   torch::Tensor host = torch::empty({static_cast<int64_t>(staged.size())},
                                     torch::TensorOptions(torch::kLong).pinned_memory(true));
   std::memcpy(host.data_ptr<int64_t>(), staged.data(), staged.size() * sizeof(int64_t));
   graph.inputs.copy_(host, /*non_blocking=*/true);
-
-  if (!graph.logits.defined()) {
-    // The step as the graph runs it, on views of the static inputs.
-    const torch::Tensor& in = graph.inputs;
-    const torch::Tensor step_ids = in.narrow(0, 0, batch);
-    const torch::Tensor step_positions = in.narrow(0, batch, batch);
-    const torch::Tensor step_slot_mapping = in.narrow(0, 2 * batch, batch);
-    const torch::Tensor gather_slots = in.narrow(0, 3 * batch, batch * context);
-    const torch::Tensor query_positions =
-        in.narrow(0, 3 * batch + batch * context, batch).view({batch, 1, 1});
-    const torch::TensorOptions long_options = in.options();
-    PagedBatch paged = cache_.batch_view();
-    paged.slot_mapping = step_slot_mapping;
-    // Shapes only: the gathered path reads the group below, not these.
-    paged.block_tables = torch::zeros({batch, 1}, long_options);
-    paged.query_start = torch::arange(batch + 1, long_options);
-    paged.context_lens = torch::ones({batch}, long_options);
-    paged.layout.max_blocks = 1;
-    paged.layout.block_tables.assign(static_cast<size_t>(batch), scratch_block_);
-    paged.layout.context_lens.assign(static_cast<size_t>(batch), 1);
-    for (int64_t b = 0; b <= batch; ++b) paged.layout.query_start.push_back(b);
-    PagedGroup group;
-    group.members = batch;
-    group.rows = 1;
-    group.context = context;
-    group.whole_step = true;
-    group.query_rows = group.tokens = group.padded = step_ids;  // unused: whole_step
-    group.slots = gather_slots;
-    const torch::ScalarType dtype = paged.key_caches.front().scalar_type();
-    auto forward = [&] {
-      torch::NoGradGuard no_grad;
-      group.mask = paged_attention_mask(query_positions, context, dtype);
-      paged.groups = {group};
-      const torch::Tensor hidden =
-          model_->forward_paged(step_ids, step_positions, paged, /*log=*/nullptr);
-      return small_batch_linear(hidden, model_->lm_head_weight());
-    };
+  if (!graph.graph) {
     // Capture on a side stream after one eager warm-up there (lazy cuBLAS and
     // allocator set-up may not happen inside a capture).
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream();
@@ -187,12 +190,13 @@ torch::Tensor DecodeGraphs::run(const std::vector<int64_t>& ids,
     at::cuda::CUDAEvent inputs_ready;
     inputs_ready.record(current);
     inputs_ready.block(side);
+    graph.graph = std::make_unique<at::cuda::CUDAGraph>();
     {
       const c10::cuda::CUDAStreamGuard guard(side);
-      forward();
-      graph.graph.capture_begin(pool_);
-      graph.logits = forward();
-      graph.graph.capture_end();
+      forward(graph);
+      graph.graph->capture_begin(pool_);
+      graph.logits = forward(graph);
+      graph.graph->capture_end();
     }
     at::cuda::CUDAEvent captured;
     captured.record(side);
@@ -201,7 +205,7 @@ torch::Tensor DecodeGraphs::run(const std::vector<int64_t>& ids,
     for (const auto& parameter : model_->parameters())
       parameter_pointers_.push_back(parameter.data_ptr());
   }
-  graph.graph.replay();
+  graph.graph->replay();
   return graph.logits.narrow(0, 0, real);
 }
 

@@ -20,6 +20,8 @@
 // Which models: dense Qwen-style models on CUDA without tensor parallelism, YaRN, MLA
 // or LoRA adapters (unsupported_reason says which); everything else, and every step
 // that is not a pure decode step of at most max_num_seqs sequences, runs eagerly.
+// Off CUDA nothing is captured: each bucket's padded step runs eagerly on its static
+// inputs, so the CPU tests check the padding, the scratch block and the bucketing.
 // Thread safety: none; owned by the runner.
 #pragma once
 
@@ -45,7 +47,9 @@ class DecodeGraphs {
   ~DecodeGraphs();
 
   // Empty when `model` can replay decode graphs; else why not (a sentence).
-  static std::string unsupported_reason(QwenForCausalLM& model);
+  // require_cuda = false: whether it could, were it on CUDA (the padded steps then run
+  // eagerly: EngineConfig::device_code_path on the CPU).
+  static std::string unsupported_reason(QwenForCausalLM& model, bool require_cuda = true);
 
   // The batch buckets for max_num_seqs: 1, 2, 4, ... below it, and it.
   static std::vector<int64_t> batch_buckets(int64_t max_num_seqs);
@@ -60,11 +64,13 @@ class DecodeGraphs {
   torch::Tensor run(const std::vector<int64_t>& ids, const std::vector<int64_t>& positions,
                     const std::vector<int64_t>& slots, const PagedLayout& layout);
 
+  // Buckets prepared so far (captured, on CUDA).
   int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
 
  private:
   struct Graph;
   Graph& graph_for(int64_t batch, int64_t blocks);
+  torch::Tensor forward(Graph& graph);  // the padded step on graph's static inputs
   bool parameters_moved() const;
 
   QwenForCausalLM model_;
@@ -73,6 +79,7 @@ class DecodeGraphs {
   std::vector<int64_t> buckets_;
   std::vector<const void*> parameter_pointers_;  // at capture: a replay needs them unmoved
   std::pair<unsigned long long, unsigned long long> pool_{0, 0};  // c10::cuda::MempoolId_t
+  bool capture_ = false;  // on CUDA; elsewhere the padded steps run eagerly
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Graph>> graphs_;  // (batch, blocks)
 };
 

@@ -54,7 +54,9 @@ RolloutEngine::RolloutEngine(QwenForCausalLM model, EngineConfig config,
   }
   // CUDA graphs pad a decode batch to its bucket; the padding rows use one extra cache
   // block past the pool's (decode_graphs.h).
-  const std::string graphs_unsupported = DecodeGraphs::unsupported_reason(model);
+  // With device_code_path off CUDA, the padded decode steps run eagerly (no capture).
+  const std::string graphs_unsupported =
+      DecodeGraphs::unsupported_reason(model, /*require_cuda=*/!config_.device_code_path);
   const bool decode_graphs = config_.cuda_graphs && graphs_unsupported.empty();
   if (config_.cuda_graphs && model->lm_head_weight().is_cuda() && !decode_graphs) {
     log_info("rollout: decode steps run eagerly, without CUDA graphs: " + graphs_unsupported);

@@ -62,8 +62,9 @@ struct EngineConfig {
   // for comparing the trainer's routing with the rollout's. Turned off for a dense model.
   bool record_routed_experts = false;
   // Run the code path of a GPU wherever the model is: the gathered paged attention
-  // (kernels/paged_attention.h) and the device sampler (device_sampler.h) instead of
-  // the CPU's fused kernel and host sampler. Always the path on a GPU; on the CPU it is
+  // (kernels/paged_attention.h), the device sampler (device_sampler.h) and, with
+  // cuda_graphs, the decode graphs' padded steps (run eagerly off CUDA) instead of the
+  // CPU's fused kernel and host sampler. Always the path on a GPU; on the CPU it is
   // how the tests check that path against the CPU one (slower there: a test switch).
   bool device_code_path = false;
   // On CUDA, pure decode steps replay CUDA graphs per batch bucket (decode_graphs.h)
