@@ -44,6 +44,13 @@ TEST(TensorParallel, TwoRanksMatchOneProcessForQwen2BiasReplicatedKvAndQwen3Tied
                         "qwen3_attention_bias", "qwen3_moe"});
 }
 
+// LoRA on all seven projections: adapters of split kv heads (K = 2), of a replicated one
+// (K = 1) and loaded from shards (Qwen3, tied) compute and differentiate like one process;
+// only the adapters get gradients.
+TEST(TensorParallel, TwoRanksMatchOneProcessWithLoraAdaptersOnlyTheAdaptersTrain) {
+  expect_cases_pass(2, {"lora_kv_split", "lora_kv_replicated", "lora_qwen3_tied"});
+}
+
 // K = 2 kv heads over 4 ranks: each replicated on 2 ranks, so replica gradients are
 // summed within pairs, not over the whole group.
 TEST(TensorParallel, FourRanksMatchOneProcessWithKvHeadsReplicatedInPairs) {

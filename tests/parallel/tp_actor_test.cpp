@@ -33,6 +33,12 @@ TEST(TensorParallelActor, TwoRanksUpdateLikeOneProcessWithClippingAndKl) {
   expect_actor_cases_pass(2, {"gqa", "kv_replicated", "tied"});
 }
 
+// LoRA on all seven projections: the adapters update like one process, kv heads split
+// (K = 2) and replicated (K = 1), and the base stays frozen.
+TEST(TensorParallelActor, TwoRanksUpdateLoraAdaptersLikeOneProcess) {
+  expect_actor_cases_pass(2, {"lora_gqa", "lora_kv_replicated"});
+}
+
 // At 4 ranks the single kv head sits on all four: its clip-norm share must count once.
 TEST(TensorParallelActor, FourRanksCountReplicatedKvHeadsOnceInTheClipNorm) {
   expect_actor_cases_pass(4, {"kv_replicated"});

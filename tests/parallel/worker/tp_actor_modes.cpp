@@ -10,6 +10,11 @@
 //     gqa             Qwen2 with biases, 4 heads / 2 kv heads
 //     kv_replicated   1 kv head, replicated on every rank (its clip-norm share counted once)
 //     tied            Qwen3 (q/k norms) with a tied embedding/head
+//     lora_gqa, lora_kv_replicated
+//                     gqa and kv_replicated with LoRA adapters on all seven projections
+//                     (random A and B): the adapters update like TP = 1 and every base
+//                     parameter stays as loaded on both sides (without activation
+//                     recompute, which refuses a frozen embedding)
 #include <cstdio>
 #include <map>
 #include <string>
@@ -30,7 +35,12 @@ using namespace aspen::parallel;
 using namespace aspen::train;
 namespace {
 
-ModelConfig actor_case(const std::string& name) {
+bool is_lora_case(const std::string& name) {
+  return name.rfind("lora_", 0) == 0;
+}
+
+ModelConfig actor_case(const std::string& case_name) {
+  const std::string name = is_lora_case(case_name) ? case_name.substr(5) : case_name;
   // The tensor-parallel programs' sizes (support/tiny_model_configs.h), at the default
   // rope_theta.
   ModelConfig c =
@@ -38,7 +48,7 @@ ModelConfig actor_case(const std::string& name) {
                         {96, 32, 64, 2, 4, name == "kv_replicated" ? 1 : 2, 8});
   c.tie_word_embeddings = name == "tied";
   check_input(name == "gqa" || name == "kv_replicated" || name == "tied", "unknown case",
-              "tp_actor " + name);
+              "tp_actor " + case_name);
   return c;
 }
 
@@ -80,15 +90,33 @@ int run_tp_actor(ProcessGroupHandle& group, const std::vector<std::string>& case
   for (const std::string& name : cases) {
     const std::string where = "tp_actor " + name;
     const ModelConfig config = actor_case(name);
+    const bool lora = is_lora_case(name);
     QwenForCausalLM full(config);
     init_weights(full, /*seed=*/31, /*initializer_range=*/0.2);
+    if (lora) {
+      LoraOptions options;
+      options.rank = 4;
+      options.alpha = 8.0;
+      full->attach_lora(options);
+      // B is zero at PEFT's init: random A and B make every adapter gradient live.
+      torch::manual_seed(32);
+      torch::NoGradGuard no_grad;
+      for (const auto& [key, tensor] : full->lora_state()) {
+        tensor.copy_(0.1 * torch::randn_like(tensor));
+      }
+    }
     std::map<std::string, torch::Tensor> weights;
     for (const auto& [key, tensor] : full->hf_state()) weights[key] = tensor.detach().clone();
     QwenForCausalLM sharded(config, tp);
+    if (lora) sharded->attach_lora(full->lora_options);
     sharded->load_state(weights, "full weights");
 
-    ActorTrainer one(full, actor_options());
-    ActorTrainer many(sharded, actor_options());
+    ActorOptions options = actor_options();
+    // Activation recompute refuses a frozen embedding today (train/recompute.cpp: the
+    // checkpoints would get no grad path), so the LoRA cases update without it.
+    if (lora) options.trainer.recompute = false;
+    ActorTrainer one(full, options);
+    ActorTrainer many(sharded, options);
     TrainBatch batch = seeded_batch(config.vocab_size);
     const torch::Tensor old_logprobs = one.compute_logprobs(batch).logprobs;
     const torch::Tensor sharded_old = many.compute_logprobs(batch).logprobs;
@@ -119,6 +147,16 @@ int run_tp_actor(ProcessGroupHandle& group, const std::vector<std::string>& case
       const double atol = 2e-6;  // the updates themselves are ~1e-3
       check_input(torch::allclose(local, expected, 0.0, atol),
                   key + " differs from TP = 1 after the update by " + std::to_string(diff), where);
+      if (lora && is_lora_parameter(key)) {
+        check_input(!torch::equal(updated.at(key), weights.at(key)),
+                    "the adapter " + key + " did not move at TP = 1", where);
+      } else if (lora) {
+        check_input(torch::equal(updated.at(key), weights.at(key)),
+                    "the base parameter " + key + " moved at TP = 1", where);
+        check_input(!local.requires_grad() && !local.grad().defined(),
+                    "the base parameter " + key + " trains at TP = " + std::to_string(tp.size),
+                    where);
+      }
     }
     std::printf("rank %d tp_actor %s ok\n", group.rank(), name.c_str());
     std::fflush(stdout);

@@ -13,6 +13,12 @@
 //                            gradient); then the rollout engine over both models must
 //                            generate the same tokens (sampled and greedy, chunked
 //                            prefill) with the same log-probs.
+//     lora_kv_split, lora_kv_replicated, lora_qwen3_tied (tp_cases below)
+//                            the same with LoRA adapters on all seven projections
+//                            (random A and B, so every adapter term is live): hidden,
+//                            logprobs and entropy as above; every adapter gradient
+//                            equals its shard of the TP = 1 one, and no base parameter
+//                            gets a gradient on either side.
 // Several cases per launch: process start-up and rendezvous dominate the run time.
 #include <cstdio>
 #include <map>
@@ -85,7 +91,16 @@ void check_collectives(const TensorParallel& tp) {
 struct TpCase {
   ModelConfig config;
   bool load_sharded = false;  // load this rank's shards instead of full tensors
+  bool lora = false;          // adapters on every target (lora_options below)
 };
+
+// Rank 4 on all seven projections (the default targets), scaling alpha / r = 2.
+LoraOptions lora_options() {
+  LoraOptions options;
+  options.rank = 4;
+  options.alpha = 8.0;
+  return options;
+}
 
 ModelConfig with_attention_bias(ModelConfig c) {
   c.attention_bias = true;
@@ -111,20 +126,30 @@ std::map<std::string, TpCase> tp_cases() {
       // Qwen3-MoE: 4 experts of width 16, top-2, layer 1 dense: every expert is split
       // over its width like the dense MLP, the router replicated.
       {"qwen3_moe", {tiny_parallel_moe_config(/*layers=*/2)}},
+      // LoRA: K = 2 kv heads split over 2 ranks (k/v's B split by heads), K = 1
+      // replicated (k/v's B replicated: its gradient summed over its holders), Qwen3
+      // loaded from shards (the adapters' shards too).
+      {"lora_kv_split", {tiny(ModelFamily::kQwen2, 2, 8, /*tied=*/false), false, true}},
+      {"lora_kv_replicated", {tiny(ModelFamily::kQwen2, 1, 8, /*tied=*/false), false, true}},
+      {"lora_qwen3_tied", {tiny(ModelFamily::kQwen3, 2, 12, /*tied=*/true), true, true}},
   };
 }
 
 // The full reference weights: seeded init with logits of order 1 (the default
 // 0.02 would make every softmax nearly uniform), then norms and biases moved off
 // 1 and 0 so that a wrong shard of them shows.
-std::map<std::string, torch::Tensor> reference_weights(const ModelConfig& config) {
+// With `lora`, adapters too, A and B random (B is zero at PEFT's init, which would
+// leave A's gradient zero and the adapters' output untested).
+std::map<std::string, torch::Tensor> reference_weights(const ModelConfig& config, bool lora) {
   QwenForCausalLM model(config);
   init_weights(model, /*seed=*/11, /*initializer_range=*/0.2);
+  if (lora) model->attach_lora(lora_options());
   torch::manual_seed(12);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& [name, param] : model->hf_state()) {
     torch::Tensor w = param.detach().clone();
     if (w.dim() == 1) w += 0.3 * torch::randn_like(w);
+    if (is_lora_parameter(name)) w = 0.1 * torch::randn_like(w);
     weights[name] = w;
   }
   return weights;
@@ -180,14 +205,16 @@ void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std
 void check_model_case(const TensorParallel& tp, const std::string& name, const TpCase& tp_case) {
   const std::string where = "tp_check " + name;
   const ModelConfig& config = tp_case.config;
-  const std::map<std::string, torch::Tensor> full = reference_weights(config);
+  const std::map<std::string, torch::Tensor> full = reference_weights(config, tp_case.lora);
   const PackedBatch batch = packed_batch(config.vocab_size);
 
   QwenForCausalLM reference(config);
+  if (tp_case.lora) reference->attach_lora(lora_options());
   reference->load_state(full, "reference");
   const Outputs want = run_step(reference, batch);
 
   QwenForCausalLM sharded(config, tp);
+  if (tp_case.lora) sharded->attach_lora(lora_options());
   if (tp_case.load_sharded) {
     std::map<std::string, torch::Tensor> shards;
     for (const auto& [key, tensor] : full) {
@@ -205,6 +232,13 @@ void check_model_case(const TensorParallel& tp, const std::string& name, const T
   std::map<std::string, torch::Tensor> reference_grads;
   for (const auto& [key, param] : reference->hf_state()) reference_grads[key] = param.grad();
   for (const auto& [key, param] : sharded->hf_state()) {
+    if (tp_case.lora && !is_lora_parameter(key)) {
+      // Frozen under LoRA: only the adapters train.
+      expect(!param.requires_grad() && !param.grad().defined() &&
+                 !reference_grads.at(key).defined(),
+             "a gradient for the base parameter " + key, where);
+      continue;
+    }
     if (!param.grad().defined() && !reference_grads.at(key).defined()) {
       // A MoE expert no token chose: in neither graph.
       expect(key.find(".mlp.experts.") != std::string::npos, "no gradient for " + key, where);
@@ -217,6 +251,7 @@ void check_model_case(const TensorParallel& tp, const std::string& name, const T
   }
 
   // A seed gives the same model at every TP size: init at TP = world is the shards.
+  // (Base weights only: these models have no adapters.)
   QwenForCausalLM seeded_full = make_random_model(config, 5);
   QwenForCausalLM seeded_tp = make_random_model(config, 5, torch::kFloat, torch::kCPU, tp);
   std::map<std::string, torch::Tensor> seeded;
