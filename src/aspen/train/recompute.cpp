@@ -100,8 +100,10 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
   const RopeTable rope = model_rope_table(model.config, positions);
   torch::Tensor h = model.embed(input_ids);  // vocab-parallel under TP
   // Without a grad path into the first layer, backward would never reach the
-  // checkpoints and the layers' parameters would silently get no gradient.
-  TORCH_CHECK(h.requires_grad(), "activation recompute needs a trainable embedding");
+  // checkpoints and the layers' parameters would silently get no gradient. A frozen
+  // embedding (LoRA: only the adapters train) gives the path a leaf of its own, whose
+  // gradient is computed and dropped.
+  if (!h.requires_grad()) h = h.detach().requires_grad_(true);
   for (const auto& layer : *model.layers) {
     auto* impl = layer->as<QwenDecoderLayer>();
     const auto address = reinterpret_cast<int64_t>(impl);

@@ -13,8 +13,8 @@
 //     lora_gqa, lora_kv_replicated
 //                     gqa and kv_replicated with LoRA adapters on all seven projections
 //                     (random A and B): the adapters update like TP = 1 and every base
-//                     parameter stays as loaded on both sides (without activation
-//                     recompute, which refuses a frozen embedding)
+//                     parameter stays as loaded on both sides (activation recompute
+//                     on: the frozen embedding still gives the layers a grad path)
 #include <cstdio>
 #include <map>
 #include <string>
@@ -111,10 +111,9 @@ int run_tp_actor(ProcessGroupHandle& group, const std::vector<std::string>& case
     if (lora) sharded->attach_lora(full->lora_options);
     sharded->load_state(weights, "full weights");
 
+    // With activation recompute as actor_options() sets it: a frozen embedding (LoRA)
+    // still gives the checkpointed layers a grad path (train/recompute.cpp).
     ActorOptions options = actor_options();
-    // Activation recompute refuses a frozen embedding today (train/recompute.cpp: the
-    // checkpoints would get no grad path), so the LoRA cases update without it.
-    if (lora) options.trainer.recompute = false;
     ActorTrainer one(full, options);
     ActorTrainer many(sharded, options);
     TrainBatch batch = seeded_batch(config.vocab_size);
