@@ -12,6 +12,7 @@
 #include <chrono>
 #include <random>
 
+#include "aspen/model/lora.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/rollout/engine.h"
@@ -141,6 +142,78 @@ nlohmann::json long_tail(QwenForCausalLM& model, int64_t count, int64_t parallel
           {"static_tps", static_tps},   {"ratio", continuous_tps / static_tps}};
 }
 
+// See rollout_bench.h: "grid" with the adapters unmerged, then "grid_merged" with them
+// merged into the model's weights (which the model keeps: the adapters are switched off
+// afterwards, so the model computes W_base + s B A in its plain projections).
+template <typename RunGrid>
+nlohmann::json unmerged_vs_merged(QwenForCausalLM& model, const RolloutBenchOptions& options,
+                                  const RunGrid& run_grid, nlohmann::json& result) {
+  LoraOptions lora;
+  lora.rank = options.lora_rank;
+  lora.alpha = options.lora_alpha;
+  lora.validate("aspen bench rollout --lora-rank/--lora-alpha");
+  torch::manual_seed(1);
+  model->attach_lora(lora);
+  auto params = model->named_parameters(/*recurse=*/true);
+  // (target weight, A, B) of every adapter; B drawn non-zero, as after training.
+  struct Target {
+    torch::Tensor weight, a, b, base;
+  };
+  std::vector<Target> targets;
+  int64_t adapter_bytes = 0, base_copy_bytes = 0;
+  for (const auto& [name, a] : model->lora_state()) {
+    const std::string suffix = ".lora_A.weight";
+    if (name.size() < suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string module = name.substr(0, name.size() - suffix.size());
+    Target target{params[module + ".weight"], a, params[module + ".lora_B.weight"], {}};
+    target.b.normal_(0.0, 0.02);
+    adapter_bytes += (a.numel() + target.b.numel()) * a.element_size();
+    targets.push_back(std::move(target));
+  }
+  result["grid"] = run_grid();
+
+  // A merged instance keeps the base of every target (re-deriving it by subtracting the
+  // previous version's B A drifts in floating point), and per publish restores it and
+  // adds the new s B A.
+  for (Target& target : targets) {
+    target.base = target.weight.clone();
+    base_copy_bytes += target.base.numel() * target.base.element_size();
+  }
+  const double scaling = lora.scaling();
+  double merge_s = 0.0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto start = Clock::now();
+    for (Target& target : targets) {
+      target.weight.copy_(target.base);
+      target.weight.add_(torch::mm(target.b, target.a).to(target.weight.scalar_type()), scaling);
+    }
+    const double seconds = seconds_since(start);
+    merge_s = rep == 0 ? seconds : std::min(merge_s, seconds);
+  }
+  targets.clear();  // frees the base copy before the merged grid
+  model->set_lora_enabled(false);
+  result["grid_merged"] = run_grid();
+
+  nlohmann::json ratios = nlohmann::json::array();
+  for (size_t i = 0; i < result["grid"].size(); ++i) {
+    const nlohmann::json& unmerged = result["grid"][i].at("decode_tps");
+    const nlohmann::json& merged = result["grid_merged"][i].at("decode_tps");
+    ratios.push_back(unmerged.is_null() || merged.is_null()
+                         ? nlohmann::json(nullptr)
+                         : nlohmann::json(unmerged.get<double>() / merged.get<double>()));
+  }
+  return {{"rank", lora.rank},
+          {"alpha", lora.alpha},
+          {"targets", lora.targets},
+          {"adapter_bytes", adapter_bytes},
+          {"base_copy_bytes", base_copy_bytes},
+          {"merge_s", merge_s},
+          {"decode_ratio", ratios}};
+}
+
 }  // namespace
 
 nlohmann::json run_sampler_bench(int64_t vocab, int64_t rows, int repeats) {
@@ -179,9 +252,24 @@ nlohmann::json run_sampler_bench(int64_t vocab, int64_t rows, int repeats) {
 }
 
 QwenForCausalLM make_bench_model(const std::string& kind, uint64_t seed) {
-  check_input(kind == "qwen3" || kind == "qwen3_moe",
-              "expected qwen3 or qwen3_moe, got \"" + kind + "\"", "aspen bench rollout --kind");
+  check_input(kind == "qwen3" || kind == "qwen3_moe" || kind == "qwen3_0.6b",
+              "expected qwen3, qwen3_moe or qwen3_0.6b, got \"" + kind + "\"",
+              "aspen bench rollout --kind");
   ModelConfig config;
+  if (kind == "qwen3_0.6b") {
+    // Qwen3-0.6B's shape, random: a real-sized model without a download.
+    config.family = ModelFamily::kQwen3;
+    config.vocab_size = 151936;
+    config.hidden_size = 1024;
+    config.intermediate_size = 3072;
+    config.num_hidden_layers = 28;
+    config.num_attention_heads = 16;
+    config.num_key_value_heads = 8;
+    config.head_dim = 128;
+    config.max_position_embeddings = 4096;
+    config.tie_word_embeddings = true;
+    return make_random_model(config, seed);
+  }
   config.family = ModelFamily::kQwen3;
   config.vocab_size = 8192;
   config.hidden_size = 256;
@@ -225,14 +313,21 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   // Warm-up: first calls pay for allocator and thread-pool start-up.
   time_generate(model, bench_engine_config(2, 256, 20, kv_cache_mb),
                 fixed_requests(2, 16, 4, model->config.vocab_size, 0));
-  result["grid"] = nlohmann::json::array();
-  for (int64_t prompt_len : options.prompt_lens) {
-    for (int64_t gen_len : options.gen_lens) {
-      for (int64_t parallel : options.parallel) {
-        result["grid"].push_back(
-            grid_point(model, prompt_len, gen_len, parallel, kv_cache_mb));
+  const auto run_grid = [&] {
+    nlohmann::json grid = nlohmann::json::array();
+    for (int64_t prompt_len : options.prompt_lens) {
+      for (int64_t gen_len : options.gen_lens) {
+        for (int64_t parallel : options.parallel) {
+          grid.push_back(grid_point(model, prompt_len, gen_len, parallel, kv_cache_mb));
+        }
       }
     }
+    return grid;
+  };
+  if (options.lora_rank > 0) {
+    result["lora"] = unmerged_vs_merged(model, options, run_grid, result);
+  } else {
+    result["grid"] = run_grid();
   }
   if (options.long_tail_requests > 0) {
     result["long_tail"] = long_tail(model, options.long_tail_requests,

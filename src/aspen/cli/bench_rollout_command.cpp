@@ -1,4 +1,5 @@
-// `aspen bench rollout [--model DIR] [--dtype fp32|bf16] [--threads N] [--device D] --json`: prefill/decode tokens/s
+// `aspen bench rollout [--model DIR] [--dtype fp32|bf16] [--threads N] [--device D]
+//  [--lora-rank R] --json`: prefill/decode tokens/s
 // over prompt length x generation length x parallel sequences, and continuous vs
 // static batching on a long-tail workload (bench/rollout_bench.h).
 #include <iostream>
@@ -21,7 +22,7 @@ void setup(CLI::App& root) {
                       "HF model directory (default: random ~10M Qwen3)");
   command->add_option("--kind", options->kind,
                       "without --model: qwen3 or qwen3_moe (the same shape, MLPs top-2 of 8 "
-                      "experts)")
+                      "experts), or qwen3_0.6b (Qwen3-0.6B's shape, random)")
       ->capture_default_str();
   add_threads_option(command, options->threads);
   command->add_option("--kv-cache-mb", options->kv_cache_mb,
@@ -44,6 +45,12 @@ void setup(CLI::App& root) {
   command->add_option("--gen-lens", options->gen_lens, "grid generation lengths")
       ->capture_default_str();
   command->add_option("--parallel", options->parallel, "grid parallel sequences")
+      ->capture_default_str();
+  command->add_option("--lora-rank", options->lora_rank,
+                      "> 0: the grid with rank-R adapters unmerged, then merged (and the "
+                      "merge's cost per publish)")
+      ->capture_default_str();
+  command->add_option("--lora-alpha", options->lora_alpha, "adapter alpha (with --lora-rank)")
       ->capture_default_str();
   command->add_flag("--json", *json, "print JSON (the only format)");
   on_run(command, [options] {
