@@ -46,6 +46,7 @@ CostModel::CostModel(ModelCost model, DevicePreset device, ClusterShape cluster,
               "a non-positive peak, bandwidth or efficiency", "simulate.device " + device_.name,
               "every rate and efficiency must be > 0");
   weight_bytes_ = model_.parameters * kElementBytes;
+  published_bytes_ = model_.trainable_parameters() * kElementBytes;
   kv_bytes_per_token_ = model_.kv_elements_per_token * kElementBytes;
 }
 
@@ -108,7 +109,9 @@ int64_t CostModel::decode_steps_within(double seconds, int64_t decoding, double 
 int64_t CostModel::kv_capacity_tokens() const {
   const double t = cluster_.rollout_tp;
   double free = t * device_.memory_bytes * cluster_.memory_utilization - weight_bytes_;
-  if (cluster_.colocated) free -= t * 4.0 * model_.parameters / cluster_.train_tp;
+  if (cluster_.colocated) {
+    free -= t * 4.0 * (model_.parameters + model_.adapter_parameters) / cluster_.train_tp;
+  }
   check_input(free > 0 && kv_bytes_per_token_ > 0,
               "the weights (" + std::to_string(weight_bytes_ / 1e9) + " GB) leave no KV cache on " +
                   std::to_string(cluster_.rollout_tp) + " x " + device_.name,
@@ -131,8 +134,7 @@ double CostModel::forward_s(double tokens, double pairs) const {
 double CostModel::train_s(double tokens, double pairs) const {
   const double devices = cluster_.train_devices();
   if (!device_.roofline) return overheads_.train_token_s * tokens / cluster_.train_dp;
-  return 3.0 * model_.forward_flops(tokens, pairs) /
-             (devices * device_.peak_flops * device_.train_mfu) +
+  return model_.train_flops(tokens, pairs) / (devices * device_.peak_flops * device_.train_mfu) +
          overheads_.train_token_s * tokens / cluster_.train_dp +
          tp_collectives_s(cluster_.train_tp, tokens / cluster_.train_dp, 4);
 }
@@ -140,7 +142,7 @@ double CostModel::train_s(double tokens, double pairs) const {
 double CostModel::optimizer_step_s() const {
   if (!device_.roofline) return overheads_.update_fixed_s;
   const double dp = cluster_.train_dp;
-  const double shard = model_.parameters / cluster_.train_tp;
+  const double shard = model_.trainable_parameters() / cluster_.train_tp;
   const bool one_node = cluster_.train_devices() <= device_.devices_per_node;
   const double dp_bandwidth = one_node ? device_.link_bandwidth : device_.network_bandwidth;
   const double all_reduce =
@@ -157,20 +159,26 @@ double CostModel::publish_s() const {
     const int t_train = cluster_.train_tp, t_infer = cluster_.rollout_tp;
     if (t_infer % t_train == 0) return 0.0;
     const double k = static_cast<double>(t_train) / t_infer;
-    return (k - 1.0) / k * weight_bytes_ / t_infer / device_.link_bandwidth;
+    return (k - 1.0) / k * published_bytes_ / t_infer / device_.link_bandwidth;
   }
   // Trainer ranks gather their tensor-parallel shards into whole tensors.
   const double tp = cluster_.train_tp;
-  return (tp - 1) / tp * weight_bytes_ / device_.link_bandwidth;
+  return (tp - 1) / tp * published_bytes_ / device_.link_bandwidth;
 }
 
 double CostModel::weight_fetch_s() const {
   if (!device_.roofline) return 0.0;  // in-process: the instance takes the set itself
   if (cluster_.colocated) return 0.0;  // publish_s already placed the shards
-  const double one = weight_bytes_ / (cluster_.rollout_tp * device_.network_bandwidth);
-  const double egress = cluster_.instances * weight_bytes_ /
+  const double one = published_bytes_ / (cluster_.rollout_tp * device_.network_bandwidth);
+  const double egress = cluster_.instances * published_bytes_ /
                         (cluster_.train_devices() * device_.network_bandwidth);
   return std::max(one, egress);
+}
+
+double CostModel::trainer_state_bytes() const {
+  const double tp = cluster_.train_tp;
+  if (!model_.lora()) return 16.0 * model_.parameters / tp;
+  return (4.0 * model_.parameters + 16.0 * model_.adapter_parameters) / tp;
 }
 
 }  // namespace aspen::sim

@@ -15,19 +15,27 @@
 //
 // Trainer of dp x tp devices on T tokens with Q causal pairs:
 //   forward = (2 N T + A Q) / (dp tp peak train_mfu) + forward_token_overhead T / dp
-//   train   = 3 x the forward FLOPs term + train_token_overhead T / dp
+//   train   = ModelCost::train_flops / (dp tp peak train_mfu) + train_token_overhead T / dp
 //             + [tp > 1] 4 L (latency + 2 (tp-1)/tp (T/dp) h b / link)
-//   optimizer step = gradient all-reduce 2 (dp-1)/dp 4 N_all / tp / dp_link
-//                    + AdamW 16 N_all / tp / bandwidth (fp32 master, grads, 2 moments)
+//             (full fine-tuning: 3 x the forward FLOPs; LoRA: ~2/3 of that, no weight
+//             gradients of the base)
+//   optimizer step = gradient all-reduce 2 (dp-1)/dp 4 N_train / tp / dp_link
+//                    + AdamW 16 N_train / tp / bandwidth (fp32 master, grads, 2 moments)
+//   N_train = N_all, or with LoRA the adapters' parameters alone
 //   (dp_link: link inside a node, network when the trainers span nodes)
-// Weights to the rollout after an update:
-//   disaggregated  every instance fetches W over the network from the trainers:
-//                  max(W / (t network), instances W / (trainer devices network))
+// Trainer state per training device (activations aside): 16 N_all / tp bytes (fp32
+// weights = master, grads, AdamW's 2 moments); with LoRA 4 N_all / tp for the frozen
+// fp32 base (no gradient, no optimizer state) + 16 N_adapters / tp.
+// Weights to the rollout after an update, P = N_train b the published bytes (LoRA: the
+// adapters only; instances hold the base and apply them unmerged):
+//   disaggregated  every instance fetches P over the network from the trainers:
+//                  max(P / (t network), instances P / (trainer devices network))
 //   colocated      allgather-swap inside the node, the resharder's plan: rollout TP t
 //                  dividing training TP (k = tp / t), each rank receives (k-1)/k of
-//                  its shard, (k-1)/k W / (t link); t a multiple of tp, nothing moves
+//                  its shard, (k-1)/k P / (t link); t a multiple of tp, nothing moves
+//   the trainers' TP gather (disaggregated, tp > 1): (tp-1)/tp P / link
 // KV capacity of an instance: (t memory memory_utilization - W [- the training
-// model's fp32 weights on those devices, colocated]) / K.
+// model's fp32 weights, adapters included, on those devices, colocated]) / K.
 // Thread safety: immutable after construction.
 #pragma once
 
@@ -80,6 +88,8 @@ class CostModel {
   double optimizer_step_s() const;
   double publish_s() const;       // trainer side, after an update
   double weight_fetch_s() const;  // an instance's load of the new weights
+  double published_bytes() const { return published_bytes_; }  // P above
+  double trainer_state_bytes() const;  // per training device (see above)
 
   const ModelCost& model() const { return model_; }
   const DevicePreset& device() const { return device_; }
@@ -93,6 +103,7 @@ class CostModel {
   ClusterShape cluster_;
   TrainerOverheads overheads_;
   double weight_bytes_ = 0;
+  double published_bytes_ = 0;
   double kv_bytes_per_token_ = 0;
 };
 

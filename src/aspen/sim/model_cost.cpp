@@ -1,5 +1,9 @@
 #include "aspen/sim/model_cost.h"
+
+#include <string>
+
 #include "aspen/sim/imports.h"
+#include "aspen/util/error.h"
 
 namespace aspen::sim {
 namespace {
@@ -44,9 +48,68 @@ void attention_weights(const ModelConfig& c, double& all, double& matmul, double
   kv_elements += 2.0 * kv * d;
 }
 
+// Adapter parameters r (in + out) of an MLP of width `width` (gate, up, down) on the
+// targeted projections.
+double mlp_adapters(const LoraShape& lora, double h, double width) {
+  const auto r = static_cast<double>(lora.rank);
+  double n = 0;
+  for (const std::string& target : lora.targets) {
+    if (target == "gate_proj" || target == "up_proj" || target == "down_proj") n += r * (h + width);
+  }
+  return n;
+}
+
+// Adapter parameters of one layer's attention projections (q, k, v, o).
+double attention_adapters(const ModelConfig& c, const LoraShape& lora) {
+  const auto r = static_cast<double>(lora.rank);
+  const auto h = static_cast<double>(c.hidden_size);
+  const double q = static_cast<double>(c.num_attention_heads) * static_cast<double>(c.head_dim);
+  const double kv = static_cast<double>(c.num_key_value_heads) * static_cast<double>(c.head_dim);
+  double n = 0;
+  for (const std::string& target : lora.targets) {
+    const bool attention =
+        target == "q_proj" || target == "k_proj" || target == "v_proj" || target == "o_proj";
+    if (!attention) continue;
+    check_input(!c.is_mla(),
+                "targets " + target +
+                    ", but multi-head latent attention (deepseek_v3) has no LoRA layout",
+                "train.lora.targets", "target the MLP projections only");
+    n += r * (h + (target == "q_proj" || target == "o_proj" ? q : kv));
+  }
+  return n;
+}
+
+void count_adapters(const ModelConfig& config, const LoraShape& lora, ModelCost& cost) {
+  if (lora.rank <= 0) return;
+  const auto h = static_cast<double>(config.hidden_size);
+  const MoeConfig& moe = config.moe;
+  double all = 0, matmul = 0;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
+    const double attention = attention_adapters(config, lora);
+    all += attention;
+    matmul += attention;
+    if (config.is_moe() && config.is_sparse_layer(layer)) {
+      const auto m = static_cast<double>(moe.moe_intermediate_size);
+      const double shared =
+          moe.n_shared_experts > 0
+              ? mlp_adapters(lora, h, static_cast<double>(moe.n_shared_experts) * m)
+              : 0.0;
+      const double expert = lora.experts ? mlp_adapters(lora, h, m) : 0.0;
+      all += shared + static_cast<double>(moe.num_experts) * expert;
+      matmul += shared + static_cast<double>(moe.num_experts_per_tok) * expert;
+    } else {
+      const double mlp = mlp_adapters(lora, h, static_cast<double>(config.intermediate_size));
+      all += mlp;
+      matmul += mlp;
+    }
+  }
+  cost.adapter_parameters = all;
+  cost.adapter_matmul_parameters = matmul;
+}
+
 }  // namespace
 
-ModelCost model_cost(const ModelConfig& config) {
+ModelCost model_cost(const ModelConfig& config, const LoraShape& lora) {
   config.validate("simulated model");
   ModelCost cost;
   cost.layers = config.num_hidden_layers;
@@ -77,6 +140,7 @@ ModelCost model_cost(const ModelConfig& config) {
   }
   cost.parameters = all;
   cost.matmul_parameters = matmul;
+  count_adapters(config, lora, cost);
   return cost;
 }
 

@@ -249,7 +249,9 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   TrainConfig config = config_in;
   config.pipeline.mode = async ? PipelineMode::kAsync : PipelineMode::kSync;
   SimulationSpec spec;
-  spec.model = model_cost(simulated_model(config));
+  const LoraShape lora{config.train.lora.rank, config.train.lora.targets,
+                       config.train.lora.experts};
+  spec.model = model_cost(simulated_model(config), lora);
   spec.device = simulated_device(config.simulate);
   spec.cluster = configured_cluster(config);
   const bool one_process = config.placement.world_size() == 1;
@@ -356,6 +358,14 @@ nlohmann::json simulate_sync_and_async(const TrainConfig& config, const std::str
   out["model"] = {{"family", model.model_type()},
                   {"parameters", async.model.parameters},
                   {"matmul_parameters", async.model.matmul_parameters}};
+  // What train.lora changes (model_cost.h, cost_model.h): what trains and is published,
+  // the trainer's FLOPs per token (attention aside) and its state per device.
+  const CostModel costs(async.model, async.device, async.cluster, async.overheads);
+  out["trainer"] = {{"lora_rank", config.train.lora.rank},
+                    {"trainable_parameters", async.model.trainable_parameters()},
+                    {"train_flops_per_token", async.model.train_flops(1.0, 0.0)},
+                    {"state_gb_per_device", costs.trainer_state_bytes() / 1e9},
+                    {"published_gb", costs.published_bytes() / 1e9}};
   out["device"] = async.device.name;
   auto cluster_json = [](const ClusterShape& c) {
     return nlohmann::json{{"train", {{"dp", c.train_dp}, {"tp", c.train_tp}}},
