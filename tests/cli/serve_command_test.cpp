@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -21,6 +22,8 @@
 #include "cli_test_util.h"
 #include "support/hf_reference.h"
 #include "support/oracles.h"
+#include "tiny_adapter_dir.h"
+#include "tiny_model_dir.h"
 
 namespace aspen::cli {
 namespace {
@@ -246,6 +249,112 @@ TEST(ServeCommand, RefusesAnOutOfRangePortWithAOneLineError) {
                                   " serve --model /nonexistent --port 70000");
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("--port"), std::string::npos) << result.err;
+}
+
+// `aspen serve --lora NAME=DIR` twice on the tiny model: each adapter answers by its
+// name with its own adapter's greedy tokens (those of `aspen generate --lora`), the base
+// keeps its name and its own outputs, /v1/models lists all three as vLLM does, and an
+// unknown name is a 404 listing the served ones.
+TEST(ServeCommand, LoraAdaptersAnswerByNameBesideTheBase) {
+  const std::string dir = testing::scratch_dir();
+  const std::string model = testing::write_tiny_model_dir(dir + "/model");
+  const io::ModelConfig config =
+      testing::tiny_config(io::ModelFamily::kQwen3, false, /*head_dim=*/8);
+  testing::write_tiny_adapter_dir(dir + "/a", config, {"q_proj", "v_proj"}, 21);
+  testing::write_tiny_adapter_dir(dir + "/b", config, {"gate_proj", "up_proj", "down_proj"}, 22,
+                                  /*use_rslora=*/true);
+  const std::string log = dir + "/serve.log";
+  ServerProcess server(model, log, {"--lora", "a=" + dir + "/a", "--lora", "b=" + dir + "/b"});
+  const int port = server.wait_for_port();
+  ASSERT_GT(port, 0) << testing::read_text(log);
+  httplib::Client http("127.0.0.1", port);
+  http.set_read_timeout(60, 0);
+
+  const auto listed = http.Get("/v1/models");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->status, 200) << listed->body;
+  const nlohmann::json models = nlohmann::json::parse(listed->body)["data"];
+  ASSERT_EQ(models.size(), 3u) << models.dump();
+  EXPECT_EQ(models[0]["id"], "tiny");
+  EXPECT_EQ(models[1]["id"], "a");
+  EXPECT_EQ(models[1]["root"], dir + "/a");
+  EXPECT_EQ(models[1]["parent"], "tiny");
+  EXPECT_EQ(models[2]["id"], "b");
+
+  std::map<std::string, std::string> texts;
+  for (const std::string name : {"tiny", "a", "b"}) {
+    const auto answer = http.Post("/v1/completions",
+                                  nlohmann::json{{"model", name}, {"prompt", "abcab"},
+                                                 {"max_tokens", 10}, {"temperature", 0},
+                                                 {"logprobs", 0}, {"ignore_eos", true}}
+                                      .dump(),
+                                  "application/json");
+    ASSERT_TRUE(answer) << name;
+    ASSERT_EQ(answer->status, 200) << name << ": " << answer->body;
+    const nlohmann::json body = nlohmann::json::parse(answer->body);
+    EXPECT_EQ(body["model"], name);
+    const nlohmann::json& choice = body["choices"][0];
+    const auto generate = run_command(
+        testing::aspen_cli() + " generate --model " + model +
+        (name == "tiny" ? std::string() : " --lora " + dir + "/" + name) +
+        " --prompt abcab --max-tokens 10 --temperature 0 --kv-cache-mb 4 --json");
+    ASSERT_EQ(generate.exit_code, 0) << generate.err;
+    const nlohmann::json generated = nlohmann::json::parse(generate.out);
+    EXPECT_EQ(choice["text"], generated["text"]) << name;
+    const nlohmann::json& logprobs = choice["logprobs"]["token_logprobs"];
+    ASSERT_EQ(logprobs.size(), generated["logprobs"].size()) << name;
+    for (size_t i = 0; i < logprobs.size(); ++i) {
+      EXPECT_NEAR(logprobs[i].get<double>(), generated["logprobs"][i].get<double>(), 1e-4) << name;
+    }
+    texts[name] = choice["text"];
+  }
+  // Each adapter changes the model: the three answers are not one.
+  EXPECT_NE(texts["a"], texts["tiny"]);
+  EXPECT_NE(texts["b"], texts["tiny"]);
+
+  const auto unknown = http.Post("/v1/completions",
+                                 nlohmann::json{{"model", "c"}, {"prompt", "ab"}}.dump(),
+                                 "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_NE(unknown->body.find("`c` does not exist"), std::string::npos) << unknown->body;
+  EXPECT_NE(unknown->body.find("`tiny`, `a`, `b`"), std::string::npos) << unknown->body;
+  EXPECT_EQ(server.terminate(), 0) << testing::read_text(log);
+}
+
+// Bad --lora input is one line naming the option as given, and the server never starts.
+TEST(ServeCommand, BadLoraOptionsAreRefusedNamingThem) {
+  const std::string dir = testing::scratch_dir();
+  const std::string model = testing::write_tiny_model_dir(dir + "/model");
+  const io::ModelConfig config =
+      testing::tiny_config(io::ModelFamily::kQwen3, false, /*head_dim=*/8);
+  testing::write_tiny_adapter_dir(dir + "/a", config, {"q_proj"}, 23);
+  const io::ModelConfig wide =
+      testing::tiny_config(io::ModelFamily::kQwen3, false, /*head_dim=*/12);
+  testing::write_tiny_adapter_dir(dir + "/wide", wide, {"q_proj"}, 24);
+  struct Case {
+    std::string flags;
+    std::string named;
+  };
+  const std::string a = dir + "/a";
+  for (const Case& c : {
+           Case{"--lora " + a, "--lora " + a + ": expected NAME=DIR"},
+           Case{"--lora =" + a, "--lora =" + a + ": expected NAME=DIR"},
+           Case{"--lora x=", "--lora x=: expected NAME=DIR"},
+           Case{"--lora x=" + dir + "/none",
+                "--lora x=" + dir + "/none: no such adapter directory"},
+           Case{"--lora tiny=" + a, "--lora tiny=" + a + ": the name 'tiny' is the base model's"},
+           Case{"--lora x=" + a + " --lora x=" + a, "the name 'x' is given to two adapters"},
+           Case{"--lora x=" + dir + "/wide",
+                dir + "/wide: weight \"model.layers.0.self_attn.q_proj.lora_B.weight\" has shape"},
+       }) {
+    const auto result = run_command("timeout 60 " + testing::aspen_cli() + " serve --model " +
+                                    model + " --port 0 --served-model-name tiny --kv-cache-mb 8 " +
+                                    c.flags);
+    EXPECT_EQ(result.exit_code, 1) << c.flags << ": " << result.err;
+    EXPECT_NE(result.err.find(c.named), std::string::npos) << c.flags << ": " << result.err;
+    EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << "one line: " << result.err;
+  }
 }
 
 }  // namespace

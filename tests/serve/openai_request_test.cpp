@@ -186,5 +186,34 @@ TEST(OpenAiRequest, ARequestMayAskForAtMostTheServersBoundOfGeneratedTokens) {
   }
 }
 
+// `aspen serve --lora NAME=DIR`: "model" picks the base or an adapter by its served name,
+// as vLLM's --lora-modules; absent, the base answers; an unknown name is a 404 that
+// lists what the server serves.
+TEST(OpenAiRequest, TheModelFieldChoosesTheBaseOrAServedAdapter) {
+  ServeContext with_adapters = context();
+  with_adapters.adapters = {{"math", "/adapters/math"}, {"code", "/adapters/code"}};
+  auto chosen = [&](const json& extra) {
+    json body = {{"prompt", "x"}};
+    body.update(extra);
+    return parse_completion_request(body, with_adapters).model;
+  };
+  EXPECT_EQ(chosen(json::object()), "tiny");
+  EXPECT_EQ(chosen({{"model", "tiny"}}), "tiny");
+  EXPECT_EQ(chosen({{"model", "math"}}), "math");
+  const json chat = {{"model", "code"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}};
+  EXPECT_EQ(parse_chat_request(chat, with_adapters).model, "code");
+  try {
+    parse_completion_request({{"prompt", "x"}, {"model", "maths"}}, with_adapters);
+    FAIL() << "an unknown model was accepted";
+  } catch (const RequestError& error) {
+    EXPECT_EQ(error.status(), 404);
+    EXPECT_EQ(error.input(), "model");
+    EXPECT_NE(error.problem().find("`maths` does not exist"), std::string::npos) << error.problem();
+    EXPECT_NE(error.problem().find("`tiny`, `math`, `code`"), std::string::npos) << error.problem();
+  }
+  // Without adapters an adapter's name is as unknown as any other.
+  EXPECT_EQ(completion_refusal({{"prompt", "x"}, {"model", "math"}}).first, 404);
+}
+
 }  // namespace
 }  // namespace aspen::serve

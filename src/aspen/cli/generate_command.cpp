@@ -1,6 +1,6 @@
 // `aspen generate --model DIR (--prompt TEXT | --prompts FILE.jsonl) [--chat] [--n N]
 //   [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]
-//   [--threads N] [--json]`
+//   [--threads N] [--lora DIR] [--json]`
 //
 // Runs the rollout engine over the prompts. Temperature 0 is greedy. A prompts
 // file holds one {"prompt": "..."} or {"messages": [...]} per line; messages are
@@ -12,6 +12,8 @@
 //   {"prompt_index":i,"sample_index":j,"text":..,"token_ids":[..],"logprobs":[..],
 //    "finish_reason":"stop"|"length"}
 // where logprobs are the temperature-1 policy log-probs of token_ids.
+// --lora DIR applies a PEFT LoRA adapter (cli/lora_option.h) unmerged: the model
+// computes x W^T + scaling B A x, as PEFT and vLLM do with it.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,8 +26,10 @@
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/generation_model.h"
 #include "aspen/cli/kv_cache_option.h"
+#include "aspen/cli/lora_option.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/model/peft_lora.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/rollout/generation_defaults.h"
@@ -50,6 +54,7 @@ struct GenerateOptions {
   int64_t kv_cache_mb = 512;
   std::optional<double> kv_cache_fraction;  // of the memory free after loading the model
   int threads = 0;  // torch intra-op and BLAS threads; 0: as they are
+  std::string lora_dir;  // empty: no adapter
   bool json = false;
 };
 
@@ -123,9 +128,14 @@ int run_generate(const GenerateOptions& options) {
   const auto generation = read_generation_config(options.model_dir);
   const SamplingParams params = sampling_params(options, generation);
   const std::vector<PromptInput> prompts = read_prompts(options);
+  std::optional<LoraAdapter> adapter;
+  if (!options.lora_dir.empty()) {
+    adapter = read_adapter_option(options.lora_dir, "--lora " + options.lora_dir);
+  }
   GenerationModel loaded = load_generation_model(
       {options.model_dir, options.dtype, options.kv_cache_mb, options.kv_cache_fraction}, device,
       generation);
+  if (adapter) apply_peft_adapter(loaded.model, *adapter, options.lora_dir);
   const std::shared_ptr<const Tokenizer>& tokenizer = loaded.tokenizer;
   loaded.engine.seed = static_cast<uint64_t>(options.seed.value_or(0));
 
@@ -197,6 +207,7 @@ void setup(CLI::App& root) {
   add_device_option(command, options->device);
   add_kv_cache_options(command, options->kv_cache_mb, options->kv_cache_fraction);
   add_threads_option(command, options->threads);
+  add_lora_option(command, options->lora_dir);
   command->add_flag("--json", options->json, "one JSON object per completion");
   on_run(command, [options] { return run_generate(*options); });
 }

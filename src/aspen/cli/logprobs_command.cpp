@@ -1,11 +1,13 @@
-// `aspen logprobs --model DIR [--dtype fp32|bf16] [--device cpu|cuda[:N]]`
+// `aspen logprobs --model DIR [--lora DIR] [--dtype fp32|bf16] [--device cpu|cuda[:N]]`
 //   stdin:  one {"tokens":[...]} per line
 //   stdout: one {"logprobs":[...]} per line; entry i = log p(tokens[i+1] | tokens[0..i]),
 //           n-1 entries, accumulated in fp32 whatever the compute dtype.
 // A line longer than the model's context (max_position_embeddings) is an error naming it.
 // Lines are scored one at a time and each result is flushed at once, so the command
 // works as a pipe filter.
+// --lora DIR scores with a PEFT LoRA adapter applied (cli/lora_option.h), unmerged.
 #include <iostream>
+#include <optional>
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/imports.h"
@@ -13,7 +15,9 @@
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
+#include "aspen/cli/lora_option.h"
 #include "aspen/io/jsonl.h"
+#include "aspen/model/peft_lora.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/parallel/device.h"
 
@@ -26,6 +30,7 @@ struct LogprobsOptions {
   std::string dtype = "fp32";
   std::string device = "cpu";
   int threads = 0;
+  std::string lora_dir;  // empty: no adapter
 };
 
 torch::Tensor parse_tokens(const nlohmann::json& line, const ModelConfig& config,
@@ -62,8 +67,13 @@ int run_logprobs(const LogprobsOptions& options) {
   torch::NoGradGuard no_grad;
   set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
+  std::optional<LoraAdapter> adapter;
+  if (!options.lora_dir.empty()) {
+    adapter = read_adapter_option(options.lora_dir, "--lora " + options.lora_dir);
+  }
   QwenForCausalLM model =
       load_pretrained_model(options.model_dir, parse_compute_dtype(options.dtype), device);
+  if (adapter) apply_peft_adapter(model, *adapter, options.lora_dir);
   model->eval();
   JsonlReader reader(std::cin, "stdin");
   nlohmann::json line;
@@ -91,6 +101,7 @@ void setup(CLI::App& root) {
       ->capture_default_str();
   add_device_option(command, options->device);
   add_threads_option(command, options->threads);
+  add_lora_option(command, options->lora_dir);
   on_run(command, [options] { return run_logprobs(*options); });
 }
 

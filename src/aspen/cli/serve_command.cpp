@@ -1,6 +1,7 @@
 // `aspen serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]
 //   [--max-model-len N] [--kv-cache-mb MB | --kv-cache-fraction F] [--max-num-seqs N] [--threads N]
-//   [--dtype fp32|bf16] [--device cpu|cuda[:N]] [--seed S] [--shutdown-grace-s 10]`
+//   [--dtype fp32|bf16] [--device cpu|cuda[:N]] [--seed S] [--shutdown-grace-s 10]
+//   [--lora NAME=DIR ...]`
 //
 // An OpenAI-compatible HTTP server over the rollout engine (serve/openai_server.h):
 // /v1/completions, /v1/chat/completions (with the model's chat template; refused when
@@ -19,6 +20,14 @@
 // fits; a chat request without max_tokens generates up to the rest of that context.
 // One request may ask for at most --max-num-seqs x max_model_len generated tokens in all
 // (n x prompts x max_tokens): one full batch's worth (ServeContext::max_request_tokens).
+//
+// LoRA adapters (--lora NAME=DIR, repeatable; PEFT's directory format), as vLLM's
+// --lora-modules: a request whose "model" is NAME is answered with that adapter; the
+// base model keeps its served name; /v1/models lists both. Each adapter is its own
+// model and engine over the base's weights, held once (model/shared_base.h), with its
+// own KV cache: the KV budget (--kv-cache-mb or --kv-cache-fraction) is the server's,
+// split evenly over the base's engine and the adapters' (docs/serve.md, "LoRA adapters").
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <torch/torch.h>
@@ -30,6 +39,7 @@
 #include <filesystem>
 #include <optional>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -40,7 +50,10 @@
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/generation_model.h"
 #include "aspen/cli/kv_cache_option.h"
+#include "aspen/cli/lora_option.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/model/peft_lora.h"
+#include "aspen/model/shared_base.h"
 #include "aspen/parallel/device.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/serve/openai_server.h"
@@ -63,11 +76,20 @@ struct ServeOptions {
   std::string device = "cpu";
   uint64_t seed = 0;
   double shutdown_grace_s = 10;
+  std::vector<std::string> lora_specs;  // NAME=DIR each
 };
 
 // How long the server may take to close its connections once the grace period has
 // ended and their requests were failed, before it exits regardless.
 constexpr std::chrono::seconds kExitMargin{5};
+
+// The name clients give for the base model.
+std::string served_model_name(const ServeOptions& options) {
+  if (!options.served_model_name.empty()) return options.served_model_name;
+  const std::string name =
+      std::filesystem::path(options.model_dir).lexically_normal().filename().string();
+  return name.empty() ? options.model_dir : name;
+}
 
 std::optional<ChatTemplate> chat_template_of(const std::string& dir) {
   if (!std::filesystem::exists(std::filesystem::path(dir) / "tokenizer_config.json")) return {};
@@ -90,6 +112,9 @@ int run_serve(const ServeOptions& options) {
   set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
   const auto generation = read_generation_config(options.model_dir);
+  const std::string model_name = served_model_name(options);
+  // Read (and checked) before the model's weights: bad --lora input fails at once.
+  std::vector<AdapterOption> adapters = read_served_adapters(options.lora_specs, model_name);
   GenerationModel loaded = load_generation_model(
       {options.model_dir, options.dtype, options.kv_cache_mb, options.kv_cache_fraction}, device,
       generation);
@@ -97,7 +122,24 @@ int run_serve(const ServeOptions& options) {
   loaded.engine.max_num_seqs = options.max_num_seqs;
   loaded.engine.max_model_len = options.max_model_len;
   loaded.engine.seed = options.seed;
+  // One KV budget for the server, an equal share per engine (a fraction was measured
+  // once, after the base was loaded: each engine taking it again would over-commit).
+  loaded.engine.kv_cache_bytes /= static_cast<int64_t>(1 + adapters.size());
+  // Built first: it fuses the base's projections, which the adapters' models then share.
   auto engine = std::make_unique<RolloutEngine>(loaded.model, loaded.engine, tokenizer);
+  std::vector<std::unique_ptr<RolloutEngine>> adapter_engines;
+  for (AdapterOption& adapter : adapters) {
+    QwenForCausalLM model = share_base_weights(loaded.model);
+    apply_peft_adapter(model, adapter.adapter, adapter.dir);
+    adapter.adapter.tensors.clear();  // the model holds its copy
+    adapter_engines.push_back(std::make_unique<RolloutEngine>(model, loaded.engine, tokenizer));
+  }
+  // Each shared model was first built with weights of its own on the CPU, freed as it
+  // took the base's (model/shared_base.h). main() keeps freed memory for reuse
+  // (util/allocator_tuning.h), which would leave a model's worth resident for good:
+  // measured +516 MiB for one adapter on a 166M-parameter fp32 model, against +21 MiB
+  // once returned (docs/serve.md, "LoRA adapters").
+  if (!adapters.empty()) malloc_trim(0);
   const EngineConfig& built = engine->config();
   const int64_t kv_tokens = built.num_blocks * built.block_size;
   if (options.max_model_len > 0) {
@@ -108,10 +150,10 @@ int run_serve(const ServeOptions& options) {
   }
 
   ServeContext context;
-  context.model_name = options.served_model_name.empty()
-                           ? std::filesystem::path(options.model_dir).lexically_normal().filename().string()
-                           : options.served_model_name;
-  if (context.model_name.empty()) context.model_name = options.model_dir;
+  context.model_name = model_name;
+  for (const AdapterOption& adapter : adapters) {
+    context.adapters.push_back({adapter.name, adapter.dir});
+  }
   context.tokenizer = tokenizer;
   context.chat_template = chat_template_of(options.model_dir);
   context.max_model_len = std::min(built.max_model_len, kv_tokens);
@@ -127,10 +169,16 @@ int run_serve(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   EngineService service(std::move(engine));
+  std::vector<std::unique_ptr<EngineService>> adapter_services;
+  std::map<std::string, EngineService*> services_by_name;
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    adapter_services.push_back(std::make_unique<EngineService>(std::move(adapter_engines[i])));
+    services_by_name[adapters[i].name] = adapter_services.back().get();
+  }
   ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;
-  OpenAiServer server(context, service, server_options);
+  OpenAiServer server(context, service, services_by_name, server_options);
   server.bind();
   std::atomic<bool> served{false};  // run() has returned
   std::thread watcher([&] {
@@ -154,8 +202,10 @@ int run_serve(const ServeOptions& options) {
     std::cerr << "aspen serve: failing the requests still in progress" << std::endl;
     std::ostringstream grace;
     grace << options.shutdown_grace_s;
-    service.abort_all("server shutting down: the request did not finish within the " +
-                      grace.str() + " s grace period (--shutdown-grace-s)");
+    const std::string reason = "server shutting down: the request did not finish within the " +
+                               grace.str() + " s grace period (--shutdown-grace-s)";
+    service.abort_all(reason);
+    for (const auto& adapter_service : adapter_services) adapter_service->abort_all(reason);
     // Time for the failed requests' answers to be written, then idle keep-alive
     // connections are closed too.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -171,7 +221,11 @@ int run_serve(const ServeOptions& options) {
   });
   std::cerr << "aspen serve: " << context.model_name << " on http://" << options.host << ":"
             << server.bound_port() << " (max_model_len " << context.max_model_len << ", chat "
-            << (context.chat_template ? context.chat_template->name() : "off") << ")" << std::endl;
+            << (context.chat_template ? context.chat_template->name() : "off") << ")";
+  for (const ServedAdapter& adapter : context.adapters) {
+    std::cerr << "; LoRA adapter " << adapter.name << " from " << adapter.path;
+  }
+  std::cerr << std::endl;
   server.run();
   served = true;
   // run() also returns if listening failed; make the watcher return in every case.
@@ -207,6 +261,7 @@ void setup(CLI::App& root) {
                       "on SIGTERM/SIGINT, seconds requests in progress may take to finish "
                       "before they are failed")
       ->capture_default_str();
+  add_served_lora_option(command, options->lora_specs);
   on_run(command, [options] { return run_serve(*options); });
 }
 

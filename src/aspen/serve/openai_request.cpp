@@ -43,15 +43,21 @@ bool boolean(const json& body, const char* field) {
   return value.get<bool>();
 }
 
-void check_model(const json& body, const ServeContext& context) {
-  if (!given(body, "model")) return;
+// The served name the request chose: the base model's when it names none (vLLM does
+// the same); an adapter's when it names one (the adapter's engine answers it).
+std::string chosen_model(const json& body, const ServeContext& context) {
+  if (!given(body, "model")) return context.model_name;
   if (!body["model"].is_string()) bad("model", "model must be a string");
   const std::string model = body["model"].get<std::string>();
-  if (model != context.model_name) {
-    throw RequestError(404, "The model `" + model + "` does not exist (this server serves `" +
-                                context.model_name + "`)",
-                       "model");
+  if (model == context.model_name) return model;
+  std::string served = "`" + context.model_name + "`";
+  for (const ServedAdapter& adapter : context.adapters) {
+    if (model == adapter.name) return model;
+    served += ", `" + adapter.name + "`";
   }
+  throw RequestError(404, "The model `" + model + "` does not exist (this server serves " +
+                              served + ")",
+                     "model");
 }
 
 // The fields both endpoints share.
@@ -62,7 +68,7 @@ const std::set<std::string> kCommonFields = {
     "max_tokens", "logprobs"};
 
 void parse_common(const json& body, const ServeContext& context, ServeRequest& request) {
-  check_model(body, context);
+  request.model = chosen_model(body, context);
   SamplingParams& params = request.params;
   params = context.defaults;
   params.max_tokens = 16;

@@ -22,7 +22,8 @@
 // generated tokens in all is refused, naming n.
 //
 // Errors: RequestError (an aspen::Error) whose input() is the field, with the HTTP
-// status to answer: 400 for a bad field, 404 for a model this server does not serve.
+// status to answer: 400 for a bad field, 404 for a model this server does not serve
+// (neither the base model's name nor an adapter's; the message lists those it serves).
 #pragma once
 
 #include <cstdint>
@@ -50,9 +51,17 @@ class RequestError : public Error {
   int status_;
 };
 
+// A LoRA adapter served beside the base model (`aspen serve --lora NAME=DIR`), as
+// vLLM's --lora-modules: requests whose "model" is `name` are answered with it.
+struct ServedAdapter {
+  std::string name;
+  std::string path;  // the adapter's directory (GET /v1/models' "root", as vLLM)
+};
+
 // What the server knows that requests are checked and rendered against.
 struct ServeContext {
-  std::string model_name;
+  std::string model_name;             // the base model's served name
+  std::vector<ServedAdapter> adapters;  // names distinct from model_name and each other
   std::shared_ptr<const Tokenizer> tokenizer;
   std::optional<ChatTemplate> chat_template;  // nullopt: /v1/chat/completions is refused
   int64_t max_model_len = 0;                  // prompt + generated tokens, at most
@@ -68,6 +77,7 @@ enum class Endpoint { kCompletions, kChatCompletions };
 
 struct ServeRequest {
   Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;  // the served name asked for: model_name (also when absent) or an adapter's
   std::vector<std::vector<TokenId>> prompts;  // chat: exactly one
   SamplingParams params;                      // max_tokens resolved per prompt at submit
   bool max_tokens_given = false;              // chat without it: the context's remainder

@@ -115,10 +115,22 @@ struct StreamState {
 }  // namespace
 
 OpenAiServer::OpenAiServer(ServeContext context, EngineService& service, ServerOptions options)
+    : OpenAiServer(std::move(context), service, {}, std::move(options)) {}
+
+OpenAiServer::OpenAiServer(ServeContext context, EngineService& service,
+                           std::map<std::string, EngineService*> adapters, ServerOptions options)
     : context_(std::move(context)),
       service_(service),
+      adapter_services_(std::move(adapters)),
       options_(std::move(options)),
       server_(std::make_unique<DeepBacklogServer>()) {
+  for (const ServedAdapter& adapter : context_.adapters) {
+    const auto found = adapter_services_.find(adapter.name);
+    check_input(found != adapter_services_.end() && found->second != nullptr,
+                "no engine for the adapter", "LoRA adapter " + adapter.name);
+  }
+  check_input(adapter_services_.size() == context_.adapters.size(),
+              "an engine for an adapter the context does not list", "LoRA adapters");
   const size_t threads = static_cast<size_t>(std::max(options_.max_connections, 1));
   server_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   server_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
@@ -151,17 +163,32 @@ void OpenAiServer::end_connections() {
 
 void OpenAiServer::stop() { server_->stop(); }
 
+EngineService& OpenAiServer::service_for(const std::string& model) {
+  if (model == context_.model_name) return service_;
+  return *adapter_services_.at(model);
+}
+
 void OpenAiServer::register_routes() {
   server_->Get("/health", [](const httplib::Request&, httplib::Response& response) {
     response.status = 200;
   });
   server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& response) {
-    const json model = {{"id", context_.model_name},
+    const int64_t created = unix_seconds();
+    json models = json::array({{{"id", context_.model_name},
+                                {"object", "model"},
+                                {"created", created},
+                                {"owned_by", "aspen"},
+                                {"max_model_len", context_.max_model_len}}});
+    for (const ServedAdapter& adapter : context_.adapters) {
+      models.push_back({{"id", adapter.name},
                         {"object", "model"},
-                        {"created", unix_seconds()},
+                        {"created", created},
                         {"owned_by", "aspen"},
-                        {"max_model_len", context_.max_model_len}};
-    response.set_content(wire_text(json{{"object", "list"}, {"data", json::array({model})}}),
+                        {"root", adapter.path},
+                        {"parent", context_.model_name},
+                        {"max_model_len", context_.max_model_len}});
+    }
+    response.set_content(wire_text(json{{"object", "list"}, {"data", models}}),
                          "application/json");
   });
 
@@ -192,8 +219,9 @@ void OpenAiServer::register_routes() {
     ResponseHeader header;
     header.endpoint = endpoint;
     header.created = unix_seconds();
-    header.model = context_.model_name;
-    auto stream = service_.submit(generation_requests(request, context_));
+    header.model = request.model;
+    EngineService& service = service_for(request.model);
+    auto stream = service.submit(generation_requests(request, context_));
     header.id = (endpoint == Endpoint::kCompletions ? "cmpl-" : "chatcmpl-") +
                 stream->request_ids().front();
     const int64_t num_choices = request.n * static_cast<int64_t>(request.prompts.size());
@@ -210,14 +238,14 @@ void OpenAiServer::register_routes() {
           next_check = std::chrono::steady_clock::now() + kClientCheckInterval;
           if (client.closed()) {
             // Nobody is left to answer: free the engine for those who are (as vLLM does).
-            service_.cancel(*stream);
+            service.cancel(*stream);
             return send_error(response, 499, "the client closed the connection", "");
           }
         }
         if (!next) continue;
         StreamEvent event = std::move(*next);
         if (event.kind == StreamEvent::Kind::kFailed) {
-          service_.cancel(*stream);
+          service.cancel(*stream);
           return send_error(response, failure_status(event), event.error, "");
         }
         if (event.kind != StreamEvent::Kind::kFinished) continue;
@@ -307,8 +335,8 @@ void OpenAiServer::register_routes() {
           }
           return ok;  // false: the client went away; httplib closes the connection
         },
-        [this, state](bool) {
-          if (!state->done) service_.cancel(*state->stream);
+        [service = &service, state](bool) {
+          if (!state->done) service->cancel(*state->stream);
         });
   };
   server_->Post("/v1/completions", [handle](const httplib::Request& request,

@@ -1,12 +1,17 @@
 // OpenAiServer: the HTTP front of `aspen serve` (cpp-httplib). Routes:
 //   GET  /health               200, empty body, while the server runs
-//   GET  /v1/models            the one served model, with its max_model_len
+//   GET  /v1/models            the base model, with its max_model_len, and each LoRA
+//                              adapter with its "root" (directory) and "parent" (the
+//                              base's name), as vLLM lists --lora-modules
 //   POST /v1/completions       openai_request.h / openai_response.h
 //   POST /v1/chat/completions  with the model's chat template
 // Every connection is answered by a thread of its own (ConnectionThreads), which
 // submits the prompts to the shared EngineService and waits for (or streams, as
 // server-sent events ending in "data: [DONE]") the samples; concurrent requests
-// therefore share the continuous batch. A bad request gets a 400 (unknown model: 404)
+// therefore share the continuous batch. The request's "model" picks the engine: the
+// base model's, or the engine of the LoRA adapter of that name (each adapter has its
+// own engine and KV cache over weights it shares with the base: docs/serve.md).
+// A bad request gets a 400 (unknown model: 404)
 // with an OpenAI-style JSON error naming the field, and the server keeps serving.
 //
 // A client that disconnects, streaming or not, has its request cancelled within
@@ -23,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -51,6 +57,11 @@ constexpr std::chrono::milliseconds kClientCheckInterval{100};
 class OpenAiServer {
  public:
   OpenAiServer(ServeContext context, EngineService& service, ServerOptions options);
+  // Serving LoRA adapters too: `adapters` holds the engine of each adapter
+  // context.adapters names (aspen::Error naming the adapter for one without an engine
+  // or an engine without an adapter). The services outlive the server.
+  OpenAiServer(ServeContext context, EngineService& service,
+               std::map<std::string, EngineService*> adapters, ServerOptions options);
   ~OpenAiServer();
 
   // Binds the socket; throws aspen::Error naming host:port when it cannot.
@@ -67,9 +78,12 @@ class OpenAiServer {
 
  private:
   void register_routes();
+  // The engine of a served name (one that parse_*_request accepted).
+  EngineService& service_for(const std::string& model);
 
   ServeContext context_;
   EngineService& service_;
+  std::map<std::string, EngineService*> adapter_services_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
