@@ -3,7 +3,7 @@
 // with an adapter-only set). Its samples must be those of the merged model (the base
 // with s B A added to every target, a plain model) within the sampler's tolerance:
 // the same greedy tokens, log-probs within 1e-4 (fp32: the two orders of summation
-// differ by rounding, ~1e-6 here), and, sampling with a fixed seed, the same tokens
+// differ by rounding: 4-5e-6 here), and, sampling with a fixed seed, the same tokens
 // (a seeded draw is a function of the logits, which differ only by that rounding).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -125,7 +125,9 @@ void expect_same_samples(double temperature) {
     EXPECT_EQ(unmerged[i].token_ids, merged[i].token_ids) << "completion " << i;
     ASSERT_EQ(unmerged[i].logprobs.size(), merged[i].logprobs.size());
   }
-  EXPECT_LT(max_logprob_gap(unmerged, merged), kLogprobTolerance);
+  const double gap = max_logprob_gap(unmerged, merged);
+  EXPECT_LT(gap, kLogprobTolerance);
+  ::testing::Test::RecordProperty("max_logprob_gap", std::to_string(gap));
   // The adapter is not a no-op: without it the samples are different.
   bool any_differs = false;
   for (size_t i = 0; i < unmerged.size(); ++i) {
