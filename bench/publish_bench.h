@@ -15,8 +15,9 @@
 // projections (B drawn non-zero, as after training) and publishes those.
 // Memory: the instance's engine runs on the policy's own model object (one process;
 // load_state copies every fetched tensor into its parameters exactly as a separate
-// instance's would), so at most three copies of the full policy are alive at once
-// (the model, the board's set, the fetched set): ~7.2 GB at 0.6B.
+// instance's would), so three copies of the full policy are alive at once (the model,
+// the board's set, the fetched set: 7.2 GB at 0.6B); the measured peak RSS at 0.6B is
+// 10.9 GB with --fetch remote (the wire's receive side adds its own buffers).
 // Result JSON: {"model": {...}, "full": S, "adapter": S, "bytes_ratio", "seconds_ratio"}
 // with S = {"tensors", "bytes", "snapshot_s", "fetch_s", "load_s", "seconds"}: the
 // stages' mean over `reps` publishes after one warm-up; seconds = their sum.
