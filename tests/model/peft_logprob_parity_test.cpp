@@ -65,18 +65,13 @@ AspenWrittenAdapter write_aspen_adapter(const PeftBase& base, const LoraOptions&
   AspenWrittenAdapter written{dir, load_pretrained_model(base.dir)};
   written.model->attach_lora(options);
   torch::manual_seed(seed);
-  LoraAdapter adapter;
-  adapter.config.rank = options.rank;
-  adapter.config.alpha = options.alpha;
-  adapter.config.dropout = options.dropout;
-  adapter.config.use_rslora = options.use_rslora;
-  adapter.config.target_modules = options.targets;
-  adapter.config.base_model = base.dir;
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, param] : written.model->lora_state()) {
-    param.copy_(kPeftAdapterStd * torch::randn(param.sizes()));
-    adapter.tensors[name] = param.detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, param] : written.model->lora_state()) {
+      param.copy_(kPeftAdapterStd * torch::randn(param.sizes()));
+    }
   }
+  const LoraAdapter adapter = peft_adapter_of(*written.model, base.dir);
   EXPECT_EQ(adapter.tensors.size(), 2 * kPeftTargets.size() * 2) << "2 layers, A and B";
   write_peft_adapter(dir, adapter);
   return written;

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "aspen/io/model_dir.h"
+#include "aspen/io/peft_adapter.h"
 #include "aspen/pipeline/rl_run.h"
 
 namespace aspen::testing {
@@ -68,8 +70,13 @@ inline void expect_same_training(const std::string& one, const std::string& many
     gradient += a[i]["grad_norm"].get<double>();
   }
   EXPECT_GT(gradient, 0.1) << "the comparison needs updates that move the weights";
-  const auto wa = load_model_weights(one + "/final");
-  const auto wb = load_model_weights(many + "/final");
+  // A LoRA run's final/ is its PEFT adapter (pipeline/lora_policy.h): the adapters are
+  // what trained; its base/ is the warmed-up base, the same by the SFT's own check.
+  const bool lora = std::filesystem::exists(one + "/final/" + kPeftWeightsFile);
+  const auto wa = lora ? read_peft_adapter(one + "/final").tensors
+                       : load_model_weights(one + "/final");
+  const auto wb = lora ? read_peft_adapter(many + "/final").tensors
+                       : load_model_weights(many + "/final");
   ASSERT_EQ(wa.size(), wb.size());
   for (const auto& [name, tensor] : wa) {
     EXPECT_TRUE(torch::allclose(wb.at(name), tensor, 1e-4, weight_atol))

@@ -73,6 +73,18 @@ TEST(TrainAcrossRanks, TwoRanksGrpoTrainsLikeOneProcess) {
   run_pair("grpo", tiny_rank_run(""));
 }
 
+TEST(TrainAcrossRanks, TwoRanksLoraDataParallelTrainsLikeOneProcess) {
+  // The adapters alone train, are all-reduced and published; the final adapters agree.
+  run_pair("lora_dp", tiny_rank_run("train.lora.rank=4 train.lora.alpha=8"));
+}
+
+TEST(TrainAcrossRanks, TwoRanksLoraTensorParallelTrainsLikeOneProcess) {
+  // The adapters split like their targets (model/tp_layout.h), the reference is the
+  // base on each rank, and the instances take the gathered adapters.
+  run_pair("lora_tp2", tp_rank_run("train.lora.rank=4 train.lora.alpha=8"),
+           "placement.train.tp=2 placement.rollout.instances=2");
+}
+
 TEST(TrainAcrossRanks, TwoRanksPpoWithCriticKlAndSwapTrainsLikeOneProcess) {
   // Critic values, reference log-probs, KL in the reward (its controller on rank 0) and
   // the optimizer state swapped out during every rollout after the first update.

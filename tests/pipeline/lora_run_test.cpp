@@ -10,6 +10,7 @@
 #include "aspen/io/peft_adapter.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/util/error.h"
+#include "timing_free_metrics.h"
 #include "tiny_run.h"
 
 namespace aspen::pipeline {
@@ -27,23 +28,6 @@ TrainConfig lora_config(std::vector<std::string> extra = {}) {
       "rollout.max_tokens=8", "algorithm.overlong_buffer=6", "algorithm.overlong_penalty=1.0"};
   overrides.insert(overrides.end(), extra.begin(), extra.end());
   return testing::tiny_run_config(overrides);
-}
-
-std::vector<nlohmann::json> rl_metrics(const std::string& dir) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json json = nlohmann::json::parse(line);
-    // Wall-clock and thread-timing fields (as tests/pipeline/resume_test.cpp).
-    for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps",
-                               "instance_status_age_max_s", "stolen_groups", "dock_row_calls",
-                               "rollout_work", "bubbles", "rollout_logprob_diff_mean",
-                               "rollout_logprob_diff_max"}) {
-      json.erase(timing);
-    }
-    lines.push_back(json);
-  }
-  return lines;
 }
 
 TEST(LoraRun, TrainsTheAdaptersOnAFrozenBaseAndExportsThemForPeft) {
@@ -105,8 +89,8 @@ TEST(LoraRun, ResumesExactlyLikeAnUninterruptedRun) {
     const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
     EXPECT_EQ(summary["resumed_from_iteration"], 2);
   }
-  const auto expected = rl_metrics(full);
-  const auto actual = rl_metrics(resumed);
+  const auto expected = testing::metrics_without_timing(full);
+  const auto actual = testing::metrics_without_timing(resumed);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(actual[i], expected[i]) << "line " << i;
   const LoraAdapter a = read_peft_adapter(full + "/final");

@@ -17,6 +17,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "checkpoint_state_fixture.h"
+#include "timing_free_metrics.h"
 #include "tiny_run.h"
 
 namespace aspen::pipeline {
@@ -29,36 +30,6 @@ TrainConfig resume_config() {
       {"logging.eval_every=1", "algorithm.name=ppo", "algorithm.kl_in_reward=true",
        "algorithm.kl_ctrl=adaptive", "algorithm.kl_coef=0.01", "train.epochs=2",
        "train.mini_batch_size=8", "checkpoint.every=2", "checkpoint.keep_last=0"});
-}
-
-// The metrics lines without the wall-clock fields.
-// (Every line, not only RL ones: the SFT and eval lines before RL must survive too.)
-std::vector<nlohmann::json> metrics_without_timing(const std::string& dir) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json json = nlohmann::json::parse(line);
-    // Also what depends on thread timing: how old the instances' states were, how many
-    // groups an idle instance took over (counted since the process started), the dock
-    // calls (a resumed run admits its open groups at restore, in another line), the
-    // instances' steps and tokens within each iteration's window (rollout_work), and the
-    // rollout's log-probs to the last bits - a group generated in another instance's
-    // batch rounds differently (measured: diff_mean 1.51e-7 vs 1.59e-7 on a loaded
-    // machine; the trained weights stay bit-identical, checked below).
-    for (const char* timing : {"seconds", "stage_seconds", "tokens_per_second", "effective_tps",
-                               "instance_status_age_max_s", "stolen_groups", "dock_row_calls",
-                               "rollout_work", "rollout_logprob_diff_mean",
-                               "rollout_logprob_diff_max"}) {
-      json.erase(timing);
-    }
-    if (json.contains("bubbles")) {
-      for (const char* timing : {"trainer_idle", "rollout_idle", "sorting", "skewness"}) {
-        json["bubbles"].erase(timing);
-      }
-    }
-    lines.push_back(json);
-  }
-  return lines;
 }
 
 // Copies the finished 4-iteration run `full` as it was on disk right after its
@@ -92,8 +63,8 @@ TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
   // must also cut the two later lines away).
   resume_after_iteration_two(config, full, resumed);
 
-  const auto expected = metrics_without_timing(full);
-  const auto actual = metrics_without_timing(resumed);
+  const auto expected = testing::metrics_without_timing(full);
+  const auto actual = testing::metrics_without_timing(resumed);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(actual[i], expected[i]) << "line " << i;
 

@@ -72,4 +72,20 @@ void apply_peft_adapter(QwenForCausalLM& model, const LoraAdapter& adapter,
   }
 }
 
+LoraAdapter peft_adapter_of(const QwenForCausalLMImpl& model, const std::string& base_model) {
+  check_input(model.has_lora(), "the model has no LoRA adapters", "PEFT adapter export");
+  const LoraOptions& options = model.lora_options;
+  LoraAdapter adapter;
+  adapter.config.rank = options.rank;
+  adapter.config.alpha = options.alpha;
+  adapter.config.dropout = options.dropout;
+  adapter.config.use_rslora = options.use_rslora;
+  adapter.config.target_modules = options.targets;
+  adapter.config.base_model = base_model;
+  for (const auto& [name, tensor] : model.lora_state()) {
+    adapter.tensors[name] = tensor.detach().to(torch::kCPU).clone();
+  }
+  return adapter;
+}
+
 }  // namespace aspen::model

@@ -15,7 +15,10 @@
 // adapter trained on another base), is an aspen::Error naming `source` and the tensor,
 // with the model's adapters then attached but not loaded (discard the model).
 // The adapters are fp32 on the model's device whatever its dtype (model/lora.h).
-// Thread safety: mutates `model`; call before it is shared.
+// peft_adapter_of is the way back: `model`'s adapters as a PEFT adapter (its LoraOptions
+// as the config, the adapter tensors as detached CPU copies), base_model_name_or_path =
+// `base_model`; aspen::Error for a model without adapters.
+// Thread safety: apply_peft_adapter mutates `model`; call before it is shared.
 #pragma once
 
 #include <string>
@@ -31,5 +34,7 @@ LoraOptions lora_options_of(const LoraAdapter& adapter, const std::string& sourc
 
 void apply_peft_adapter(QwenForCausalLM& model, const LoraAdapter& adapter,
                         const std::string& source);
+
+LoraAdapter peft_adapter_of(const QwenForCausalLMImpl& model, const std::string& base_model);
 
 }  // namespace aspen::model

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "aspen/io/peft_adapter.h"
+#include "aspen/model/peft_lora.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
@@ -54,17 +55,8 @@ void export_lora_policy(const TrainConfig& config, const RlSetup& setup, const s
     }
   };
   write_model_dir(root / "base", SavedWeights::kBase);
-  const LoraOptions& options = setup.model->lora_options;
-  LoraAdapter adapter;
-  adapter.config.rank = options.rank;
-  adapter.config.alpha = options.alpha;
-  adapter.config.dropout = options.dropout;
-  adapter.config.use_rslora = options.use_rslora;
-  adapter.config.target_modules = options.targets;
-  adapter.config.base_model = fs::absolute(root / "base").string();
-  for (const auto& [name, tensor] : setup.model->lora_state()) {
-    adapter.tensors[name] = tensor.detach().to(torch::kCPU);
-  }
+  const LoraAdapter adapter =
+      peft_adapter_of(*setup.model, fs::absolute(root / "base").string());
   write_peft_adapter(root, adapter);
   write_file_atomic((root / "tokenizer.json").string(), setup.tokenizer_json);
   for (const auto& [name, text] : setup.carried_files) {
