@@ -10,7 +10,7 @@
 #include "aspen/io/peft_adapter.h"
 #include "aspen/pipeline/rl_run.h"
 #include "aspen/util/error.h"
-#include "timing_free_metrics.h"
+#include "resumed_runs.h"
 #include "tiny_run.h"
 
 namespace aspen::pipeline {
@@ -80,15 +80,7 @@ TEST(LoraRun, ResumesExactlyLikeAnUninterruptedRun) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{full});
   }
-  fs::copy(full, resumed, fs::copy_options::recursive);
-  fs::remove_all(resumed + "/checkpoints/iter_000004");
-  fs::remove_all(resumed + "/final");
-  fs::remove(resumed + "/summary.json");
-  {
-    RlSetup setup = build_rl_setup(config);
-    const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
-    EXPECT_EQ(summary["resumed_from_iteration"], 2);
-  }
+  testing::resume_after_iteration_two(config, full, resumed);
   const auto expected = testing::metrics_without_timing(full);
   const auto actual = testing::metrics_without_timing(resumed);
   ASSERT_EQ(actual.size(), expected.size());

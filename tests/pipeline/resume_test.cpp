@@ -17,7 +17,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "checkpoint_state_fixture.h"
-#include "timing_free_metrics.h"
+#include "resumed_runs.h"
 #include "tiny_run.h"
 
 namespace aspen::pipeline {
@@ -30,19 +30,6 @@ TrainConfig resume_config() {
       {"logging.eval_every=1", "algorithm.name=ppo", "algorithm.kl_in_reward=true",
        "algorithm.kl_ctrl=adaptive", "algorithm.kl_coef=0.01", "train.epochs=2",
        "train.mini_batch_size=8", "checkpoint.every=2", "checkpoint.keep_last=0"});
-}
-
-// Copies the finished 4-iteration run `full` as it was on disk right after its
-// iteration-2 checkpoint into `resumed`, and resumes it there.
-void resume_after_iteration_two(const TrainConfig& config, const std::string& full,
-                                const std::string& resumed) {
-  fs::copy(full, resumed, fs::copy_options::recursive);
-  fs::remove_all(resumed + "/checkpoints/iter_000004");
-  fs::remove_all(resumed + "/final");
-  fs::remove(resumed + "/summary.json");
-  RlSetup setup = build_rl_setup(config);
-  const nlohmann::json summary = run_rl(config, setup, RunOptions{resumed, /*resume=*/true});
-  EXPECT_EQ(summary["resumed_from_iteration"], 2);
 }
 
 TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
@@ -61,7 +48,7 @@ TEST(Resume, ContinuesExactlyLikeAnUninterruptedRun) {
   // The interrupted run: what the full run had on disk right after iteration 2
   // (its metrics file then held the SFT/eval lines and two RL lines; the resume
   // must also cut the two later lines away).
-  resume_after_iteration_two(config, full, resumed);
+  testing::resume_after_iteration_two(config, full, resumed);
 
   const auto expected = testing::metrics_without_timing(full);
   const auto actual = testing::metrics_without_timing(resumed);
@@ -89,7 +76,7 @@ TEST(Resume, AsyncEngineContinuesLikeAnUninterruptedRun) {
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{full});
   }
-  resume_after_iteration_two(config, full, resumed);
+  testing::resume_after_iteration_two(config, full, resumed);
   const auto expected = read_rl_metrics(full);
   const auto actual = read_rl_metrics(resumed);
   ASSERT_EQ(actual.size(), 4u);

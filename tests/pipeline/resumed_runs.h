@@ -1,14 +1,34 @@
-// The metrics lines of a run directory without what depends on the wall clock or on
-// thread timing: what two runs that train the same must agree on exactly (the resume
-// tests compare an uninterrupted run with a resumed one through it).
+// What the resume tests share: resuming a finished run from its iteration-2 checkpoint,
+// and its metrics lines without what depends on the wall clock or on thread timing -
+// what an uninterrupted and a resumed run must agree on exactly.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "aspen/pipeline/rl_run.h"
+
 namespace aspen::testing {
+
+// Copies the finished 4-iteration run `full` as it was on disk right after its
+// iteration-2 checkpoint into `resumed`, and resumes it there.
+inline void resume_after_iteration_two(const pipeline::TrainConfig& config, const std::string& full,
+                                       const std::string& resumed) {
+  namespace fs = std::filesystem;
+  fs::copy(full, resumed, fs::copy_options::recursive);
+  fs::remove_all(resumed + "/checkpoints/iter_000004");
+  fs::remove_all(resumed + "/final");
+  fs::remove(resumed + "/summary.json");
+  pipeline::RlSetup setup = pipeline::build_rl_setup(config);
+  const nlohmann::json summary =
+      pipeline::run_rl(config, setup, pipeline::RunOptions{resumed, /*resume=*/true});
+  EXPECT_EQ(summary["resumed_from_iteration"], 2);
+}
 
 // The metrics lines without the wall-clock fields.
 // (Every line, not only RL ones: the SFT and eval lines before RL must survive too.)
