@@ -12,6 +12,7 @@
 #include <chrono>
 #include <random>
 
+#include "aspen/io/model_shapes.h"
 #include "aspen/model/lora.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
@@ -258,16 +259,8 @@ QwenForCausalLM make_bench_model(const std::string& kind, uint64_t seed) {
   ModelConfig config;
   if (kind == "qwen3_0.6b") {
     // Qwen3-0.6B's shape, random: a real-sized model without a download.
-    config.family = ModelFamily::kQwen3;
-    config.vocab_size = 151936;
-    config.hidden_size = 1024;
-    config.intermediate_size = 3072;
-    config.num_hidden_layers = 28;
-    config.num_attention_heads = 16;
-    config.num_key_value_heads = 8;
-    config.head_dim = 128;
+    config = qwen3_0_6b_shape();
     config.max_position_embeddings = 4096;
-    config.tie_word_embeddings = true;
     return make_random_model(config, seed);
   }
   config.family = ModelFamily::kQwen3;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "aspen/io/model_shapes.h"
 #include "aspen/model/lora.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/pipeline/rl_setup.h"
@@ -85,15 +86,7 @@ TEST(LoraCost, Qwen3ShapeAtRank16HasTheAdaptersAPublishMoves) {
   // Qwen3-0.6B: 28 layers, hidden 1024, 16/8 heads of 128, MLP 3072. Per layer r (in +
   // out): q 16 (1024 + 2048), k and v 16 (1024 + 1024), o as q, gate/up/down 16 (1024 +
   // 3072) each: 360,448; x 28 = 10,092,544 (aspen bench publish's lora_parameters).
-  ModelConfig config = lora_test_model(BuiltinModelKind::kQwen3);
-  config.vocab_size = 151936;
-  config.hidden_size = 1024;
-  config.intermediate_size = 3072;
-  config.num_hidden_layers = 28;
-  config.num_attention_heads = 16;
-  config.num_key_value_heads = 8;
-  config.head_dim = 128;
-  config.tie_word_embeddings = true;
+  const ModelConfig config = qwen3_0_6b_shape();
   const ModelCost cost = model_cost(config, shape_of(lora_of_rank(16)));
   EXPECT_EQ(cost.adapter_parameters, 10092544.0);
   EXPECT_GT(cost.parameters / cost.adapter_parameters, 59.0);  // 596,049,920 / 10,092,544
