@@ -179,12 +179,16 @@ void interrupt_after_iteration_two(const std::string& from, const std::string& t
 // every update. Equal to one process. Its checkpoint after iteration 2 (each EP rank
 // of the first group wrote its experts' optimizer state) resumes exactly under the same
 // placement, and in one process without EP (the state is by name), like the one-process
-// run.
+// run. Two epochs: the trainer then recomputes the proximal log-probs
+// instead of weighing by the rollout's, which depend on how the instances batched the
+// rows, and a resumed run's instances batch them differently (CI once saw iteration 3's
+// loss differ by 7e-9 with one-step updates).
 TEST(TrainAcrossRanks, MoeDataTimesExpertParallelFourRanksTrainAndResumeLikeOneProcess) {
   const std::string output = run_pair(
       "moe_dp2ep2",
       tiny_rank_run("model.kind=qwen3_moe model.num_experts=4 model.moe_intermediate_size=32 "
-                    "algorithm.kl_coef=0.01 checkpoint.every=2 checkpoint.keep_last=0"),
+                    "algorithm.kl_coef=0.01 train.epochs=2 "
+                    "checkpoint.every=2 checkpoint.keep_last=0"),
       "placement.train.dp=4 placement.train.ep=2 placement.rollout.instances=4", 4);
   // Each EP group split the experts: ranks 0 and 2 trained experts 0-1, ranks 1 and 3
   // experts 2-3.
