@@ -90,6 +90,32 @@ TEST(TrainConfig, PipelineEnumsAreParsedOnceAndWrittenBackAsSpelled) {
   EXPECT_EQ(json["pipeline"]["on_instance_failure"], "stop");
 }
 
+// pipeline.dispatch_chunk's `auto`: halves of groups in async with several instances,
+// whole groups for one instance or in sync (the baseline), written back as spelled.
+TEST(TrainConfig, AutoDispatchChunkSplitsGroupsInHalfOnlyForAsyncOverSeveralInstances) {
+  const auto parsed = [](const std::string& text) {
+    Config config = Config::parse(text, "run.yaml");
+    return parse_train_config(config);
+  };
+  const TrainConfig async8 = parsed("pipeline:\n  mode: async\nrollout:\n  n: 8\n");
+  EXPECT_EQ(async8.pipeline.dispatch_chunk, kDispatchChunkAuto);
+  EXPECT_EQ(async8.as_json()["pipeline"]["dispatch_chunk"], "auto");
+  EXPECT_EQ(dispatch_chunk(async8, 2), 4);
+  EXPECT_EQ(dispatch_chunk(async8, 16), 4);
+  EXPECT_EQ(dispatch_chunk(async8, 1), 8);
+  EXPECT_EQ(dispatch_chunk(parsed("pipeline:\n  mode: async\nrollout:\n  n: 6\n"), 2), 3);
+  // No divisor between n / 2 and n: the whole group.
+  EXPECT_EQ(dispatch_chunk(parsed("pipeline:\n  mode: async\nrollout:\n  n: 9\n"), 2), 9);
+  EXPECT_EQ(dispatch_chunk(parsed("pipeline:\n  mode: sync\nrollout:\n  n: 8\n"), 2), 8);
+  const TrainConfig whole =
+      parsed("pipeline:\n  mode: async\n  dispatch_chunk: 0\nrollout:\n  n: 8\n");
+  EXPECT_EQ(dispatch_chunk(whole, 2), 8);
+  EXPECT_EQ(whole.as_json()["pipeline"]["dispatch_chunk"], 0);
+  EXPECT_EQ(dispatch_chunk(parsed("pipeline:\n  dispatch_chunk: 2\nrollout:\n  n: 8\n"), 1), 2);
+  EXPECT_THROW(parsed("pipeline:\n  dispatch_chunk: half\n"), Error);
+  EXPECT_THROW(parsed("pipeline:\n  dispatch_chunk: -2\n"), Error);
+}
+
 // The config's field table is the one place these spellings live (verl's, for the
 // algorithm's): every one parses to its value, anything else names the key.
 TEST(TrainConfig, EnumSpellingsParseToTheirValuesAndOthersNameTheKey) {

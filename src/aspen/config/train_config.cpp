@@ -87,6 +87,17 @@ std::vector<std::string> read_string_list(ConfigSection& s, const std::string& k
   return names;
 }
 
+// A count that may also be spelled `auto` (held as kDispatchChunkAuto); the field's
+// own checks bound the number.
+int64_t read_auto_count(ConfigSection& s, const std::string& key, int64_t fallback) {
+  const nlohmann::json value =
+      s.json(key, fallback == kDispatchChunkAuto ? nlohmann::json("auto") : nlohmann::json(fallback));
+  if (value.is_string() && value.get<std::string>() == "auto") return kDispatchChunkAuto;
+  check_input(value.is_number_integer(), "must be `auto` or an integer, got " + value.dump(),
+              s.where(key));
+  return value.get<int64_t>();
+}
+
 // ---- the three visitors of train_config_fields.h ----
 
 // YAML -> section: each key read over the member's current value (its default).
@@ -112,6 +123,9 @@ class FieldReader {
   }
   void names_field(const char* key, std::vector<std::string>& value, const char*) {
     value = read_string_list(s_, key, value);
+  }
+  void auto_count_field(const char* key, int64_t& value, const char*) {
+    value = read_auto_count(s_, key, value);
   }
   template <typename Visit>
   void nested(const char* key, Visit visit) {
@@ -146,6 +160,9 @@ class FieldWriter {
   }
   void names_field(const char* key, const std::vector<std::string>& value, const char*) {
     out_[key] = value;
+  }
+  void auto_count_field(const char* key, int64_t value, const char*) {
+    out_[key] = value == kDispatchChunkAuto ? nlohmann::json("auto") : nlohmann::json(value);
   }
   template <typename Visit>
   void nested(const char* key, Visit visit) {
@@ -195,6 +212,9 @@ class FieldDocumenter {
   }
   void names_field(const char* key, const std::vector<std::string>& value, const char* meaning) {
     row(key, "`" + nlohmann::json(value).dump() + "`", meaning);
+  }
+  void auto_count_field(const char* key, int64_t value, const char* meaning) {
+    row(key, value == kDispatchChunkAuto ? "`auto`" : std::to_string(value), meaning);
   }
   template <typename Visit>
   void nested(const char* key, Visit visit) {
@@ -391,7 +411,9 @@ TrainSection read_train(ConfigSection s) {
 
 PipelineSection read_pipeline(ConfigSection s) {
   PipelineSection p = read_fields(s, PipelineSection{});
-  check_input(p.dispatch_chunk >= 0, "must be >= 0 (0: whole groups)", s.where("dispatch_chunk"));
+  check_input(p.dispatch_chunk >= 0 || p.dispatch_chunk == kDispatchChunkAuto,
+              "must be `auto`, 0 (whole groups) or a divisor of rollout.n",
+              s.where("dispatch_chunk"));
   check_input(std::isfinite(p.instance_timeout_s) && p.instance_timeout_s >= 1.0,
               "must be a number of seconds >= 1", s.where("instance_timeout_s"));
   check_input(p.threads >= 0, "must be >= 0", s.where("threads"));
@@ -494,8 +516,15 @@ const char* name_of(PipelineMode value) { return spelling(kPipelineModes, value)
 const char* name_of(InstanceFailurePolicy value) { return spelling(kFailurePolicies, value); }
 const char* name_of(SimulateBaseline value) { return spelling(kSimulateBaselines, value); }
 
-int64_t dispatch_chunk(const TrainConfig& config) {
-  return config.pipeline.dispatch_chunk > 0 ? config.pipeline.dispatch_chunk : config.rollout.n;
+int64_t dispatch_chunk(const TrainConfig& config, int64_t instances) {
+  const int64_t n = config.rollout.n;
+  if (config.pipeline.dispatch_chunk > 0) return config.pipeline.dispatch_chunk;
+  if (config.pipeline.dispatch_chunk == 0) return n;
+  if (config.pipeline.mode != PipelineMode::kAsync || instances <= 1) return n;
+  for (int64_t chunk = (n + 1) / 2; chunk < n; ++chunk) {
+    if (n % chunk == 0) return chunk;
+  }
+  return n;
 }
 
 TrainConfig parse_train_config(Config& config) {
@@ -517,7 +546,7 @@ TrainConfig parse_train_config(Config& config) {
     result.algorithm.off_policy = async ? OffPolicy::kDecoupled : OffPolicy::kNone;
   }
   check_input(
-      result.pipeline.dispatch_chunk == 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
+      result.pipeline.dispatch_chunk <= 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
       "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
       config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
   check_input(!(async && result.placement.swap && result.pipeline.max_staleness > 0),

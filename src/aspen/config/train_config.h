@@ -204,8 +204,17 @@ struct TrainSection {
 
 struct PipelineSection;
 struct TrainConfig;
-// The samples of one dispatch unit: pipeline.dispatch_chunk, or rollout.n for 0.
-int64_t dispatch_chunk(const TrainConfig& config);
+// pipeline.dispatch_chunk's `auto` (its default), as the section holds it.
+inline constexpr int64_t kDispatchChunkAuto = -1;
+// The samples of one dispatch unit in a run with `instances` rollout instances:
+// pipeline.dispatch_chunk; rollout.n for 0; for `auto`, half a group (the smallest
+// divisor of rollout.n that is >= n / 2) in async mode with more than one instance,
+// otherwise the whole group. Why half: across ranks whole groups left a skewness of
+// 0.15 (one long group holds one instance while the others idle) and chunks of half
+// a group 0.03 with a higher async/sync ratio, while chunks of 1 paid a prompt prefill
+// per sample and lost the gain (docs/benchmarks.md, "Across processes"). Sync keeps
+// whole groups: it is the baseline exactly as before `auto`.
+int64_t dispatch_chunk(const TrainConfig& config, int64_t instances);
 
 struct PipelineSection {
   PipelineMode mode = PipelineMode::kSync;
@@ -220,8 +229,8 @@ struct PipelineSection {
   DispatchPolicyKind dispatch = DispatchPolicyKind::kQueueAware;
   // Samples per dispatch unit: 0 = a whole group (its prompt computed once and shared);
   // a divisor of rollout.n splits each group into chunks dispatched on their own, so a
-  // long group spreads over instances (see dispatch_chunk()).
-  int64_t dispatch_chunk = 0;
+  // long group spreads over instances; kDispatchChunkAuto picks (see dispatch_chunk()).
+  int64_t dispatch_chunk = kDispatchChunkAuto;
   // Train each prompt group as soon as the batch may take it (gradients accumulated,
   // one step when the batch is whole) instead of waiting for the whole batch: removes
   // the sorting bubble. Applies to single-step updates with group-local advantages

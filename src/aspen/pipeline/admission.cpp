@@ -108,7 +108,7 @@ int Admission::choose_instance(const GroupShape& shape) {
 void Admission::admit_group(const PromptGroup& group, int64_t version_bound) {
   const GenerationRequest request = group_request(config_, setup_, group);
   const int64_t n = config_.rollout.n;
-  const int64_t chunk = dispatch_chunk(config_);
+  const int64_t chunk = dispatch_chunk(config_, layout_.instances);
   // Each chunk of the group's samples (the whole group by default) goes to the
   // instance the dispatcher picks for it.
   const GroupShape shape{chunk, static_cast<int64_t>(request.prompt.size()),

@@ -84,6 +84,7 @@ ProcessWorkers::ProcessWorkers(const TrainConfig& config, RlSetup& setup,
     const std::vector<int>& cores = config.pipeline.rollout_cores;
     if (!cores.empty()) worker.cores = {cores[static_cast<size_t>(instance) % cores.size()]};
     worker.weights_from = options.weights_from;
+    worker.dispatch_chunk = dispatch_chunk(config, layout.instances);
     worker.lease_s = config.pipeline.instance_timeout_s;
     worker.trace = options.trace;
     worker.own_shards = options.own_shards;

@@ -68,7 +68,7 @@ void RolloutWorker::refresh_weights() {
 }
 
 bool RolloutWorker::has_room() const {
-  return has_room_for_unit(engine_.queue_state(), dispatch_chunk(config_),
+  return has_room_for_unit(engine_.queue_state(), options_.dispatch_chunk,
                            options_.engine.max_num_seqs);
 }
 
@@ -84,7 +84,7 @@ int64_t RolloutWorker::claim_groups(double wait_s) {
   claimer.start = [this](Claim claim) { return start_claim(std::move(claim)); };
   const RolloutClaimRound round = claim_rollout_units(
       options_.instance,
-      rollout_claim_options(dispatch_chunk(config_), config_.rollout.n, engine_.policy_version(),
+      rollout_claim_options(options_.dispatch_chunk, config_.rollout.n, engine_.policy_version(),
                             options_.lease_s),
       wait_s, claimer);
   status_.stolen_groups += round.stolen;

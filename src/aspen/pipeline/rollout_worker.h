@@ -84,6 +84,8 @@ struct RolloutWorkerOptions {
   int intra_op_threads = 1;  // torch threads of its steps (its own thread's budget)
   std::vector<int> cores;    // pin its thread here; empty: no pinning
   WarehouseId weights_from = 0;
+  // The samples of one claim: config.h's dispatch_chunk() for the run's instances.
+  int64_t dispatch_chunk = 1;
   double lease_s = 10.0;
   double status_period_s = 0.05;
   TraceWriter* trace = nullptr;  // spans of its steps on its own track

@@ -279,7 +279,7 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   spec.iterations = config.train.iterations;
   spec.prompts_per_iteration = config.rollout.prompts_per_iteration;
   spec.n = config.rollout.n;
-  spec.dispatch_chunk = dispatch_chunk(config);
+  spec.dispatch_chunk = dispatch_chunk(config, spec.cluster.instances);
   spec.dispatch = config.pipeline.dispatch;
   spec.stream_updates = streams_updates(config) && spec.cluster.train_devices() == 1;
   spec.sync_every = config.pipeline.sync_every;
