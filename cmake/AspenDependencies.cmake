@@ -74,6 +74,8 @@ pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)  # cppzmq is header-only on top
 # cpp-httplib (Debian's libcpp-httplib-dev, with TLS): the http reward's client.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# zstd (Debian's libzstd-dev): the dock's weight deltas (dock/weight_delta.h).
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_package(Threads REQUIRED)
 
 # Torch's CMake config exports plain variables; wrap them in one target so modules

@@ -60,6 +60,7 @@ THIRD_PARTY = {
     "PkgConfig::HTTPLIB": ("httplib.h",),
     "PkgConfig::PCRE2": ("pcre2.h",),
     "PkgConfig::UTF8PROC": ("utf8proc.h",),
+    "PkgConfig::ZSTD": ("zstd.h",),
 }
 
 

@@ -1,6 +1,7 @@
-// The controller's upkeep ops (10..16) and the warehouse's weights op (36) over
+// The controller's upkeep ops (10..16) and the warehouse's weights ops (36, 37) over
 // ZeroMQ on loopback, in one process: what a RemoteController / RemoteWarehouse
-// answers equals what the in-process objects would, claim options with a target and
+// answers equals what the in-process objects would (weight deltas applied after the
+// wire give the published set bit for bit), claim options with a target and
 // a required window survive the wire, and a TransferDock that discards rows frees
 // their data in the warehouse of the process that wrote them.
 #include <gtest/gtest.h>
@@ -144,6 +145,53 @@ TEST_F(UpkeepWireTest, WeightsPublishedByOneProcessAreFetchedFromItsWarehouse) {
   EXPECT_EQ(rollout.latest_weights(where, 3), nullptr);  // not newer than what it has
   // Only the owning process publishes: through the wire it is an error.
   EXPECT_THROW(rollout.transport().warehouse(where).publish_weights(weights), Error);
+}
+
+TEST_F(UpkeepWireTest, WeightUpdatesCrossTheWireAsDeltasOrTheFullSet) {
+  TransferDock trainer(std::make_shared<ZmqTransport>(transport_options()));
+  TransferDock rollout(std::make_shared<ZmqTransport>(transport_options(/*reader_only=*/true)));
+  const WarehouseId where = trainer.transport().local_warehouse_id();
+  EXPECT_TRUE(rollout.weight_update(where, -1).empty());
+
+  torch::manual_seed(2);
+  std::vector<std::shared_ptr<const WeightSet>> sets;
+  torch::Tensor w = torch::randn({128, 32}) * 0.02;
+  for (int v = 1; v <= 3; ++v) {
+    auto set = std::make_shared<WeightSet>();
+    set->version = v;
+    set->tensors = {{"w", w.clone()}, {"noise", torch::randint(0, 1 << 30, {64}, torch::kInt32)}};
+    sets.push_back(set);
+    w = w + torch::randn_like(w) * 1e-6;
+  }
+  trainer.publish_weights(sets[0]);
+  for (int v = 1; v < 3; ++v) {
+    trainer.publish_weights(sets[v], std::make_shared<WeightDelta>(
+                                         *encode_weight_delta(*sets[v - 1], *sets[v])));
+  }
+  auto expect_newest = [&](const std::shared_ptr<const WeightSet>& got) {
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->version, 3);
+    ASSERT_EQ(got->tensors.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(got->tensors[i].first, sets[2]->tensors[i].first);
+      EXPECT_TRUE(torch::equal(got->tensors[i].second, sets[2]->tensors[i].second));
+    }
+  };
+  const WeightUpdate full = rollout.weight_update(where, -1);
+  ASSERT_NE(full.full, nullptr);
+  EXPECT_TRUE(full.deltas.empty());
+  expect_newest(apply_weight_update(full, {}));
+
+  const WeightUpdate deltas = rollout.weight_update(where, 1);  // skipped version 2
+  EXPECT_EQ(deltas.full, nullptr);
+  ASSERT_EQ(deltas.deltas.size(), 2u);
+  EXPECT_EQ(deltas.deltas[1]->tensors[1].coding, DeltaCoding::kRaw);  // the noise
+  EXPECT_LT(deltas.bytes(), 2 * sets[2]->bytes());
+  expect_newest(apply_weight_update(
+      deltas, std::map<std::string, torch::Tensor>(sets[0]->tensors.begin(), sets[0]->tensors.end())));
+  EXPECT_TRUE(rollout.weight_update(where, 3).empty());
+  EXPECT_THROW(rollout.transport().warehouse(where).publish_weight_delta(sets[2], deltas.deltas[1]),
+               Error);
 }
 
 TEST_F(UpkeepWireTest, DiscardThroughTheDockFreesTheDataWhereItWasWritten) {

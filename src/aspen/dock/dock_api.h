@@ -20,6 +20,7 @@
 
 #include "aspen/dock/imports.h"
 #include "aspen/dock/schema.h"
+#include "aspen/dock/weight_delta.h"
 #include "aspen/parallel/weight_set.h"
 
 namespace aspen::dock {
@@ -176,6 +177,13 @@ class WarehouseApi {
   // before the first publish). In-process the set itself is returned (zero copy).
   virtual void publish_weights(std::shared_ptr<const WeightSet> weights) = 0;
   virtual std::shared_ptr<const WeightSet> latest_weights(int64_t newer_than) = 0;
+  // pipeline.weight_sync: delta (dock/weight_board.h): publish_weight_delta publishes
+  // `weights` with the delta to them from the set published last (both immutable);
+  // weight_update(held) is what a holder of version `held` (-1: none) fetches to reach
+  // the newest: the deltas after `held` or the full set (WeightBoard::update).
+  virtual void publish_weight_delta(std::shared_ptr<const WeightSet> weights,
+                                    std::shared_ptr<const WeightDelta> delta) = 0;
+  virtual WeightUpdate weight_update(int64_t held) = 0;
   virtual nlohmann::json metrics() = 0;
 };
 

@@ -196,6 +196,15 @@ void TransferDock::publish_weights(std::shared_ptr<const WeightSet> weights) {
   transport_->local_warehouse().publish_weights(std::move(weights));
 }
 
+void TransferDock::publish_weights(std::shared_ptr<const WeightSet> weights,
+                                   std::shared_ptr<const WeightDelta> delta) {
+  transport_->local_warehouse().publish_weight_delta(std::move(weights), std::move(delta));
+}
+
+WeightUpdate TransferDock::weight_update(WarehouseId where, int64_t held) {
+  return transport_->warehouse(where).weight_update(held);
+}
+
 std::shared_ptr<const WeightSet> TransferDock::latest_weights(WarehouseId where,
                                                               int64_t newer_than) {
   return transport_->warehouse(where).latest_weights(newer_than);

@@ -59,8 +59,15 @@ class TransferDock {
   // Replaces the weights this process serves (to the LOCAL warehouse; aspen::Error
   // where that warehouse is remote: central mode).
   void publish_weights(std::shared_ptr<const WeightSet> weights);
+  // The same with the delta to `weights` from the set published last
+  // (WarehouseApi::publish_weight_delta).
+  void publish_weights(std::shared_ptr<const WeightSet> weights,
+                       std::shared_ptr<const WeightDelta> delta);
   // The weights published at warehouse `where` if newer than newer_than, else null.
   std::shared_ptr<const WeightSet> latest_weights(WarehouseId where, int64_t newer_than);
+  // What a holder of version `held` fetches from warehouse `where` to reach its newest
+  // weights: the deltas after `held`, or the full set (WarehouseApi::weight_update).
+  WeightUpdate weight_update(WarehouseId where, int64_t held);
 
   // {"controller": ..., "local_warehouse": ..., "client": {bytes_put, bytes_fetched_local,
   //  bytes_fetched_remote, rows_erased, row_calls}}.

@@ -73,6 +73,13 @@ std::shared_ptr<const WeightSet> Warehouse::latest_weights(int64_t newer_than) {
   return latest;
 }
 
+void Warehouse::publish_weight_delta(std::shared_ptr<const WeightSet> weights,
+                                     std::shared_ptr<const WeightDelta> delta) {
+  weights_.publish(std::move(weights), std::move(delta));
+}
+
+WeightUpdate Warehouse::weight_update(int64_t held) { return weights_.update(held); }
+
 int64_t Warehouse::rows_held() {
   MutexLock lock(mutex_);
   return static_cast<int64_t>(cells_.size());
@@ -85,7 +92,8 @@ nlohmann::json Warehouse::metrics() {
           {"bytes_held", bytes_held_},
           {"bytes_in", bytes_in_},
           {"bytes_out", bytes_out_},
-          {"weights_version", weights != nullptr ? weights->version : int64_t{-1}}};
+          {"weights_version", weights != nullptr ? weights->version : int64_t{-1}},
+          {"weight_deltas_held", weights_.deltas_held()}};
 }
 
 }  // namespace aspen::dock

@@ -2,8 +2,9 @@
 // column tensors of rows written locally and serves them to readers the controller
 // pointed here. Tensors are stored and returned by reference (no copy in-process);
 // writers must not modify a tensor in place after putting it.
-// It also holds the weights its owner publishes (a WeightBoard): latest_weights()
-// hands out the published set itself, so an in-process reader shares its tensors.
+// It also holds the weights its owner publishes (a WeightBoard, with the deltas that
+// led to them): latest_weights() and weight_update() hand out the published sets and
+// deltas themselves, so an in-process reader shares their tensors.
 // Metrics: bytes stored (put), bytes served (get), rows and bytes held now (back to
 // 0 once every row put here is erased), weights version.
 // Thread safety: all methods are thread-safe. Locking: mutex_ guards cells_ and the
@@ -15,6 +16,7 @@
 
 #include "aspen/dock/dock_api.h"
 #include "aspen/dock/imports.h"
+#include "aspen/dock/weight_board.h"
 #include "aspen/parallel/weight_set.h"
 #include "aspen/util/mutex.h"
 
@@ -28,6 +30,9 @@ class Warehouse : public WarehouseApi {
   void erase(const std::vector<RowId>& rows) override;
   void publish_weights(std::shared_ptr<const WeightSet> weights) override;
   std::shared_ptr<const WeightSet> latest_weights(int64_t newer_than) override;
+  void publish_weight_delta(std::shared_ptr<const WeightSet> weights,
+                            std::shared_ptr<const WeightDelta> delta) override;
+  WeightUpdate weight_update(int64_t held) override;
   nlohmann::json metrics() override;
   int64_t rows_held();
 

@@ -1,4 +1,6 @@
-// A versioned set of inference-layout weights, and the board it is published on.
+// A versioned set of inference-layout weights, and the history of them one consumer
+// takes in turn. (The board a trainer publishes them on, with deltas between versions,
+// is the dock's: dock/weight_board.h.)
 //
 // The resharder produces one WeightSet per publish: the tensors one inference rank
 // needs (its TP shard, in the compute dtype, HF names), stamped with the policy
@@ -9,7 +11,7 @@
 // ranks of a tensor-parallel rollout instance that each hold their own shards: the
 // leader picks a version, and every peer takes exactly that version of its shards,
 // however many newer ones were published meanwhile.
-// Thread safety: WeightBoard and WeightHistory are safe to use from any threads.
+// Thread safety: WeightHistory is safe to use from any threads.
 #pragma once
 
 #include <torch/torch.h>
@@ -37,23 +39,6 @@ struct WeightSet {
     for (const auto& item : tensors) total += item.second.numel() * item.second.element_size();
     return total;
   }
-};
-
-class WeightBoard {
- public:
-  void publish(std::shared_ptr<const WeightSet> weights) {
-    MutexLock lock(mutex_);
-    latest_ = std::move(weights);
-  }
-  // The most recently published set; null before the first publish.
-  std::shared_ptr<const WeightSet> latest() const {
-    MutexLock lock(mutex_);
-    return latest_;
-  }
-
- private:
-  mutable Mutex mutex_;
-  std::shared_ptr<const WeightSet> latest_ GUARDED_BY(mutex_);
 };
 
 // Sets by version for ONE consumer: publish adds; take(v) returns set v and forgets
