@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "aspen/rollout/decode_graphs.h"
 #include "aspen/rollout/device_sampler.h"
@@ -112,6 +113,36 @@ void RolloutEngine::add_request(GenerationRequest request) {
         "sample indices must be distinct and >= 0", source);
   }
 
+  const GeneratedPrefix& prefix = request.resume_from;
+  const auto prefix_len = static_cast<int64_t>(prefix.tokens.size());
+  const bool resumes = !prefix.empty();  // `prefix` moves into the record below
+  if (resumes) {
+    check_input(request.n == 1, "a request continuing generated output has one sample, not " +
+                                    std::to_string(request.n), source);
+    check_input(prefix.logprobs.size() == prefix.tokens.size() &&
+                    prefix.policy_versions.size() == prefix.tokens.size() &&
+                    (prefix.sampling_logprobs.empty() ||
+                     prefix.sampling_logprobs.size() == prefix.tokens.size()),
+                "the generated output's log-probs and versions must have one entry per token (" +
+                    std::to_string(prefix_len) + ")",
+                source);
+    check_input(prefix.routed_experts.size() % prefix.tokens.size() == 0,
+                std::to_string(prefix.routed_experts.size()) + " routed expert ids for " +
+                    std::to_string(prefix_len) + " generated tokens",
+                source);
+    for (TokenId id : prefix.tokens) {
+      check_input(id >= 0 && id < vocab,
+                  "generated token id " + std::to_string(id) + " is outside the vocabulary", source);
+    }
+    check_input(prefix_len < request.params.max_tokens &&
+                    prompt_len + prefix_len < config_.max_model_len,
+                "the generated output (" + std::to_string(prefix_len) +
+                    " tokens) leaves nothing to generate under max_tokens " +
+                    std::to_string(request.params.max_tokens) + " / max_model_len " +
+                    std::to_string(config_.max_model_len),
+                source);
+  }
+
   auto record = std::make_unique<RequestRecord>();
   record->index = next_request_index_++;
   record->remaining_samples = request.n;
@@ -129,6 +160,20 @@ void RolloutEngine::add_request(GenerationRequest request) {
       mix_seed(*record->request.params.seed, static_cast<uint64_t>(sequence->sample_index));
   sequence->tokens = record->request.prompt;
   sequence->prompt_len = prompt_len;
+  if (resumes) {
+    // Prefilled with the prompt like one (chunked, prefix cache); sampling resumes at
+    // output position prefix_len of the sample's seed stream.
+    const GeneratedPrefix& given = record->request.resume_from;
+    sequence->tokens.insert(sequence->tokens.end(), given.tokens.begin(), given.tokens.end());
+    sequence->policy_logprobs = given.logprobs;
+    sequence->sampling_logprobs =
+        given.sampling_logprobs.empty()
+            ? std::vector<float>(given.tokens.size(), std::numeric_limits<float>::quiet_NaN())
+            : given.sampling_logprobs;
+    sequence->policy_versions = given.policy_versions;
+    if (config_.record_routed_experts) sequence->routed_experts = given.routed_experts;
+    if (!sequence->params->stop.empty()) sequence->text = tokenizer_->decode(given.tokens);
+  }
   requests_[record->index] = std::move(record);
   scheduler_->add(std::move(sequence));
 }
@@ -145,6 +190,43 @@ bool RolloutEngine::abort_request(const std::string& request_id) {
     return true;
   }
   return false;
+}
+
+std::vector<Completion> RolloutEngine::cut_request(const std::string& request_id) {
+  std::vector<Completion> cut;
+  for (auto it = requests_.begin(); it != requests_.end(); ++it) {
+    if (it->second->request.id != request_id) continue;
+    const GenerationRequest& request = it->second->request;
+    for (auto& sequence : scheduler_->take_request(it->first)) {
+      // A group prompt not forked yet stands for `fanout` samples with no output.
+      const int64_t fanout = sequence->fanout;
+      Completion completion = to_completion(*sequence);
+      for (int64_t j = 1; j < fanout; ++j) {
+        Completion sibling = completion;
+        sibling.sample_index = sample_of(request, j);
+        cut.push_back(std::move(sibling));
+      }
+      cut.push_back(std::move(completion));
+    }
+    requests_.erase(it);
+    break;
+  }
+  std::sort(cut.begin(), cut.end(), [](const Completion& a, const Completion& b) {
+    return a.sample_index < b.sample_index;
+  });
+  return cut;
+}
+
+int64_t RolloutEngine::longest_output(const std::string& request_id) const {
+  int64_t longest = -1;
+  auto visit = [&](const Sequence& s) {
+    if (s.request_id == request_id && !s.finished()) {
+      longest = std::max(longest, s.num_output_tokens());
+    }
+  };
+  for (const auto& s : scheduler_->running()) visit(*s);
+  for (const auto& s : scheduler_->waiting()) visit(*s);
+  return longest;
 }
 
 void RolloutEngine::fork_group(Sequence& parent, std::vector<Sequence*>& samples) {

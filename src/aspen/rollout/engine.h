@@ -23,7 +23,15 @@
 // token records the version that produced it. The prefix cache is reset on every
 // switch. With interrupt_on_weight_update, in-flight sequences are recomputed
 // (prompt + output so far) with the new weights and continue; otherwise they keep
-// their cached KV and continue.
+// their cached KV and continue (the PipelineRL/AReaL trade-off: the KV of the earlier
+// tokens stays as the older weights computed it, docs/design.md).
+//
+// Partial rollouts: cut_request() takes a request's unfinished samples out of the
+// engine with their output so far; a request whose resume_from carries such an output
+// continues it, on this engine or any other: prompt + output are prefilled under the
+// weights loaded then, and the sample draws on from its seed stream where it stopped
+// (a draw depends on (seed, output position), sampler.h), so only the recomputed KV
+// differs from an uncut run.
 //
 // Thread safety: none. One thread drives an engine (the pipeline gives each
 // instance its own thread).
@@ -74,6 +82,19 @@ struct EngineConfig {
   bool cuda_graphs = true;
 };
 
+// Output already generated for a sample (partial rollouts: what cut_request returned),
+// its per-token fields parallel to tokens.
+struct GeneratedPrefix {
+  std::vector<TokenId> tokens;
+  std::vector<float> logprobs;           // temperature-1 policy log-probs
+  // Empty: not kept by the caller (the pipeline never reads them); the completion then
+  // holds NaN for these tokens.
+  std::vector<float> sampling_logprobs;
+  std::vector<int64_t> policy_versions;
+  std::vector<int32_t> routed_experts;  // as Completion::routed_experts; empty: none recorded
+  bool empty() const { return tokens.empty(); }
+};
+
 struct GenerationRequest {
   std::string id;
   std::vector<TokenId> prompt;
@@ -84,9 +105,12 @@ struct GenerationRequest {
   // (or requests) gives each part its indices and gets exactly the samples the whole
   // group would have had.
   std::vector<int64_t> sample_indices;
+  // Non-empty: the one sample (n must be 1) continues from this output: max_tokens
+  // counts it, and the completion starts with it (see "Partial rollouts" above).
+  GeneratedPrefix resume_from;
 };
 
-// One finished sample.
+// One finished sample (or, from cut_request, an unfinished one: finish_reason kNone).
 struct Completion {
   std::string request_id;
   int64_t request_index = 0;  // admission order within the engine
@@ -139,6 +163,15 @@ class RolloutEngine {
   // Completion is returned for it. For a client that went away. Returns false when no
   // unfinished request has this id.
   bool abort_request(const std::string& request_id);
+  // Partial rollouts: takes every unfinished sample of the request out of the engine,
+  // releasing its KV blocks, and returns each as a Completion with finish_reason kNone
+  // holding the output so far (none for a sample whose prompt is not computed yet), in
+  // sample order. Samples that finished were returned by step() already. Unknown id:
+  // an empty vector.
+  std::vector<Completion> cut_request(const std::string& request_id);
+  // The most output tokens any unfinished sample of the request holds; -1 when no
+  // unfinished request has this id.
+  int64_t longest_output(const std::string& request_id) const;
   // Adds all requests, steps until none is left; completions ordered by
   // (request admission, sample index).
   std::vector<Completion> generate(std::vector<GenerationRequest> requests);

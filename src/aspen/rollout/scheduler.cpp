@@ -144,18 +144,23 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::take_finished() {
 }
 
 int64_t Scheduler::remove_request(int64_t request_index) {
+  return static_cast<int64_t>(take_request(request_index).size());
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::take_request(int64_t request_index) {
   auto of_request = [request_index](const auto& s) { return s->request_index == request_index; };
-  int64_t removed = 0;
+  std::vector<std::unique_ptr<Sequence>> taken;
   for (auto& sequence : running_) {
     if (!of_request(sequence)) continue;
     release_blocks(*sequence);
-    ++removed;
+    taken.push_back(std::move(sequence));
   }
-  running_.erase(std::remove_if(running_.begin(), running_.end(), of_request), running_.end());
-  const auto waiting_end = std::remove_if(waiting_.begin(), waiting_.end(), of_request);
-  removed += std::distance(waiting_end, waiting_.end());
-  waiting_.erase(waiting_end, waiting_.end());
-  return removed;
+  running_.erase(std::remove(running_.begin(), running_.end(), nullptr), running_.end());
+  for (auto& sequence : waiting_) {
+    if (of_request(sequence)) taken.push_back(std::move(sequence));
+  }
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), nullptr), waiting_.end());
+  return taken;
 }
 
 void Scheduler::recompute_all() {

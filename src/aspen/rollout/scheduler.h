@@ -61,6 +61,9 @@ class Scheduler {
   // Drops every sequence (running or waiting) of the request with this admission
   // index, releasing the blocks it holds. Returns how many were dropped.
   int64_t remove_request(int64_t request_index);
+  // The same, handing the dropped sequences to the caller (running ones first, in
+  // their order, then waiting ones), their blocks released.
+  std::vector<std::unique_ptr<Sequence>> take_request(int64_t request_index);
   // Releases every running sequence's blocks and requeues it for recomputation
   // (used when weights change and in-flight requests must continue on new weights).
   void recompute_all();
