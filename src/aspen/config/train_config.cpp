@@ -514,6 +514,7 @@ const char* name_of(ComputeDtype value) { return spelling(kComputeDtypes, value)
 const char* name_of(DispatchPolicyKind value) { return spelling(kDispatchPolicies, value); }
 const char* name_of(PipelineMode value) { return spelling(kPipelineModes, value); }
 const char* name_of(InstanceFailurePolicy value) { return spelling(kFailurePolicies, value); }
+const char* name_of(WeightSync value) { return spelling(kWeightSyncs, value); }
 const char* name_of(SimulateBaseline value) { return spelling(kSimulateBaselines, value); }
 
 int64_t dispatch_chunk(const TrainConfig& config, int64_t instances) {

@@ -50,6 +50,10 @@ enum class PipelineMode { kSync, kAsync };
 // pipeline.on_instance_failure: a failed instance's groups are generated again
 // elsewhere, or the run stops naming it.
 enum class InstanceFailurePolicy { kRegenerate, kStop };
+// pipeline.weight_sync: what a weight publish moves to the rollout instances that fetch
+// it from a trainer's warehouse: the full set, or the deltas from the version each one
+// holds (dock/weight_board.h).
+enum class WeightSync { kFull, kDelta };
 // pipeline.dispatch: the rollout instance a prompt group goes to
 // (pipeline/dispatch_policy.h implements each policy).
 enum class DispatchPolicyKind { kRoundRobin, kLeastRequests, kQueueAware };
@@ -66,6 +70,7 @@ const char* name_of(ComputeDtype value);
 const char* name_of(DispatchPolicyKind value);
 const char* name_of(PipelineMode value);
 const char* name_of(InstanceFailurePolicy value);
+const char* name_of(WeightSync value);
 
 struct ModelSection {
   std::string path;           // HF model directory; empty: build the built-in tiny model
@@ -248,6 +253,9 @@ struct PipelineSection {
   // What a failed rollout instance does to the run: regenerate (its groups are
   // generated again by the others) | stop (the run ends, naming it).
   InstanceFailurePolicy on_instance_failure = InstanceFailurePolicy::kRegenerate;
+  // Full sets, or deltas from the version an instance holds (docs/benchmarks.md, "Delta
+  // weight sync", measured the choice of default).
+  WeightSync weight_sync = WeightSync::kFull;
 };
 
 struct LoggingSection {

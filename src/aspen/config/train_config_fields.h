@@ -71,6 +71,8 @@ inline const EnumNames<PipelineMode> kPipelineModes = {{"sync", PipelineMode::kS
                                                        {"async", PipelineMode::kAsync}};
 inline const EnumNames<InstanceFailurePolicy> kFailurePolicies = {
     {"regenerate", InstanceFailurePolicy::kRegenerate}, {"stop", InstanceFailurePolicy::kStop}};
+inline const EnumNames<WeightSync> kWeightSyncs = {{"full", WeightSync::kFull},
+                                                   {"delta", WeightSync::kDelta}};
 inline const EnumNames<SimulateBaseline> kSimulateBaselines = {
     {"colocated", SimulateBaseline::kColocated}, {"same", SimulateBaseline::kSame}};
 inline const EnumNames<PlacementMode> kPlacementModes = {
@@ -404,6 +406,14 @@ void visit_fields(PipelineSection& s, Visitor& v) {
         "(`regenerate`), or the run stops with an error naming it (`stop`). Across "
         "ranks, start `aspen launch` with `--tolerate-exit` for the rollout ranks "
         "under `regenerate`");
+  v.enum_field("weight_sync", s.weight_sync, kWeightSyncs,
+        "what a weight publish moves to the rollout instances that fetch it from a "
+        "trainer's warehouse: the `full` set, or (`delta`) the XOR of each changed "
+        "version, zstd-compressed, from the version an instance holds, or the full set "
+        "when that is smaller; the instance's weights equal the trainer's bit for bit "
+        "either way. LoRA runs publish their adapters full, and colocated "
+        "tensor-parallel instances take resharded shards, under both (docs/benchmarks.md, "
+        "\"Delta weight sync\", has the measurements behind the default)");
 }
 
 template <typename Visitor>

@@ -36,6 +36,7 @@ RolloutWorker::RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
       dock_(dock),
       options_(std::move(options)),
       engine_(std::move(model), options_.engine, std::move(tokenizer)),
+      weights_(config.pipeline.weight_sync),
       step_delay_ms_(std::max<int64_t>(0, environment_int("ASPEN_FAULT_STEP_DELAY_MS", 0))) {
   if (environment_int("ASPEN_FAULT_SIGKILL_RANK", -1) == options_.rank) {
     kill_after_steps_ = environment_int("ASPEN_FAULT_SIGKILL_AFTER_STEPS", -1);
@@ -54,7 +55,7 @@ void RolloutWorker::refresh_weights() {
     const int64_t version = options_.own_shards->latest_version();
     if (version > engine_.policy_version()) latest = options_.own_shards->take(version);
   } else {
-    latest = dock_.latest_weights(options_.weights_from, engine_.policy_version());
+    latest = weights_.fetch(dock_, options_.weights_from, engine_.policy_version());
   }
   if (!latest) return;
   const auto start = Clock::now();
@@ -62,8 +63,11 @@ void RolloutWorker::refresh_weights() {
                                             latest->tensors.begin(), latest->tensors.end()));
   if (options_.peers) plan_weights_ = latest;  // the followers load it before the next step
   if (options_.trace != nullptr) {
+    // What the fetch moved: the set's bytes, or with weight_sync delta the deltas'.
     options_.trace->span(track_, "load weights", start, Clock::now(),
-                         {{"version", latest->version}});
+                         {{"version", latest->version},
+                          {"bytes", weights_.last().bytes},
+                          {"deltas", weights_.last().deltas}});
   }
 }
 

@@ -4,8 +4,10 @@
 //
 // Loop, until stopped or the run's status says it is over:
 //   weights  at a step boundary, load the newest set the trainers published
-//            (WarehouseApi::latest_weights of `weights_from`) when it is newer than
-//            the engine's; with interrupt_on_weight_update in-flight samples are
+//            (WarehouseApi::latest_weights of `weights_from`, or with
+//            pipeline.weight_sync: delta the deltas after the version it holds:
+//            WeightReceiver) when it is newer than the engine's; with
+//            interrupt_on_weight_update in-flight samples are
 //            recomputed on it (RolloutEngine).
 //   claim    whole groups of consumer "rollout" dispatched to this instance
 //            (ClaimOptions::target) whose admission version is <= the loaded weights'
@@ -68,6 +70,7 @@
 #include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/instance_status.h"
+#include "aspen/pipeline/weight_receiver.h"
 #include "aspen/rollout/engine.h"
 
 // Forward declared in its own module's namespace (report).
@@ -156,6 +159,7 @@ class RolloutWorker {
   TransferDock& dock_;
   RolloutWorkerOptions options_;
   RolloutEngine engine_;
+  WeightReceiver weights_;  // pipeline.weight_sync: full sets or deltas from the dock
   int track_ = 0;
   std::map<int64_t, HeldClaim> held_;  // by lease
   std::map<std::string, RequestOrigin> origins_;  // by engine request id, while it runs

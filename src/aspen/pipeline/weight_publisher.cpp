@@ -5,16 +5,19 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/dock/weight_delta.h"
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen::pipeline {
 
 WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& model_config,
                                  const EngineLayout& layout, int world_size,
-                                 std::optional<ProcessGroupHandle> trainers) {
+                                 std::optional<ProcessGroupHandle> trainers)
+    : weight_sync_(config.pipeline.weight_sync) {
   if (layout.trains() && layout.train_tp > 1) {
     ReshardPlan plan;
     plan.train_dp = config.placement.train_dp;
@@ -69,7 +72,26 @@ void WeightPublisher::publish(QwenForCausalLM actor, const QwenForCausalLM& full
   }
   // Every training rank holds the full policy (train.tp > 1: gathered after each
   // update) and serves it from its own warehouse.
-  dock.publish_weights(weight_set_of(full, version));
+  std::shared_ptr<const WeightSet> set = weight_set_of(full, version);
+  last_publish_ = PublishStats{set->bytes(), set->bytes(), false, 0.0};
+  if (weight_sync_ != WeightSync::kDelta || full->has_lora()) {
+    dock.publish_weights(std::move(set));
+    return;
+  }
+  std::optional<WeightDelta> delta;
+  if (previous_ != nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    delta = encode_weight_delta(*previous_, *set);
+    last_publish_.encode_s = seconds_since(start);
+  }
+  previous_ = set;
+  if (delta.has_value() && delta->bytes() < set->bytes()) {
+    last_publish_.bytes = delta->bytes();
+    last_publish_.delta = true;
+    dock.publish_weights(std::move(set), std::make_shared<const WeightDelta>(std::move(*delta)));
+  } else {
+    dock.publish_weights(std::move(set));  // the first set, or one the delta would not shrink
+  }
 }
 
 std::optional<int64_t> WeightPublisher::reshard_bytes_moved() const {

@@ -13,6 +13,15 @@
 //     nothing goes through the dock.
 //   - otherwise publish() puts the full policy's weight set on the dock's weight board,
 //     in this rank's warehouse, where its instances (or rollout-only ranks) fetch it.
+//     With pipeline.weight_sync: delta it also puts the delta from the set it
+//     published last (dock/weight_delta.h), unless that delta is not smaller than the
+//     set (then the set alone, which restarts the board's chain); instances fetch the
+//     deltas after the version they hold (pipeline/weight_receiver.h). LoRA runs
+//     publish their adapters without a delta (already 59x fewer bytes than the full
+//     policy; an fp32 adapter moves in every element at every step, like the full
+//     policy, so a delta would halve them at best), and the resharding path above
+//     stays full: the shards are exchanged between the trainers' own ranks and their
+//     colocated instances by collectives, not fetched from a board.
 // Collectives: gather_full_policy() and the resharding publish() are collective over
 // the trainers; every trainer calls them in the same order.
 // Thread safety: the trainer's thread only.
@@ -58,6 +67,17 @@ class WeightPublisher {
   // instances do not take resharded shards.
   std::optional<int64_t> reshard_bytes_moved() const;
 
+  // The last publish to the dock's board: what an instance holding the version before
+  // it fetches (`bytes`: the delta's, or the set's when published full), the set's
+  // bytes, whether a delta went with it, and the seconds the delta took to encode.
+  struct PublishStats {
+    int64_t bytes = 0;
+    int64_t set_bytes = 0;
+    bool delta = false;
+    double encode_s = 0;
+  };
+  const PublishStats& last_publish() const { return last_publish_; }
+
  private:
   // train.tp > 1: gathers the trained shards into the full policy.
   std::unique_ptr<Resharder> full_resharder_;
@@ -66,6 +86,11 @@ class WeightPublisher {
   std::unique_ptr<Resharder> instance_resharder_;
   std::shared_ptr<WeightHistory> own_shards_;
   int64_t reshard_bytes_moved_ = 0;
+  WeightSync weight_sync_ = WeightSync::kFull;
+  // pipeline.weight_sync: delta: the set published last (the board's newest, so no
+  // copy of its own), the base of the next delta.
+  std::shared_ptr<const WeightSet> previous_;
+  PublishStats last_publish_;
 };
 
 // The policy's weights as the weight set of `version` (the tensors are the model's).
