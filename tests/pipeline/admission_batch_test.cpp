@@ -44,6 +44,7 @@ struct FakeRoles {
       std::vector<RowInfo> infos;
       ColumnData response{rl_columns::kResponse, {}};
       ColumnData logprobs{rl_columns::kRolloutLogprobs, {}};
+      ColumnData versions{rl_columns::kRolloutVersions, {}};
       for (const ClaimedRow& row : rollout.rows) {
         RowInfo info = row.info;
         info.tokens = kResponseTokens;
@@ -51,8 +52,9 @@ struct FakeRoles {
         infos.push_back(info);
         response.values.push_back(torch::arange(kResponseTokens, torch::kInt64) + 10);
         logprobs.values.push_back(torch::full({kResponseTokens}, -0.5f));
+        versions.values.push_back(torch::full({kResponseTokens}, version, torch::kInt64));
       }
-      dock.put_columns(rollout.row_ids(), {response, logprobs}, infos);
+      dock.put_columns(rollout.row_ids(), {response, logprobs, versions}, infos);
       dock.ack(rollout);
     }
     const Claim reward = dock.claim(rl_consumers::kReward, options);

@@ -23,6 +23,7 @@ Rows two_groups(const std::vector<int64_t>& versions) {
   ColumnData prompt{rl_columns::kPrompt, {}};
   ColumnData response{rl_columns::kResponse, {}};
   ColumnData logprobs{rl_columns::kRolloutLogprobs, {}};
+  ColumnData token_versions{rl_columns::kRolloutVersions, {}};
   const std::vector<int64_t> lengths = {3, 2, 4, 1};
   for (size_t i = 0; i < lengths.size(); ++i) {
     ClaimedRow row;
@@ -36,8 +37,9 @@ Rows two_groups(const std::vector<int64_t>& versions) {
     prompt.values.push_back(torch::tensor({1, 2, 3}, torch::kInt64) + static_cast<int64_t>(i));
     response.values.push_back(torch::arange(lengths[i], torch::kInt64) + 5);
     logprobs.values.push_back(-0.25f * torch::ones({lengths[i]}));
+    token_versions.values.push_back(torch::full({lengths[i]}, versions[i], torch::kInt64));
   }
-  out.columns = {prompt, response, logprobs};
+  out.columns = {prompt, response, logprobs, token_versions};
   return out;
 }
 

@@ -432,6 +432,7 @@ PipelineSection read_pipeline(ConfigSection s) {
   check_positive(p.sync_every, s.where("sync_every"));
   check_positive(p.instances, s.where("instances"));
   check_positive(p.rollout_threads, s.where("rollout_threads"));
+  check_positive(p.partial_rollout_min_tokens, s.where("partial_rollout_min_tokens"));
   // Sync mode is the engine at eta = 0 whatever max_staleness says.
   const int64_t eta = p.mode == PipelineMode::kAsync ? p.max_staleness : 0;
   check_input(p.sync_every <= eta + 1,
@@ -550,6 +551,13 @@ TrainConfig parse_train_config(Config& config) {
       result.pipeline.dispatch_chunk <= 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
       "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
       config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
+  // A tensor-parallel instance's followers replay the leader's plan, which carries no
+  // cut units nor resumed outputs.
+  check_input(!(result.pipeline.partial_rollout && result.placement.rollout_tp > 1),
+              "partial rollouts need instances of one rank (placement.rollout.tp " +
+                  std::to_string(result.placement.rollout_tp) + ")",
+              config.source() + ": pipeline.partial_rollout",
+              "set pipeline.partial_rollout=false or placement.rollout.tp=1");
   check_input(!(async && result.placement.swap && result.pipeline.max_staleness > 0),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
               "leave memory for the rollout (only with pipeline.max_staleness 0 does the "

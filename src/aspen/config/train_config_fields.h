@@ -391,6 +391,18 @@ void visit_fields(PipelineSection& s, Visitor& v) {
   v.field("interrupt", s.interrupt,
         "async: in-flight requests on new weights continue (false) or are interrupted "
         "and resumed on the new weights");
+  v.field("partial_rollout", s.partial_rollout,
+        "async: partial rollouts (verl's `partial_rollout`, slime's APRIL). When a "
+        "rollout instance switches to new weights, each unit it generates under the "
+        "older ones whose longest unfinished sample holds >= "
+        "`partial_rollout_min_tokens` tokens is cut: its output so far (tokens, "
+        "log-probs, versions) goes back to the dock and any instance resumes it "
+        "(prompt + output prefilled under its weights, the sample's seed stream "
+        "continued). Staleness counts from a row's oldest token. Not with "
+        "`placement.rollout.tp` > 1");
+  v.field("partial_rollout_min_tokens", s.partial_rollout_min_tokens,
+        "partial rollouts cut only units with a sample this long (>= 1): a shorter one "
+        "ends soon, and resuming costs a prefill of prompt + output");
   v.field("rollout_threads", s.rollout_threads,
         "torch intra-op threads per rollout instance");
   v.cores_field("rollout_cores", s.rollout_cores,

@@ -135,7 +135,15 @@ void Admission::admit_group(const PromptGroup& group, int64_t version_bound) {
       sample.values.push_back(torch::tensor({j}, torch::kInt64));
     }
   }
-  dock_.put(infos, {prompt, example, sample});
+  std::vector<ColumnData> columns = {prompt, example, sample};
+  const RlSchemaOptions schema = rl_schema_options(dock_.schema());
+  if (schema.with_partial) {
+    // No output yet: the rollout consumer reads these from every row it claims.
+    for (ColumnData& column : empty_partial_columns(infos.size(), schema.with_routing)) {
+      columns.push_back(std::move(column));
+    }
+  }
+  dock_.put(infos, columns);
   if (trace_ != nullptr) {
     trace_->instant(track_, "admit", {{"group", group.group_id}, {"instances", targets}});
   }
@@ -184,16 +192,23 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
 }
 
 nlohmann::json Admission::instance_metrics() {
-  int64_t failed = 0, stolen = 0;
+  int64_t failed = 0, stolen = 0, cut = 0, cut_tokens = 0, resumed = 0;
   for (const InstanceView& view : instances_) {
     failed += view.failed ? 1 : 0;
     stolen += view.status.stolen_groups;
+    cut += view.status.cut_samples;
+    cut_tokens += view.status.cut_tokens;
+    resumed += view.status.resumed_samples;
   }
   // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).
   nlohmann::json metrics = {{"instance_status_age_max_s", status_age_max_s_},
                             {"failed_instances", failed},
                             // cumulative: groups an idle instance took over
-                            {"stolen_groups", stolen}};
+                            {"stolen_groups", stolen},
+                            // cumulative: partial rollouts (rollout_worker.h)
+                            {"partial_cut_samples", cut},
+                            {"partial_cut_tokens", cut_tokens},
+                            {"partial_resumed_samples", resumed}};
   status_age_max_s_ = 0.0;
   return metrics;
 }

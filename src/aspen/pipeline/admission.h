@@ -63,7 +63,8 @@ class Admission {
   // and skewness from the instances' busy seconds) and their work ("work": steps,
   // scheduled tokens, busy seconds), then starts the next iteration's counts.
   nlohmann::json rollout_bubbles(double seconds);
-  // instance_status_age_max_s (then reset), failed_instances, stolen_groups.
+  // instance_status_age_max_s (then reset), failed_instances, stolen_groups,
+  // partial_cut_samples, partial_cut_tokens, partial_resumed_samples.
   nlohmann::json instance_metrics();
 
   // What a checkpoint keeps: the prompt source, the open groups (regenerated on resume,

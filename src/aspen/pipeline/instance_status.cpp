@@ -22,6 +22,9 @@ std::string encode_instance_status(const InstanceStatus& s) {
                         {"total_blocks", q.total_blocks},
                         {"claimed_samples", s.claimed_samples},
                         {"stolen_groups", s.stolen_groups},
+                        {"cut_samples", s.cut_samples},
+                        {"cut_tokens", s.cut_tokens},
+                        {"resumed_samples", s.resumed_samples},
                         {"completed_samples", s.completed_samples},
                         {"completed_prompt_tokens", s.completed_prompt_tokens},
                         {"completed_response_tokens", s.completed_response_tokens},
@@ -47,6 +50,9 @@ InstanceStatus decode_instance_status(const std::string& encoded) {
     s.queue.total_blocks = j.at("total_blocks").get<int64_t>();
     s.claimed_samples = j.at("claimed_samples").get<int64_t>();
     s.stolen_groups = j.at("stolen_groups").get<int64_t>();
+    s.cut_samples = j.at("cut_samples").get<int64_t>();
+    s.cut_tokens = j.at("cut_tokens").get<int64_t>();
+    s.resumed_samples = j.at("resumed_samples").get<int64_t>();
     s.completed_samples = j.at("completed_samples").get<int64_t>();
     s.completed_prompt_tokens = j.at("completed_prompt_tokens").get<int64_t>();
     s.completed_response_tokens = j.at("completed_response_tokens").get<int64_t>();

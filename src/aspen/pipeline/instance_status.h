@@ -21,6 +21,9 @@ struct InstanceStatus {
   QueueState queue;
   int64_t claimed_samples = 0;  // claimed from the dock, cumulative
   int64_t stolen_groups = 0;    // of those, groups dispatched to another instance
+  int64_t cut_samples = 0;      // partial rollouts: samples cut with output, cumulative
+  int64_t cut_tokens = 0;       // ... their output tokens (carried, not recomputed)
+  int64_t resumed_samples = 0;  // samples continued from a cut output, cumulative
   // Finished samples and their tokens, cumulative: the dispatcher's completion reports.
   int64_t completed_samples = 0;
   int64_t completed_prompt_tokens = 0;

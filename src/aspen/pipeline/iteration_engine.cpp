@@ -153,6 +153,8 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record, Chose
   while (true) {
     ChosenRows part = selector_->next_part(index, static_cast<int64_t>(groups.size()), wait);
     if (part.trained.rows.empty()) break;  // only when the batch is whole
+    record.token_versions.add(
+        token_version_stats(find_column(part.columns, rl_columns::kRolloutVersions)));
     for (int64_t group : part.rewards.groups) groups.push_back(group);
     record.rewards.append(part.rewards);
     PreparedShare share =
@@ -204,6 +206,10 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
     record.sampling_rounds = plan.sampling_rounds;
     record.rewards = plan.rewards;
     record.update.row_versions = plan.versions();
+    if (is_admitter() && !plan.trained.rows.empty()) {
+      record.token_versions =
+          token_version_stats(find_column(drawn.columns, rl_columns::kRolloutVersions));
+    }
     // Trainer 0 read every row's columns with the batch; another trainer reads its share's.
     const Claim share = stages_->share(plan.trained);
     std::vector<ColumnData> share_columns;

@@ -85,6 +85,8 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
     line["router_load_mean"] = actor.router_load_mean;
     if (actor.router_topk_compared > 0) line["router_topk_mismatch"] = actor.router_topk_mismatch;
   }
+  // How many policy versions sampled each trained trajectory (token_versions.h).
+  line.update(record.token_versions.metrics());
   if (record.update.critic.steps > 0) {
     line["value_loss"] = record.update.critic.value_loss;
     line["value_clip_frac"] = record.update.critic.clip_frac;

@@ -13,6 +13,7 @@
 
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
+#include "aspen/pipeline/token_versions.h"
 
 namespace aspen::pipeline {
 
@@ -22,6 +23,7 @@ struct IterationRecord {
   RewardStats rewards;         // every row generated for the iteration
   AdvantageStats advantages;
   UpdateStats update;
+  TokenVersionStats token_versions;  // the batch's trained rows (trainer 0 reads them all)
   int64_t sampling_rounds = 1;
   nlohmann::json stage_seconds = nlohmann::json::object();
   double seconds = 0.0;  // wall time of the iteration

@@ -1,5 +1,8 @@
 #include "aspen/pipeline/rl_rows.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 
@@ -17,16 +20,45 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
   // Rows are allocated at admission with their prompt, example and sample index; the
   // rollout consumer generates them, reward scores them, and the batch consumer (the
   // trainer) reads everything its stages need in one get (trainer_stages.h).
-  ConsumerSpec batch{rl_consumers::kBatch,
-                     {kPrompt, kResponse, kRolloutLogprobs, kScores, kVerifierScore}};
+  columns.push_back({kRolloutVersions, torch::kInt64, ColumnKind::kPerToken});
+  ConsumerSpec batch{rl_consumers::kBatch, {kPrompt, kResponse, kRolloutLogprobs,
+                                            kRolloutVersions, kScores, kVerifierScore}};
   if (options.with_routing) {
     columns.push_back({kRolloutRoutedExperts, torch::kInt32, ColumnKind::kPerRow});
     batch.columns.push_back(kRolloutRoutedExperts);
   }
-  const std::vector<ConsumerSpec> consumers = {{rl_consumers::kRollout, {kPrompt, kSampleIndex}},
+  ConsumerSpec rollout{rl_consumers::kRollout, {kPrompt, kSampleIndex}};
+  if (options.with_partial) {
+    // Per row (not per token): a cut row's info.tokens stays its admission estimate.
+    for (const auto& [name, dtype] :
+         std::vector<std::pair<const char*, torch::ScalarType>>{{kPartialResponse, torch::kInt64},
+                                                                {kPartialLogprobs, torch::kFloat32},
+                                                                {kPartialVersions, torch::kInt64},
+                                                                {kPartialFinish, torch::kInt64}}) {
+      columns.push_back({name, dtype, ColumnKind::kPerRow});
+      rollout.columns.push_back(name);
+    }
+    if (options.with_routing) {
+      columns.push_back({kPartialRoutedExperts, torch::kInt32, ColumnKind::kPerRow});
+      rollout.columns.push_back(kPartialRoutedExperts);
+    }
+  }
+  const std::vector<ConsumerSpec> consumers = {rollout,
                                                {rl_consumers::kReward, {kPrompt, kResponse, kExample}},
                                                batch};
   return DockSchema(columns, consumers);
+}
+
+RlSchemaOptions rl_schema_options(const DockSchema& schema) {
+  auto has = [&schema](const char* name) {
+    const auto& columns = schema.columns();
+    return std::any_of(columns.begin(), columns.end(),
+                       [name](const ColumnSpec& c) { return c.name == name; });
+  };
+  RlSchemaOptions options;
+  options.with_routing = has(rl_columns::kRolloutRoutedExperts);
+  options.with_partial = has(rl_columns::kPartialResponse);
+  return options;
 }
 
 std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions,
@@ -34,6 +66,7 @@ std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completio
   ColumnData prompt{rl_columns::kPrompt, {}};
   ColumnData response{rl_columns::kResponse, {}};
   ColumnData logprobs{rl_columns::kRolloutLogprobs, {}};
+  ColumnData versions{rl_columns::kRolloutVersions, {}};
   ColumnData routing{rl_columns::kRolloutRoutedExperts, {}};
   for (const Completion& c : completions) {
     if (with_routing) routing.values.push_back(torch::tensor(c.routed_experts, torch::kInt32));
@@ -42,9 +75,63 @@ std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completio
     prompt.values.push_back(torch::tensor(p, torch::kInt64));
     response.values.push_back(torch::tensor(r, torch::kInt64));
     logprobs.values.push_back(torch::tensor(c.logprobs, torch::kFloat32));
+    versions.values.push_back(torch::tensor(c.policy_versions, torch::kInt64));
   }
-  if (with_routing) return {prompt, response, logprobs, routing};
-  return {prompt, response, logprobs};
+  if (with_routing) return {prompt, response, logprobs, versions, routing};
+  return {prompt, response, logprobs, versions};
+}
+
+std::vector<ColumnData> partial_columns(const std::vector<Completion>& completions,
+                                        bool with_routing) {
+  ColumnData response{rl_columns::kPartialResponse, {}};
+  ColumnData logprobs{rl_columns::kPartialLogprobs, {}};
+  ColumnData versions{rl_columns::kPartialVersions, {}};
+  ColumnData finish{rl_columns::kPartialFinish, {}};
+  ColumnData routing{rl_columns::kPartialRoutedExperts, {}};
+  for (const Completion& c : completions) {
+    const std::vector<int64_t> tokens(c.token_ids.begin(), c.token_ids.end());
+    response.values.push_back(torch::tensor(tokens, torch::kInt64));
+    logprobs.values.push_back(torch::tensor(c.logprobs, torch::kFloat32));
+    versions.values.push_back(torch::tensor(c.policy_versions, torch::kInt64));
+    finish.values.push_back(torch::tensor({static_cast<int64_t>(c.finish_reason)}, torch::kInt64));
+    if (with_routing) routing.values.push_back(torch::tensor(c.routed_experts, torch::kInt32));
+  }
+  if (with_routing) return {response, logprobs, versions, finish, routing};
+  return {response, logprobs, versions, finish};
+}
+
+std::vector<ColumnData> empty_partial_columns(size_t rows, bool with_routing) {
+  return partial_columns(std::vector<Completion>(rows), with_routing);
+}
+
+Completion saved_output(const std::vector<ColumnData>& columns, size_t row, bool with_routing) {
+  auto values = [&](const char* name) {
+    return find_column(columns, name).values.at(row).contiguous();
+  };
+  Completion saved;
+  const torch::Tensor tokens = values(rl_columns::kPartialResponse).to(torch::kInt64);
+  const torch::Tensor logprobs = values(rl_columns::kPartialLogprobs).to(torch::kFloat32);
+  const torch::Tensor versions = values(rl_columns::kPartialVersions).to(torch::kInt64);
+  check_input(logprobs.numel() == tokens.numel() && versions.numel() == tokens.numel(),
+              std::to_string(tokens.numel()) + " tokens with " +
+                  std::to_string(logprobs.numel()) + " log-probs and " +
+                  std::to_string(versions.numel()) + " versions",
+              "partial rollout row");
+  saved.token_ids.assign(tokens.data_ptr<int64_t>(), tokens.data_ptr<int64_t>() + tokens.numel());
+  saved.logprobs.assign(logprobs.data_ptr<float>(), logprobs.data_ptr<float>() + logprobs.numel());
+  saved.policy_versions.assign(versions.data_ptr<int64_t>(),
+                               versions.data_ptr<int64_t>() + versions.numel());
+  const int64_t finish = values(rl_columns::kPartialFinish).to(torch::kInt64).item<int64_t>();
+  check_input(finish >= static_cast<int64_t>(FinishReason::kNone) &&
+                  finish <= static_cast<int64_t>(FinishReason::kAbort),
+              "finish reason " + std::to_string(finish), "partial rollout row");
+  saved.finish_reason = static_cast<FinishReason>(finish);
+  if (with_routing) {
+    const torch::Tensor routing = values(rl_columns::kPartialRoutedExperts).to(torch::kInt32);
+    saved.routed_experts.assign(routing.data_ptr<int32_t>(),
+                                routing.data_ptr<int32_t>() + routing.numel());
+  }
+  return saved;
 }
 
 std::vector<ColumnData> response_columns(const std::vector<Completion>& completions,

@@ -7,11 +7,23 @@
 //   sample_index      [1] int64, per row   (admission: which sample of its group: its seed)
 //   response          [R] int64, per token (rollout)
 //   rollout_logprobs  [R] fp32,  per token (rollout: behaviour policy, temperature 1)
+//   rollout_versions  [R] int64, per token (rollout: the policy version that sampled
+//                     each token; in-flight updates and partial rollouts mix versions
+//                     in a row, whose RowInfo::version is its OLDEST token's)
 //   scores            [1] fp32,  per row   (reward: the verifier's reward, shaped)
 //   verifier_score    [1] fp32,  per row   (reward: before shaping)
 // With routing (a MoE policy):
 //   rollout_routed_experts [R * S * k] int32, per row (Completion::routed_experts: for
 //                     each response token the experts of the S sparse layers, k each)
+// With partial rollouts (pipeline.partial_rollout), per row, written empty at
+// admission and replaced when a rollout instance cuts the row's unit (rollout_worker.h),
+// read by the instance that claims it next:
+//   partial_response  [k] int64  the output generated so far
+//   partial_logprobs  [k] fp32   its rollout log-probs
+//   partial_versions  [k] int64  its per-token policy versions
+//   partial_finish    [1] int64  the FinishReason of a sample that had finished when its
+//                     unit was cut (its output is whole), kNone (0): continue it
+//   partial_routed_experts [k * S * k'] int32 (with routing)
 // Consumers, in the order a sample visits them: rollout (the instance that generates
 // it), reward, batch (the trainer: its stages run in memory on what the batch read,
 // trainer_stages.h, so reference and old log-probs, values and advantages are never
@@ -38,6 +50,12 @@ inline constexpr const char* kExample = "example";
 inline constexpr const char* kSampleIndex = "sample_index";
 inline constexpr const char* kVerifierScore = "verifier_score";
 inline constexpr const char* kRolloutRoutedExperts = "rollout_routed_experts";
+inline constexpr const char* kRolloutVersions = "rollout_versions";
+inline constexpr const char* kPartialResponse = "partial_response";
+inline constexpr const char* kPartialLogprobs = "partial_logprobs";
+inline constexpr const char* kPartialVersions = "partial_versions";
+inline constexpr const char* kPartialFinish = "partial_finish";
+inline constexpr const char* kPartialRoutedExperts = "partial_routed_experts";
 }  // namespace rl_columns
 
 namespace rl_consumers {
@@ -48,9 +66,12 @@ inline constexpr const char* kReward = "reward";
 
 struct RlSchemaOptions {
   bool with_routing = false;  // rollout_routed_experts (a MoE policy), for the update
+  bool with_partial = false;  // the partial_* columns (pipeline.partial_rollout)
 };
 
 DockSchema make_rl_schema(const RlSchemaOptions& options);
+// The options a schema made by make_rl_schema was made with (read from its columns).
+RlSchemaOptions rl_schema_options(const DockSchema& schema);
 
 // Column values of completions (one row each), in the order of the returned vector;
 // with_routing adds rollout_routed_experts (the schema's with_routing: the engine
@@ -58,9 +79,18 @@ DockSchema make_rl_schema(const RlSchemaOptions& options);
 std::vector<ColumnData> rollout_columns(const std::vector<Completion>& completions,
                                         bool with_routing = false);
 // The columns a rollout instance adds to rows allocated at admission (the prompt is
-// there already): response and rollout_logprobs.
+// there already): response, rollout_logprobs, rollout_versions (and routing).
 std::vector<ColumnData> response_columns(const std::vector<Completion>& completions,
                                          bool with_routing = false);
+// The partial_* columns of completions, one row each: cut ones (finish_reason kNone)
+// and finished ones alike. With no completions' output, `rows` empty ones (admission)
+// are made by empty_partial_columns.
+std::vector<ColumnData> partial_columns(const std::vector<Completion>& completions,
+                                        bool with_routing);
+std::vector<ColumnData> empty_partial_columns(size_t rows, bool with_routing);
+// Row `row`'s saved output from `columns` (as a claim of "rollout" gets them): its
+// tokens, log-probs, versions, routing and finish reason (no prompt, no sample index).
+Completion saved_output(const std::vector<ColumnData>& columns, size_t row, bool with_routing);
 
 // Builds the trainer's view of claimed rows from `columns` (as TransferDock::get
 // returns them), copying the named per-token columns into packed [R] tensors. A claim

@@ -49,7 +49,7 @@ RolloutWorker::RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
   }
 }
 
-void RolloutWorker::refresh_weights() {
+bool RolloutWorker::refresh_weights() {
   std::shared_ptr<const WeightSet> latest;
   if (options_.own_shards) {
     const int64_t version = options_.own_shards->latest_version();
@@ -57,7 +57,7 @@ void RolloutWorker::refresh_weights() {
   } else {
     latest = weights_.fetch(dock_, options_.weights_from, engine_.policy_version());
   }
-  if (!latest) return;
+  if (!latest) return false;
   const auto start = Clock::now();
   engine_.load_weights(latest->version, std::map<std::string, torch::Tensor>(
                                             latest->tensors.begin(), latest->tensors.end()));
@@ -69,6 +69,7 @@ void RolloutWorker::refresh_weights() {
                           {"bytes", weights_.last().bytes},
                           {"deltas", weights_.last().deltas}});
   }
+  return true;
 }
 
 bool RolloutWorker::has_room() const {
@@ -99,29 +100,72 @@ bool RolloutWorker::start_claim(Claim claim) {
   // A claim holds whole groups (dispatch_chunk = n: the group's prompt is computed
   // once and shared) or a chunk of a group's samples, possibly from two groups; each
   // group's part becomes one request whose sample indices pick the part's seeds.
+  // Partial rollouts: a row cut earlier carries its output; a finished one is done
+  // already, an unfinished one continues as a request of its own.
   const std::vector<ColumnData> columns = dock_.get(claim);
   const ColumnData& prompts = find_column(columns, rl_columns::kPrompt);
   const ColumnData& samples = find_column(columns, rl_columns::kSampleIndex);
+  const bool with_routing = engine_.config().record_routed_experts;
   std::map<int64_t, GenerationRequest> requests;  // by group
+  std::vector<std::pair<int64_t, GenerationRequest>> resumed;  // (group, request)
+  HeldClaim held;
+  held.started_version = engine_.policy_version();
   for (size_t i = 0; i < claim.rows.size(); ++i) {
     const int64_t group = claim.rows[i].info.group_id;
+    const int64_t sample = samples.values[i].item<int64_t>();
+    held.row_samples.push_back(sample);
+    const torch::Tensor prompt_tensor = prompts.values[i].to(torch::kInt64).contiguous();
+    const std::vector<TokenId> prompt(prompt_tensor.data_ptr<int64_t>(),
+                                      prompt_tensor.data_ptr<int64_t>() + prompt_tensor.numel());
+    if (config_.pipeline.partial_rollout) {
+      Completion saved = saved_output(columns, i, with_routing);
+      if (saved.finish_reason != FinishReason::kNone) {
+        saved.prompt_token_ids = prompt;
+        saved.sample_index = sample;
+        held.samples.push_back(std::move(saved));
+        held.sample_groups.push_back(group);
+        continue;
+      }
+      if (!saved.token_ids.empty()) {
+        GenerationRequest request;
+        request.id = std::to_string(group) + "/" + std::to_string(claim.lease) + "/" +
+                     std::to_string(sample);
+        request.prompt = prompt;
+        request.params = rollout_sampling(config_, group);
+        request.sample_indices = {sample};
+        request.resume_from.tokens = std::move(saved.token_ids);
+        request.resume_from.logprobs = std::move(saved.logprobs);
+        request.resume_from.policy_versions = std::move(saved.policy_versions);
+        request.resume_from.routed_experts = std::move(saved.routed_experts);
+        resumed.emplace_back(group, std::move(request));
+        continue;
+      }
+    }
     GenerationRequest& request = requests[group];
     if (request.id.empty()) {
-      const torch::Tensor prompt = prompts.values[i].to(torch::kInt64).contiguous();
       request.id = std::to_string(group) + "/" + std::to_string(claim.lease);
-      request.prompt.assign(prompt.data_ptr<int64_t>(),
-                            prompt.data_ptr<int64_t>() + prompt.numel());
+      request.prompt = prompt;
       request.params = rollout_sampling(config_, group);
       request.n = 0;
     }
-    request.sample_indices.push_back(samples.values[i].item<int64_t>());
+    request.sample_indices.push_back(sample);
     ++request.n;
   }
-  HeldClaim held;
-  for (const torch::Tensor& sample : samples.values) held.row_samples.push_back(sample.item<int64_t>());
+  // Output resumed here was sampled by weights no older than the newest this instance
+  // has seen published; continuing it under older ones would make versions go back.
+  for (const auto& [group, request] : resumed) {
+    const auto& versions = request.resume_from.policy_versions;
+    if (*std::max_element(versions.begin(), versions.end()) > engine_.policy_version()) {
+      refresh_weights();
+      held.started_version = engine_.policy_version();
+    }
+  }
   held.claim = std::move(claim);
-  for (auto& [group, request] : requests) {
+  std::vector<std::pair<int64_t, GenerationRequest>> all(std::move(resumed));
+  for (auto& [group, request] : requests) all.emplace_back(group, std::move(request));
+  for (auto& [group, request] : all) {
     const std::string id = request.id;
+    const bool resumes = !request.resume_from.empty();
     const nlohmann::json planned = {{"id", request.id},
                                     {"group", group},
                                     {"prompt", request.prompt},
@@ -137,16 +181,21 @@ bool RolloutWorker::start_claim(Claim claim) {
       held.aborted = true;
       continue;
     }
+    if (resumes) ++status_.resumed_samples;
     held.requests.push_back(id);
     origins_[id] = {group, held.claim.lease};
     if (options_.peers) plan_requests_.push_back(planned);  // the followers add it too
   }
-  if (held.requests.empty()) {
+  if (held.requests.empty() && (held.aborted || held.samples.size() < held.claim.rows.size())) {
     dock_.discard(held.claim.row_ids());
     return false;
   }
   status_.claimed_samples += static_cast<int64_t>(held.claim.rows.size());
   const int64_t lease = held.claim.lease;
+  if (held.requests.empty()) {  // every row had finished before its unit was cut
+    finish_claim(held);
+    return true;
+  }
   held_[lease] = std::move(held);
   return true;
 }
@@ -176,7 +225,11 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
         *by_sample.at({row.info.group_id, held.row_samples[i]});
     RowInfo info = row.info;
     info.tokens = static_cast<int64_t>(c.token_ids.size());
-    info.version = c.policy_versions.empty() ? engine_.policy_version() : c.policy_versions.front();
+    // Staleness counts from the oldest token (partial rollouts and in-flight updates
+    // mix versions; they never decrease along a sample, so it is the first one).
+    info.version = c.policy_versions.empty()
+                       ? engine_.policy_version()
+                       : *std::min_element(c.policy_versions.begin(), c.policy_versions.end());
     ids.push_back(row.id);
     infos.push_back(info);
     ordered.push_back(c);
@@ -211,6 +264,69 @@ void RolloutWorker::renew_leases() {
       log_warn("rollout instance ", options_.instance, ": lease ", lease, " was lost");
     }
   }
+}
+
+bool RolloutWorker::cut_at_weight_switch() {
+  if (!config_.pipeline.partial_rollout) return false;
+  std::vector<int64_t> cut;
+  for (const auto& [lease, held] : held_) {
+    // Only units that ran under older weights: one started (or resumed) on these
+    // weights is not cut again before it generated under them.
+    if (held.aborted || held.started_version >= engine_.policy_version()) continue;
+    int64_t longest = -1;
+    for (const std::string& id : held.requests) {
+      longest = std::max(longest, engine_.longest_output(id));
+    }
+    if (longest >= config_.pipeline.partial_rollout_min_tokens) cut.push_back(lease);
+  }
+  for (int64_t lease : cut) {
+    HeldClaim& held = held_.at(lease);
+    cut_claim(held);
+    for (const std::string& id : held.requests) origins_.erase(id);
+    held_.erase(lease);
+  }
+  return !cut.empty();
+}
+
+void RolloutWorker::cut_claim(HeldClaim& held) {
+  for (const std::string& id : held.requests) {
+    const int64_t group = origins_.at(id).group;
+    for (Completion& c : engine_.cut_request(id)) {
+      if (!c.token_ids.empty()) {
+        ++status_.cut_samples;
+        status_.cut_tokens += static_cast<int64_t>(c.token_ids.size());
+      }
+      held.samples.push_back(std::move(c));
+      held.sample_groups.push_back(group);
+    }
+  }
+  std::map<std::pair<int64_t, int64_t>, const Completion*> by_sample;
+  for (size_t i = 0; i < held.samples.size(); ++i) {
+    by_sample[{held.sample_groups[i], held.samples[i].sample_index}] = &held.samples[i];
+  }
+  std::vector<Completion> ordered;
+  std::vector<RowInfo> infos;
+  for (size_t i = 0; i < held.claim.rows.size(); ++i) {
+    const ClaimedRow& row = held.claim.rows[i];
+    const Completion& c = *by_sample.at({row.info.group_id, held.row_samples[i]});
+    RowInfo info = row.info;
+    // The batch's staleness window sees the row's oldest token from now on.
+    if (!c.policy_versions.empty()) {
+      info.version = *std::min_element(c.policy_versions.begin(), c.policy_versions.end());
+    }
+    infos.push_back(info);
+    ordered.push_back(c);
+  }
+  if (!dock_.renew(held.claim, options_.lease_s)) {
+    log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
+             " had expired before its rows were cut; another instance regenerates them");
+    return;
+  }
+  // The output with the rows' versions in one call, then the rows go back to the pool
+  // without a target: any instance resumes them (rollout_worker.h, "partial").
+  dock_.put_columns(held.claim.row_ids(),
+                    partial_columns(ordered, engine_.config().record_routed_experts), infos);
+  dock_.release(held.claim);
 }
 
 void RolloutWorker::post_status(bool exited) {
@@ -343,10 +459,13 @@ void RolloutWorker::run_loop() {
   post_status(false);
   while (!stopping_) {
     if (health_check_) health_check_();
-    refresh_weights();
+    // The update boundary of partial rollouts: new weights loaded.
+    const bool cut = refresh_weights() && cut_at_weight_switch();
     // Idle: wait (briefly, to keep weights and status fresh) for a dispatched group.
-    const bool claimed = claim_groups(0.05) > 0;
-    if (claimed || seconds_since(last_status_) >= options_.status_period_s) {
+    // Right after a cut this instance claims nothing: instances waiting for work take
+    // the cut units first; it claims again after one step.
+    const bool claimed = !cut && claim_groups(0.05) > 0;
+    if (claimed || cut || seconds_since(last_status_) >= options_.status_period_s) {
       post_status(false);
       if (run_is_over()) break;  // what is still generating is not needed any more
     }

@@ -25,6 +25,21 @@
 //            policy versions (of their first token) in one controller call, then the
 //            lease is acked. Rows the engine cannot take (e.g. longer than its KV
 //            cache) are discarded from the dock, with an error in the log.
+//   partial  pipeline.partial_rollout (verl's partial_rollout, slime's APRIL): right
+//            after loading new weights, each unit that started under older ones and
+//            holds an unfinished sample of >= partial_rollout_min_tokens output tokens
+//            is cut: the engine gives up its unfinished samples (RolloutEngine::
+//            cut_request), every row's output so far (tokens, log-probs, versions,
+//            routing; a finished row's whole output with its finish reason) goes into
+//            the rows' partial_* columns with version = its oldest token's, and the
+//            lease is released: the rows return to the pool without a target. This
+//            instance claims nothing in that loop turn, so an instance waiting for work
+//            takes them first. Whoever claims them resumes each unfinished row as a
+//            request of its own (prompt + output prefilled under its weights, the
+//            sample's seed stream continued) and completes the finished ones as they
+//            are. The boundary is the weight switch because that is when a sample's
+//            KV turns stale, and where the long tail of a batch meets the next one:
+//            the cut tail moves to whichever instance is free (docs/design.md).
 //   unit     a claim is pipeline.dispatch_chunk samples: whole groups by default
 //            (the prompt computed once, its KV blocks shared), or chunks of a group,
 //            so that a long group's samples spread over instances. A row's sample
@@ -132,6 +147,7 @@ class RolloutWorker {
     std::vector<Completion> samples;    // finished so far
     std::vector<int64_t> sample_groups;  // the prompt group of each of `samples`
     bool aborted = false;               // a part the engine refused
+    int64_t started_version = 0;        // the engine's weights when it started
   };
   // What an engine request id stands for: its ids are names for logs and the engine's
   // bookkeeping, never parsed back, so a request's group and lease are kept here.
@@ -140,7 +156,13 @@ class RolloutWorker {
     int64_t lease = 0;
   };
   void run_loop();
-  void refresh_weights();
+  // Loads the newest published weights if newer than the engine's; true if it did.
+  bool refresh_weights();
+  // Partial rollouts at a weight switch: cuts the units the rule picks (see above);
+  // true if it cut any.
+  bool cut_at_weight_switch();
+  // The unit's output so far (and its finished rows) into the dock; its lease returned.
+  void cut_claim(HeldClaim& held);
   bool has_room() const;  // the engine could start one more group now
   // Claims dispatched groups while the engine has room (waits up to wait_s when it is
   // idle); returns how many.

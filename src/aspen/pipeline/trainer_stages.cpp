@@ -99,6 +99,10 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
   batch.token_columns[columns::kBehaviourLogprobs] =
       mine.empty() ? torch::zeros({0})
                    : packed_column(find_column(share_columns, rl_columns::kRolloutLogprobs));
+  // Each token's sampling version, for what a correction or metric needs per token.
+  batch.token_columns[rl_columns::kRolloutVersions] =
+      mine.empty() ? torch::zeros({0})
+                   : packed_column(find_column(share_columns, rl_columns::kRolloutVersions));
   if (workers_.schema.with_routing) {
     batch.token_columns[columns::kBehaviourRoutedExperts] =
         mine.empty() ? torch::zeros({0, 0}, torch::kInt32)

@@ -332,7 +332,9 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
     dispatcher_.on_completed(i, spec_.lengths.prompt_tokens, done.lengths[r]);
   }
   // As a rollout instance does: the response with the rows' true infos, in one call.
-  dock_.publish(rows, {rl_columns::kResponse, rl_columns::kRolloutLogprobs}, 0, infos);
+  dock_.publish(rows,
+                {rl_columns::kResponse, rl_columns::kRolloutLogprobs, rl_columns::kRolloutVersions},
+                0, infos);
   dock_.ack(claim.lease);
   InstanceState& s = instances_[static_cast<size_t>(i)];
   const double start = std::max(now(), s.reward_free_at);
