@@ -26,6 +26,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 ModelConfig publish_model_config(const PublishBenchOptions& o) {
   ModelConfig config;
   config.family = ModelFamily::kQwen3;
@@ -41,47 +43,34 @@ ModelConfig publish_model_config(const PublishBenchOptions& o) {
   return config;
 }
 
-std::string publish_token() {
+PublishDocks::PublishDocks(bool remote) {
   std::random_device device;
-  return "publish-bench-" + std::to_string(device()) + std::to_string(device());
+  const std::string token = "publish-bench-" + std::to_string(device()) + std::to_string(device());
+  auto dock_controller = std::make_shared<DockController>(
+      DockSchema({{"data", torch::kUInt8, ColumnKind::kPerRow}}, {{"train", {"data"}}}),
+      DockControllerOptions{16});
+  controller = std::make_unique<ControllerService>(
+      dock_controller, ZmqServiceOptions{"tcp://127.0.0.1:*", token});
+  ZmqTransportOptions transport;
+  transport.controller_endpoint = controller->endpoint();
+  transport.token = token;
+  transport.rpc_timeout_s = 600.0;
+  transport.max_message_bytes = size_t{1} << 36;  // as a distributed run (distributed_dock.cpp)
+  trainer = std::make_unique<TransferDock>(std::make_shared<ZmqTransport>(transport));
+  where = trainer->transport().local_warehouse_id();
+  if (remote) {
+    transport.reader_only = true;
+    reader = std::make_unique<TransferDock>(std::make_shared<ZmqTransport>(transport));
+  }
 }
+
+namespace {
 
 int64_t set_bytes(const WeightSet& set) {
   int64_t bytes = 0;
   for (const auto& entry : set.tensors) bytes += entry.second.numel() * entry.second.element_size();
   return bytes;
 }
-
-// The trainer's dock (owning the warehouse the weights are published to) and an
-// instance's view of it: a reader-only dock over ZeroMQ (remote) or the trainer's own
-// dock (local, a colocated instance).
-struct PublishDocks {
-  std::unique_ptr<ControllerService> controller;
-  std::unique_ptr<TransferDock> trainer;
-  std::unique_ptr<TransferDock> reader;
-  WarehouseId where = 0;
-
-  explicit PublishDocks(bool remote) {
-    const std::string token = publish_token();
-    auto dock_controller = std::make_shared<DockController>(
-        DockSchema({{"data", torch::kUInt8, ColumnKind::kPerRow}}, {{"train", {"data"}}}),
-        DockControllerOptions{16});
-    controller = std::make_unique<ControllerService>(
-        dock_controller, ZmqServiceOptions{"tcp://127.0.0.1:*", token});
-    ZmqTransportOptions transport;
-    transport.controller_endpoint = controller->endpoint();
-    transport.token = token;
-    transport.rpc_timeout_s = 600.0;
-    transport.max_message_bytes = size_t{1} << 36;  // as a distributed run (distributed_dock.cpp)
-    trainer = std::make_unique<TransferDock>(std::make_shared<ZmqTransport>(transport));
-    where = trainer->transport().local_warehouse_id();
-    if (remote) {
-      transport.reader_only = true;
-      reader = std::make_unique<TransferDock>(std::make_shared<ZmqTransport>(transport));
-    }
-  }
-  TransferDock& instance_dock() { return reader ? *reader : *trainer; }
-};
 
 // One mode's publishes: `reps` timed after one warm-up, versions counting on from
 // `version` (the engine only takes a newer version).
@@ -135,6 +124,11 @@ void PublishBenchOptions::validate() const {
   check_input(fetch == "remote" || fetch == "local",
               "expected remote or local, got \"" + fetch + "\"", where + " --fetch");
   check_input(reps >= 1, "must be >= 1, got " + std::to_string(reps), where + " --reps");
+  check_input(!lrs.empty(), "give at least one learning rate", where + " --lrs");
+  for (double lr : lrs) check_input(lr > 0, "must be > 0", where + " --lrs");
+  check_input(warmup_steps >= 0, "must be >= 0", where + " --warmup-steps");
+  check_input(zstd_level >= -5 && zstd_level <= 19, "expected -5..19, got " + std::to_string(zstd_level),
+              where + " --zstd-level");
 }
 
 nlohmann::json run_publish_bench(const PublishBenchOptions& options) {

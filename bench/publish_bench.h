@@ -21,14 +21,21 @@
 // Result JSON: {"model": {...}, "full": S, "adapter": S, "bytes_ratio", "seconds_ratio"}
 // with S = {"tensors", "bytes", "snapshot_s", "fetch_s", "load_s", "seconds"}: the
 // stages' mean over `reps` publishes after one warm-up; seconds = their sum.
+// With --delta, run_delta_publish_bench (bench/delta_publish_bench.h) instead: full
+// sets against deltas (pipeline.weight_sync) after real AdamW steps.
 // Errors: aspen::Error naming the option for invalid options.
 // Thread safety: call from one thread.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "aspen/dock/controller_protocol.h"
+#include "aspen/dock/transfer_dock.h"
+#include "aspen/io/hf_config.h"
 #include "bench/imports.h"
 
 namespace aspen::bench {
@@ -46,10 +53,32 @@ struct PublishBenchOptions {
   std::string fetch = "remote";  // remote | local (see above)
   int reps = 3;
   int threads = 0;  // torch intra-op and BLAS threads; 0: leave as they are
+  // --delta (bench/delta_publish_bench.h): learning rates, each with `reps` measured
+  // AdamW steps after `warmup_steps`, and the delta's zstd level.
+  bool delta = false;
+  std::vector<double> lrs = {1e-6, 1e-5};
+  int warmup_steps = 2;
+  int zstd_level = 1;
 
   void validate() const;  // aspen::Error naming the option
 };
 
 nlohmann::json run_publish_bench(const PublishBenchOptions& options);
+
+// The random Qwen3 of the options' shape (tied embeddings, as Qwen3-0.6B).
+ModelConfig publish_model_config(const PublishBenchOptions& options);
+
+// The trainer's dock (owning the warehouse the weights are published to) and an
+// instance's view of it: a reader-only dock over ZeroMQ (remote) or the trainer's own
+// dock (local, a colocated instance).
+struct PublishDocks {
+  std::unique_ptr<ControllerService> controller;
+  std::unique_ptr<TransferDock> trainer;
+  std::unique_ptr<TransferDock> reader;
+  WarehouseId where = 0;
+
+  explicit PublishDocks(bool remote);
+  TransferDock& instance_dock() { return reader ? *reader : *trainer; }
+};
 
 }  // namespace aspen::bench
