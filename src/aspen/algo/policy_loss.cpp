@@ -67,6 +67,13 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PackedSeqs& packe
   if (o.correction == OffPolicyCorrection::kNone) {
     out.correction_weight_mean = torch::ones({}, logp.options().requires_grad(false));
     out.correction_capped_frac = torch::zeros({}, logp.options().requires_grad(false));
+  } else if (o.correction == OffPolicyCorrection::kRolloutCorrection) {
+    packed.check_tokens(in.behaviour_logprobs, "policy_loss: behaviour_logprobs");
+    RolloutCorrection rc = rollout_correction(old, in.behaviour_logprobs, packed, o.rollout);
+    out.correction_weight_mean = token_mean_metric(rc.weights);
+    out.correction_capped_frac = token_mean_metric(rc.changed.to(dtype));
+    out.rollout = rc.metrics;
+    per_token = per_token * rc.weights;
   } else {
     packed.check_tokens(in.behaviour_logprobs, "policy_loss: behaviour_logprobs");
     torch::Tensor w =

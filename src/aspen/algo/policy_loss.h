@@ -20,6 +20,9 @@
 //       tokens with w_t > cap get w_t = 0 (dropped, still counted in denominators).
 //   kTruncatedIS (truncated importance sampling): l *= min(exp(old_t - beh_t), cap).
 //   Both weights are constants (no gradient).
+//   kRolloutCorrection (verl's algorithm.rollout_correction): l *= the IS weight times
+//       the rejection mask of rollout_correction.h (token/sequence TIS, token/sequence/
+//       geometric MIS), from old_t and beh_t.
 // loss = aggregate(l, agg)   (aggregate.h; GSPO is defined with seq-mean-token-mean).
 //
 // Shapes: all inputs [T] packed (see packed.h); loss 0-dim, differentiable w.r.t.
@@ -36,11 +39,12 @@
 #include "aspen/algo/aggregate.h"
 #include "aspen/algo/imports.h"
 #include "aspen/algo/packed.h"
+#include "aspen/algo/rollout_correction.h"
 
 namespace aspen::algo {
 
 enum class PolicyRatio { kToken, kSequence };
-enum class OffPolicyCorrection { kNone, kDecoupled, kTruncatedIS };
+enum class OffPolicyCorrection { kNone, kDecoupled, kTruncatedIS, kRolloutCorrection };
 
 struct PolicyLossOptions {
   double clip_ratio_low = 0.2;         // in [0, 1]
@@ -50,6 +54,7 @@ struct PolicyLossOptions {
   OffPolicyCorrection correction = OffPolicyCorrection::kNone;
   // kDecoupled: optional drop threshold; kTruncatedIS: required truncation C > 0.
   std::optional<double> correction_cap;
+  RolloutCorrectionOptions rollout;  // kRolloutCorrection only
   AggOptions agg;
 };
 
@@ -69,7 +74,14 @@ struct PolicyLossResult {
   torch::Tensor ratio_mean;              // mean r_t (s_b per token for GSPO)
   torch::Tensor correction_weight_mean;  // mean w_t after capping (1 without correction)
   torch::Tensor correction_capped_frac;  // fraction of tokens dropped/truncated by the cap
+  // kRolloutCorrection: its metrics; every member undefined otherwise.
+  RolloutCorrectionMetrics rollout;
 };
+
+// Whether `options` reads PolicyLossInputs::behaviour_logprobs.
+inline bool needs_behaviour_logprobs(const PolicyLossOptions& options) {
+  return options.correction != OffPolicyCorrection::kNone;
+}
 
 PolicyLossResult policy_loss(const PolicyLossInputs& inputs, const PackedSeqs& packed,
                              const PolicyLossOptions& options);
