@@ -362,6 +362,25 @@ AlgorithmSection read_algorithm(ConfigSection s) {
   check_non_negative(a.overlong_penalty, s.where("overlong_penalty"));
   check_non_negative(a.value_clip, s.where("value_clip"));
   check_non_negative(a.off_policy_cap, s.where("off_policy_cap"));
+  const RolloutCorrectionSection& rc = a.rollout_correction;
+  const std::string rc_where = s.where("rollout_correction");
+  check_input(rc.rollout_is_threshold > 0, "must be > 0", rc_where + ".rollout_is_threshold");
+  check_non_negative(rc.rollout_rs_threshold, rc_where + ".rollout_rs_threshold");
+  check_non_negative(rc.rollout_rs_threshold_lower, rc_where + ".rollout_rs_threshold_lower");
+  const double rs_upper =
+      rc.rollout_rs_threshold > 0 ? rc.rollout_rs_threshold : rc.rollout_is_threshold;
+  check_input(rc.rollout_rs_threshold_lower <= rs_upper,
+              "must not exceed the upper bound (" + std::to_string(rs_upper) + ")",
+              rc_where + ".rollout_rs_threshold_lower");
+  check_input(!rc.bypass_mode || (rc.rollout_is == RolloutIsLevel::kNone &&
+                                  rc.rollout_rs == RolloutRsLevel::kNone),
+              "in bypass mode the proximal policy is the rollout's, so every ratio is 1",
+              rc_where + ".bypass_mode", "set rollout_is and rollout_rs to none, or bypass_mode false");
+  check_input(!rc.corrects() || a.off_policy == OffPolicy::kAuto || a.off_policy == OffPolicy::kNone,
+              "algorithm.off_policy and algorithm.rollout_correction both set a correction",
+              s.where("off_policy"),
+              "drop off_policy (rollout_correction replaces it: tis C is rollout_is: token with "
+              "rollout_is_threshold: C)");
   s.finish();
   return a;
 }
@@ -545,8 +564,14 @@ TrainConfig parse_train_config(Config& config) {
   root.finish();
   const bool async = result.pipeline.mode == PipelineMode::kAsync;
   if (result.algorithm.off_policy == OffPolicy::kAuto) {
-    result.algorithm.off_policy = async ? OffPolicy::kDecoupled : OffPolicy::kNone;
+    // algorithm.rollout_correction, when it corrects, is the correction.
+    result.algorithm.off_policy = async && !result.algorithm.rollout_correction.corrects()
+                                      ? OffPolicy::kDecoupled
+                                      : OffPolicy::kNone;
   }
+  check_input(!result.algorithm.rollout_correction.routing_replay ||
+                  result.model.kind == BuiltinModelKind::kQwen3Moe || result.model.path.size() > 0,
+              "routing replay needs a MoE model", config.source() + ": algorithm.rollout_correction.routing_replay");
   check_input(
       result.pipeline.dispatch_chunk <= 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
       "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",

@@ -17,6 +17,7 @@
 
 #include "aspen/algo/aggregate.h"
 #include "aspen/algo/kl.h"
+#include "aspen/algo/rollout_correction.h"
 #include "aspen/config/imports.h"
 #include "aspen/model/lora.h"
 #include "aspen/parallel/device.h"
@@ -121,6 +122,24 @@ struct DataSection {
   uint64_t seed = 1;
 };
 
+// algorithm.rollout_correction: verl's names and meanings (algo/rollout_correction.h).
+struct RolloutCorrectionSection {
+  RolloutIsLevel rollout_is = RolloutIsLevel::kNone;  // IS weights: none | token | sequence
+  double rollout_is_threshold = 2.0;                  // truncation C of the IS weights
+  RolloutRsLevel rollout_rs = RolloutRsLevel::kNone;  // none | token | sequence | geometric
+  double rollout_rs_threshold = 0.0;        // upper bound; 0: rollout_is_threshold
+  double rollout_rs_threshold_lower = 0.0;  // lower bound; 0: 1 / upper
+  // true: the PPO anchor is the rollout's log-probs (no proximal recompute; no IS/RS).
+  bool bypass_mode = false;
+  // MoE: the trainer's forwards replay the rollout's expert choices per token (R3).
+  bool routing_replay = false;
+  // Whether an IS weight, a rejection or bypass mode is asked for (routing replay alone
+  // changes no loss).
+  bool corrects() const {
+    return rollout_is != RolloutIsLevel::kNone || rollout_rs != RolloutRsLevel::kNone || bypass_mode;
+  }
+};
+
 struct AlgorithmSection {
   // grpo | dr_grpo | dapo | rloo | reinforce_pp | reinforce_pp_baseline | ppo (critic + GAE)
   AlgorithmName name = AlgorithmName::kGrpo;
@@ -149,6 +168,9 @@ struct AlgorithmSection {
   // decoupled (AReaL decoupled PPO) | tis (truncated importance sampling).
   OffPolicy off_policy = OffPolicy::kAuto;
   double off_policy_cap = 0.0;  // decoupled: drop threshold (0: none); tis: truncation C
+  // verl's algorithm.rollout_correction; when it corrects, off_policy must stay auto
+  // (resolved to none) or none.
+  RolloutCorrectionSection rollout_correction;
 };
 
 struct RolloutSection {

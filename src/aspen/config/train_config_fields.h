@@ -55,6 +55,16 @@ inline const EnumNames<KlEstimator> kKlEstimators = {
     {"k3", KlEstimator::kK3}};
 inline const EnumNames<KlControl> kKlControls = {{"fixed", KlControl::kFixed},
                                                  {"adaptive", KlControl::kAdaptive}};
+// verl spells "off" as null; `none` is Aspen's spelling, `null` accepted.
+inline const EnumNames<RolloutIsLevel> kRolloutIsLevels = {{"none", RolloutIsLevel::kNone},
+                                                          {"token", RolloutIsLevel::kToken},
+                                                          {"sequence", RolloutIsLevel::kSequence},
+                                                          {"null", RolloutIsLevel::kNone}};
+inline const EnumNames<RolloutRsLevel> kRolloutRsLevels = {{"none", RolloutRsLevel::kNone},
+                                                          {"token", RolloutRsLevel::kToken},
+                                                          {"sequence", RolloutRsLevel::kSequence},
+                                                          {"geometric", RolloutRsLevel::kGeometric},
+                                                          {"null", RolloutRsLevel::kNone}};
 inline const EnumNames<OffPolicy> kOffPolicies = {{"auto", OffPolicy::kAuto},
                                                   {"none", OffPolicy::kNone},
                                                   {"decoupled", OffPolicy::kDecoupled},
@@ -247,6 +257,33 @@ void visit_fields(AlgorithmSection& s, Visitor& v) {
   v.field("off_policy_cap", s.off_policy_cap,
         "`decoupled`: drop tokens whose behaviour weight exceeds it (0: no cap); "
         "`tis`: truncation C (required, > 0)");
+  v.nested("rollout_correction", [&](auto& rc) {
+    RolloutCorrectionSection& c = s.rollout_correction;
+    rc.enum_field("rollout_is", c.rollout_is, kRolloutIsLevels,
+        "verl's importance-sampling weight of each token's loss, proximal over rollout "
+        "policy: `token` (TIS: min(rho_t, C)), `sequence` (min(prod_t rho_t, C) for "
+        "every token of the row) or `none`/`null`. Replaces `off_policy` (which must "
+        "stay `auto` or `none`); see docs/algorithms.md");
+    rc.field("rollout_is_threshold", c.rollout_is_threshold,
+        "truncation C of the IS weights, > 0");
+    rc.enum_field("rollout_rs", c.rollout_rs, kRolloutRsLevels,
+        "rejection sampling (masked IS, MIS): tokens whose ratio is outside [lower, "
+        "upper] get zero loss and gradient: `token` (rho_t), `sequence` (prod_t rho_t, "
+        "whole row), `geometric` (geometric mean of rho_t, whole row) or `none`/`null`");
+    rc.field("rollout_rs_threshold", c.rollout_rs_threshold,
+        "rejection's upper bound; 0: `rollout_is_threshold`");
+    rc.field("rollout_rs_threshold_lower", c.rollout_rs_threshold_lower,
+        "rejection's lower bound; 0: 1 / upper");
+    rc.field("bypass_mode", c.bypass_mode,
+        "the PPO ratio is anchored at the rollout's log-probs (no proximal recompute); "
+        "then proximal = rollout, so `rollout_is`/`rollout_rs` must be none");
+    rc.field("routing_replay", c.routing_replay,
+        "MoE routing replay (R3): the trainer's forwards (old log-probs and the "
+        "update's) route each response token's position to the experts the rollout "
+        "chose for it (`rollout_routed_experts`), combine weights from the trainer's "
+        "router (gradient flows to its gate); prompt positions keep their own top-k. "
+        "Qwen3-MoE (softmax routers) only");
+  });
 }
 
 template <typename Visitor>

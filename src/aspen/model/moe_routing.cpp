@@ -19,6 +19,32 @@ RouterChoice route_top_k(const torch::Tensor& logits, int64_t k, bool norm_topk_
   return out;
 }
 
+RouterChoice replay_top_k(const RouterChoice& own, const torch::Tensor& experts,
+                          bool norm_topk_prob) {
+  const int64_t num_experts = own.probs.size(1);
+  check_input(experts.dim() == 2 && experts.sizes() == own.experts.sizes(),
+              "needs [tokens, k] expert ids like the router's own choice", "routing replay");
+  const torch::Tensor ids = experts.to(own.experts.device(), torch::kLong);
+  check_input(ids.numel() == 0 || ids.max().item<int64_t>() < num_experts,
+              "an expert id is >= the layer's " + std::to_string(num_experts) + " experts",
+              "routing replay");
+  const torch::Tensor replayed = (ids.select(1, 0) >= 0).unsqueeze(1);  // [T, 1]
+  RouterChoice out = own;
+  out.experts = torch::where(replayed, ids, own.experts);
+  torch::Tensor top = own.probs.gather(1, out.experts);
+  if (norm_topk_prob) top = top / top.sum(-1, /*keepdim=*/true);
+  out.weights = top.to(own.weights.scalar_type());
+  return out;
+}
+
+torch::Tensor MoeRoutingLog::replay_of(int64_t layer) const {
+  if (!replay.defined()) return {};
+  check_input(layer < replay.size(1),
+              "replays " + std::to_string(replay.size(1)) + " sparse layers, the model has more",
+              "routing replay");
+  return replay.select(1, layer);
+}
+
 RouterChoice route_grouped_sigmoid(const torch::Tensor& logits, const torch::Tensor& bias,
                                    const GroupLimitedRouting& options) {
   const int64_t tokens = logits.size(0);

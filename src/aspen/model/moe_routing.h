@@ -42,6 +42,15 @@ struct RouterChoice {
 
 RouterChoice route_top_k(const torch::Tensor& logits, int64_t k, bool norm_topk_prob);
 
+// Routing replay for route_top_k's router: `own` (route_top_k of the same logits) with
+// the rows of `experts` [T, k] that are >= 0 routed to those experts instead. Their
+// combine weights are the router's softmax probabilities of the replayed experts,
+// renormalised with norm_topk_prob exactly as route_top_k does, so the gradient reaches
+// the gate through the replayed experts' probabilities. Replaying a row's own top-k
+// gives `own` exactly. Expert ids outside [0, E): aspen::Error.
+RouterChoice replay_top_k(const RouterChoice& own, const torch::Tensor& experts,
+                          bool norm_topk_prob);
+
 struct GroupLimitedRouting {
   int64_t k = 1;
   int64_t n_group = 1;
@@ -63,8 +72,18 @@ struct LayerRouting {
 
 // Filled by the sparse layers of one forward, in layer order (the model's forward
 // takes a pointer to it; null means "do not record").
+//
+// Routing replay (R3): with `replay` defined ([T, S, k] int64 over the forward's T
+// rows and S sparse layers), sparse layer s (its index = layers.size() when it runs)
+// routes each row r whose replay[r, s, 0] >= 0 to the experts replay[r, s, :] instead
+// of its own top-k (rows of -1 keep their own), with replay_top_k's weights. The
+// recorded LayerRouting then holds the routing actually used, so the load-balancing
+// loss counts the replayed assignments (its P_e stays the router's own softmax).
 struct MoeRoutingLog {
   std::vector<LayerRouting> layers;
+  torch::Tensor replay;
+  // The replay of sparse layer `layer` as [T, k] (undefined without replay).
+  torch::Tensor replay_of(int64_t layer) const;
 };
 
 LayerRouting layer_routing(const RouterChoice& choice);

@@ -182,7 +182,16 @@ torch::Tensor QwenSparseMoeBlockImpl::forward(const torch::Tensor& x, MoeRouting
   const int64_t tokens = x.size(0);
   // Under EP every rank joins the collectives, tokens or not.
   if (tokens == 0 && !ep.enabled()) return torch::zeros_like(x);
-  const RouterChoice choice = route(x);
+  RouterChoice choice = route(x);
+  const torch::Tensor replay =
+      log != nullptr ? log->replay_of(static_cast<int64_t>(log->layers.size())) : torch::Tensor();
+  if (replay.defined()) {
+    check_input(scoring == RouterScoring::kSoftmax,
+                "replays softmax (Qwen3-MoE) routers only, not group-limited sigmoid ones",
+                "algorithm.rollout_correction.routing_replay");
+    check_input(replay.size(0) == tokens, "needs one replayed row per token", "routing replay");
+    choice = replay_top_k(choice, replay, norm_topk_prob);
+  }
   if (log != nullptr) log->layers.push_back(layer_routing(choice));
 
   // Group the T*k (token, expert) slots by expert; slot s belongs to token s / k.

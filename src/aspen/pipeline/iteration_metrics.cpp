@@ -85,6 +85,15 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
     line["router_load_mean"] = actor.router_load_mean;
     if (actor.router_topk_compared > 0) line["router_topk_mismatch"] = actor.router_topk_mismatch;
   }
+  // algorithm.rollout_correction (verl's metric names, rollout_corr/ flattened): present
+  // only when it weights or rejects (the token ratio is then > 0).
+  if (actor.rollout_is_ratio_mean > 0.0) {
+    line["rollout_is_mean"] = actor.rollout_is_mean;
+    line["rollout_is_ratio_mean"] = actor.rollout_is_ratio_mean;
+    line["rollout_is_truncated_frac"] = actor.rollout_is_truncated_frac;
+    line["rollout_rs_masked_frac"] = actor.rollout_rs_masked_frac;
+    line["rollout_corr_kl"] = actor.rollout_corr_kl;
+  }
   // How many policy versions sampled each trained trajectory (token_versions.h).
   line.update(record.token_versions.metrics());
   if (record.update.critic.steps > 0) {

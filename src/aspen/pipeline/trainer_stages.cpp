@@ -36,6 +36,20 @@ ActorUpdateOptions actor_update_options(const TrainConfig& config, uint64_t seed
     options.policy.correction = OffPolicyCorrection::kTruncatedIS;
     options.policy.correction_cap = algorithm.off_policy_cap;
   }
+  const RolloutCorrectionSection& rc = algorithm.rollout_correction;
+  if (rc.rollout_is != RolloutIsLevel::kNone || rc.rollout_rs != RolloutRsLevel::kNone) {
+    // The config reader made sure off_policy resolved to none.
+    options.policy.correction = OffPolicyCorrection::kRolloutCorrection;
+    options.policy.rollout.is_level = rc.rollout_is;
+    options.policy.rollout.is_threshold = rc.rollout_is_threshold;
+    options.policy.rollout.rs_level = rc.rollout_rs;
+    options.policy.rollout.rs_upper =
+        rc.rollout_rs_threshold > 0 ? rc.rollout_rs_threshold : rc.rollout_is_threshold;
+    options.policy.rollout.rs_lower = rc.rollout_rs_threshold_lower > 0
+                                          ? rc.rollout_rs_threshold_lower
+                                          : 1.0 / options.policy.rollout.rs_upper;
+  }
+  options.routing_replay = rc.routing_replay;
   options.kl_coef = algorithm.kl_coef;
   options.kl_estimator = algorithm.kl_estimator;
   options.entropy_coef = algorithm.entropy_coef;
@@ -121,9 +135,13 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
                                  [&](const ClaimedRow& row) { return row.info.version == policy_version; });
   const bool one_step = config_.train.epochs == 1 && (config_.train.mini_batch_size <= 0 ||
                                                       config_.train.mini_batch_size >= batch_rows);
-  const bool decoupled = algorithm.off_policy == OffPolicy::kDecoupled;
+  // verl's rollout correction (not in bypass mode) separates the proximal policy from
+  // the behaviour one exactly as decoupled PPO does; bypass mode anchors at the rollout.
+  const RolloutCorrectionSection& rc = algorithm.rollout_correction;
+  const bool decoupled = algorithm.off_policy == OffPolicy::kDecoupled ||
+                         (rc.corrects() && !rc.bypass_mode);
   out.proximal_is_current = one_step && decoupled && !fresh;
-  const bool reuse_rollout = one_step && (fresh || !decoupled);
+  const bool reuse_rollout = rc.bypass_mode || (one_step && (fresh || !decoupled));
   TraceWriter* trace = context_.trace;
   const int track = context_.track;
   // An expert-parallel model's forwards are collectives over its EP ranks: a rank
@@ -144,7 +162,8 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
     } else if (mine.empty() && !workers_.actor->model()->ep.enabled()) {
       batch.token_columns[columns::kOldLogprobs] = torch::zeros({0});
     } else {
-      batch.token_columns[columns::kOldLogprobs] = workers_.actor->compute_logprobs(batch).logprobs;
+      batch.token_columns[columns::kOldLogprobs] =
+          workers_.actor->compute_logprobs(batch, false, rc.routing_replay).logprobs;
     }
   });
   if (workers_.critic) {

@@ -150,6 +150,13 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   charts.push_back(rl_chart(metrics, "Rollout vs trainer log-prob |diff|",
                             {{"rollout_logprob_diff_mean", "mean"},
                              {"rollout_logprob_diff_max", "max"}}));
+  // algorithm.rollout_correction only (algo/rollout_correction.h).
+  charts.push_back(rl_chart(metrics, "Rollout correction (proximal / rollout policy)",
+                            {{"rollout_is_mean", "IS weight after truncation, mean"},
+                             {"rollout_is_ratio_mean", "token ratio before truncation, mean"},
+                             {"rollout_is_truncated_frac", "share of tokens truncated"},
+                             {"rollout_rs_masked_frac", "share of tokens rejected"},
+                             {"rollout_corr_kl", "KL(rollout || proximal), k3"}}));
   // MoE models only (dense runs have none of these keys, and empty charts are dropped).
   charts.push_back(rl_chart(metrics, "MoE routing",
                             {{"router_aux_loss", "load-balancing loss"},

@@ -40,6 +40,22 @@ void count_routing_mismatch(const MoeRoutingLog& routing, const MicroBatch& mb,
   compared += differs.numel();
 }
 
+// The rollout_* metrics of ActorMetrics, in MetricSums::rollout_corr's order.
+std::vector<double*> rollout_corr_metrics(ActorMetrics& m) {
+  return {&m.rollout_is_mean, &m.rollout_is_ratio_mean, &m.rollout_is_truncated_frac,
+          &m.rollout_rs_masked_frac, &m.rollout_corr_kl};
+}
+
+// Adds `sum` ([5] or undefined), divided by `divisor`, to the rollout_* metrics.
+void add_rollout_corr(ActorMetrics& m, const torch::Tensor& sum, double divisor) {
+  if (!sum.defined()) return;
+  const torch::Tensor values = sum.to(torch::kCPU, torch::kDouble).contiguous();
+  const std::vector<double*> slots = rollout_corr_metrics(m);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    *slots[i] += values[static_cast<int64_t>(i)].item<double>() / divisor;
+  }
+}
+
 // router_load_max / router_load_mean from the [layers, E] slot counts (see ActorMetrics).
 void set_router_load(ActorMetrics& metrics, const torch::Tensor& load) {
   if (!load.defined() || load.numel() == 0) return;
@@ -82,10 +98,12 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
   }
 }
 
-TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_entropy) {
+TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_entropy,
+                                             bool routing_replay) {
   LogprobHeadOptions head = options_.head;
   head.with_entropy = with_entropy;
-  return batch_logprobs(compute_, batch, options_.trainer.max_tokens_per_micro_batch, head);
+  return batch_logprobs(compute_, batch, options_.trainer.max_tokens_per_micro_batch, head,
+                        routing_replay);
 }
 
 void ActorTrainer::MetricSums::add(torch::Tensor& slot, const torch::Tensor& value) {
@@ -98,7 +116,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
                                           size_t last_backward, bool measure_mismatch,
                                           ActorMetrics& metrics, MetricSums& sums) {
   const bool use_kl = options.kl_coef != 0.0;
-  const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
+  const bool use_behaviour = needs_behaviour_logprobs(options.policy);
   const bool moe = compute_->config.is_moe();
   LogprobHeadOptions head = options_.head;
   head.with_entropy = true;  // reported always; in the loss only with entropy_coef
@@ -115,6 +133,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       continue;
     }
     MoeRoutingLog routing;
+    if (options.routing_replay) routing = routing_replay_log(compute_, mb);
     TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute,
                                               moe ? &routing : nullptr);
     const auto dtype = current.logprobs.scalar_type();
@@ -180,6 +199,13 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     sums.add(sums.clip_frac, pg.clip_frac * weight);
     sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
     sums.add(sums.capped, pg.correction_capped_frac * weight);
+    if (pg.rollout.is_mean.defined()) {
+      const RolloutCorrectionMetrics& rc = pg.rollout;
+      sums.add(sums.rollout_corr, torch::stack({rc.is_mean, rc.ratio_mean, rc.truncated_frac,
+                                                rc.masked_frac, rc.kl_k3})
+                                          .to(torch::kDouble) *
+                                      weight);
+    }
   }
   // Expert parallelism: as many passes as the EP rank with the most micro-batches.
   for (int64_t k = passes; k < target; ++k) {
@@ -202,7 +228,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     batch.token_column(columns::kOldLogprobs, "actor update");
   }
   const bool use_kl = options.kl_coef != 0.0;
-  const bool use_behaviour = options.policy.correction != OffPolicyCorrection::kNone;
+  const bool use_behaviour = needs_behaviour_logprobs(options.policy);
   if (use_kl) batch.token_column(columns::kRefLogprobs, "actor update (kl_coef != 0)");
   if (use_behaviour) {
     batch.token_column(columns::kBehaviourLogprobs, "actor update (off-policy correction)");
@@ -244,6 +270,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     metrics.clip_frac += value_or_zero(sums.clip_frac);
     metrics.approx_kl += value_or_zero(sums.approx_kl);
     metrics.correction_capped_frac += value_or_zero(sums.capped);
+    add_rollout_corr(metrics, sums.rollout_corr, 1.0);
   });
   double mismatch_sum = value_or_zero(first_step.mismatch_sum);
   double mismatch_max = value_or_zero(first_step.mismatch_max);
@@ -296,7 +323,11 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
                                 static_cast<double>(metrics.micro_batches),
                                 metrics.correction_capped_frac,
                                 metrics.router_aux_loss};
+    for (double* slot : rollout_corr_metrics(metrics)) sums.push_back(*slot);
     data_parallel_.sum_over_ranks(sums);
+    for (size_t i = 0; i < rollout_corr_metrics(metrics).size(); ++i) {
+      *rollout_corr_metrics(metrics)[i] = sums[9 + i];
+    }
     metrics.router_aux_loss = sums[8];
     metrics.correction_capped_frac = sums[7];
     metrics.policy_loss = sums[0];
@@ -316,6 +347,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     metrics.clip_frac /= attempts;
     metrics.approx_kl /= attempts;
     metrics.correction_capped_frac /= attempts;
+    for (double* slot : rollout_corr_metrics(metrics)) *slot /= attempts;
   }
   if (metrics.steps > 0) metrics.grad_norm /= metrics.steps;
   return metrics;
@@ -332,7 +364,7 @@ void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& 
   part.token_column(columns::kAdvantages, "actor accumulate");
   if (!options.proximal_is_current) part.token_column(columns::kOldLogprobs, "actor accumulate");
   if (options.kl_coef != 0.0) part.token_column(columns::kRefLogprobs, "actor accumulate (kl)");
-  if (options.policy.correction != OffPolicyCorrection::kNone) {
+  if (needs_behaviour_logprobs(options.policy)) {
     part.token_column(columns::kBehaviourLogprobs, "actor accumulate (off-policy correction)");
   }
   std::vector<int64_t> rows(static_cast<size_t>(part.num_rows()));
@@ -387,6 +419,7 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   metrics.clip_frac = value_or_zero(sums.clip_frac) / static_cast<double>(tokens);
   metrics.approx_kl = value_or_zero(sums.approx_kl) / static_cast<double>(tokens);
   metrics.correction_capped_frac = value_or_zero(sums.capped) / static_cast<double>(tokens);
+  add_rollout_corr(metrics, sums.rollout_corr, static_cast<double>(tokens));
   metrics.rollout_logprob_diff_tokens = sums.mismatch_tokens;
   metrics.rollout_logprob_diff_max = value_or_zero(sums.mismatch_max);
   metrics.rollout_logprob_diff_mean =

@@ -94,6 +94,12 @@ struct ActorUpdateOptions {
   // decoupled PPO is the current policy - it saves the recompute pass. aspen::Error
   // when the update would take more than one step.
   bool proximal_is_current = false;
+  // MoE routing replay (R3, algorithm.rollout_correction.routing_replay): the update's
+  // forwards route response positions to the batch's behaviour_routed_experts
+  // (train/policy_logprobs.h, routing_replay_log); the gradient reaches the gate
+  // through the replayed experts' probabilities. The load-balancing loss counts the
+  // replayed assignments with the router's own probabilities.
+  bool routing_replay = false;
 };
 
 struct ActorMetrics {
@@ -133,6 +139,15 @@ struct ActorMetrics {
   // Share of response tokens whose importance weight to the rollout policy the
   // off-policy correction truncated (tis) or dropped (decoupled); 0 without one.
   double correction_capped_frac = 0.0;
+  // algorithm.rollout_correction (algo/rollout_correction.h): token means over every
+  // step, as clip_frac; all 0 without it. The IS weight after truncation, the token
+  // ratio proximal/rollout before it, the shares truncated and rejected, and the k3
+  // estimate of KL(rollout || proximal).
+  double rollout_is_mean = 0.0;
+  double rollout_is_ratio_mean = 0.0;
+  double rollout_is_truncated_frac = 0.0;
+  double rollout_rs_masked_frac = 0.0;
+  double rollout_corr_kl = 0.0;
 };
 
 class ActorTrainer {
@@ -142,7 +157,9 @@ class ActorTrainer {
   ActorTrainer(QwenForCausalLM model, const ActorOptions& options);
 
   // Log-probs (+ entropy) of every response token, [R] in batch order, no grad.
-  TokenLogprobs compute_logprobs(const TrainBatch& batch, bool with_entropy = false);
+  // With `routing_replay`, the forwards replay the batch's behaviour_routed_experts.
+  TokenLogprobs compute_logprobs(const TrainBatch& batch, bool with_entropy = false,
+                                 bool routing_replay = false);
 
   ActorMetrics update(const TrainBatch& batch, const ActorUpdateOptions& options);
 
@@ -179,6 +196,7 @@ class ActorTrainer {
     torch::Tensor policy_loss, kl_loss, router_aux_loss, entropy, clip_frac, approx_kl, capped;
     torch::Tensor mismatch_sum, mismatch_max;  // of |trainer - rollout| log-probs
     torch::Tensor expert_load;                 // [sparse layers, E] top-k slots per expert
+    torch::Tensor rollout_corr;  // [5]: the rollout_* metrics of ActorMetrics, in order
     int64_t routing_differ = 0, routing_compared = 0;  // (token, layer) top-k sets
     int64_t mismatch_tokens = 0;
     void add(torch::Tensor& slot, const torch::Tensor& value);

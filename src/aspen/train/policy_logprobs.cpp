@@ -19,8 +19,33 @@ TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_
                               micro_batch.target_ids, head);
 }
 
+MoeRoutingLog routing_replay_log(const QwenForCausalLM& model, const MicroBatch& mb) {
+  const char* key = "algorithm.rollout_correction.routing_replay";
+  const ModelConfig& config = model->config;
+  check_input(config.is_moe(), "needs a mixture-of-experts model", key);
+  const auto column = mb.token_columns.find(columns::kBehaviourRoutedExperts);
+  check_input(column != mb.token_columns.end() && column->second.dim() == 2,
+              "needs the rollout's expert choices (rollout_routed_experts) in the batch", key);
+  int64_t sparse = 0;
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) sparse += config.is_sparse_layer(i);
+  const int64_t k = config.moe.num_experts_per_tok;
+  const torch::Tensor& routed = column->second;  // [R, S * k]
+  check_input(routed.size(0) == mb.hidden_index.size(0) && routed.size(1) == sparse * k,
+              "the rollout recorded " + std::to_string(routed.size(1)) +
+                  " expert ids per token, the model routes " + std::to_string(sparse) + " x " +
+                  std::to_string(k),
+              key);
+  const torch::Device device = mb.input_ids.device();
+  MoeRoutingLog log;
+  log.replay = torch::full({mb.input_ids.size(0), sparse, k}, -1,
+                           torch::TensorOptions().dtype(torch::kLong).device(device));
+  log.replay.index_copy_(0, mb.hidden_index,
+                         routed.to(device, torch::kLong).view({routed.size(0), sparse, k}));
+  return log;
+}
+
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, int64_t max_tokens,
-                             const LogprobHeadOptions& head) {
+                             const LogprobHeadOptions& head, bool routing_replay) {
   batch.validate();
   torch::NoGradGuard no_grad;
   const torch::Device device = model->lm_head_weight().device();
@@ -43,7 +68,10 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
       if (in_expert_lockstep(model)) padding_pass(model, head, /*recompute=*/false);
       continue;
     }
-    TokenLogprobs part = response_logprobs(model, mb, head, /*recompute=*/false);
+    MoeRoutingLog replay;
+    if (routing_replay) replay = routing_replay_log(model, mb);
+    TokenLogprobs part = response_logprobs(model, mb, head, /*recompute=*/false,
+                                           routing_replay ? &replay : nullptr);
     out.logprobs.index_copy_(0, mb.batch_token_index, part.logprobs.to(dtype));
     if (head.with_entropy) out.entropy.index_copy_(0, mb.batch_token_index, part.entropy.to(dtype));
   }

@@ -28,7 +28,18 @@ TokenLogprobs response_logprobs(QwenForCausalLM& model, const MicroBatch& micro_
                                 MoeRoutingLog* routing = nullptr);
 
 // Every response token of `batch`, under torch::NoGradGuard, packed max_tokens at a time.
+// With `routing_replay` each forward replays the batch's behaviour_routed_experts
+// (routing_replay_log below).
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,
-                             int64_t max_tokens, const LogprobHeadOptions& head);
+                             int64_t max_tokens, const LogprobHeadOptions& head,
+                             bool routing_replay = false);
+
+// Routing replay (R3) of `micro_batch`: a log whose `replay` [T, S, k] routes each
+// response token's predicting position (hidden_index) to the experts the rollout chose
+// there (its behaviour_routed_experts column, [R, S * k]); the other positions (the
+// prompt, which the rollout's prefill does not record) keep the trainer's own top-k.
+// aspen::Error naming algorithm.rollout_correction.routing_replay when the model is not
+// MoE or the column is missing or of another width.
+MoeRoutingLog routing_replay_log(const QwenForCausalLM& model, const MicroBatch& micro_batch);
 
 }  // namespace aspen::train

@@ -43,21 +43,25 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
 };
 
 // A sparse (MoE) layer whose routing is recorded: outputs {out, prob_sum [E],
-// assignments [E], experts [T, k]}. prob_sum is differentiable (the load-balancing loss's gradient
+// assignments [E], experts [T, k]}; `replay` [T, k] (or undefined) is the layer's
+// routing replay (moe_routing.h), used by the forward and by backward's re-run. prob_sum is differentiable (the load-balancing loss's gradient
 // reaches the router through it); the assignments are counts. Backward re-runs the
 // layer and back-propagates both differentiable outputs' gradients at once.
 struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLayer> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const torch::Tensor& x, int64_t layer_address,
                                                 const torch::Tensor& cos, const torch::Tensor& sin,
-                                                const torch::Tensor& cu_seqlens) {
+                                                const torch::Tensor& cu_seqlens,
+                                                const torch::Tensor& replay) {
     ctx->save_for_backward({x});
     ctx->saved_data["layer"] = layer_address;
     ctx->saved_data["cos"] = cos;
     ctx->saved_data["sin"] = sin;
     ctx->saved_data["cu_seqlens"] = cu_seqlens;
+    ctx->saved_data["replay"] = replay;
     auto* layer = reinterpret_cast<QwenDecoderLayerImpl*>(layer_address);
     MoeRoutingLog log;
+    if (replay.defined()) log.replay = replay.unsqueeze(1);
     torch::Tensor out = layer->forward(x, RopeTable{cos, sin}, cu_seqlens, &log);
     const LayerRouting& routing = log.layers.at(0);
     ctx->mark_non_differentiable({routing.assignments, routing.experts});
@@ -73,6 +77,8 @@ struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLay
     {
       torch::AutoGradMode enable(true);
       MoeRoutingLog log;
+      const torch::Tensor replay = ctx->saved_data["replay"].toTensor();
+      if (replay.defined()) log.replay = replay.unsqueeze(1);
       torch::Tensor out = layer->forward(x, rope, cu_seqlens, &log);
       torch::autograd::variable_list outputs = {out};
       torch::autograd::variable_list grads = {grad_out[0]};
@@ -82,7 +88,8 @@ struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLay
       }
       torch::autograd::backward(outputs, grads);
     }
-    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -109,7 +116,8 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
     const auto address = reinterpret_cast<int64_t>(impl);
     if (log != nullptr && impl->sparse_mlp) {
       torch::autograd::variable_list out =
-          CheckpointedSparseLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens);
+          CheckpointedSparseLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens,
+                                         log->replay_of(static_cast<int64_t>(log->layers.size())));
       h = out[0];
       log->layers.push_back({out[1], out[2], h.size(0), out[3]});
     } else {
