@@ -43,8 +43,9 @@ struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
 };
 
 // A sparse (MoE) layer whose routing is recorded: outputs {out, prob_sum [E],
-// assignments [E], experts [T, k]}; `replay` [T, k] (or undefined) is the layer's
-// routing replay (moe_routing.h), used by the forward and by backward's re-run. prob_sum is differentiable (the load-balancing loss's gradient
+// assignments [E], experts [T, k]}; `replay` [T, k] is the layer's routing replay
+// (moe_routing.h), used by the forward and by backward's re-run; empty: none (a custom
+// Function's inputs must be defined tensors). prob_sum is differentiable (the load-balancing loss's gradient
 // reaches the router through it); the assignments are counts. Backward re-runs the
 // layer and back-propagates both differentiable outputs' gradients at once.
 struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLayer> {
@@ -61,7 +62,7 @@ struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLay
     ctx->saved_data["replay"] = replay;
     auto* layer = reinterpret_cast<QwenDecoderLayerImpl*>(layer_address);
     MoeRoutingLog log;
-    if (replay.defined()) log.replay = replay.unsqueeze(1);
+    if (replay.numel() > 0) log.replay = replay.unsqueeze(1);
     torch::Tensor out = layer->forward(x, RopeTable{cos, sin}, cu_seqlens, &log);
     const LayerRouting& routing = log.layers.at(0);
     ctx->mark_non_differentiable({routing.assignments, routing.experts});
@@ -78,7 +79,7 @@ struct CheckpointedSparseLayer : torch::autograd::Function<CheckpointedSparseLay
       torch::AutoGradMode enable(true);
       MoeRoutingLog log;
       const torch::Tensor replay = ctx->saved_data["replay"].toTensor();
-      if (replay.defined()) log.replay = replay.unsqueeze(1);
+      if (replay.numel() > 0) log.replay = replay.unsqueeze(1);
       torch::Tensor out = layer->forward(x, rope, cu_seqlens, &log);
       torch::autograd::variable_list outputs = {out};
       torch::autograd::variable_list grads = {grad_out[0]};
@@ -115,9 +116,10 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
     auto* impl = layer->as<QwenDecoderLayer>();
     const auto address = reinterpret_cast<int64_t>(impl);
     if (log != nullptr && impl->sparse_mlp) {
+      const torch::Tensor replay = log->replay_of(static_cast<int64_t>(log->layers.size()));
       torch::autograd::variable_list out =
           CheckpointedSparseLayer::apply(h, address, rope.cos, rope.sin, cu_seqlens,
-                                         log->replay_of(static_cast<int64_t>(log->layers.size())));
+                                         replay.defined() ? replay : torch::zeros({0}, torch::kLong));
       h = out[0];
       log->layers.push_back({out[1], out[2], h.size(0), out[3]});
     } else {
