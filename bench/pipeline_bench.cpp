@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 
 #include "aspen/parallel/launcher.h"
@@ -36,7 +37,8 @@ const std::vector<std::string> kDefaultWorkload = {"train.sft_steps=400",
                                                    "pipeline.trainer_cores=[1]"};
 
 nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
-  double wall = 0.0, tokens = 0.0, rows = 0.0;
+  double wall = 0.0, tokens = 0.0, rows = 0.0, switched_tokens = 0.0;
+  int64_t versions_per_row_max = 0;
   std::vector<double> rewards;
   std::map<std::string, double> bubbles;
   nlohmann::json staleness = nlohmann::json::object();
@@ -53,6 +55,10 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
     wall += seconds;
     tokens += line["trained_tokens"].get<double>();
     rows += line["trained_rows"].get<double>();
+    switched_tokens += line.value("rollout_switched_token_fraction", 0.0) *
+                       line["trained_tokens"].get<double>();
+    versions_per_row_max =
+        std::max(versions_per_row_max, line.value("rollout_versions_per_row_max", int64_t{0}));
     rewards.push_back(line["reward_mean"].get<double>());
     for (const auto& [key, value] : line["bubbles"].items()) {
       if (value.is_number()) bubbles[key] += value.get<double>() * seconds;
@@ -64,6 +70,7 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
   nlohmann::json bubble_json = nlohmann::json::object();
   for (const auto& [key, weighted] : bubbles) bubble_json[key] = weighted / std::max(wall, 1e-9);
   bubble_json["staleness_histogram"] = staleness;
+  const nlohmann::json last = lines.empty() ? nlohmann::json::object() : lines.back();
   const size_t quarter = std::max<size_t>(1, rewards.size() / 4);
   double final_reward = 0.0;
   for (size_t i = rewards.size() - quarter; i < rewards.size(); ++i) final_reward += rewards[i];
@@ -74,7 +81,16 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
           {"bubbles", bubble_json},
           {"trained_tokens", tokens},
           {"wall_seconds", wall},
-          {"iterations", iterations}};
+          {"iterations", iterations},
+          // In-flight updates and partial rollouts (pipeline/token_versions.h,
+          // rollout_worker.h): how mixed the trained rows' versions were, and the
+          // samples cut and resumed (cumulative counts, hence the last line's).
+          {"versions", {{"rollout_versions_per_row_max", versions_per_row_max},
+                        {"rollout_switched_token_fraction", switched_tokens / std::max(tokens, 1.0)},
+                        {"partial_cut_samples", last.value("partial_cut_samples", int64_t{0})},
+                        {"partial_cut_tokens", last.value("partial_cut_tokens", int64_t{0})},
+                        {"partial_resumed_samples",
+                         last.value("partial_resumed_samples", int64_t{0})}}}};
 }
 
 }  // namespace

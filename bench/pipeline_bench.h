@@ -10,9 +10,12 @@
 // of iterations), reward_curve, bubbles (iteration-time-weighted means) and
 // wall_seconds, and iterations (each one's seconds, trained tokens and rows, trainer
 // stage seconds and rollout_work: the instances' steps, scheduled tokens and busy
-// seconds). ratio = async effective_tps / sync effective_tps. simulated: what
-// aspen simulate predicts for both sides from the sync side's recorded costs, against
-// the measured figures (sim/simulation_spec.h, simulate_bench_pipeline).
+// seconds), and versions (rollout_versions_per_row_max, the token-weighted
+// rollout_switched_token_fraction, partial_cut_samples / _tokens and
+// partial_resumed_samples). ratio = async effective_tps / sync effective_tps.
+// simulated: what aspen simulate predicts for both sides from the sync side's
+// recorded costs, against the measured figures (sim/simulation_spec.h,
+// simulate_bench_pipeline).
 //
 // With nproc = N > 1 both sides run across N processes, each an `aspen train` rank
 // that `aspen launch` starts (self_exe), on the disaggregated placement: one trainer

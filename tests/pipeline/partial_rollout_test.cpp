@@ -66,12 +66,15 @@ TEST(PartialRolloutRows, TokenVersionStatsCountVersionsPerRowAndSwitchedTokens) 
 
 TEST(PartialRolloutRun, CutsAtWeightSwitchesResumesAndTrainsEveryGroupOnceWithinTheBound) {
   const int64_t eta = 2;
-  // Half the groups forced to the 24-token cap, slowed instances: units are in flight
-  // with output at every weight switch.
+  // One whole group per update, dispatched round robin to two instances: at a weight
+  // switch one instance is generating the group of the version before while the other
+  // has finished its own and waits, idle (the skewness that partial rollouts move).
   const TrainConfig config = testing::tiny_run_config(
       {"pipeline.mode=async", "pipeline.max_staleness=2", "pipeline.instances=2",
-       "train.iterations=6", "rollout.max_tokens=24", "rollout.long_tail_fraction=0.5",
-       "pipeline.partial_rollout=true", "pipeline.partial_rollout_min_tokens=2"});
+       "pipeline.dispatch=round_robin", "pipeline.dispatch_chunk=0",
+       "rollout.prompts_per_iteration=1", "train.iterations=12", "rollout.max_tokens=24",
+       "rollout.long_tail_fraction=0.5", "pipeline.partial_rollout=true",
+       "pipeline.partial_rollout_min_tokens=2"});
   RlSetup setup = build_rl_setup(config);
   RlWorkers workers(config, setup);
   EngineContext context{config, setup, workers};

@@ -266,8 +266,19 @@ void RolloutWorker::renew_leases() {
   }
 }
 
+bool RolloutWorker::peer_is_idle() {
+  for (const auto& [key, entry] : dock_.statuses(kInstanceStatusPrefix)) {
+    const InstanceStatus peer = decode_instance_status(entry.value);
+    if (peer.instance == options_.instance || peer.exited || entry.age_s > options_.lease_s) {
+      continue;  // itself, or gone
+    }
+    if (peer.queue.running + peer.queue.waiting == 0) return true;
+  }
+  return false;
+}
+
 bool RolloutWorker::cut_at_weight_switch() {
-  if (!config_.pipeline.partial_rollout) return false;
+  if (!config_.pipeline.partial_rollout || held_.empty() || !peer_is_idle()) return false;
   std::vector<int64_t> cut;
   for (const auto& [lease, held] : held_) {
     // Only units that ran under older weights: one started (or resumed) on these

@@ -26,9 +26,10 @@
 //            lease is acked. Rows the engine cannot take (e.g. longer than its KV
 //            cache) are discarded from the dock, with an error in the log.
 //   partial  pipeline.partial_rollout (verl's partial_rollout, slime's APRIL): right
-//            after loading new weights, each unit that started under older ones and
-//            holds an unfinished sample of >= partial_rollout_min_tokens output tokens
-//            is cut: the engine gives up its unfinished samples (RolloutEngine::
+//            after loading new weights, while another instance reports an empty queue
+//            on the board, each unit that started under older ones and holds an
+//            unfinished sample of >= partial_rollout_min_tokens output tokens is cut:
+//            the engine gives up its unfinished samples (RolloutEngine::
 //            cut_request), every row's output so far (tokens, log-probs, versions,
 //            routing; a finished row's whole output with its finish reason) goes into
 //            the rows' partial_* columns with version = its oldest token's, and the
@@ -39,7 +40,9 @@
 //            sample's seed stream continued) and completes the finished ones as they
 //            are. The boundary is the weight switch because that is when a sample's
 //            KV turns stale, and where the long tail of a batch meets the next one:
-//            the cut tail moves to whichever instance is free (docs/design.md).
+//            the cut tail moves to whichever instance is free (docs/design.md). With
+//            no idle peer nothing is cut: the instance would take its own units back
+//            and pay their prefill again for nothing (measured: docs/benchmarks.md).
 //   unit     a claim is pipeline.dispatch_chunk samples: whole groups by default
 //            (the prompt computed once, its KV blocks shared), or chunks of a group,
 //            so that a long group's samples spread over instances. A row's sample
@@ -161,6 +164,8 @@ class RolloutWorker {
   // Partial rollouts at a weight switch: cuts the units the rule picks (see above);
   // true if it cut any.
   bool cut_at_weight_switch();
+  // Another live instance reports nothing running or waiting (status board).
+  bool peer_is_idle();
   // The unit's output so far (and its finished rows) into the dock; its lease returned.
   void cut_claim(HeldClaim& held);
   bool has_room() const;  // the engine could start one more group now
