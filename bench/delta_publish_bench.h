@@ -11,19 +11,24 @@
 //             ZeroMQ for --fetch remote) and RolloutEngine::load_weights
 //   delta     a WeightReceiver's fetch of the delta and its apply, then load_weights;
 //             the applied set is checked equal to the published one (torch::equal on
-//             every tensor) and the engine's weights to the trainer's: "exact"
-//   bf16      the same step's weights cast to bf16 (what a bf16 publish would move:
-//             the run's engines compute in fp32, so this is the codec alone): the
-//             set's bytes, the delta's, its encode and apply seconds, exactness
+//             every tensor; aspen::Error otherwise) before it is loaded: "exact"
+//   bf16      (--dtype bf16 instead) the step's weights cast to bf16, what a bf16
+//             publish would move (the run's engines compute in fp32, so this is the
+//             codec alone): the set's bytes, the delta's, its encode and apply
+//             seconds, exactness
 //   sparse    what the alternative coding would move: an int32 index and the value of
 //             every element whose bits changed (the changed fraction beside it)
-// Result JSON: {"model": {...}, "runs": [{"lr", "fp32": {"full": S, "delta": S,
-// "sparse_index_bytes", "changed_fraction", "bytes_ratio", "seconds_ratio", "exact"},
-// "bf16": {...}}]} with S the stages' means over the measured steps and
+// Result JSON: {"model": {...}, "runs": [{"lr", "fp32" (or "bf16"): {"full": S,
+// "delta": S, "sparse_index_bytes", "changed_fraction", "bytes_ratio", "seconds_ratio"
+// (fp32), "exact"}}]} with S the stages' means over the measured steps and
 // "seconds" their sum per publish (full: snapshot + fetch + load; delta: snapshot +
 // encode + fetch + apply + load).
-// Memory: the policy, its AdamW moments, the instance's model, the board's set, the
-// receiver's set and one decoded set: about 7 sets, 17 GB at 0.6B.
+// Memory: as in publish_bench.h the instance's engine runs on the policy's own model
+// (load_weights copies the fetched set into it, which equals it bit for bit), so that
+// the policy, its AdamW moments (two sets), the board's set, the receiver's set, one
+// decoded or fetched set and the step's gradients fit in 24 GB at 0.6B. (A separate
+// instance model, or the bf16 sets measured in the same process, passed 22 GB resident
+// and the kernel killed it: hence --dtype.)
 // Errors: aspen::Error naming the option; aspen::Error when a delta is not exact.
 // Thread safety: call from one thread.
 #pragma once

@@ -127,6 +127,8 @@ void PublishBenchOptions::validate() const {
   check_input(!lrs.empty(), "give at least one learning rate", where + " --lrs");
   for (double lr : lrs) check_input(lr > 0, "must be > 0", where + " --lrs");
   check_input(warmup_steps >= 0, "must be >= 0", where + " --warmup-steps");
+  check_input(delta_dtype == "fp32" || delta_dtype == "bf16",
+              "expected fp32 or bf16, got \"" + delta_dtype + "\"", where + " --dtype");
   check_input(zstd_level >= -5 && zstd_level <= 19, "expected -5..19, got " + std::to_string(zstd_level),
               where + " --zstd-level");
 }

@@ -59,6 +59,7 @@ struct PublishBenchOptions {
   std::vector<double> lrs = {1e-6, 1e-5};
   int warmup_steps = 2;
   int zstd_level = 1;
+  std::string delta_dtype = "fp32";  // fp32: the run's publish; bf16: the codec on a bf16 cast
 
   void validate() const;  // aspen::Error naming the option
 };

@@ -1,7 +1,7 @@
 // `aspen bench publish [--lora-rank R] [--fetch remote|local] [--reps N] [shape options]
 //  --json`: bytes and seconds per weight publish, the full policy against LoRA's
 // adapters only, through the run's path (bench/publish_bench.h); with `--delta [--lrs
-// LR...] [--warmup-steps N] [--zstd-level L]`, full sets against deltas after real AdamW
+// LR...] [--warmup-steps N] [--zstd-level L] [--dtype fp32|bf16]`, full sets against deltas after real AdamW
 // steps (bench/delta_publish_bench.h).
 #include <iostream>
 #include <memory>
@@ -50,6 +50,10 @@ void setup(CLI::App& root) {
                       "--delta: AdamW steps before the measured ones, per learning rate")
       ->capture_default_str();
   command->add_option("--zstd-level", options->zstd_level, "--delta: the deltas' zstd level")
+      ->capture_default_str();
+  command->add_option("--dtype", options->delta_dtype,
+                      "--delta: fp32 (the run's publish, through its path) or bf16 (the codec "
+                      "on the weights cast to bf16)")
       ->capture_default_str();
   add_threads_option(command, options->threads);
   command->add_flag("--json", *json, "print JSON (the only format)");
