@@ -3,8 +3,9 @@
 // Qwen3-MoE split over the ranks' experts against the one-process model - forward,
 // every gradient and two optimizer steps, each rank on its own tokens - and the rollout
 // engine over it generating the one-process model's tokens, with the tokens exchanged
-// by all-to-all and, as a rollout instance runs it, replicated on every rank; and the
-// experts split by EP over a TP group whose attention is split by heads.
+// by all-to-all and, as a rollout instance runs it, replicated on every rank; the
+// experts split by EP over a TP group whose attention is split by heads; and the actor's
+// update with routing replay (R3) equal to one process replaying the same choices.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,7 +21,7 @@ void expect_ep_check_passes(int ranks) {
       testing::run_command(kAspen + " launch --nproc-per-node " + std::to_string(ranks) +
                            " --master-port 0 -- " + kWorker + " ep_check");
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  for (const char* name : {"all_to_all", "model", "rollout", "replicated_rollout", "tensor_times_expert", "actor"}) {
+  for (const char* name : {"all_to_all", "model", "rollout", "replicated_rollout", "tensor_times_expert", "actor", "actor_replay"}) {
     for (int r = 0; r < ranks; ++r) {
       EXPECT_NE(result.output.find("rank " + std::to_string(r) + " ep " + name + " ok"),
                 std::string::npos)

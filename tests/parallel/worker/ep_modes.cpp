@@ -21,6 +21,9 @@
 //                  rank 0 with three micro-batches and the others with one (padding
 //                  passes): log-probs, grad norm and updated weights equal one process
 //                  updating on every row.
+//     actor_replay the same with routing replay (R3): both replay the choices of a
+//                  model whose routers were moved, and the EP actor's top-k mismatch
+//                  to them is 0.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,12 +32,15 @@
 #include <vector>
 
 #include "aspen/model/expert_parallel_state.h"
+#include "aspen/model/moe_routing.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/shard_spec.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/batch_rows.h"
+#include "aspen/train/micro_batches.h"
+#include "aspen/train/policy_logprobs.h"
 #include "aspen/parallel/expert_parallel.h"
 #include "aspen/util/error.h"
 #include "paged_rollout_check.h"
@@ -229,8 +235,37 @@ void check_rollout(const ExpertParallel& ep) {
 // micro-batches (rank 0: three rows, three micro-batches; the others: one row, one):
 // the padding passes keep every rank in the others' collectives, in the log-prob pass
 // and in the update, and the result equals one process updating on every row.
-void check_actor(ProcessGroupHandle& group, const ExpertParallel& ep) {
-  const std::string where = "ep_check actor";
+// The rollout's expert choices ([R, S * k], routing_replay_log's column) for `batch`
+// under `weights` with every router moved, so that they differ from the trainer's own.
+torch::Tensor moved_router_routing(const ModelConfig& config,
+                                   const std::map<std::string, torch::Tensor>& weights,
+                                   const TrainBatch& batch) {
+  QwenForCausalLM rollout(config);
+  rollout->load_state(weights, "seeded");
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(3);  // the same on every rank
+  for (auto& item : rollout->named_parameters()) {
+    if (item.key().find(".mlp.gate.weight") != std::string::npos) {
+      item.value().add_(torch::randn_like(item.value()) * 5.0);
+    }
+  }
+  std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  const MicroBatch mb = pack_rows(batch, rows, torch::kCPU);
+  MoeRoutingLog log;
+  response_logprobs(rollout, mb, LogprobHeadOptions{}, false, &log);
+  std::vector<torch::Tensor> layers;
+  for (const LayerRouting& layer : log.layers) {
+    layers.push_back(layer.experts.index_select(0, mb.hidden_index));
+  }
+  return torch::cat(layers, 1).to(torch::kInt32);
+}
+
+// With `replay` (routing replay, R3) every forward of both the EP actor and the
+// one-process reference routes the response tokens as moved_router_routing says, and
+// the EP actor reports no top-k mismatch.
+void check_actor(ProcessGroupHandle& group, const ExpertParallel& ep, bool replay) {
+  const std::string where = replay ? "ep_check actor_replay" : "ep_check actor";
   const ModelConfig config = ep_config();
   const auto weights = seeded_weights(config);
   TrainBatch all;
@@ -251,7 +286,10 @@ void check_actor(ProcessGroupHandle& group, const ExpertParallel& ep) {
   QwenForCausalLM full(config);
   full->load_state(weights, "seeded");
   ActorTrainer reference(full, options);
-  const torch::Tensor old = reference.compute_logprobs(all).logprobs;
+  if (replay) {
+    all.token_columns[columns::kBehaviourRoutedExperts] = moved_router_routing(config, weights, all);
+  }
+  const torch::Tensor old = reference.compute_logprobs(all, false, replay).logprobs;
   all.token_columns[columns::kOldLogprobs] = old + 0.1;
   all.token_columns[columns::kAdvantages] = torch::cos(torch::arange(old.numel(), old.options()));
   std::vector<int64_t> mine;
@@ -268,12 +306,20 @@ void check_actor(ProcessGroupHandle& group, const ExpertParallel& ep) {
   ep_options.data_parallel.group = group;  // DP = EP here: every expert on one rank
   ep_options.data_parallel.is_expert = is_expert_parameter;
   ActorTrainer actor(sharded, ep_options);
-  const torch::Tensor local_old = actor.compute_logprobs(share).logprobs;
+  const torch::Tensor local_old = actor.compute_logprobs(share, false, replay).logprobs;
   // The reference's log-probs of these rows (the column is them + 0.1).
   ep_expect_close(local_old, share.token_columns.at(columns::kOldLogprobs) - 0.1,
                   "log-probs of this rank's rows", where);
-  const ActorMetrics got = actor.update(share, ActorUpdateOptions{});
-  const ActorMetrics want = reference.update(all, ActorUpdateOptions{});
+  ActorUpdateOptions update;
+  update.routing_replay = replay;
+  const ActorMetrics got = actor.update(share, update);
+  const ActorMetrics want = reference.update(all, update);
+  if (replay) {
+    ep_expect(got.router_topk_compared > 0 && got.router_topk_mismatch == 0.0,
+              "top-k mismatch " + std::to_string(got.router_topk_mismatch) + " over " +
+                  std::to_string(got.router_topk_compared),
+              where);
+  }
   ep_expect(std::abs(got.grad_norm - want.grad_norm) <= 1e-4 * std::max(1.0, want.grad_norm),
             "grad norm " + std::to_string(got.grad_norm) + " vs " + std::to_string(want.grad_norm),
             where);
@@ -297,8 +343,10 @@ int ep_check(ProcessGroupHandle& group, const std::vector<std::string>&) {
   std::printf("rank %d ep replicated_rollout ok\n", ep.rank);
   check_tensor_times_expert(group);
   std::printf("rank %d ep tensor_times_expert ok\n", ep.rank);
-  check_actor(group, ep);
+  check_actor(group, ep, /*replay=*/false);
   std::printf("rank %d ep actor ok\n", ep.rank);
+  check_actor(group, ep, /*replay=*/true);
+  std::printf("rank %d ep actor_replay ok\n", ep.rank);
   return 0;
 }
 
