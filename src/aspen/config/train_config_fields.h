@@ -263,7 +263,7 @@ void visit_fields(AlgorithmSection& s, Visitor& v) {
         "verl's importance-sampling weight of each token's loss, proximal over rollout "
         "policy: `token` (TIS: min(rho_t, C)), `sequence` (min(prod_t rho_t, C) for "
         "every token of the row) or `none`/`null`. Replaces `off_policy` (which must "
-        "stay `auto` or `none`); see docs/algorithms.md");
+        "stay `auto` or `none`); docs/design.md, \"Rollout correction\"");
     rc.field("rollout_is_threshold", c.rollout_is_threshold,
         "truncation C of the IS weights, > 0");
     rc.enum_field("rollout_rs", c.rollout_rs, kRolloutRsLevels,
