@@ -253,7 +253,8 @@ void visit_fields(AlgorithmSection& s, Visitor& v) {
         "correction for rows from older weights: `none`, `decoupled` (AReaL decoupled "
         "PPO: proximal = recomputed, behaviour = rollout log-probs), `tis` (truncated "
         "importance sampling); `auto` = `decoupled` in `pipeline.mode: async`, `none` "
-        "in sync");
+        "in sync, and `none` whenever `rollout_correction` corrects (verl's spelling of "
+        "the same machinery; setting both is an error)");
   v.field("off_policy_cap", s.off_policy_cap,
         "`decoupled`: drop tokens whose behaviour weight exceeds it (0: no cap); "
         "`tis`: truncation C (required, > 0)");
