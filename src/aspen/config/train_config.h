@@ -250,7 +250,7 @@ struct PipelineSection {
   // (spin-waits outweigh the small ops).
   int threads = 1;
   // async only (sync is eta 0): max_staleness, stream_updates, interrupt.
-  int64_t max_staleness = 1;             // eta: a row generated at version v trains at v..v+eta
+  int64_t max_staleness = 2;             // eta: a row generated at version v trains at v..v+eta
   int64_t sync_every = 1;                // publish weights to the rollout every N updates
   int64_t instances = 2;                 // rollout instances (one thread each)
   DispatchPolicyKind dispatch = DispatchPolicyKind::kQueueAware;
