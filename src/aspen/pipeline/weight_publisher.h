@@ -18,8 +18,9 @@
 //     set (then the set alone, which restarts the board's chain); instances fetch the
 //     deltas after the version they hold (pipeline/weight_receiver.h). LoRA runs
 //     publish their adapters without a delta (already 59x fewer bytes than the full
-//     policy; an fp32 adapter moves in every element at every step, like the full
-//     policy, so a delta would halve them at best), and the resharding path above
+//     policy; fp32 weights move in nearly every element at every step, and the full
+//     policy's fp32 delta measured 1.9-2.5x fewer bytes, docs/benchmarks.md "Delta
+//     weight sync", so it would add little to that), and the resharding path above
 //     stays full: the shards are exchanged between the trainers' own ranks and their
 //     colocated instances by collectives, not fetched from a board.
 // Collectives: gather_full_policy() and the resharding publish() are collective over
