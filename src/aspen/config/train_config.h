@@ -266,9 +266,10 @@ struct PipelineSection {
   bool stream_updates = true;
   bool interrupt = false;          // in-flight requests on new weights: continue (false) or
                                    // interrupt and resume (recompute on the new weights)
-  // Partial rollouts (rollout_worker.h): at an instance's weight switch, units whose
-  // samples ran under the older weights and hold >= partial_rollout_min_tokens output
-  // tokens go back to the dock with their output and are resumed by any instance.
+  // Partial rollouts (rollout_worker.h): at an instance's weight switch, while another
+  // instance is idle, units whose samples ran under the older weights and hold >=
+  // partial_rollout_min_tokens output tokens go back to the dock with their output and
+  // are resumed by any instance.
   bool partial_rollout = false;
   int64_t partial_rollout_min_tokens = 32;
   int rollout_threads = 1;         // torch intra-op threads per rollout instance

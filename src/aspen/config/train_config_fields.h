@@ -433,8 +433,8 @@ void visit_fields(PipelineSection& s, Visitor& v) {
         "and resumed on the new weights");
   v.field("partial_rollout", s.partial_rollout,
         "async: partial rollouts (verl's `partial_rollout`, slime's APRIL). When a "
-        "rollout instance switches to new weights, each unit it generates under the "
-        "older ones whose longest unfinished sample holds >= "
+        "rollout instance switches to new weights while another instance is idle, each "
+        "unit it generates under the older ones whose longest unfinished sample holds >= "
         "`partial_rollout_min_tokens` tokens is cut: its output so far (tokens, "
         "log-probs, versions) goes back to the dock and any instance resumes it "
         "(prompt + output prefilled under its weights, the sample's seed stream "
