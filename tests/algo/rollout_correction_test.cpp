@@ -42,6 +42,8 @@ TEST(RolloutCorrection, TokenTisTruncatesEachTokenRatioAtTheThreshold) {
   expect_values(r.weights, {1.5, 0.8, 2.0, 0.25}, 1e-12);
   EXPECT_NEAR(scalar(r.metrics.is_mean), (1.5 + 0.8 + 2.0 + 0.25) / 4, 1e-12);
   EXPECT_NEAR(scalar(r.metrics.ratio_mean), (1.5 + 0.8 + 3.0 + 0.25) / 4, 1e-12);
+  EXPECT_NEAR(scalar(r.metrics.ratio_max), 3.0, 1e-12);
+  EXPECT_NEAR(scalar(r.metrics.ratio_min), 0.25, 1e-12);
   EXPECT_NEAR(scalar(r.metrics.truncated_frac), 0.25, 1e-12);
   EXPECT_NEAR(scalar(r.metrics.masked_frac), 0.0, 0);
   // k3 = mean(rho - 1 - ln rho).

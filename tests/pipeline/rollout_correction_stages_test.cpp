@@ -92,6 +92,8 @@ TEST(RolloutCorrectionStages, TheUpdateReportsTheCorrectionsMetrics) {
   EXPECT_NEAR(m.rollout_rs_masked_frac, ((ratio < 0.5) | (ratio > 2.0)).to(torch::kDouble).mean().item<double>(),
               1e-6);
   EXPECT_GT(m.rollout_rs_masked_frac, 0.0);
+  EXPECT_NEAR(m.rollout_is_ratio_max, ratio.max().item<double>(), 1e-5 * ratio.max().item<double>());
+  EXPECT_NEAR(m.rollout_is_ratio_min, ratio.min().item<double>(), 1e-5 * ratio.min().item<double>());
   EXPECT_GT(m.rollout_corr_kl, 0.0);
 }
 

@@ -70,6 +70,8 @@ RolloutCorrection rollout_correction(const torch::Tensor& old_logprobs,
   out.changed = truncated | ~keep;
   out.metrics.is_mean = token_mean_metric(w);
   out.metrics.ratio_mean = token_mean_metric(rho);
+  out.metrics.ratio_max = rho.numel() > 0 ? rho.max() : torch::ones({}, rho.options());
+  out.metrics.ratio_min = rho.numel() > 0 ? rho.min() : torch::ones({}, rho.options());
   out.metrics.truncated_frac = token_mean_metric(truncated.to(dtype));
   out.metrics.masked_frac = token_mean_metric((~keep).to(dtype));
   out.metrics.kl_k3 = token_mean_metric(rho - 1.0 - d);

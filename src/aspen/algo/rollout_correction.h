@@ -47,6 +47,8 @@ struct RolloutCorrectionOptions {
 struct RolloutCorrectionMetrics {
   torch::Tensor is_mean;         // mean w_t after truncation (1 without IS)
   torch::Tensor ratio_mean;      // mean rho_t before truncation (token ratio)
+  torch::Tensor ratio_max;       // max and min of rho_t (1 for an empty batch)
+  torch::Tensor ratio_min;
   torch::Tensor truncated_frac;  // share of tokens whose weight was truncated at C
   torch::Tensor masked_frac;     // share of tokens rejected (token or whole sequence)
   torch::Tensor kl_k3;           // k3 estimate of KL(rollout || proximal): rho - 1 - log rho

@@ -90,6 +90,8 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
   if (actor.rollout_is_ratio_mean > 0.0) {
     line["rollout_is_mean"] = actor.rollout_is_mean;
     line["rollout_is_ratio_mean"] = actor.rollout_is_ratio_mean;
+    line["rollout_is_ratio_max"] = actor.rollout_is_ratio_max;
+    line["rollout_is_ratio_min"] = actor.rollout_is_ratio_min;
     line["rollout_is_truncated_frac"] = actor.rollout_is_truncated_frac;
     line["rollout_rs_masked_frac"] = actor.rollout_rs_masked_frac;
     line["rollout_corr_kl"] = actor.rollout_corr_kl;

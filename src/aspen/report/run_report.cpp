@@ -154,6 +154,8 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
   charts.push_back(rl_chart(metrics, "Rollout correction (proximal / rollout policy)",
                             {{"rollout_is_mean", "IS weight after truncation, mean"},
                              {"rollout_is_ratio_mean", "token ratio before truncation, mean"},
+                             {"rollout_is_ratio_max", "token ratio, max"},
+                             {"rollout_is_ratio_min", "token ratio, min"},
                              {"rollout_is_truncated_frac", "share of tokens truncated"},
                              {"rollout_rs_masked_frac", "share of tokens rejected"},
                              {"rollout_corr_kl", "KL(rollout || proximal), k3"}}));

@@ -56,6 +56,15 @@ void add_rollout_corr(ActorMetrics& m, const torch::Tensor& sum, double divisor)
   }
 }
 
+// Folds a step's token-ratio extremes (undefined: none) into the metrics.
+void fold_ratio_extremes(ActorMetrics& m, const torch::Tensor& high, const torch::Tensor& low) {
+  if (!high.defined()) return;
+  const double h = high.item<double>(), l = low.item<double>();
+  const bool first = m.rollout_is_ratio_max == 0.0;
+  m.rollout_is_ratio_max = first ? h : std::max(m.rollout_is_ratio_max, h);
+  m.rollout_is_ratio_min = first ? l : std::min(m.rollout_is_ratio_min, l);
+}
+
 // router_load_max / router_load_mean from the [layers, E] slot counts (see ActorMetrics).
 void set_router_load(ActorMetrics& metrics, const torch::Tensor& load) {
   if (!load.defined() || load.numel() == 0) return;
@@ -205,6 +214,12 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
                                                 rc.masked_frac, rc.kl_k3})
                                           .to(torch::kDouble) *
                                       weight);
+      const torch::Tensor high = rc.ratio_max.detach().to(torch::kDouble);
+      const torch::Tensor low = rc.ratio_min.detach().to(torch::kDouble);
+      sums.rollout_ratio_max =
+          sums.rollout_ratio_max.defined() ? torch::maximum(sums.rollout_ratio_max, high) : high;
+      sums.rollout_ratio_min =
+          sums.rollout_ratio_min.defined() ? torch::minimum(sums.rollout_ratio_min, low) : low;
     }
   }
   // Expert parallelism: as many passes as the EP rank with the most micro-batches.
@@ -271,6 +286,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     metrics.approx_kl += value_or_zero(sums.approx_kl);
     metrics.correction_capped_frac += value_or_zero(sums.capped);
     add_rollout_corr(metrics, sums.rollout_corr, 1.0);
+    fold_ratio_extremes(metrics, sums.rollout_ratio_max, sums.rollout_ratio_min);
   });
   double mismatch_sum = value_or_zero(first_step.mismatch_sum);
   double mismatch_max = value_or_zero(first_step.mismatch_max);
@@ -324,7 +340,23 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
                                 metrics.correction_capped_frac,
                                 metrics.router_aux_loss};
     for (double* slot : rollout_corr_metrics(metrics)) sums.push_back(*slot);
+    // The extremes over ranks from sums: each rank fills only its own two slots (a
+    // rank without the correction's tokens leaves 0, which the max/min below skip).
+    const size_t extremes = sums.size();
+    sums.resize(extremes + 2 * static_cast<size_t>(data_parallel_.world_size()), 0.0);
+    sums[extremes + 2 * static_cast<size_t>(data_parallel_.rank())] = metrics.rollout_is_ratio_max;
+    sums[extremes + 2 * static_cast<size_t>(data_parallel_.rank()) + 1] = metrics.rollout_is_ratio_min;
     data_parallel_.sum_over_ranks(sums);
+    metrics.rollout_is_ratio_max = 0.0;
+    metrics.rollout_is_ratio_min = 0.0;
+    for (int rank = 0; rank < data_parallel_.world_size(); ++rank) {
+      const double high = sums[extremes + 2 * static_cast<size_t>(rank)];
+      const double low = sums[extremes + 2 * static_cast<size_t>(rank) + 1];
+      if (high == 0.0) continue;  // no corrected tokens on that rank
+      const bool first = metrics.rollout_is_ratio_max == 0.0;
+      metrics.rollout_is_ratio_max = first ? high : std::max(metrics.rollout_is_ratio_max, high);
+      metrics.rollout_is_ratio_min = first ? low : std::min(metrics.rollout_is_ratio_min, low);
+    }
     for (size_t i = 0; i < rollout_corr_metrics(metrics).size(); ++i) {
       *rollout_corr_metrics(metrics)[i] = sums[9 + i];
     }
@@ -420,6 +452,7 @@ ActorMetrics ActorTrainer::step_accumulated(const ActorUpdateOptions& options) {
   metrics.approx_kl = value_or_zero(sums.approx_kl) / static_cast<double>(tokens);
   metrics.correction_capped_frac = value_or_zero(sums.capped) / static_cast<double>(tokens);
   add_rollout_corr(metrics, sums.rollout_corr, static_cast<double>(tokens));
+  fold_ratio_extremes(metrics, sums.rollout_ratio_max, sums.rollout_ratio_min);
   metrics.rollout_logprob_diff_tokens = sums.mismatch_tokens;
   metrics.rollout_logprob_diff_max = value_or_zero(sums.mismatch_max);
   metrics.rollout_logprob_diff_mean =

@@ -145,6 +145,9 @@ struct ActorMetrics {
   // estimate of KL(rollout || proximal).
   double rollout_is_mean = 0.0;
   double rollout_is_ratio_mean = 0.0;
+  // The token ratio's extremes over every step and rank (0 without the correction).
+  double rollout_is_ratio_max = 0.0;
+  double rollout_is_ratio_min = 0.0;
   double rollout_is_truncated_frac = 0.0;
   double rollout_rs_masked_frac = 0.0;
   double rollout_corr_kl = 0.0;
@@ -197,6 +200,7 @@ class ActorTrainer {
     torch::Tensor mismatch_sum, mismatch_max;  // of |trainer - rollout| log-probs
     torch::Tensor expert_load;                 // [sparse layers, E] top-k slots per expert
     torch::Tensor rollout_corr;  // [5]: the rollout_* metrics of ActorMetrics, in order
+    torch::Tensor rollout_ratio_max, rollout_ratio_min;  // extremes of the token ratio
     int64_t routing_differ = 0, routing_compared = 0;  // (token, layer) top-k sets
     int64_t mismatch_tokens = 0;
     void add(torch::Tensor& slot, const torch::Tensor& value);
