@@ -189,13 +189,9 @@ nlohmann::json run_delta_publish_bench(const PublishBenchOptions& options) {
   set_compute_threads(options.threads, "--threads");
   const ModelConfig config = publish_model_config(options);
   QwenForCausalLM policy = make_random_model(config, /*seed=*/0);
-  int64_t parameters = 0;
-  for (const auto& p : policy->parameters()) parameters += p.numel();
+  const int64_t parameters = parameter_count(policy);
   PublishDocks docks(options.fetch == "remote");
-  EngineConfig engine_config;
-  engine_config.num_blocks = 4;  // the engine never generates here: a token KV cache
-  engine_config.max_num_seqs = 1;
-  RolloutEngine engine(policy, engine_config);
+  RolloutEngine engine(policy, publish_engine_config());
   WeightReceiver receiver(WeightSync::kDelta);
   std::mt19937 rng(0);
   int64_t version = 0;

@@ -64,6 +64,19 @@ PublishDocks::PublishDocks(bool remote) {
   }
 }
 
+int64_t parameter_count(const QwenForCausalLM& policy) {
+  int64_t parameters = 0;
+  for (const auto& p : policy->parameters()) parameters += p.numel();
+  return parameters;
+}
+
+EngineConfig publish_engine_config() {
+  EngineConfig config;
+  config.num_blocks = 4;
+  config.max_num_seqs = 1;
+  return config;
+}
+
 namespace {
 
 int64_t set_bytes(const WeightSet& set) {
@@ -138,14 +151,10 @@ nlohmann::json run_publish_bench(const PublishBenchOptions& options) {
   set_compute_threads(options.threads, "--threads");
   torch::NoGradGuard no_grad;
   QwenForCausalLM policy = make_random_model(publish_model_config(options), /*seed=*/0);
-  int64_t parameters = 0;
-  for (const auto& p : policy->parameters()) parameters += p.numel();
+  const int64_t parameters = parameter_count(policy);
 
   PublishDocks docks(options.fetch == "remote");
-  EngineConfig engine_config;
-  engine_config.num_blocks = 4;  // the engine never generates here: a token KV cache
-  engine_config.max_num_seqs = 1;
-  RolloutEngine engine(policy, engine_config);
+  RolloutEngine engine(policy, publish_engine_config());
   int64_t version = 0;
 
   nlohmann::json result;

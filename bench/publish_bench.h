@@ -36,6 +36,8 @@
 #include "aspen/dock/controller_protocol.h"
 #include "aspen/dock/transfer_dock.h"
 #include "aspen/io/hf_config.h"
+#include "aspen/model/qwen_model.h"
+#include "aspen/rollout/engine.h"
 #include "bench/imports.h"
 
 namespace aspen::bench {
@@ -68,6 +70,13 @@ nlohmann::json run_publish_bench(const PublishBenchOptions& options);
 
 // The random Qwen3 of the options' shape (tied embeddings, as Qwen3-0.6B).
 ModelConfig publish_model_config(const PublishBenchOptions& options);
+
+// The bench policy's parameter count.
+int64_t parameter_count(const QwenForCausalLM& policy);
+
+// The engine a publish bench loads weights into: it never generates, so a KV cache of
+// a few blocks and one sequence.
+EngineConfig publish_engine_config();
 
 // The trainer's dock (owning the warehouse the weights are published to) and an
 // instance's view of it: a reader-only dock over ZeroMQ (remote) or the trainer's own
