@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aspen/tokenizer/imports.h"
+#include "aspen/tokenizer/python_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
 #include "aspen/util/strings.h"
@@ -56,6 +57,20 @@ std::string unescape_jinja(const std::string& literal) {
   return out;
 }
 
+// Qwen2.5's tools branch prints the default system prompt again, as a literal of its own
+// (`{{- 'You are Qwen, ...' }}`); every such literal becomes '@DEFAULT_SYSTEM@' too, so that
+// recognition can require both branches to print the same prompt.
+void replace_prompt_literals(const std::string& escaped, std::string& jinja) {
+  for (const char quote : {'\'', '"'}) {
+    const std::string literal = quote + escaped + quote;
+    const std::string placeholder = std::string("'") + kDefaultPlaceholder + "'";
+    for (size_t at = jinja.find(literal); at != std::string::npos;
+         at = jinja.find(literal, at + placeholder.size())) {
+      jinja.replace(at, literal.size(), placeholder);
+    }
+  }
+}
+
 // Finds the literal `<|im_start|>system\n...<|im_end|>\n` a Qwen2-style template prints
 // when the conversation has no system message; returns its text and replaces it in
 // `jinja` by kDefaultPlaceholder.
@@ -79,9 +94,10 @@ std::optional<std::string> take_default_system(std::string& jinja) {
         continue;
       }
       const size_t text_length = length - suffix.size();
-      std::string text = unescape_jinja(jinja.substr(body, text_length));
+      const std::string escaped = jinja.substr(body, text_length);
       jinja.replace(body, text_length, kDefaultPlaceholder);
-      return text;
+      replace_prompt_literals(escaped, jinja);
+      return unescape_jinja(escaped);
     }
   }
   return std::nullopt;
@@ -120,6 +136,36 @@ constexpr const char* kChatMLTurn =
 constexpr const char* kGenerationPrompt =
     "{%ifadd_generation_prompt%}{{'<|im_start|>assistant\\n'}}";
 
+// The tool sections, normalised. Both families print the same tools header after their
+// own system-prompt part, and differ in how a tool call is spaced and when arguments that
+// are a string are printed verbatim (qwen3) or through tojson (qwen2.5).
+constexpr const char* kToolsHeader =
+    R"(#Tools\n\nYoumaycalloneormorefunctionstoassistwiththeuserquery.\n\nYouareprovided)"
+    R"(withfunctionsignatureswithin<tools></tools>XMLtags:\n<tools>'}}{%fortoolintools%})"
+    R"({{'\n'}}{{tool|tojson}}{%endfor%}{{'\n</tools>\n\nForeachfunctioncall,returnajson)"
+    R"(objectwithfunctionnameandargumentswithin<tool_call></tool_call>XMLtags:\n<tool_call>)"
+    R"(\n{\'name\':<function-name>,\'arguments\':<args-json-object>}\n</tool_call><|im_end|>)"
+    R"(\n'}}{%else%})";
+constexpr const char* kQwen25ToolsSystem =
+    R"({%iftools%}{{'<|im_start|>system\n'}}{%ifmessages[0].role=='system'%}{{messages[0].)"
+    R"(content}}{%else%}{{'@DEFAULT_SYSTEM@'}}{%endif%}{{'\n\n)";
+constexpr const char* kQwen3ToolsSystem =
+    R"({%iftools%}{{'<|im_start|>system\n'}}{%ifmessages[0].role=='system'%}{{messages[0].)"
+    R"(content+'\n\n'}}{%endif%}{{')";
+constexpr const char* kQwen25ToolCalls =
+    R"({%elifmessage.role=='assistant'%}{{'<|im_start|>'+message.role}}{%ifmessage.content%})"
+    R"({{'\n'+message.content}}{%endif%}{%fortool_callinmessage.tool_calls%}{%iftool_call.)"
+    R"(functionisdefined%}{%settool_call=tool_call.function%}{%endif%}{{'\n<tool_call>\n)"
+    R"({'name':''}}{{tool_call.name}}{{'','arguments':'}}{{tool_call.arguments|tojson}}{{'})"
+    R"(\n</tool_call>'}}{%endfor%}{{'<|im_end|>\n'}})";
+constexpr const char* kQwen3ToolCalls =
+    R"({%ifmessage.tool_calls%}{%fortool_callinmessage.tool_calls%}{%if(loop.firstand)"
+    R"(content)or(notloop.first)%}{{'\n'}}{%endif%}{%iftool_call.function%}{%settool_call=)"
+    R"(tool_call.function%}{%endif%}{{'<tool_call>\n{'name':''}}{{tool_call.name}}{{'',)"
+    R"('arguments':'}}{%iftool_call.argumentsisstring%}{{tool_call.arguments}}{%else%}{{)"
+    R"(tool_call.arguments|tojson}}{%endif%}{{'}\n</tool_call>'}}{%endfor%}{%endif%}{{'<|)"
+    R"(im_end|>\n'}})";
+
 bool is_plain_chatml(const std::string& n) {
   return n ==
          "{%formessageinmessages%}{{'<|im_start|>'+message.role+'\\n'+message.content+"
@@ -146,7 +192,9 @@ bool is_qwen25(const std::string& n) {
                           kChatMLTurn,
                           "{{'\\n<tool_response>\\n'}}{{message.content}}"
                           "{{'\\n</tool_response>'}}",
-                          kGenerationPrompt});
+                          kGenerationPrompt}) &&
+         contains_all(
+             n, {std::string(kQwen25ToolsSystem).append(kToolsHeader).c_str(), kQwen25ToolCalls});
 }
 
 bool is_qwen3(const std::string& n) {
@@ -166,7 +214,9 @@ bool is_qwen3(const std::string& n) {
                  "{{'<|im_start|>'+message.role+'\\n'+content}}{%endif%}",
                  "{{'\\n<tool_response>\\n'}}{{message.content}}{{'\\n</tool_response>'}}",
                  "{%ifadd_generation_prompt%}{{'<|im_start|>assistant\\n'}}{%ifenable_thinking"
-                 "isdefinedandenable_thinkingisfalse%}{{'<think>\\n\\n</think>\\n\\n'}}"});
+                 "isdefinedandenable_thinkingisfalse%}{{'<think>\\n\\n</think>\\n\\n'}}"}) &&
+         contains_all(
+             n, {std::string(kQwen3ToolsSystem).append(kToolsHeader).c_str(), kQwen3ToolCalls});
 }
 
 // --- Rendering helpers (Python str semantics the templates rely on) -----------------------
@@ -196,7 +246,42 @@ void validate(const std::vector<ChatMessage>& messages) {
       throw Error("unknown role '" + role + "'", where,
                   "roles are system (first only), user, assistant and tool");
     }
+    check_input(messages[i].tool_calls.empty() || role == "assistant",
+                "a " + role + " message carries tool_calls", where,
+                "only assistant messages make tool calls");
   }
+}
+
+bool has_tool_calls(const std::vector<ChatMessage>& messages) {
+  for (const ChatMessage& message : messages) {
+    if (!message.tool_calls.empty()) return true;
+  }
+  return false;
+}
+
+// The system turn of a conversation offered tools: `system_text` (the family's own part,
+// up to the blank line) then the schemas, one tojson line each.
+std::string tools_system_turn(const std::string& system_text,
+                              const std::vector<nlohmann::ordered_json>& tools) {
+  std::string out = "<|im_start|>system\n" + system_text +
+                    "# Tools\n\nYou may call one or more functions to assist with the user "
+                    "query.\n\nYou are provided with function signatures within "
+                    "<tools></tools> XML tags:\n<tools>";
+  for (const nlohmann::ordered_json& tool : tools) out += "\n" + python_json_dumps(tool);
+  return out +
+         "\n</tools>\n\nFor each function call, return a json object with function name and "
+         "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+         "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
+}
+
+// `verbatim_strings`: qwen3 prints arguments that are a string as they are (OpenAI's
+// JSON text); qwen2.5 passes them through tojson like any value.
+std::string tool_call_block(const ToolCall& call, bool verbatim_strings) {
+  const std::string arguments = verbatim_strings && call.arguments.is_string()
+                                    ? call.arguments.get<std::string>()
+                                    : python_json_dumps(call.arguments);
+  return "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " + arguments +
+         "}\n</tool_call>";
 }
 
 // Qwen2.5/Qwen3: consecutive tool results share one user turn.
@@ -215,20 +300,30 @@ std::string render_chatml(const std::vector<ChatMessage>& messages,
 }
 
 std::string render_qwen25(const std::vector<ChatMessage>& messages,
-                          const std::string& default_system) {
-  std::string out;
-  if (messages[0].role != "system") out += turn("system", default_system);
-  for (size_t i = 0; i < messages.size(); ++i) {
-    if (messages[i].role == "tool") {
+                          const std::string& default_system,
+                          const std::vector<nlohmann::ordered_json>& tools) {
+  const bool has_system = messages[0].role == "system";
+  const std::string& system = has_system ? messages[0].content : default_system;
+  std::string out =
+      tools.empty() ? turn("system", system) : tools_system_turn(system + "\n\n", tools);
+  for (size_t i = has_system ? 1 : 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "tool") {
       append_tool_response(messages, i, out);
+    } else if (m.role == "assistant" && !m.tool_calls.empty()) {
+      out += "<|im_start|>assistant";
+      if (!m.content.empty()) out += "\n" + m.content;
+      for (const ToolCall& call : m.tool_calls) out += "\n" + tool_call_block(call, false);
+      out += "<|im_end|>\n";
     } else {
-      out += turn(messages[i].role, messages[i].content);
+      out += turn(m.role, m.content);
     }
   }
   return out;
 }
 
-std::string render_qwen3(const std::vector<ChatMessage>& messages) {
+std::string render_qwen3(const std::vector<ChatMessage>& messages,
+                         const std::vector<nlohmann::ordered_json>& tools) {
   // The last user message that is a real query (not a wrapped tool response): assistant
   // turns after it belong to the current multi-step answer and keep their reasoning.
   size_t last_query = messages.size() - 1;
@@ -241,10 +336,16 @@ std::string render_qwen3(const std::vector<ChatMessage>& messages) {
       break;
     }
   }
+  const bool has_system = messages[0].role == "system";
   std::string out;
-  for (size_t i = 0; i < messages.size(); ++i) {
+  if (!tools.empty()) {
+    out = tools_system_turn(has_system ? messages[0].content + "\n\n" : "", tools);
+  } else if (has_system) {
+    out = turn("system", messages[0].content);
+  }
+  for (size_t i = has_system ? 1 : 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    if (m.role == "system" || m.role == "user") {
+    if (m.role == "user") {
       out += turn(m.role, m.content);
     } else if (m.role == "tool") {
       append_tool_response(messages, i, out);
@@ -267,6 +368,10 @@ std::string render_qwen3(const std::vector<ChatMessage>& messages) {
                lstrip_newlines(content);
       } else {
         out += content;
+      }
+      for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+        if (k > 0 || !content.empty()) out += "\n";
+        out += tool_call_block(m.tool_calls[k], true);
       }
       out += "<|im_end|>\n";
     }
@@ -344,18 +449,23 @@ std::string ChatTemplate::name() const {
 }
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                 bool add_generation_prompt, bool enable_thinking) const {
+                                 bool add_generation_prompt, bool enable_thinking,
+                                 const std::vector<nlohmann::ordered_json>& tools) const {
   validate(messages);
   std::string out;
   switch (family_) {
     case Family::kChatML:
+      check_input(tools.empty() && !has_tool_calls(messages),
+                  "the chatml template has no tool format, but the conversation has tools or "
+                  "tool calls",
+                  "chat template render", "use a qwen2.5 or qwen3 template for tool calling");
       out = render_chatml(messages, default_system_);
       break;
     case Family::kQwen25:
-      out = render_qwen25(messages, *default_system_);
+      out = render_qwen25(messages, *default_system_, tools);
       break;
     case Family::kQwen3:
-      out = render_qwen3(messages);
+      out = render_qwen3(messages, tools);
       break;
   }
   if (add_generation_prompt) {

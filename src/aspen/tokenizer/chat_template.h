@@ -13,14 +13,24 @@
 //                their reasoning, earlier ones have it stripped; with enable_thinking=false the
 //                generation prompt ends in an empty think block.
 // A chat_template that is none of these throws aspen::Error ("unrecognised chat template"),
-// so an unknown model never gets a silently wrong prompt. Tool definitions and assistant
-// tool_calls are not modelled (messages carry text only).
+// so an unknown model never gets a silently wrong prompt.
+//
+// Tools (qwen2.5 and qwen3), as `apply_chat_template(messages, tools=tools, ...)` renders
+// them: `tools` (JSON function schemas, printed one per line with HF's tojson, see
+// python_json.h) go into the system turn under "# Tools"; an assistant message's
+// tool_calls follow its content as `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`;
+// tool messages become `<tool_response>` blocks in a user turn. Recognition checks the
+// template's tool sections too. The chatml family has no tool format: tools or tool_calls
+// with it throw aspen::Error rather than vanish from the prompt (HF would drop them
+// silently). tests/tokenizer/chat_template_tools_test.cpp pins all of this against HF's
+// own rendering (tools/python/chat_template_oracle.py).
 //
 // Roles: "system" (first message only), "user", "assistant", "tool". Anything else, an
 // empty conversation, or a system message after the first throws aspen::Error.
 // Thread safety: immutable after construction; render() may be called concurrently.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +39,22 @@
 
 namespace aspen::tokenizer {
 
+// One function call of an assistant turn: HF's {"name": ..., "arguments": ...} (OpenAI's
+// {"type": "function", "function": {...}} wrapper unwrapped: chat_message_json.h).
+struct ToolCall {
+  std::string name;
+  // A JSON object, printed with HF's tojson (key order kept: ordered_json). A string is
+  // taken as OpenAI's wire form (the arguments' JSON text): qwen3 prints it verbatim,
+  // qwen2.5 prints it as a JSON string literal - each as its template does.
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+};
+
 struct ChatMessage {
   std::string role;
   std::string content;
+  // Assistant messages only (any other role with tool calls throws in render()). The
+  // default keeps `{role, content}` initialisers valid.
+  std::vector<ToolCall> tool_calls = {};
 };
 
 class ChatTemplate {
@@ -48,9 +71,11 @@ class ChatTemplate {
   static ChatTemplate builtin(const std::string& name);
 
   // `enable_thinking` only matters for the qwen3 family (HF passes it to the template as an
-  // extra variable, which the other templates ignore).
+  // extra variable, which the other templates ignore). `tools`: the function schemas
+  // offered to the model (HF's `tools=`); empty renders as `tools=None` does.
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                     bool enable_thinking = true) const;
+                     bool enable_thinking = true,
+                     const std::vector<nlohmann::ordered_json>& tools = {}) const;
 
   Family family() const { return family_; }
   // "chatml", "qwen2.5" or "qwen3".

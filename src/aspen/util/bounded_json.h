@@ -73,15 +73,18 @@ class TrackedChars {
 // Parses `text` as one JSON document of at most `max_depth` nested arrays/objects
 // (a scalar is depth 0, `[]` depth 1) in which no object repeats a key. Throws
 // aspen::Error naming `source`.
-inline nlohmann::json parse_json_bounded(std::string_view text, const std::string& source,
-                                         int max_depth = kMaxJsonDepth) {
+// Json: nlohmann::json, or nlohmann::ordered_json where the order of keys must survive
+// (a tool call's arguments, rendered back into a prompt: tokenizer/python_json.h).
+template <class Json>
+Json parse_json_bounded_as(std::string_view text, const std::string& source,
+                           int max_depth = kMaxJsonDepth) {
   const char* furthest = text.data();
   std::vector<std::unordered_set<std::string>> open_objects;  // the keys seen in each
   // The callback's depth is the number of arrays/objects already open when a value
   // starts; an array or object starting at depth d is nested d + 1 deep.
-  const nlohmann::json::parser_callback_t check =
-      [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        using Event = nlohmann::json::parse_event_t;
+  const typename Json::parser_callback_t check =
+      [&](int depth, typename Json::parse_event_t event, Json& parsed) {
+        using Event = typename Json::parse_event_t;
         if ((event == Event::object_start || event == Event::array_start) && depth >= max_depth) {
           throw Error("JSON nested deeper than " + std::to_string(max_depth) + " levels", source,
                       "flatten the document");
@@ -91,7 +94,9 @@ inline nlohmann::json parse_json_bounded(std::string_view text, const std::strin
         } else if (event == Event::object_end) {
           if (!open_objects.empty()) open_objects.pop_back();
         } else if (event == Event::key && !open_objects.empty() &&
-                   !open_objects.back().insert(parsed.get_ref<const std::string&>()).second) {
+                   !open_objects.back()
+                        .insert(parsed.template get_ref<const std::string&>())
+                        .second) {
           // The parser has just read the key's closing quote: `furthest` is on its line.
           const auto line = 1 + std::count(text.data(), furthest, '\n');
           const bool one_line = text.find('\n') == std::string_view::npos;
@@ -102,13 +107,17 @@ inline nlohmann::json parse_json_bounded(std::string_view text, const std::strin
         return true;
       };
   try {
-    return nlohmann::json::parse(bounded_json_detail::TrackedChars(text.data(), &furthest),
-                                 bounded_json_detail::TrackedChars(text.data() + text.size(),
-                                                                   &furthest),
-                                 check);
+    return Json::parse(bounded_json_detail::TrackedChars(text.data(), &furthest),
+                       bounded_json_detail::TrackedChars(text.data() + text.size(), &furthest),
+                       check);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed JSON: ") + e.what(), source);
   }
+}
+
+inline nlohmann::json parse_json_bounded(std::string_view text, const std::string& source,
+                                         int max_depth = kMaxJsonDepth) {
+  return parse_json_bounded_as<nlohmann::json>(text, source, max_depth);
 }
 
 }  // namespace aspen
