@@ -98,6 +98,15 @@ int sharded_tp_size(const std::string& dir) { return read_layout(dir).tp_size; }
 
 std::vector<std::pair<std::string, torch::Tensor>> load_sharded(const std::string& dir,
                                                                 int tp_rank, int tp_size) {
+  return load_sharded(dir, [&](const std::string&, const ShardSpec& saved) {
+    return std::optional<ShardHolding>(ShardHolding{saved, tp_rank, tp_size});
+  });
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> load_sharded(
+    const std::string& dir,
+    const std::function<std::optional<ShardHolding>(const std::string& name,
+                                                    const ShardSpec& saved)>& holding) {
   const Layout layout = read_layout(dir);
   std::map<int, std::unique_ptr<SafetensorsReader>> readers;  // opened on first need
   auto reader = [&](int rank) -> SafetensorsReader& {
@@ -110,21 +119,32 @@ std::vector<std::pair<std::string, torch::Tensor>> load_sharded(const std::strin
     }
     return *slot;
   };
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const LayoutEntry& entry : layout.tensors) {
+  // The shard of rank/size of `entry` under the spec it was saved with.
+  auto assemble = [&](const LayoutEntry& entry, int rank, int size) {
     const std::string what = dir + ": " + entry.name;
     const int64_t extent =
         entry.spec.replicated() ? 0 : entry.full_shape.at(static_cast<size_t>(entry.spec.dim));
     std::vector<SourceShard> sources;
-    for (int rank :
-         source_ranks_needed(entry.spec, extent, tp_rank, tp_size, layout.tp_size, what)) {
-      SafetensorsReader& file = reader(rank);
+    for (int source : source_ranks_needed(entry.spec, extent, rank, size, layout.tp_size, what)) {
+      SafetensorsReader& file = reader(source);
       check_input(file.contains(entry.name), "tensor missing from the shard file", what);
-      sources.push_back({file.tensor(entry.name), rank, layout.tp_size});
+      sources.push_back({file.tensor(entry.name), source, layout.tp_size});
     }
     const auto dtype = sources.front().tensor.scalar_type();
-    out.emplace_back(entry.name, assemble_shard(entry.spec, entry.full_shape, sources, tp_rank,
-                                                tp_size, dtype, what));
+    return assemble_shard(entry.spec, entry.full_shape, sources, rank, size, dtype, what);
+  };
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const LayoutEntry& entry : layout.tensors) {
+    const std::optional<ShardHolding> held = holding(entry.name, entry.spec);
+    if (!held) continue;
+    if (held->size == 1 || held->spec == entry.spec) {
+      out.emplace_back(entry.name, assemble(entry, held->rank, held->size));
+      continue;
+    }
+    const torch::Tensor whole = assemble(entry, 0, 1);
+    out.emplace_back(entry.name, take_shard(whole, held->spec, held->rank, held->size,
+                                            dir + ": " + entry.name)
+                                     .clone());
   }
   return out;
 }

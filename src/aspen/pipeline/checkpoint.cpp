@@ -14,6 +14,7 @@
 #include "aspen/io/safetensors.h"
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/pipeline/checkpoint_manifest.h"
+#include "aspen/pipeline/checkpoint_shards.h"
 #include "aspen/pipeline/checkpoint_state.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
@@ -26,6 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kPrefix = "iter_";
+// The sharded states of a tensor-parallel run (pipeline/checkpoint_shards.h).
+constexpr const char* kShardedOptimizer = "actor_optimizer";
+constexpr const char* kShardedReference = "reference";
 
 fs::path checkpoints_root(const std::string& run_dir) {
   return fs::path(run_dir) / "checkpoints";
@@ -136,29 +140,48 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
                             int64_t keep_last, const ExpertParallel& experts) {
   const fs::path final_dir = checkpoints_root(run_dir) / iteration_name(iteration);
   const fs::path tmp = final_dir.string() + ".tmp";
-  // EP rank 0 is the run's rank 0: it owns the directory and writes all but the
-  // other EP ranks' experts' optimizer state.
-  const bool leader = experts.rank == 0;
-  std::optional<ProcessGroupHandle> group = experts.group;
+  // The ranks that write: the actor's first TP group under tensor parallelism (which
+  // is its EP group too when train.ep = train.tp), else the first EP group. Their rank
+  // 0 is the run's rank 0: it owns the directory and writes all that is not sharded.
+  const QwenForCausalLM& actor = workers.actor->model();
+  const TensorParallel& tp = actor->tp;
+  const bool sharded = tp.enabled();
+  const bool leader = (sharded ? tp.rank : experts.rank) == 0;
+  std::optional<ProcessGroupHandle> group = sharded ? tp.group : experts.group;
   if (leader) {
     fs::remove_all(tmp);
     fs::create_directories(tmp);
+    // setup.model holds the whole policy on every layout (gathered after each update
+    // under TP and EP), so the policy is one HF directory that loads at any layout.
     export_policy(setup, (tmp / "policy").string());
     checkpoint_fault_delay();
   }
   // Under LoRA the reference is the policy's base, saved with the policy.
-  if (workers.reference && workers.reference->holds_copy()) {
+  const bool reference = workers.reference && workers.reference->holds_copy();
+  if (reference && !sharded) {
     // Collective under EP: the reference's experts are spread like the actor's.
-    const auto reference = experts.enabled()
-                               ? gather_expert_parallel_state(workers.reference->model())
-                               : workers.reference->model()->hf_state();
-    if (leader) write_safetensors((tmp / "reference.safetensors").string(), reference);
+    const auto whole = experts.enabled()
+                           ? gather_expert_parallel_state(workers.reference->model())
+                           : workers.reference->model()->hf_state();
+    if (leader) write_safetensors((tmp / "reference.safetensors").string(), whole);
   }
   if (group) group->barrier();  // the directory exists
-  std::function<bool(const std::string&)> mine;  // rank 0: everything it holds
-  if (!leader) mine = is_expert_parameter;
-  write_safetensors((tmp / actor_optimizer_file(experts.rank, experts.size)).string(),
-                    workers.actor->optimizer().checkpoint_state(mine));
+  if (sharded) {
+    // Each TP rank its own shards (and experts): nothing is gathered.
+    if (reference) {
+      const QwenForCausalLM& frozen = workers.reference->model();
+      write_rank_shards((tmp / kShardedReference).string(), frozen->hf_state(),
+                        parameter_holding(frozen), tp.rank, tp.size);
+    }
+    write_rank_shards((tmp / kShardedOptimizer).string(),
+                      workers.actor->optimizer().checkpoint_state(),
+                      optimizer_state_holding(actor), tp.rank, tp.size);
+  } else {
+    std::function<bool(const std::string&)> mine;  // rank 0: everything it holds
+    if (!leader) mine = is_expert_parameter;
+    write_safetensors((tmp / actor_optimizer_file(experts.rank, experts.size)).string(),
+                      workers.actor->optimizer().checkpoint_state(mine));
+  }
   if (group) group->barrier();  // every share is written
   if (!leader) return final_dir.string();
   if (workers.critic) {
@@ -211,6 +234,10 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup) {
                           (root / "policy").string());
   if (fs::exists(root / "reference.safetensors")) {
     loaded.workers.reference = load_safetensors((root / "reference.safetensors").string());
+  } else if (fs::is_directory(root / kShardedReference)) {
+    // Whole: the reference model's load_state takes this rank's shards of it.
+    loaded.workers.reference =
+        read_rank_shards((root / kShardedReference).string(), whole_holding());
   }
   if (fs::exists(root / "critic.safetensors")) {
     loaded.workers.critic = load_safetensors((root / "critic.safetensors").string());
@@ -220,10 +247,23 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, RlSetup& setup) {
 
 void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) {
   const fs::path root(checkpoint.dir);
+  const QwenForCausalLM& actor = workers.actor->model();
+  Optimizer& optimizer = workers.actor->optimizer();
   if (fs::exists(root / "actor_optimizer.pt")) {  // written before the named format
-    workers.actor->optimizer().load((root / "actor_optimizer.pt").string());
+    check_input(!actor->tp.enabled(),
+                "holds optimizer state of the format before named state (actor_optimizer.pt), "
+                "which resumes only over the same parameters",
+                checkpoint.dir, "resume it with placement.train.tp=1");
+    optimizer.load((root / "actor_optimizer.pt").string());
+  } else if (fs::is_directory(root / kShardedOptimizer)) {  // a tensor-parallel run's
+    optimizer.restore_state(
+        read_rank_shards((root / kShardedOptimizer).string(), optimizer_state_holding(actor)),
+        (root / kShardedOptimizer).string());
   } else {
-    workers.actor->optimizer().restore_state(load_actor_optimizer_shares(root), checkpoint.dir);
+    // Whole tensors by name: cut into this rank's shards under TP.
+    optimizer.restore_state(
+        as_held(load_actor_optimizer_shares(root), optimizer_state_holding(actor), checkpoint.dir),
+        checkpoint.dir);
   }
   if (workers.reference && workers.reference->holds_copy()) {
     check_input(!checkpoint.workers.reference.empty(),

@@ -11,6 +11,10 @@
 //                            train.ep under expert parallelism, where EP rank R's file
 //                            holds its own experts' state (and rank 0's also the rest)
 //   reference.safetensors    the frozen reference (when the run has one), every expert
+//   actor_optimizer/, reference/   instead, under tensor parallelism (train.tp > 1):
+//                            the AdamW state and the reference as each TP rank of the
+//                            first data-parallel replica holds them, its own shards
+//                            written by itself (pipeline/checkpoint_shards.h)
 //   critic.safetensors       critic parameters (ppo)
 //   critic_optimizer.safetensors  (ppo)
 //   state.json               {"iteration": N, "schedule": {...}}: prompt order and
@@ -21,9 +25,10 @@
 // while saving leaves the previous checkpoint intact; only keep_last are kept.
 // RNG streams that are not saved are counter-based (sampling seeds derive from the
 // group id, update shuffles from the iteration index), so they need no state.
-// Expert-parallel runs: the state is by name, not by rank, so a checkpoint resumes at
-// any train.ep (and without EP): every rank reads every optimizer file and takes the
-// parameters it holds. Checkpoints of Aspen before the named format (actor_optimizer.pt,
+// Expert- and tensor-parallel runs: the state is by name (and shard metadata), not by
+// rank, so a checkpoint resumes at any train.ep and train.tp the model allows (and in
+// one process): every rank reads the optimizer files and takes the parameters it
+// holds, cut or assembled into its own shards; the policy is whole at every layout. Checkpoints of Aspen before the named format (actor_optimizer.pt,
 // critic_optimizer.pt, torch archives) still resume, with the same parameters.
 // Fault injection for tests: ASPEN_FAULT_CHECKPOINT_DELAY_MS=M pauses M ms halfway
 // through every checkpoint write.
@@ -49,7 +54,10 @@ namespace aspen::pipeline {
 // Returns its directory. With an enabled `experts` context (the actor's, train.ep > 1)
 // it is collective over that EP group, the first one (ranks 0..ep-1): each rank writes
 // its experts' optimizer state, EP rank 0 (the run's rank 0) everything else; the
-// others' schedule_state is not read.
+// others' schedule_state is not read. Under tensor parallelism (the actor model's TP
+// context, train.tp > 1) it is collective over the actor's first TP group instead
+// (ranks 0..tp-1, the first data-parallel replica; with train.ep = train.tp also its
+// EP group): each writes its shards of the optimizer state and the reference.
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
                             int64_t keep_last, const ExpertParallel& experts = {});

@@ -131,12 +131,6 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
               "needs " + std::to_string(p.world_size()) + " ranks (" + name_of(p.mode) +
                   "), WORLD_SIZE is " + std::to_string(world_size),
               "placement.train.dp", hint);
-  if (p.train_tp > 1) {
-    check_input(config.checkpoint.every == 0, "is " + std::to_string(config.checkpoint.every),
-                "checkpoint.every",
-                "checkpoints of a tensor-parallel run (sharded optimizer state) are not written "
-                "by aspen train yet; use placement.train.tp=1 or checkpoint.every=0");
-  }
 }
 
 // The training grid's groups (TP fastest, ranks [0, dp x tp) in both modes): the TP
@@ -363,10 +357,12 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       if (config.logging.console) progress.report(i + 1, line);
     }
     // Rank 0 writes the checkpoint (after the metrics line, which a resume keeps); under
-    // expert parallelism the rest of the first EP group writes its experts' optimizer
-    // state with it.
+    // tensor parallelism the rest of the first TP group writes its shards with it, under
+    // expert parallelism alone the rest of the first EP group its experts' optimizer
+    // state (both groups are ranks [0, size): TP is the fastest index, then EP).
     const bool checkpoints =
-        writer || (groups.expert_parallel.enabled() && rank < config.placement.train_ep);
+        writer || (groups.tensor_parallel.enabled() && rank < config.placement.train_tp) ||
+        (groups.expert_parallel.enabled() && rank < config.placement.train_ep);
     if (checkpoints && config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
                       writer ? nlohmann::json{{"schedule", schedule->state()}, {"evals", evals}}

@@ -8,6 +8,7 @@
 #include "aspen/io/safetensors.h"
 #include "aspen/train/imports.h"
 #include "aspen/util/error.h"
+#include "aspen/util/strings.h"
 
 namespace aspen::train {
 namespace {
@@ -269,6 +270,15 @@ int64_t load_torch_archive(torch::optim::AdamW& adamw, const std::string& path) 
 }
 
 }  // namespace
+
+std::optional<StateEntryOwner> state_entry_owner(const std::string& state_name) {
+  for (const char* suffix : {".exp_avg", ".exp_avg_sq", ".max_exp_avg_sq", ".step"}) {
+    const std::string tail(suffix);
+    if (state_name.size() <= tail.size() || !ends_with(state_name, tail)) continue;
+    return StateEntryOwner{state_name.substr(0, state_name.size() - tail.size()), tail != ".step"};
+  }
+  return std::nullopt;
+}
 
 NamedParams Optimizer::checkpoint_state(
     const std::function<bool(const std::string& name)>& include) const {

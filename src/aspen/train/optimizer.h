@@ -44,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,16 @@ double global_grad_norm(const std::vector<torch::Tensor>& params,
 // (> 0) and is finite; returns the pre-clip norm.
 double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm,
                       const ShardedNorm* sharded = nullptr);
+
+// The parameter a checkpoint_state() entry belongs to: "<name>" of "<name>.exp_avg",
+// ".exp_avg_sq" and ".max_exp_avg_sq" (shaped = true: the parameter's shape, so a
+// sharded parameter's moments shard like it) and of "<name>.step" (an int64 scalar);
+// nullopt for "optimizer.step_count" and any name checkpoint_state() does not write.
+struct StateEntryOwner {
+  std::string parameter;
+  bool shaped = false;
+};
+std::optional<StateEntryOwner> state_entry_owner(const std::string& state_name);
 
 class Optimizer {
  public:
