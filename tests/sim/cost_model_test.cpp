@@ -109,5 +109,22 @@ TEST(CostModel, ColocatedPublishMovesWhatTheResharderPlans) {
   EXPECT_EQ(CostModel(small_model(), device, split).weight_fetch_s(), 0.0);
 }
 
+TEST(CostModel, ADeltaFetchMovesItsFractionOfTheWeightsAndTheGatherStaysWhole) {
+  DevicePreset device = device_preset("h200");
+  ClusterShape full;  // 8 trainer devices serving 8 instances over the network
+  full.train_tp = 4;
+  full.train_dp = 2;
+  full.instances = 8;
+  ClusterShape delta = full;
+  delta.fetched_fraction = 0.1;
+  const double weights = 7.6e9 * 2;
+  EXPECT_NEAR(CostModel(small_model(), device, full).weight_fetch_s(),
+              weights / device.network_bandwidth, 1e-9);
+  EXPECT_NEAR(CostModel(small_model(), device, delta).weight_fetch_s(),
+              0.1 * weights / device.network_bandwidth, 1e-9);
+  EXPECT_EQ(CostModel(small_model(), device, delta).publish_s(),
+            CostModel(small_model(), device, full).publish_s());
+}
+
 }  // namespace
 }  // namespace aspen::sim

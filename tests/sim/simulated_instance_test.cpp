@@ -96,6 +96,66 @@ TEST(SimulatedInstance, CuttingASegmentEndsItAtTheStepInFlight) {
   EXPECT_EQ(instance.counters().steps, 12);
 }
 
+TEST(SimulatedInstance, TakingAUnitOutGivesEachSamplesTokensAndFreesItsKv) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 64, 1024);
+  instance.add_unit(7, 4, {5, 10}, 1);
+  instance.add_unit(8, 4, {30, 30}, 3);
+  double now = instance.start_segment(0.0);  // both prompts, one step
+  instance.finish_segment();
+  now += instance.start_segment(now);  // decodes until sample 0 of unit 7 is done: 4 steps
+  instance.finish_segment();
+  // Only units below version 2, and only those the rule picks (longest unfinished: 5).
+  EXPECT_TRUE(instance.take_units_older_than(2, [](int64_t longest) { return longest > 5; }).empty());
+  const std::vector<SimulatedUnitProgress> taken =
+      instance.take_units_older_than(2, [](int64_t longest) { return longest == 5; });
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].unit, 7);
+  EXPECT_EQ(taken[0].version, 1);
+  EXPECT_EQ(taken[0].generated, (std::vector<int64_t>{5, 5}));
+  // Unit 8 alone holds KV: its prompt and its two samples' 5 tokens each.
+  EXPECT_EQ(instance.queue_state().total_blocks - instance.queue_state().free_blocks, 4 + 2 * 5);
+  EXPECT_EQ(instance.queue_state().running, 2);
+}
+
+TEST(SimulatedInstance, AResumedUnitPrefillsPromptAndTokensThenDecodesTheRest) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 64, 1024);
+  instance.resume_unit(7, 4, {5, 10}, {5, 5}, 1);  // sample 0 finished before the cut
+  EXPECT_EQ(instance.queue_state().waiting, 1);
+  double now = 0;
+  const std::vector<SimulatedUnitDone> done = drain(instance, now);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].lengths, (std::vector<int64_t>{5, 10}));
+  EXPECT_EQ(done[0].version, 1);  // the oldest token's
+  // One step prefills prompt + 5 tokens and samples the 6th; 4 decodes make 10.
+  EXPECT_EQ(instance.counters().steps, 5);
+  EXPECT_EQ(instance.counters().scheduled_tokens, 4 + 5 + 4);
+}
+
+TEST(SimulatedInstance, RecomputingOnNewWeightsPrefillsEveryRunningSequenceAgain) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  SimulatedInstance instance(costs, 64, 1024);
+  instance.add_unit(1, 4, {10, 10}, 0);
+  const double start = instance.start_segment(0.0);
+  instance.finish_segment();
+  instance.start_segment(start);  // 9 decode steps: cut in the third
+  double now = instance.cut_segment(start + 2.5);
+  instance.finish_segment();  // samples at 1 + 3 = 4 tokens
+  const int64_t before = instance.counters().scheduled_tokens;
+  instance.recompute_running();
+  EXPECT_EQ(instance.counters().preemptions, 0);  // not a memory preemption
+  now = instance.start_segment(now);
+  instance.finish_segment();
+  // Each sample recomputes its 4 tokens and samples its 5th in that step; the prompt
+  // once: the first to rejoin recomputes it and its sibling shares it.
+  EXPECT_EQ(instance.counters().scheduled_tokens - before, (4 + 4) + 4);
+  double t = 0;
+  const std::vector<SimulatedUnitDone> done = drain(instance, t);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].lengths, (std::vector<int64_t>{10, 10}));
+}
+
 TEST(SimulatedInstance, RefusesAPromptLargerThanTheKvCache) {
   const CostModel costs = step_counting_costs(16);
   SimulatedInstance instance(costs, 64, 1024);

@@ -159,6 +159,71 @@ TEST(Simulator, AbsurdSizesAreRefusedWithTheBoundAndItsReason) {
   EXPECT_EQ(size_error({}), "");
 }
 
+int64_t trained_within(const nlohmann::json& result, int64_t eta) {
+  int64_t rows = 0;
+  for (const auto& [behind, count] : result["bubbles"]["staleness_histogram"].items()) {
+    EXPECT_LE(std::stoi(behind), eta);
+    rows += count.get<int64_t>();
+  }
+  return rows;
+}
+
+TEST(Simulator, OverSamplingAbortsStragglersSoTheLongTailNoLongerHoldsAnUpdate) {
+  // One long group in 20 runs to 4096 tokens, six times the median: at eta 1 the window
+  // waits for it; with over-sampling update i trains the first 16 groups scored.
+  const std::vector<std::string> base = {"pipeline.max_staleness=1", "train.iterations=8"};
+  std::vector<std::string> over = base;
+  over.push_back("pipeline.over_sample=0.25");
+  const nlohmann::json plain = run_simulation(simulation_spec(small_cluster(base), true));
+  const nlohmann::json aborting = run_simulation(simulation_spec(small_cluster(over), true));
+  EXPECT_EQ(plain["rollout"]["aborted_groups"], 0);
+  EXPECT_GT(aborting["rollout"]["aborted_groups"].get<int64_t>(), 0);
+  EXPECT_GT(aborting["rollout"]["aborted_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ(trained_within(aborting, 1), 8 * 16 * 4);  // every batch whole, none too stale
+  EXPECT_EQ(aborting["trained_rows"], 8 * 16 * 4);
+  EXPECT_LT(aborting["seconds_per_step"].get<double>(), plain["seconds_per_step"].get<double>());
+  // The aborted rows left the dock: allocated = retired + live.
+  const nlohmann::json& dock = aborting["dock"];
+  EXPECT_EQ(dock["rows_allocated"].get<int64_t>(),
+            dock["rows_retired"].get<int64_t>() + dock["live_rows"].get<int64_t>());
+  // The sync side is the baseline: no over-sampling there.
+  EXPECT_EQ(run_simulation(simulation_spec(small_cluster(over), false))["rollout"]["aborted_groups"], 0);
+}
+
+TEST(Simulator, PartialRolloutsCutUnitsAtAWeightSwitchWhileAPeerIdlesAndResumeThem) {
+  // Fewer groups than instances: some instance is idle at every weight switch.
+  const std::vector<std::string> base = {"pipeline.max_staleness=1", "train.iterations=8",
+                                         "rollout.prompts_per_iteration=2",
+                                         "placement.rollout.instances=6"};
+  std::vector<std::string> partial = base;
+  partial.push_back("pipeline.partial_rollout=true");
+  const nlohmann::json plain = run_simulation(simulation_spec(small_cluster(base), true));
+  const nlohmann::json cut = run_simulation(simulation_spec(small_cluster(partial), true));
+  EXPECT_EQ(plain["rollout"]["cut_units"], 0);
+  const int64_t cuts = cut["rollout"]["cut_units"].get<int64_t>();
+  EXPECT_GT(cuts, 0);
+  EXPECT_GT(cut["rollout"]["cut_tokens"].get<int64_t>(), 0);
+  // Every cut unit was resumed, but those still in the dock when the run ended.
+  EXPECT_GT(cut["rollout"]["resumed_units"].get<int64_t>(), 0);
+  EXPECT_LE(cut["rollout"]["resumed_units"].get<int64_t>(), cuts);
+  EXPECT_EQ(trained_within(cut, 1), 8 * 2 * 4);  // staleness from the oldest token
+  // The sync side never cuts.
+  EXPECT_EQ(run_simulation(simulation_spec(small_cluster(partial), false))["rollout"]["cut_units"], 0);
+}
+
+TEST(Simulator, DrainingOnAnUpdateRunsThinnerBatchesThanInFlightUpdates) {
+  const std::vector<std::string> base = {"pipeline.max_staleness=2", "train.iterations=8"};
+  std::vector<std::string> drain = base;
+  drain.push_back("simulate.drain_on_update=true");
+  const nlohmann::json in_flight = run_simulation(simulation_spec(small_cluster(base), true));
+  const nlohmann::json drained = run_simulation(simulation_spec(small_cluster(drain), true));
+  EXPECT_EQ(drained["trained_rows"], 8 * 16 * 4);
+  EXPECT_LT(drained["effective_tps"].get<double>(), in_flight["effective_tps"].get<double>());
+  // A draining instance decodes its last sequences alone while groups wait for it.
+  EXPECT_LT(drained["rollout"]["mean_batch"].get<double>(),
+            in_flight["rollout"]["mean_batch"].get<double>());
+}
+
 TEST(Simulator, MoreInstancesThanWorkRunsWithIdleInstances) {
   // 60 instances for 4 groups: most only load weights, which is no throughput to report.
   const nlohmann::json result = run_simulation(simulation_spec(

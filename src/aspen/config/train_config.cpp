@@ -452,6 +452,9 @@ PipelineSection read_pipeline(ConfigSection s) {
   check_positive(p.instances, s.where("instances"));
   check_positive(p.rollout_threads, s.where("rollout_threads"));
   check_positive(p.partial_rollout_min_tokens, s.where("partial_rollout_min_tokens"));
+  check_input(p.over_sample >= 0.0 && p.over_sample <= 1.0,
+              "must be in [0, 1] (a fraction of rollout.prompts_per_iteration; 0: off)",
+              s.where("over_sample"));
   // Sync mode is the engine at eta = 0 whatever max_staleness says.
   const int64_t eta = p.mode == PipelineMode::kAsync ? p.max_staleness : 0;
   check_input(p.sync_every <= eta + 1,
@@ -494,6 +497,8 @@ SimulateSection read_simulate(ConfigSection s) {
     check_input(value <= 1, "is a fraction of the peak: must be <= 1", s.where(key));
   }
   check_input(std::isfinite(c.step_overhead_ms), "must be finite", s.where("step_overhead_ms"));
+  check_input(c.delta_fraction > 0 && c.delta_fraction <= 1, "must be in (0, 1]",
+              s.where("delta_fraction"));
   check_input(c.memory_utilization > 0 && c.memory_utilization <= 1, "must be in (0, 1]",
               s.where("memory_utilization"));
   check_input(c.devices >= 0 && c.devices <= 1 << 20, "must be in [0, 2^20]", s.where("devices"));
@@ -540,7 +545,7 @@ const char* name_of(SimulateBaseline value) { return spelling(kSimulateBaselines
 int64_t dispatch_chunk(const TrainConfig& config, int64_t instances) {
   const int64_t n = config.rollout.n;
   if (config.pipeline.dispatch_chunk > 0) return config.pipeline.dispatch_chunk;
-  if (config.pipeline.dispatch_chunk == 0) return n;
+  if (config.pipeline.dispatch_chunk == 0 || config.pipeline.over_sample > 0) return n;
   if (config.pipeline.mode != PipelineMode::kAsync || instances <= 1) return n;
   for (int64_t chunk = (n + 1) / 2; chunk < n; ++chunk) {
     if (n % chunk == 0) return chunk;
@@ -576,6 +581,14 @@ TrainConfig parse_train_config(Config& config) {
       result.pipeline.dispatch_chunk <= 0 || result.rollout.n % result.pipeline.dispatch_chunk == 0,
       "must divide rollout.n (" + std::to_string(result.rollout.n) + ")",
       config.source() + ": pipeline.dispatch_chunk", "0 dispatches whole groups");
+  // An abort drops a straggler's whole group: a group split over instances would leave
+  // its other chunks' rows to finish for nothing.
+  check_input(result.pipeline.over_sample == 0 || result.pipeline.dispatch_chunk <= 0 ||
+                  result.pipeline.dispatch_chunk == result.rollout.n,
+              "pipeline.over_sample aborts whole groups; a dispatch chunk of " +
+                  std::to_string(result.pipeline.dispatch_chunk) + " samples splits them",
+              config.source() + ": pipeline.dispatch_chunk",
+              "use auto or 0 (whole groups) with pipeline.over_sample");
   // A tensor-parallel instance's followers replay the leader's plan, which carries no
   // cut units nor resumed outputs.
   check_input(!(result.pipeline.partial_rollout && result.placement.rollout_tp > 1),

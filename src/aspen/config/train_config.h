@@ -240,7 +240,8 @@ inline constexpr int64_t kDispatchChunkAuto = -1;
 // 0.15 (one long group holds one instance while the others idle) and chunks of half
 // a group 0.03 with a higher async/sync ratio, while chunks of 1 paid a prompt prefill
 // per sample and lost the gain (docs/benchmarks.md, "Across processes"). Sync keeps
-// whole groups: it is the baseline exactly as before `auto`.
+// whole groups: it is the baseline exactly as before `auto`. With pipeline.over_sample
+// the unit is the whole group (an abort drops whole groups).
 int64_t dispatch_chunk(const TrainConfig& config, int64_t instances);
 
 struct PipelineSection {
@@ -272,6 +273,10 @@ struct PipelineSection {
   // are resumed by any instance.
   bool partial_rollout = false;
   int64_t partial_rollout_min_tokens = 32;
+  // Over-sampling with abort of stragglers (staleness_window.h): admit ceil(f B) more
+  // groups than the bound; update i trains the oldest B scored groups of version >=
+  // i - eta and aborts the groups that can no longer train within the bound. 0: off.
+  double over_sample = 0.0;
   int rollout_threads = 1;         // torch intra-op threads per rollout instance
   std::vector<int> rollout_cores;  // pin rollout instance threads here; empty: no pinning
   std::vector<int> trainer_cores;  // pin the trainer thread here; empty: no pinning
@@ -326,6 +331,11 @@ struct SimulateSection {
   double length_sigma = 1.0;
   int64_t prompt_tokens = 256;
   double reward_ms = 1.0;
+  // The rollout without in-flight updates, for comparison: an instance stops taking
+  // groups once newer weights are published and loads them when its running ones end.
+  bool drain_on_update = false;
+  // Bytes of a delta publish (pipeline.weight_sync: delta) over a full one.
+  double delta_fraction = 0.104;
   std::string replay;       // a run's metrics.jsonl: replay its groups' response lengths
   std::string calibration;  // an `aspen bench pipeline --json` output: fit the cpu preset to it
   uint64_t seed = 1;

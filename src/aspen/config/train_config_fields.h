@@ -443,6 +443,16 @@ void visit_fields(PipelineSection& s, Visitor& v) {
   v.field("partial_rollout_min_tokens", s.partial_rollout_min_tokens,
         "partial rollouts cut only units with a sample this long (>= 1): a shorter one "
         "ends soon, and resuming costs a prefill of prompt + output");
+  v.field("over_sample", s.over_sample,
+        "over-sampling with abort of stragglers (slime's over-sampling, APRIL's abort), "
+        "0 to 1; 0: off. Admission takes ceil(f x `rollout.prompts_per_iteration`) more "
+        "groups than the staleness bound, and update i trains the oldest "
+        "`prompts_per_iteration` scored groups of version >= i - η instead of waiting "
+        "for the window's last groups: a group that can no longer train within the "
+        "bound is aborted (its instance drops it at the next weight switch; metrics "
+        "`aborted_groups`, `aborted_tokens`) and replaced by a new prompt. Removes the "
+        "long tail's wait at the cost of the aborted work and a bias against long "
+        "responses (measured: docs/simulate.md). Also in sync mode (η = 0)");
   v.field("rollout_threads", s.rollout_threads,
         "torch intra-op threads per rollout instance");
   v.cores_field("rollout_cores", s.rollout_cores,
@@ -580,6 +590,15 @@ void visit_fields(SimulateSection& s, Visitor& v) {
         "the log-normal's sigma (0: every response `length_median` tokens)");
   v.field("prompt_tokens", s.prompt_tokens, "tokens per prompt");
   v.field("reward_ms", s.reward_ms, "verifier milliseconds per sample (one verifier per instance)");
+  v.field("drain_on_update", s.drain_on_update,
+        "the rollout without in-flight weight updates, for comparison: an instance stops "
+        "taking groups once newer weights are published and loads them when its running "
+        "ones have finished (false: in-flight, the engine's behaviour: new weights at the "
+        "next step, running sequences continue)");
+  v.field("delta_fraction", s.delta_fraction,
+        "with `pipeline.weight_sync: delta`, the bytes an instance fetches per publish over "
+        "the full set's, in (0, 1]; 0.104 is `aspen bench publish --delta --dtype bf16` at "
+        "lr 1e-5 (9.65x fewer bytes; docs/benchmarks.md)");
   v.field("replay", s.replay,
         "a run's `metrics.jsonl`: the simulated groups take its recorded groups' response "
         "lengths (`response_lengths`, cycled) instead of the log-normal and the long tail");

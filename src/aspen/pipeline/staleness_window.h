@@ -11,6 +11,17 @@
 //               required_through_version = index - eta: every live group whose version
 //               is <= index - eta must be in it; it fills up to `groups_wanted` groups
 //               (whole: the complete window at once; else a streaming part).
+//   over-sample pipeline.over_sample = f > 0 (slime's over-sampling, APRIL's abort): the
+//               admission bound grows by ceil(f B) groups, and update `index` no longer
+//               waits for the window's stragglers: it trains the oldest B scored groups
+//               of version >= index - eta (the claim's min_version), and every group of
+//               version < index + 1 - eta that update `index` did not take can no
+//               longer train within the bound: it is a straggler and is aborted (an
+//               instance drops it at its next weight switch, the trainer discards it
+//               once scored). Its rows free their room, so admission refills it with a
+//               new prompt. The cost is the aborted work and a bias against long
+//               responses (they are the stragglers); the measured trade-off is in
+//               docs/simulate.md and docs/benchmarks.md.
 // Thread safety: pure functions. Errors: aspen::Error for a non-positive n or batch.
 #pragma once
 
@@ -26,14 +37,27 @@ namespace aspen::pipeline {
 int64_t staleness_eta(const TrainConfig& config);
 
 // Groups the admitter may still admit now (>= 0).
+// extra_groups: over-sampling's ceil(f B) (over_sample_groups), 0 without.
 int64_t admissible_groups(int64_t published_version, int64_t eta, int64_t batch_groups,
                           int64_t trained_groups, const ConsumerBacklog& batch_backlog,
-                          int64_t group_size);
+                          int64_t group_size, int64_t extra_groups = 0);
+
+// ceil(pipeline.over_sample x rollout.prompts_per_iteration); 0 when over-sampling is off.
+int64_t over_sample_groups(const TrainConfig& config);
 
 // The claim options of update `index`'s batch (or of its next streaming part);
 // timeout_s and lease_s are the caller's.
+// abort_stragglers (over-sampling on): min_version = index - eta instead of the required
+// window.
 ClaimOptions batch_claim_options(int64_t index, int64_t eta, int64_t groups_wanted,
-                                 int64_t group_size, bool whole);
+                                 int64_t group_size, bool whole, bool abort_stragglers = false);
+
+// Over-sampling: the oldest version a row may hold and still train at update
+// `next_index` or later (rows older than this are stragglers to abort).
+int64_t oldest_trainable_version(int64_t next_index, int64_t eta);
+// The claim of scored stragglers after update `index` (the trainer discards them):
+// whole groups of consumer "batch" with version < oldest_trainable_version(index + 1).
+ClaimOptions straggler_claim_options(int64_t index, int64_t eta, int64_t max_rows);
 
 // Whether updates stream (pipeline.stream_updates in force): async mode, a single
 // optimizer step whose loss and advantages decompose over groups — a group-local

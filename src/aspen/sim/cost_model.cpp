@@ -169,8 +169,9 @@ double CostModel::publish_s() const {
 double CostModel::weight_fetch_s() const {
   if (!device_.roofline) return 0.0;  // in-process: the instance takes the set itself
   if (cluster_.colocated) return 0.0;  // publish_s already placed the shards
-  const double one = published_bytes_ / (cluster_.rollout_tp * device_.network_bandwidth);
-  const double egress = cluster_.instances * published_bytes_ /
+  const double fetched = published_bytes_ * cluster_.fetched_fraction;
+  const double one = fetched / (cluster_.rollout_tp * device_.network_bandwidth);
+  const double egress = cluster_.instances * fetched /
                         (cluster_.train_devices() * device_.network_bandwidth);
   return std::max(one, egress);
 }

@@ -34,6 +34,9 @@
 //                  dividing training TP (k = tp / t), each rank receives (k-1)/k of
 //                  its shard, (k-1)/k P / (t link); t a multiple of tp, nothing moves
 //   the trainers' TP gather (disaggregated, tp > 1): (tp-1)/tp P / link
+//   delta sync (pipeline.weight_sync: delta): the fetch moves fetched_fraction x P (the
+//   XOR-compressed delta; simulate.delta_fraction); the gather stays whole, and the
+//   encoding's time is not modelled (a pass over P in memory, against P over the network)
 // KV capacity of an instance: (t memory memory_utilization - W [- the training
 // model's fp32 weights, adapters included, on those devices, colocated]) / K.
 // Thread safety: immutable after construction.
@@ -55,6 +58,8 @@ struct ClusterShape {
   int rollout_tp = 1;
   bool colocated = false;  // rollout and training share the devices (time-sliced)
   double memory_utilization = 0.9;
+  // What an instance fetches per publish, over P (delta weight sync: < 1).
+  double fetched_fraction = 1.0;
 
   int train_devices() const { return train_dp * train_tp; }
   int rollout_devices() const { return instances * rollout_tp; }

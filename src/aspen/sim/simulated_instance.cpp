@@ -51,6 +51,80 @@ void SimulatedInstance::add_unit(int64_t unit, int64_t prompt_tokens,
   waiting_.push_back(seq);
 }
 
+void SimulatedInstance::resume_unit(int64_t unit, int64_t prompt_tokens,
+                                    const std::vector<int64_t>& lengths,
+                                    const std::vector<int64_t>& generated, int64_t version) {
+  check_input(generated.size() == lengths.size(),
+              std::to_string(generated.size()) + " progress entries for " +
+                  std::to_string(lengths.size()) + " samples",
+              "simulated rollout instance", "one per sample");
+  add_unit(unit, prompt_tokens, lengths, version);
+  // Replace the unit's one prompt sequence by one sequence per unfinished sample.
+  const Seq prompt_seq = waiting_.back();
+  waiting_.pop_back();
+  Unit& u = units_[prompt_seq.unit];
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (generated[i] >= u.targets[i]) {
+      u.lengths[i] = generated[i];
+      u.unfinished -= 1;
+      continue;
+    }
+    Seq seq;
+    seq.unit = prompt_seq.unit;
+    seq.index = static_cast<int64_t>(i);
+    seq.generated = generated[i];
+    waiting_.push_back(seq);
+  }
+  check_input(u.unfinished > 0, "a resumed unit with every sample finished",
+              "simulated rollout instance", "resume only units with an unfinished sample");
+}
+
+int64_t SimulatedInstance::longest_unfinished(size_t unit) const {
+  int64_t longest = -1;
+  for (const Seq& s : running_) {
+    if (s.unit == unit && s.generated < target_of(s)) longest = std::max(longest, s.generated);
+  }
+  for (const Seq& s : waiting_) {
+    if (s.unit == unit && s.generated < target_of(s)) longest = std::max(longest, s.generated);
+  }
+  return longest;
+}
+
+SimulatedUnitProgress SimulatedInstance::remove_unit(size_t unit) {
+  Unit& u = units_[unit];
+  SimulatedUnitProgress progress{u.id, u.lengths, u.version};
+  std::vector<Seq> still;
+  for (const Seq& s : running_) {
+    if (s.unit != unit) {
+      still.push_back(s);
+      continue;
+    }
+    // A prompt sequence that has not forked holds no sample's tokens yet.
+    if (s.fanout == 1) progress.generated[static_cast<size_t>(s.index)] = s.generated;
+    release(s);
+  }
+  running_ = std::move(still);
+  std::deque<Seq> waiting;
+  for (const Seq& s : waiting_) {
+    if (s.unit != unit) {
+      waiting.push_back(s);
+    } else if (s.fanout == 1) {
+      progress.generated[static_cast<size_t>(s.index)] = s.generated;
+    }
+  }
+  waiting_ = std::move(waiting);
+  u.unfinished = 0;
+  free_units_.push_back(unit);
+  return progress;
+}
+
+void SimulatedInstance::recompute_running() {
+  while (!running_.empty()) {
+    preempt_newest();
+    counters_.preemptions -= 1;  // not a memory preemption
+  }
+}
+
 QueueState SimulatedInstance::queue_state() const {
   QueueState state;
   state.running = static_cast<int64_t>(running_.size());

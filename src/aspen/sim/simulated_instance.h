@@ -41,6 +41,14 @@ struct SimulatedUnitDone {
   int64_t version = 0;                // the weights' version at its first step
 };
 
+// A unit taken out of the engine (partial rollouts' cut, over-sampling's abort): each
+// sample's tokens so far, in add order (a finished sample's whole length).
+struct SimulatedUnitProgress {
+  int64_t unit = 0;
+  std::vector<int64_t> generated;
+  int64_t version = 0;
+};
+
 struct InstanceCounters {
   int64_t steps = 0;
   int64_t scheduled_tokens = 0;
@@ -54,6 +62,20 @@ class SimulatedInstance {
 
   void add_unit(int64_t unit, int64_t prompt_tokens, const std::vector<int64_t>& lengths,
                 int64_t version);
+  // A unit resumed from a cut (partial rollouts): `generated[i]` tokens of sample i exist
+  // already (< lengths[i]: it runs on, prefilling prompt + its tokens as a sequence of its
+  // own, as RolloutEngine resumes a GeneratedPrefix; >= lengths[i]: it is done). At least
+  // one sample must be unfinished.
+  void resume_unit(int64_t unit, int64_t prompt_tokens, const std::vector<int64_t>& lengths,
+                   const std::vector<int64_t>& generated, int64_t version);
+  // Takes out every unit whose version is below `version` and that `pick` accepts (its
+  // longest unfinished sample's tokens so far); their KV is freed. Nothing may be in
+  // flight (between finish_segment and start_segment).
+  template <typename Pick>
+  std::vector<SimulatedUnitProgress> take_units_older_than(int64_t version, Pick pick);
+  // pipeline.interrupt: every running sequence recomputes its KV (prompt + tokens) on the
+  // new weights, as if preempted.
+  void recompute_running();
   bool idle() const { return running_.empty() && waiting_.empty(); }
   bool in_segment() const { return segment_steps_ > 0; }
   QueueState queue_state() const;
@@ -96,6 +118,8 @@ class SimulatedInstance {
   void preempt_newest();
   void release(const Seq& seq);  // its KV (and its unit's prompt when the last leaves)
   double context_of(const Seq& seq) const;
+  int64_t longest_unfinished(size_t unit) const;
+  SimulatedUnitProgress remove_unit(size_t unit);
 
   const CostModel& costs_;
   const int64_t max_num_seqs_;
@@ -114,5 +138,19 @@ class SimulatedInstance {
   std::vector<int64_t> segment_chunks_;  // [running index] tokens this mixed step
   InstanceCounters counters_;
 };
+
+template <typename Pick>
+std::vector<SimulatedUnitProgress> SimulatedInstance::take_units_older_than(int64_t version,
+                                                                            Pick pick) {
+  std::vector<size_t> chosen;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const Unit& unit = units_[u];
+    if (unit.unfinished == 0 || unit.version >= version) continue;  // free slot or new
+    if (pick(longest_unfinished(u))) chosen.push_back(u);
+  }
+  std::vector<SimulatedUnitProgress> taken;
+  for (size_t u : chosen) taken.push_back(remove_unit(u));
+  return taken;
+}
 
 }  // namespace aspen::sim

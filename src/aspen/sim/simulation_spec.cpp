@@ -295,6 +295,17 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   // iteration_engine.cpp: old log-probs are recomputed unless the update is one step.
   spec.recompute_old_logprobs = spec.optimizer_steps > 1;
   spec.reward_s_per_sample = config.simulate.reward_ms * 1e-3;
+  spec.weight_switch = config.simulate.drain_on_update ? WeightSwitch::kDrain
+                       : config.pipeline.interrupt     ? WeightSwitch::kRecompute
+                                                       : WeightSwitch::kInFlight;
+  spec.partial_rollout = async && config.pipeline.partial_rollout;
+  spec.partial_rollout_min_tokens = config.pipeline.partial_rollout_min_tokens;
+  // The sync side is the baseline the seeds compare against: no over-sampling (the
+  // command's sync figure with it is `pipeline.mode=async pipeline.max_staleness=0`).
+  spec.over_sample_groups = async ? over_sample_groups(config) : 0;
+  if (config.pipeline.weight_sync == WeightSync::kDelta) {
+    spec.cluster.fetched_fraction = config.simulate.delta_fraction;
+  }
   spec.lengths.median = config.simulate.length_median;
   spec.lengths.sigma = config.simulate.length_sigma;
   spec.lengths.max_tokens = config.rollout.max_tokens;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <queue>
 #include <unordered_map>
@@ -27,7 +28,8 @@ namespace {
 constexpr double kLeaseSeconds = 1e9;
 constexpr int64_t kDockCapacityRows = int64_t{1} << 24;
 
-enum class EventKind { kInstance, kReward, kTrainer };
+// kAdmit: the admitter's next poll (after an abort freed room), outside the caller's turn.
+enum class EventKind { kInstance, kReward, kTrainer, kAdmit };
 
 struct Event {
   double time = 0;
@@ -46,6 +48,7 @@ struct InstanceState {
   int64_t generation = 0;    // of its pending event; older events are stale
   bool pending = false;      // a segment or a weight load is in flight
   bool loading = false;
+  bool just_loaded = false;  // the next boundary is the first on newly loaded weights
   int64_t unclaimed = 0;     // units dispatched to it and not claimed yet (a wake-up hint)
   double reward_free_at = 0;
   double busy_at_iteration_start = 0;
@@ -75,6 +78,10 @@ class Simulation {
   bool has_room(const InstanceState& instance) const;
   void wake(int i);
   void boundary(int i);
+  bool after_load(int i);  // recompute and cuts at a weight switch; true: claim nothing now
+  void abort_stragglers(int i, int64_t below);  // units of versions below `below`
+  bool peer_is_idle(int i) const;
+  int64_t discard_stragglers(int64_t index);  // scored groups update `index` left behind
   int64_t claim_units(int i);
   void instance_event(int i, int64_t tag);
   void unit_done(int i, const SimulatedUnitDone& done);
@@ -100,6 +107,13 @@ class Simulation {
   std::unordered_map<int64_t, Claim> rollout_leases_;
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> reward_queue_;  // tag -> group, rows
   std::unordered_map<int64_t, int64_t> scored_rows_;              // group -> rows scored
+  // Partial rollouts: a cut row's tokens so far and the version of its oldest token.
+  std::unordered_map<RowId, std::pair<int64_t, int64_t>> row_progress_;
+  int64_t cut_units_ = 0, cut_tokens_ = 0, resumed_units_ = 0;
+  int64_t aborted_groups_ = 0, aborted_tokens_ = 0;
+  // Colocated over-sampling: units below this version are aborted at their instance's
+  // next step boundary (set when a batch is whole; see start_part).
+  int64_t abort_below_ = std::numeric_limits<int64_t>::min();
   int64_t next_group_ = 0;
   int64_t next_reward_tag_ = 0;
 
@@ -112,8 +126,9 @@ class Simulation {
   // A failed batch claim with P pending required rows cannot succeed before P / n more
   // groups are scored: the next claim waits for that many (a necessary condition).
   int64_t claim_after_scored_ = 0;
-  // The admission bound moves only with the published version and the trained groups
-  // (a simulation discards nothing): admission is re-evaluated when either changed.
+  // The admission bound moves only with the published version, the trained groups and
+  // the discarded ones (over-sampling's aborts reset the marks): admission is
+  // re-evaluated when one changed.
   int64_t admitted_at_version_ = -1, admitted_at_trained_ = -1;
   bool waiting_ = true;
   bool sorting_ = false;  // the wait's current kind: ready groups held by the window
@@ -157,6 +172,9 @@ Simulation::Simulation(const SimulationSpec& spec)
   check_input(spec.dispatch_chunk >= 1 && spec.n % spec.dispatch_chunk == 0,
               "dispatch chunk " + std::to_string(spec.dispatch_chunk), "pipeline.dispatch_chunk",
               "must divide rollout.n");
+  check_input(spec.over_sample_groups == 0 || spec.dispatch_chunk == spec.n,
+              "dispatch chunk " + std::to_string(spec.dispatch_chunk) + " with over-sampling",
+              "pipeline.dispatch_chunk", "an abort drops whole groups: dispatch whole groups");
   spec.lengths.validate();
   dock_.register_warehouse("");
   trainer_track_ = trace_.track("trainer");
@@ -192,7 +210,8 @@ void Simulation::admit() {
   admitted_at_trained_ = trained_groups_;
   const int64_t room = admissible_groups(published_version_, spec_.eta,
                                          spec_.prompts_per_iteration, trained_groups_,
-                                         dock_.backlog(rl_consumers::kBatch), spec_.n);
+                                         dock_.backlog(rl_consumers::kBatch), spec_.n,
+                                         spec_.over_sample_groups);
   std::vector<bool> woken(instances_.size(), false);
   const GroupShape shape{spec_.dispatch_chunk, spec_.lengths.prompt_tokens,
                          spec_.lengths.max_tokens};
@@ -262,14 +281,28 @@ int64_t Simulation::claim_units(int i) {
   };
   claimer.start = [this, &s](Claim claim) {
     const int target = claim.rows.front().info.target;
-    instances_[static_cast<size_t>(target)].unclaimed -= 1;
+    if (target >= 0) instances_[static_cast<size_t>(target)].unclaimed -= 1;  // -1: a cut unit
     unclaimed_total_ -= 1;
     const std::vector<int64_t>& lengths = group_lengths_.at(claim.rows.front().info.group_id);
-    std::vector<int64_t> unit_lengths;
+    std::vector<int64_t> unit_lengths, generated;
+    int64_t version = s.version;
+    bool resumes = false;
     for (const ClaimedRow& row : claim.rows) {
       unit_lengths.push_back(lengths[static_cast<size_t>(row_sample_.at(row.id))]);
+      auto cut = row_progress_.find(row.id);
+      generated.push_back(cut == row_progress_.end() ? 0 : cut->second.first);
+      if (cut == row_progress_.end()) continue;
+      resumes = true;
+      version = std::min(version, cut->second.second);  // staleness from the oldest token
+      row_progress_.erase(cut);
     }
-    s.engine->add_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, s.version);
+    if (resumes) {
+      s.engine->resume_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, generated,
+                            version);
+      resumed_units_ += 1;
+    } else {
+      s.engine->add_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, s.version);
+    }
     rollout_leases_.emplace(claim.lease, std::move(claim));
     return true;
   };
@@ -283,7 +316,17 @@ int64_t Simulation::claim_units(int i) {
 void Simulation::boundary(int i) {
   InstanceState& s = instances_[static_cast<size_t>(i)];
   s.pending = false;
+  s.just_loaded = s.loading;
   s.loading = false;
+  if (published_version_ > s.version && spec_.weight_switch == WeightSwitch::kDrain &&
+      !s.engine->idle()) {
+    // Drain: the running units end on the old weights; nothing new joins meanwhile.
+    s.engine->start_segment(now());
+    s.pending = true;
+    s.generation += 1;
+    schedule(s.engine->segment_end(), EventKind::kInstance, i, s.generation);
+    return;
+  }
   if (published_version_ > s.version) {
     // RolloutWorker::refresh_weights: the newest set, at a step boundary.
     const double load = costs_.weight_fetch_s();
@@ -298,13 +341,100 @@ void Simulation::boundary(int i) {
       return;
     }
   }
-  claim_units(i);
+  if (spec_.over_sample_groups > 0) {
+    // Disaggregated, an instance learns at its weight switch that the next update is
+    // its version's index; colocated, the rollout stops when the batch is whole.
+    abort_stragglers(i, s.just_loaded ? std::max(abort_below_, oldest_trainable_version(
+                                                                   s.version, spec_.eta))
+                                      : abort_below_);
+  }
+  const bool cut = s.just_loaded && after_load(i);
+  s.just_loaded = false;
+  if (!cut) claim_units(i);
   const double duration = s.engine->start_segment(now());
   if (s.engine->in_segment()) {
     s.pending = true;
     s.generation += 1;
     schedule(now() + duration, EventKind::kInstance, i, s.generation);
   }
+}
+
+bool Simulation::peer_is_idle(int i) const {
+  for (size_t j = 0; j < instances_.size(); ++j) {
+    if (static_cast<int>(j) != i && instances_[j].engine->idle()) return true;
+  }
+  return false;
+}
+
+void Simulation::abort_stragglers(int i, int64_t below) {
+  // Units that can no longer train within the bound (staleness_window.h).
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  const auto aborted = s.engine->take_units_older_than(below, [](int64_t) { return true; });
+  for (const SimulatedUnitProgress& unit : aborted) {
+    auto it = rollout_leases_.find(unit.unit);
+    dock_.discard(it->second.row_ids());
+    dock_.ack(unit.unit);
+    rollout_leases_.erase(it);
+    aborted_groups_ += 1;
+    for (int64_t tokens : unit.generated) aborted_tokens_ += tokens;
+  }
+  if (!aborted.empty()) {
+    admitted_at_version_ = -1;  // room freed: the admitter's next poll refills it
+    schedule(now(), EventKind::kAdmit, 0, 0);
+  }
+}
+
+bool Simulation::after_load(int i) {
+  InstanceState& s = instances_[static_cast<size_t>(i)];
+  if (spec_.weight_switch == WeightSwitch::kRecompute) s.engine->recompute_running();
+  if (!spec_.partial_rollout || !peer_is_idle(i)) return false;
+  const auto cut = s.engine->take_units_older_than(s.version, [this](int64_t longest) {
+    return longest >= spec_.partial_rollout_min_tokens;
+  });
+  for (const SimulatedUnitProgress& unit : cut) {
+    auto it = rollout_leases_.find(unit.unit);
+    const Claim& claim = it->second;
+    std::vector<RowInfo> infos;
+    for (size_t r = 0; r < claim.rows.size(); ++r) {
+      row_progress_[claim.rows[r].id] = {unit.generated[r], unit.version};
+      RowInfo info = claim.rows[r].info;
+      info.version = unit.version;
+      infos.push_back(info);
+      cut_tokens_ += unit.generated[r];
+    }
+    dock_.update_info(claim.row_ids(), infos);
+    dock_.release(unit.unit);  // back to the pool without a target
+    rollout_leases_.erase(it);
+    unclaimed_total_ += 1;
+    cut_units_ += 1;
+  }
+  if (cut.empty()) return false;
+  for (size_t j = 0; j < instances_.size(); ++j) {
+    if (static_cast<int>(j) != i && !instances_[j].pending) wake(static_cast<int>(j));
+  }
+  return true;
+}
+
+int64_t Simulation::discard_stragglers(int64_t index) {
+  if (spec_.over_sample_groups == 0 || index < 0) return 0;
+  ClaimOptions options = straggler_claim_options(index, spec_.eta, kDockCapacityRows);
+  options.lease_s = kLeaseSeconds;
+  const Claim stale = dock_.claim(rl_consumers::kBatch, options);
+  if (stale.empty()) return 0;
+  std::vector<int64_t> groups;
+  for (const ClaimedRow& row : stale.rows) {
+    groups.push_back(row.info.group_id);
+    aborted_tokens_ += row.info.tokens;
+  }
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  dock_.discard(stale.row_ids());
+  dock_.ack(stale.lease);
+  const auto count = static_cast<int64_t>(groups.size());
+  aborted_groups_ += count;
+  ready_groups_ -= count;
+  admitted_at_version_ = -1;
+  return count;
 }
 
 void Simulation::instance_event(int i, int64_t tag) {
@@ -390,9 +520,16 @@ void Simulation::trainer_try() {
     sorting_ = ready_groups_ > 0;  // what an empty claim would answer: rows left ready
     return;
   }
-  ClaimOptions options = batch_claim_options(iteration_, spec_.eta, wanted, spec_.n, whole);
+  const bool abort_stragglers = spec_.over_sample_groups > 0;
+  ClaimOptions options =
+      batch_claim_options(iteration_, spec_.eta, wanted, spec_.n, whole, abort_stragglers);
   options.lease_s = kLeaseSeconds;
   Claim batch = dock_.claim(rl_consumers::kBatch, options);
+  // Scored groups too stale for this update hold no place in it: discarded, try again.
+  if (batch.empty() && discard_stragglers(iteration_ - 1) > 0) {
+    trainer_try();
+    return;
+  }
   if (batch.empty()) {
     sorting_ = batch.ready_rows_left > 0;  // the window holds ready groups back
     claim_after_scored_ = scored_groups_ + batch.pending_required_rows / spec_.n;
@@ -433,6 +570,18 @@ void Simulation::start_part(const Claim& batch) {
   const double train = costs_.train_s(tokens, pairs);
   seconds += static_cast<double>(spec_.epochs) * train * (spec_.critic ? 2.0 : 1.0);
   part_completes_batch_ = batch_groups_in_ >= spec_.prompts_per_iteration;
+  if (part_completes_batch_ && spec_.over_sample_groups > 0 && spec_.cluster.colocated) {
+    // Colocated devices train next (verl's hybrid engine, slime): the rollout's
+    // stragglers are aborted now, each instance ending the step in flight.
+    abort_below_ = oldest_trainable_version(iteration_ + 1, spec_.eta);
+    for (size_t j = 0; j < instances_.size(); ++j) {
+      InstanceState& s = instances_[j];
+      if (!s.pending || s.loading || !s.engine->in_segment()) continue;
+      const double end = s.engine->cut_segment(now());
+      s.generation += 1;
+      schedule(end, EventKind::kInstance, static_cast<int>(j), s.generation);
+    }
+  }
   part_name_ = spec_.stream_updates ? "accumulate" : "update";
   if (part_completes_batch_) {
     seconds += static_cast<double>(spec_.optimizer_steps) * costs_.optimizer_step_s() *
@@ -464,6 +613,7 @@ void Simulation::trainer_done() {
     }
   }
   finish_iteration();
+  discard_stragglers(iteration_ - 1);
   if (iteration_ < spec_.iterations) {
     waiting_ = true;
     wait_mark_ = now();
@@ -520,6 +670,9 @@ nlohmann::json Simulation::run() {
       case EventKind::kInstance: instance_event(event.index, event.tag); break;
       case EventKind::kReward: reward_done(event.tag); break;
       case EventKind::kTrainer: trainer_done(); break;
+      case EventKind::kAdmit:
+        if (waiting_) admit();  // the admitter polls while the trainer waits for a batch
+        break;
     }
   }
   const double wall = std::max(now(), 1e-12);
@@ -561,6 +714,11 @@ nlohmann::json Simulation::run() {
                        {"mean_batch", steps > 0 ? static_cast<double>(tokens) / steps : 0.0},
                        {"preemptions", preemptions},
                        {"stolen_units", stolen},
+                       {"cut_units", cut_units_},
+                       {"cut_tokens", cut_tokens_},
+                       {"resumed_units", resumed_units_},
+                       {"aborted_groups", aborted_groups_},
+                       {"aborted_tokens", aborted_tokens_},
                        {"kv_capacity_tokens", costs_.kv_capacity_tokens()}}},
           {"devices", c.devices()},
           {"dock", dock_metrics},

@@ -15,17 +15,25 @@
 //               memory on the batch's rows as the trainer does (pipeline/trainer_stages.h:
 //               time, no dock calls), then the optimizer step and the publish.
 //   instances   claim groups dispatched to them while they have room (max_num_seqs),
-//               stealing any when dry; load newer weights at a step boundary; finish a
-//               group by publishing its response, its true lengths and version, and
-//               acking the lease.
+//               stealing any when dry; load newer weights at a step boundary (or as
+//               weight_switch says); finish a group by publishing its response, its true
+//               lengths and version, and acking the lease. Right after a load, with
+//               over-sampling, they abort their stragglers (staleness_window.h), and with
+//               partial rollouts, while another instance is idle, they cut the units
+//               that ran under older weights (rollout_worker.h "partial"): the rows go
+//               back to the dock with their progress and any instance resumes them,
+//               prefilling prompt + output.
 //   reward      one verifier per instance, reward_s per sample, in order.
 // Admission, claims and waits happen at events (a group scored, a step ended, an update
 // done) rather than on the real engine's 20 ms polls.
 //
+// With over-sampling the trainer's batch claim is the staleness window's (min_version)
+// and after each update it discards the scored stragglers.
 // Output (JSON): effective_tps (trained response tokens / wall), samples_per_s,
 // seconds_per_step, bubbles (iteration-time-weighted, as aspen bench pipeline reports
 // them), utilisation per role (busy device-seconds / (devices x wall)), the rollout's
-// steps, preemptions and mean batch, and the controller's metrics.
+// steps, preemptions and mean batch, partial rollouts' cuts and resumes, the aborted
+// groups and their wasted tokens, and the controller's metrics.
 // Thread safety: one simulation per call, on the calling thread.
 // Errors: aspen::Error for an inconsistent spec.
 #pragma once
@@ -40,6 +48,12 @@
 #include "aspen/sim/workload.h"
 
 namespace aspen::sim {
+
+// What an instance does with its running sequences when newer weights are published:
+// continue on them at the next step (in-flight, the engine's default), recompute their
+// KV on them (pipeline.interrupt), or finish them first on the old weights and load when
+// idle, taking no new groups meanwhile (drain: simulate.drain_on_update).
+enum class WeightSwitch { kInFlight, kRecompute, kDrain };
 
 struct SimulationSpec {
   ModelCost model;
@@ -64,6 +78,11 @@ struct SimulationSpec {
   int64_t optimizer_steps = 1;  // per update: epochs x mini-batches
   bool recompute_old_logprobs = false;
   double reward_s_per_sample = 0.0;
+  // Issue #36's mechanisms, as the engine runs them (docs/simulate.md).
+  WeightSwitch weight_switch = WeightSwitch::kInFlight;
+  bool partial_rollout = false;  // pipeline.partial_rollout
+  int64_t partial_rollout_min_tokens = 32;
+  int64_t over_sample_groups = 0;  // pipeline.over_sample's ceil(f B); > 0: abort stragglers
   std::string trace_path;  // Chrome trace of the simulated run; empty: none
 };
 
