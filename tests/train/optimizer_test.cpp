@@ -230,6 +230,36 @@ TEST(Optimizer, StateByNameRestoresIntoADifferentSetOfParameters) {
   for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(torch::equal(resumed[i], ref[i])) << i;
 }
 
+// A sharded checkpoint splits each entry like the parameter it belongs to: every name
+// checkpoint_state() writes maps back to its parameter, moments shaped like it.
+TEST(Optimizer, EveryCheckpointStateEntryNamesItsParameter) {
+  OptimizerOptions o;
+  o.max_grad_norm = 0.0;
+  std::vector<torch::Tensor> params{leaf({0.1, 0.2, 0.3, 0.4}, {2, 2}), leaf({-0.5, 0.5}, {2})};
+  Optimizer opt({{"model.layers.0.mlp.down_proj.weight", params[0]}, {"norm.weight", params[1]}},
+                o);
+  run_steps(opt, params, 0, 1);
+  int shaped = 0;
+  for (const auto& [name, tensor] : opt.checkpoint_state()) {
+    const auto owner = state_entry_owner(name);
+    if (name == "optimizer.step_count") {
+      EXPECT_FALSE(owner.has_value());
+      continue;
+    }
+    ASSERT_TRUE(owner.has_value()) << name;
+    EXPECT_TRUE(owner->parameter == "model.layers.0.mlp.down_proj.weight" ||
+                owner->parameter == "norm.weight")
+        << name << " -> " << owner->parameter;
+    const torch::Tensor& param = owner->parameter == "norm.weight" ? params[1] : params[0];
+    EXPECT_EQ(owner->shaped, tensor.sizes() == param.sizes() && tensor.dim() > 0) << name;
+    shaped += owner->shaped ? 1 : 0;
+  }
+  EXPECT_EQ(shaped, 4);  // exp_avg and exp_avg_sq of both
+  EXPECT_EQ(state_entry_owner("w.max_exp_avg_sq")->parameter, "w");
+  EXPECT_FALSE(state_entry_owner("w").has_value());
+  EXPECT_FALSE(state_entry_owner(".step").has_value());
+}
+
 TEST(Optimizer, StateWithoutStepCounterOrWithAWrongShapeIsRefusedNamingIt) {
   torch::Tensor w = leaf({1.0, 2.0}, {1, 2});
   Optimizer opt({{"w", w}}, {});
