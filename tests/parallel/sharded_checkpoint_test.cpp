@@ -105,6 +105,48 @@ TEST_F(ShardedCheckpoint, MissingShardFileIsAnErrorNamingIt) {
   EXPECT_NO_THROW(load_sharded((dir_ / "ckpt").string(), 0, 2));
 }
 
+// Per-tensor holdings: a tensor held under its saved spec reads only the shards it
+// needs, one held under another spec (or whole) is assembled and cut, a skipped one
+// reads nothing. Both ranks' files are written here, in one process.
+TEST_F(ShardedCheckpoint, EachTensorLoadsAsItsHoldingSays) {
+  const std::string dir = (dir_ / "ckpt").string();
+  const torch::Tensor rows = torch::arange(24, torch::kFloat).reshape({4, 6});  // 4 row blocks
+  const torch::Tensor norm = torch::tensor({1.0f, 2.0f});
+  const ShardSpec by_rows{0, 4};
+  for (int rank = 0; rank < 2; ++rank) {
+    save_sharded(dir,
+                 {{"rows", take_shard(rows, by_rows, rank, 2, "rows"), by_rows},
+                  {"norm", norm, ShardSpec{}}},
+                 rank, 2);
+  }
+  const ShardSpec by_columns{1, 3};
+  const auto loaded = load_sharded(
+      dir, [&](const std::string& name, const ShardSpec& saved) -> std::optional<ShardHolding> {
+        EXPECT_EQ(saved, name == "rows" ? by_rows : ShardSpec{}) << name;
+        if (name == "rows") return ShardHolding{by_columns, 2, 3};  // split another way
+        return ShardHolding{};                                       // whole
+      });
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_TRUE(torch::equal(loaded[0].second, rows.narrow(1, 4, 2)));
+  EXPECT_TRUE(torch::equal(loaded[1].second, norm));
+  const auto whole = load_sharded(dir, [](const std::string&, const ShardSpec&) {
+    return std::optional<ShardHolding>(ShardHolding{});
+  });
+  EXPECT_TRUE(torch::equal(whole[0].second, rows));
+
+  // Rank 0's own rows need only its file; skipping "norm" too leaves rank 1's unread.
+  fs::remove(dir_ / "ckpt" / "tp-1-of-2.safetensors");
+  const auto own = load_sharded(dir, [&](const std::string& name, const ShardSpec& saved) {
+    return name == "rows" ? std::optional<ShardHolding>(ShardHolding{saved, 0, 2}) : std::nullopt;
+  });
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_TRUE(torch::equal(own[0].second, rows.narrow(0, 0, 2)));
+  EXPECT_THROW(load_sharded(dir, [](const std::string&, const ShardSpec&) {
+                 return std::optional<ShardHolding>(ShardHolding{});
+               }),
+               Error);
+}
+
 TEST_F(ShardedCheckpoint, NotACheckpointOrMalformedLayoutIsAnError) {
   fs::create_directories(dir_ / "ckpt");
   EXPECT_THROW(load_sharded((dir_ / "ckpt").string(), 0, 1), Error);
