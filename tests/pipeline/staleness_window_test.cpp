@@ -76,7 +76,7 @@ TEST_F(StalenessWindowDock, TheWindowWaitsForAStragglerThatOverSamplingTrainsPas
   EXPECT_EQ(groups_of(batch), (std::vector<int64_t>{1, 2}));
 }
 
-TEST_F(StalenessWindowDock, OverSamplingNeverTrainsARowOlderThanTheBoundAndClaimsItAsAStraggler) {
+TEST_F(StalenessWindowDock, OverSamplingNeverTrainsARowOlderThanTheBound) {
   add_group(dock, 0, 0, true);
   add_group(dock, 1, 1, true);
   add_group(dock, 2, 2, true);
@@ -85,9 +85,15 @@ TEST_F(StalenessWindowDock, OverSamplingNeverTrainsARowOlderThanTheBoundAndClaim
   const Claim batch =
       dock.claim(rl_consumers::kBatch, batch_claim_options(2, 1, 2, kN, true, true));
   EXPECT_EQ(groups_of(batch), (std::vector<int64_t>{1, 2}));
-  // After update 2, versions <= 1 can never train (update 3 takes >= 2): group 0.
-  const Claim stale = dock.claim(rl_consumers::kBatch, straggler_claim_options(2, 1, 100));
-  EXPECT_EQ(groups_of(stale), (std::vector<int64_t>{0}));
+}
+
+TEST(StalenessWindow, AGroupIsAStragglerOnceItsAdmissionVersionFallsOutOfTheWindow) {
+  // eta 1: a group admitted at version v trains by update v + 1.
+  EXPECT_FALSE(is_straggler(1, 2, 1));  // update 2 may still take it
+  EXPECT_TRUE(is_straggler(1, 3, 1));   // update 2 did not: it never will
+  // Sync (eta 0): what update i did not take is a straggler at once.
+  EXPECT_TRUE(is_straggler(4, 5, 0));
+  EXPECT_FALSE(is_straggler(5, 5, 0));
 }
 
 }  // namespace

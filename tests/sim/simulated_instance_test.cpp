@@ -105,10 +105,14 @@ TEST(SimulatedInstance, TakingAUnitOutGivesEachSamplesTokensAndFreesItsKv) {
   instance.finish_segment();
   now += instance.start_segment(now);  // decodes until sample 0 of unit 7 is done: 4 steps
   instance.finish_segment();
-  // Only units below version 2, and only those the rule picks (longest unfinished: 5).
-  EXPECT_TRUE(instance.take_units_older_than(2, [](int64_t longest) { return longest > 5; }).empty());
+  // The rule sees each unit's version and its longest unfinished sample (5 tokens here).
+  EXPECT_TRUE(instance.take_units([](int64_t, int64_t version, int64_t longest) {
+                        return version < 2 && longest > 5;
+                      }).empty());
   const std::vector<SimulatedUnitProgress> taken =
-      instance.take_units_older_than(2, [](int64_t longest) { return longest == 5; });
+      instance.take_units([](int64_t, int64_t version, int64_t longest) {
+        return version < 2 && longest == 5;
+      });
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].unit, 7);
   EXPECT_EQ(taken[0].version, 1);

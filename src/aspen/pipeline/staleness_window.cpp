@@ -54,13 +54,8 @@ int64_t over_sample_groups(const TrainConfig& config) {
 
 int64_t oldest_trainable_version(int64_t next_index, int64_t eta) { return next_index - eta; }
 
-ClaimOptions straggler_claim_options(int64_t index, int64_t eta, int64_t max_rows) {
-  ClaimOptions options;
-  options.whole_groups = true;
-  options.max_rows = std::max<int64_t>(1, max_rows);
-  options.min_rows = 1;
-  options.max_version = oldest_trainable_version(index + 1, eta) - 1;
-  return options;
+bool is_straggler(int64_t admitted_version, int64_t next_index, int64_t eta) {
+  return admitted_version < oldest_trainable_version(next_index, eta);
 }
 
 bool streams_updates(const TrainConfig& config) {

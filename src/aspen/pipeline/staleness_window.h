@@ -14,14 +14,16 @@
 //   over-sample pipeline.over_sample = f > 0 (slime's over-sampling, APRIL's abort): the
 //               admission bound grows by ceil(f B) groups, and update `index` no longer
 //               waits for the window's stragglers: it trains the oldest B scored groups
-//               of version >= index - eta (the claim's min_version), and every group of
-//               version < index + 1 - eta that update `index` did not take can no
-//               longer train within the bound: it is a straggler and is aborted (an
-//               instance drops it at its next weight switch, the trainer discards it
-//               once scored). Its rows free their room, so admission refills it with a
-//               new prompt. The cost is the aborted work and a bias against long
-//               responses (they are the stragglers); the measured trade-off is in
-//               docs/simulate.md and docs/benchmarks.md.
+//               of version >= index - eta (the claim's min_version). Once its batch is
+//               whole, every group admitted at a version below index + 1 - eta that it
+//               did not take is a straggler: counted from its admission (AReaL's rule:
+//               a trajectory admitted under version v trains by update v + eta), it
+//               could not train within the bound any more. The trainer discards its
+//               rows at once, wherever they are (queued, generating, scored); the
+//               instance generating it drops it when it learns (its lease lost them).
+//               The freed room admits new prompts. The cost is the aborted work and a
+//               bias against long responses (they are the stragglers); the measured
+//               trade-off is in docs/simulate.md.
 // Thread safety: pure functions. Errors: aspen::Error for a non-positive n or batch.
 #pragma once
 
@@ -52,12 +54,11 @@ int64_t over_sample_groups(const TrainConfig& config);
 ClaimOptions batch_claim_options(int64_t index, int64_t eta, int64_t groups_wanted,
                                  int64_t group_size, bool whole, bool abort_stragglers = false);
 
-// Over-sampling: the oldest version a row may hold and still train at update
-// `next_index` or later (rows older than this are stragglers to abort).
+// The oldest version a row may hold and still train at update `next_index` or later.
 int64_t oldest_trainable_version(int64_t next_index, int64_t eta);
-// The claim of scored stragglers after update `index` (the trainer discards them):
-// whole groups of consumer "batch" with version < oldest_trainable_version(index + 1).
-ClaimOptions straggler_claim_options(int64_t index, int64_t eta, int64_t max_rows);
+// Over-sampling: whether a group admitted at `admitted_version` and not yet trained is a
+// straggler once the batches before update `next_index` are fixed.
+bool is_straggler(int64_t admitted_version, int64_t next_index, int64_t eta);
 
 // Whether updates stream (pipeline.stream_updates in force): async mode, a single
 // optimizer step whose loss and advantages decompose over groups — a group-local

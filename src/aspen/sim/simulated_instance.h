@@ -68,11 +68,11 @@ class SimulatedInstance {
   // one sample must be unfinished.
   void resume_unit(int64_t unit, int64_t prompt_tokens, const std::vector<int64_t>& lengths,
                    const std::vector<int64_t>& generated, int64_t version);
-  // Takes out every unit whose version is below `version` and that `pick` accepts (its
-  // longest unfinished sample's tokens so far); their KV is freed. Nothing may be in
-  // flight (between finish_segment and start_segment).
+  // Takes out every unit that `pick(unit, version, longest)` accepts (longest: its longest
+  // unfinished sample's tokens so far); their KV is freed. Nothing may be in flight
+  // (between finish_segment and start_segment).
   template <typename Pick>
-  std::vector<SimulatedUnitProgress> take_units_older_than(int64_t version, Pick pick);
+  std::vector<SimulatedUnitProgress> take_units(Pick pick);
   // pipeline.interrupt: every running sequence recomputes its KV (prompt + tokens) on the
   // new weights, as if preempted.
   void recompute_running();
@@ -140,13 +140,12 @@ class SimulatedInstance {
 };
 
 template <typename Pick>
-std::vector<SimulatedUnitProgress> SimulatedInstance::take_units_older_than(int64_t version,
-                                                                            Pick pick) {
+std::vector<SimulatedUnitProgress> SimulatedInstance::take_units(Pick pick) {
   std::vector<size_t> chosen;
   for (size_t u = 0; u < units_.size(); ++u) {
     const Unit& unit = units_[u];
-    if (unit.unfinished == 0 || unit.version >= version) continue;  // free slot or new
-    if (pick(longest_unfinished(u))) chosen.push_back(u);
+    if (unit.unfinished == 0) continue;  // a free slot
+    if (pick(unit.id, unit.version, longest_unfinished(u))) chosen.push_back(u);
   }
   std::vector<SimulatedUnitProgress> taken;
   for (size_t u : chosen) taken.push_back(remove_unit(u));

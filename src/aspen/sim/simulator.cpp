@@ -7,6 +7,7 @@
 #include <memory>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -79,9 +80,9 @@ class Simulation {
   void wake(int i);
   void boundary(int i);
   bool after_load(int i);  // recompute and cuts at a weight switch; true: claim nothing now
-  void abort_stragglers(int i, int64_t below);  // units of versions below `below`
+  void drop_aborted_units(int i);  // the instance learns its units' groups were aborted
   bool peer_is_idle(int i) const;
-  int64_t discard_stragglers(int64_t index);  // scored groups update `index` left behind
+  void abort_stragglers(int64_t index);  // the groups update `index` left behind
   int64_t claim_units(int i);
   void instance_event(int i, int64_t tag);
   void unit_done(int i, const SimulatedUnitDone& done);
@@ -111,9 +112,18 @@ class Simulation {
   std::unordered_map<RowId, std::pair<int64_t, int64_t>> row_progress_;
   int64_t cut_units_ = 0, cut_tokens_ = 0, resumed_units_ = 0;
   int64_t aborted_groups_ = 0, aborted_tokens_ = 0;
-  // Colocated over-sampling: units below this version are aborted at their instance's
-  // next step boundary (set when a batch is whole; see start_part).
-  int64_t abort_below_ = std::numeric_limits<int64_t>::min();
+  // Over-sampling: the groups not yet in a batch (the trainer's Admission keeps the
+  // same), and the aborted ones an instance or a reward still holds.
+  enum class GroupState { kQueued, kGenerating, kFinished };
+  struct OpenGroup {
+    int64_t version = 0;  // admitted at
+    std::vector<RowId> rows;
+    int target = -1;  // while queued
+    GroupState state = GroupState::kQueued;
+  };
+  std::map<int64_t, OpenGroup> open_groups_;
+  std::unordered_set<int64_t> aborted_;
+  std::unordered_set<int64_t> ready_set_;  // scored, not in a batch (over-sampling only)
   int64_t next_group_ = 0;
   int64_t next_reward_tag_ = 0;
 
@@ -237,6 +247,9 @@ void Simulation::admit() {
     }
     const std::vector<RowId> rows = dock_.allocate(infos, 0.0);
     for (size_t r = 0; r < rows.size(); ++r) row_sample_[rows[r]] = static_cast<int64_t>(r);
+    if (spec_.over_sample_groups > 0) {
+      open_groups_[group] = OpenGroup{published_version_, rows, targets.front()};
+    }
     dock_.publish(rows, {rl_columns::kPrompt, rl_columns::kExample, rl_columns::kSampleIndex}, 0);
     for (int target : targets) {
       instances_[static_cast<size_t>(target)].unclaimed += 1;
@@ -283,6 +296,9 @@ int64_t Simulation::claim_units(int i) {
     const int target = claim.rows.front().info.target;
     if (target >= 0) instances_[static_cast<size_t>(target)].unclaimed -= 1;  // -1: a cut unit
     unclaimed_total_ -= 1;
+    if (auto open = open_groups_.find(claim.rows.front().info.group_id); open != open_groups_.end()) {
+      open->second.state = GroupState::kGenerating;
+    }
     const std::vector<int64_t>& lengths = group_lengths_.at(claim.rows.front().info.group_id);
     std::vector<int64_t> unit_lengths, generated;
     int64_t version = s.version;
@@ -341,13 +357,9 @@ void Simulation::boundary(int i) {
       return;
     }
   }
-  if (spec_.over_sample_groups > 0) {
-    // Disaggregated, an instance learns at its weight switch that the next update is
-    // its version's index; colocated, the rollout stops when the batch is whole.
-    abort_stragglers(i, s.just_loaded ? std::max(abort_below_, oldest_trainable_version(
-                                                                   s.version, spec_.eta))
-                                      : abort_below_);
-  }
+  // The instance learns of aborted groups when it renews its leases: at a weight
+  // switch (RolloutWorker), or, colocated, when the rollout stops for training.
+  if (!aborted_.empty() && (s.just_loaded || spec_.cluster.colocated)) drop_aborted_units(i);
   const bool cut = s.just_loaded && after_load(i);
   s.just_loaded = false;
   if (!cut) claim_units(i);
@@ -366,21 +378,65 @@ bool Simulation::peer_is_idle(int i) const {
   return false;
 }
 
-void Simulation::abort_stragglers(int i, int64_t below) {
-  // Units that can no longer train within the bound (staleness_window.h).
+void Simulation::drop_aborted_units(int i) {
   InstanceState& s = instances_[static_cast<size_t>(i)];
-  const auto aborted = s.engine->take_units_older_than(below, [](int64_t) { return true; });
-  for (const SimulatedUnitProgress& unit : aborted) {
+  const auto dropped = s.engine->take_units([this](int64_t unit, int64_t, int64_t) {
+    return aborted_.count(rollout_leases_.at(unit).rows.front().info.group_id) > 0;
+  });
+  for (const SimulatedUnitProgress& unit : dropped) {
     auto it = rollout_leases_.find(unit.unit);
-    dock_.discard(it->second.row_ids());
-    dock_.ack(unit.unit);
+    aborted_.erase(it->second.rows.front().info.group_id);
     rollout_leases_.erase(it);
-    aborted_groups_ += 1;
     for (int64_t tokens : unit.generated) aborted_tokens_ += tokens;
   }
-  if (!aborted.empty()) {
-    admitted_at_version_ = -1;  // room freed: the admitter's next poll refills it
-    schedule(now(), EventKind::kAdmit, 0, 0);
+}
+
+void Simulation::abort_stragglers(int64_t index) {
+  // staleness_window.h: a group admitted below the next update's oldest trainable
+  // version and not trained yet never will be. Its rows leave the dock now (their leases
+  // lose them); an instance generating it drops it when it learns, a reward in flight is
+  // skipped.
+  int64_t aborted = 0;
+  for (auto it = open_groups_.begin(); it != open_groups_.end();) {
+    const OpenGroup& open = it->second;
+    if (!is_straggler(open.version, index + 1, spec_.eta)) {
+      ++it;
+      continue;
+    }
+    const int64_t group = it->first;
+    dock_.discard(open.rows);
+    if (open.state == GroupState::kFinished) {
+      for (int64_t tokens : group_lengths_.at(group)) aborted_tokens_ += std::min(tokens, spec_.lengths.max_tokens);
+    }
+    switch (open.state) {
+      case GroupState::kQueued:
+        if (open.target >= 0) instances_[static_cast<size_t>(open.target)].unclaimed -= 1;
+        unclaimed_total_ -= 1;
+        break;
+      case GroupState::kGenerating: aborted_.insert(group); break;
+      case GroupState::kFinished:
+        if (ready_set_.erase(group) > 0) {
+          ready_groups_ -= 1;
+        } else {
+          aborted_.insert(group);  // its reward is in flight
+        }
+        break;
+    }
+    it = open_groups_.erase(it);
+    aborted += 1;
+  }
+  aborted_groups_ += aborted;
+  if (aborted == 0) return;
+  admitted_at_version_ = -1;  // room freed: the next admission refills it
+  // Colocated devices train next (verl's hybrid engine, slime): the rollout stops now,
+  // each instance ending its step in flight, and drops the aborted units.
+  if (!spec_.cluster.colocated) return;
+  for (size_t j = 0; j < instances_.size(); ++j) {
+    InstanceState& s = instances_[j];
+    if (!s.pending || s.loading || !s.engine->in_segment()) continue;
+    const double end = s.engine->cut_segment(now());
+    s.generation += 1;
+    schedule(end, EventKind::kInstance, static_cast<int>(j), s.generation);
   }
 }
 
@@ -388,8 +444,9 @@ bool Simulation::after_load(int i) {
   InstanceState& s = instances_[static_cast<size_t>(i)];
   if (spec_.weight_switch == WeightSwitch::kRecompute) s.engine->recompute_running();
   if (!spec_.partial_rollout || !peer_is_idle(i)) return false;
-  const auto cut = s.engine->take_units_older_than(s.version, [this](int64_t longest) {
-    return longest >= spec_.partial_rollout_min_tokens;
+  // Units that ran under older weights and hold a long enough unfinished sample.
+  const auto cut = s.engine->take_units([this, &s](int64_t, int64_t version, int64_t longest) {
+    return version < s.version && longest >= spec_.partial_rollout_min_tokens;
   });
   for (const SimulatedUnitProgress& unit : cut) {
     auto it = rollout_leases_.find(unit.unit);
@@ -404,6 +461,10 @@ bool Simulation::after_load(int i) {
     }
     dock_.update_info(claim.row_ids(), infos);
     dock_.release(unit.unit);  // back to the pool without a target
+    if (auto open = open_groups_.find(claim.rows.front().info.group_id); open != open_groups_.end()) {
+      open->second.state = GroupState::kQueued;
+      open->second.target = -1;
+    }
     rollout_leases_.erase(it);
     unclaimed_total_ += 1;
     cut_units_ += 1;
@@ -413,28 +474,6 @@ bool Simulation::after_load(int i) {
     if (static_cast<int>(j) != i && !instances_[j].pending) wake(static_cast<int>(j));
   }
   return true;
-}
-
-int64_t Simulation::discard_stragglers(int64_t index) {
-  if (spec_.over_sample_groups == 0 || index < 0) return 0;
-  ClaimOptions options = straggler_claim_options(index, spec_.eta, kDockCapacityRows);
-  options.lease_s = kLeaseSeconds;
-  const Claim stale = dock_.claim(rl_consumers::kBatch, options);
-  if (stale.empty()) return 0;
-  std::vector<int64_t> groups;
-  for (const ClaimedRow& row : stale.rows) {
-    groups.push_back(row.info.group_id);
-    aborted_tokens_ += row.info.tokens;
-  }
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  dock_.discard(stale.row_ids());
-  dock_.ack(stale.lease);
-  const auto count = static_cast<int64_t>(groups.size());
-  aborted_groups_ += count;
-  ready_groups_ -= count;
-  admitted_at_version_ = -1;
-  return count;
 }
 
 void Simulation::instance_event(int i, int64_t tag) {
@@ -451,6 +490,14 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
   auto it = rollout_leases_.find(done.unit);
   const Claim claim = std::move(it->second);
   rollout_leases_.erase(it);
+  const int64_t group = claim.rows.front().info.group_id;
+  if (aborted_.erase(group) > 0) {  // finished before its instance learned of the abort
+    for (int64_t tokens : done.lengths) aborted_tokens_ += tokens;
+    return;
+  }
+  if (auto open = open_groups_.find(group); open != open_groups_.end()) {
+    open->second.state = GroupState::kFinished;
+  }
   std::vector<RowId> rows;
   std::vector<RowInfo> infos;
   for (size_t r = 0; r < claim.rows.size(); ++r) {
@@ -479,6 +526,7 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
 void Simulation::reward_done(int64_t tag) {
   const auto [group, rows] = reward_queue_.at(tag);
   reward_queue_.erase(tag);
+  if (aborted_.erase(group) > 0) return;  // its rows left the dock while it was scored
   ClaimOptions options;
   options.max_rows = rows;
   options.min_rows = 1;
@@ -494,6 +542,7 @@ void Simulation::reward_done(int64_t tag) {
   if (scored == spec_.n) {
     scored_rows_.erase(group);
     ready_groups_ += 1;
+    if (spec_.over_sample_groups > 0) ready_set_.insert(group);
     scored_groups_ += 1;
     if (waiting_) trainer_try();
   }
@@ -525,11 +574,6 @@ void Simulation::trainer_try() {
       batch_claim_options(iteration_, spec_.eta, wanted, spec_.n, whole, abort_stragglers);
   options.lease_s = kLeaseSeconds;
   Claim batch = dock_.claim(rl_consumers::kBatch, options);
-  // Scored groups too stale for this update hold no place in it: discarded, try again.
-  if (batch.empty() && discard_stragglers(iteration_ - 1) > 0) {
-    trainer_try();
-    return;
-  }
   if (batch.empty()) {
     sorting_ = batch.ready_rows_left > 0;  // the window holds ready groups back
     claim_after_scored_ = scored_groups_ + batch.pending_required_rows / spec_.n;
@@ -553,6 +597,10 @@ void Simulation::start_part(const Claim& batch) {
   }
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  for (int64_t group : groups) {
+    open_groups_.erase(group);
+    ready_set_.erase(group);
+  }
   const auto group_count = static_cast<int64_t>(groups.size());
   ready_groups_ -= group_count;
   batch_groups_in_ += group_count;
@@ -570,18 +618,8 @@ void Simulation::start_part(const Claim& batch) {
   const double train = costs_.train_s(tokens, pairs);
   seconds += static_cast<double>(spec_.epochs) * train * (spec_.critic ? 2.0 : 1.0);
   part_completes_batch_ = batch_groups_in_ >= spec_.prompts_per_iteration;
-  if (part_completes_batch_ && spec_.over_sample_groups > 0 && spec_.cluster.colocated) {
-    // Colocated devices train next (verl's hybrid engine, slime): the rollout's
-    // stragglers are aborted now, each instance ending the step in flight.
-    abort_below_ = oldest_trainable_version(iteration_ + 1, spec_.eta);
-    for (size_t j = 0; j < instances_.size(); ++j) {
-      InstanceState& s = instances_[j];
-      if (!s.pending || s.loading || !s.engine->in_segment()) continue;
-      const double end = s.engine->cut_segment(now());
-      s.generation += 1;
-      schedule(end, EventKind::kInstance, static_cast<int>(j), s.generation);
-    }
-  }
+  // Over-sampling: update i's batch is fixed, so what it left behind is known now.
+  if (part_completes_batch_ && spec_.over_sample_groups > 0) abort_stragglers(iteration_);
   part_name_ = spec_.stream_updates ? "accumulate" : "update";
   if (part_completes_batch_) {
     seconds += static_cast<double>(spec_.optimizer_steps) * costs_.optimizer_step_s() *
@@ -613,7 +651,6 @@ void Simulation::trainer_done() {
     }
   }
   finish_iteration();
-  discard_stragglers(iteration_ - 1);
   if (iteration_ < spec_.iterations) {
     waiting_ = true;
     wait_mark_ = now();
