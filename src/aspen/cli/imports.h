@@ -8,6 +8,7 @@
 // sees it without an import. docs/design.md, "Namespaces".
 #pragma once
 
+namespace aspen::agent {}
 namespace aspen::algo {}
 namespace aspen::config {}
 namespace aspen::dock {}
@@ -27,6 +28,7 @@ namespace aspen::train {}
 namespace aspen::bench {}
 
 namespace aspen::cli {
+using namespace aspen::agent;
 using namespace aspen::algo;
 using namespace aspen::config;
 using namespace aspen::dock;
