@@ -32,7 +32,8 @@ class PythonToolTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    root_ = fs::temp_directory_path() / (std::string("aspen_python_tool_") + info->name());
+    root_ = fs::temp_directory_path() /
+            ("aspen_python_tool_" + std::to_string(getpid()) + "_" + info->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
     options_.python = testing::python();

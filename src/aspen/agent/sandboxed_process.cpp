@@ -280,12 +280,30 @@ SandboxRun run_sandboxed(const std::vector<std::string>& argv,
   if (pid == 0) exec_child(plan, dir.c_str(), pipe_fds[1], limits);
   setpgid(pid, pid);  // also here, so that a kill before the child's own call reaches it
   close(pipe_fds[1]);
-  const int fd = pipe_fds[0];
+  // The group is killed before its leader is reaped: while the leader is a zombie its pid
+  // (the group's id) cannot be reused, so the kill never reaches a stranger. The guard does
+  // the same if anything below throws.
+  struct ChildGuard {
+    pid_t pid;
+    int fd;
+    int status = 0;
+    bool reaped = false;
+    void kill_and_reap() {
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      reaped = true;
+    }
+    ~ChildGuard() {
+      if (!reaped) kill_and_reap();
+      close(fd);
+    }
+  } child{pid, pipe_fds[0]};
+  const int fd = child.fd;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(limits.wall_seconds));
-  int status = 0;
   bool open = true;
   for (;;) {
     const auto left =
@@ -299,18 +317,21 @@ SandboxRun run_sandboxed(const std::vector<std::string>& argv,
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::max(1, std::min(wait_ms, 2))));
     }
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    // Has it ended? Asked without reaping (WNOWAIT), for the reason above.
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == pid) {
+      break;
+    }
     if (Clock::now() >= deadline) {
       run.timed_out = true;
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
       break;
     }
   }
   // Whatever the program started and left behind in its group goes with it.
-  kill(-pid, SIGKILL);
+  child.kill_and_reap();
   if (open) read_available(fd, limits, run);
-  close(fd);
+  const int status = child.status;
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status) && !run.timed_out) {
     run.exited = true;
