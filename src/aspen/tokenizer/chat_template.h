@@ -18,12 +18,15 @@
 // Tools (qwen2.5 and qwen3), as `apply_chat_template(messages, tools=tools, ...)` renders
 // them: `tools` (JSON function schemas, printed one per line with HF's tojson, see
 // python_json.h) go into the system turn under "# Tools"; an assistant message's
-// tool_calls follow its content as `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`;
-// tool messages become `<tool_response>` blocks in a user turn. Recognition checks the
+// tool_calls follow its content, each as
+// `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`; tool messages become
+// `<tool_response>` blocks in a user turn. Recognition checks the
 // template's tool sections too. The chatml family has no tool format: tools or tool_calls
 // with it throw aspen::Error rather than vanish from the prompt (HF would drop them
 // silently). tests/tokenizer/chat_template_tools_test.cpp pins all of this against HF's
-// own rendering (tools/python/chat_template_oracle.py).
+// own rendering (tools/python/chat_template_oracle.py). Qwen3's separate
+// `reasoning_content` message field is not modelled: reasoning is read from the content's
+// <think> block, as the template does when that field is absent.
 //
 // Roles: "system" (first message only), "user", "assistant", "tool". Anything else, an
 // empty conversation, or a system message after the first throws aspen::Error.
