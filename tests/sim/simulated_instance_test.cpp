@@ -201,5 +201,80 @@ TEST(SimulatedInstance, CountsTheSameStepsAndTokensAsTheRealEngine) {
   EXPECT_EQ(instance.counters().scheduled_tokens, engine.stats().scheduled_tokens);
 }
 
+// Partial rollouts on the real engine and on the model: a group cut after a few steps
+// (rollout_worker.h "partial") and resumed on another engine, each unfinished sample as
+// a request of its own continuing its output. Both engines count the same steps and
+// scheduled tokens as the two instance models.
+TEST(SimulatedInstance, CutsAndResumesLikeTheRealEngine) {
+  ModelSection section;
+  section.num_layers = 1;
+  ModelConfig config = builtin_model_config(section, 64);
+  EngineConfig engine_config;
+  engine_config.max_num_seqs = 8;
+  engine_config.max_num_batched_tokens = 64;
+  engine_config.kv_cache_bytes = 8 << 20;
+  const CostModel costs = step_counting_costs(1 << 20);
+  const int64_t prompt_tokens = 10;
+  const std::vector<int64_t> lengths = {4, 12, 9};
+  RolloutEngine first(make_random_model(config, 3), engine_config);
+  GenerationRequest request;
+  request.id = "g";
+  for (int64_t t = 0; t < prompt_tokens; ++t) request.prompt.push_back(3 + t);
+  request.n = 1;
+  std::vector<GenerationRequest> samples;  // one per sample: each its own length
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    GenerationRequest sample = request;
+    sample.id = "g" + std::to_string(i);
+    sample.params.max_tokens = sample.params.min_tokens = lengths[i];
+    sample.params.seed = 7;
+    sample.sample_indices = {static_cast<int64_t>(i)};
+    first.add_request(sample);
+    samples.push_back(sample);
+  }
+  SimulatedInstance cut_from(costs, 8, 64);
+  // The model's unit of three separate one-sample requests: three units here.
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    cut_from.add_unit(static_cast<int64_t>(i), prompt_tokens, {lengths[i]}, 0);
+  }
+  // Six steps: the prompts, then five decodes (sample 0 finishes at its 4th token).
+  for (int s = 0; s < 6; ++s) first.step();
+  double now = 0;
+  while (cut_from.counters().steps < 6) {
+    const double start = now;
+    now += cut_from.start_segment(now);
+    if (cut_from.counters().steps + 1 < 6) now = cut_from.cut_segment(start + (5.5 - cut_from.counters().steps));
+    cut_from.finish_segment();
+  }
+  EXPECT_EQ(cut_from.counters().steps, first.stats().steps);
+  EXPECT_EQ(cut_from.counters().scheduled_tokens, first.stats().scheduled_tokens);
+  std::vector<Completion> cut;
+  for (size_t i = 1; i < lengths.size(); ++i) {
+    for (Completion& c : first.cut_request("g" + std::to_string(i))) cut.push_back(std::move(c));
+  }
+  ASSERT_EQ(cut.size(), 2u);
+  const std::vector<SimulatedUnitProgress> taken =
+      cut_from.take_units([](int64_t, int64_t, int64_t) { return true; });
+  ASSERT_EQ(taken.size(), 2u);
+  // Resumed elsewhere: the real engine continues each output; the model resumes the units.
+  RolloutEngine second(make_random_model(config, 3), engine_config);
+  SimulatedInstance resumed_on(costs, 8, 64);
+  for (size_t k = 0; k < cut.size(); ++k) {
+    GenerationRequest resumed = samples[static_cast<size_t>(cut[k].sample_index)];
+    resumed.resume_from.tokens = cut[k].token_ids;
+    resumed.resume_from.logprobs = cut[k].logprobs;
+    resumed.resume_from.policy_versions = cut[k].policy_versions;
+    second.add_request(resumed);
+    EXPECT_EQ(taken[k].generated, (std::vector<int64_t>{static_cast<int64_t>(cut[k].token_ids.size())}));
+    resumed_on.resume_unit(taken[k].unit, prompt_tokens,
+                           {lengths[static_cast<size_t>(cut[k].sample_index)]},
+                           taken[k].generated, taken[k].version);
+  }
+  while (second.has_unfinished()) second.step();
+  double later = 0;
+  drain(resumed_on, later);
+  EXPECT_EQ(resumed_on.counters().steps, second.stats().steps);
+  EXPECT_EQ(resumed_on.counters().scheduled_tokens, second.stats().scheduled_tokens);
+}
+
 }  // namespace
 }  // namespace aspen::sim

@@ -19,22 +19,24 @@ namespace aspen::cli {
 // Named, not anonymous: the CLI is a unity build (one namespace per subcommand file).
 namespace simulate_command {
 
-// The seeds' dense setting (docs/simulate.md explains each choice): Qwen2.5-7B, 64
-// H200s split 32 trainers (DP 8 x TP 4) and 32 rollout instances of one device, GRPO
-// with a KL term and 4 optimizer steps per update, 256 prompts x 16 samples of up to
-// 16k tokens (log-normal around 2k plus a 2% long tail to the cap), eta 1.
+// The seeds' dense setting (docs/simulate.md explains each choice), as
+// examples/simulate/qwen2.5-7b.yaml writes it: Qwen2.5-7B, 64 H200s split 44 trainers
+// (DP 11 x TP 4) and 20 rollout instances of one device, GRPO with a KL term and 4
+// optimizer steps per update, 256 prompts x 16 samples of up to 16k tokens (log-normal
+// around 2k plus a 2% long tail to the cap); async at Aspen's recommendation for this
+// scale: eta 4 and 25% over-sampling with abort of stragglers ("Beyond ASP").
 const std::vector<std::string> kSeedsSetting = {
     "simulate.model=qwen2.5-7b",        "simulate.device=h200",
     "simulate.devices=64",              "placement.mode=disaggregated",
-    "placement.train.dp=8",             "placement.train.tp=4",
-    "placement.rollout.instances=32",   "placement.rollout.tp=1",
+    "placement.train.dp=11",            "placement.train.tp=4",
+    "placement.rollout.instances=20",   "placement.rollout.tp=1",
     "rollout.prompts_per_iteration=256", "rollout.n=16",
     "rollout.max_tokens=16384",         "rollout.long_tail_fraction=0.02",
     "rollout.max_num_seqs=256",         "rollout.max_num_batched_tokens=8192",
     "simulate.length_median=2048",      "simulate.length_sigma=0.7",
     "simulate.prompt_tokens=512",       "algorithm.kl_coef=0.001",
     "train.mini_batch_size=1024",       "train.iterations=100",
-    "pipeline.max_staleness=1"};
+    "pipeline.max_staleness=4",         "pipeline.over_sample=0.25"};
 
 struct SimulateOptions {
   std::vector<std::string> arguments;
