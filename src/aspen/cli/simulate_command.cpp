@@ -24,7 +24,7 @@ namespace simulate_command {
 // (DP 11 x TP 4) and 20 rollout instances of one device, GRPO with a KL term and 4
 // optimizer steps per update, 256 prompts x 16 samples of up to 16k tokens (log-normal
 // around 2k plus a 2% long tail to the cap); async at Aspen's recommendation for this
-// scale: eta 4 and 25% over-sampling with abort of stragglers ("Beyond ASP").
+// scale: eta 4, without over-sampling (docs/simulate.md, "Beyond ASP").
 const std::vector<std::string> kSeedsSetting = {
     "simulate.model=qwen2.5-7b",        "simulate.device=h200",
     "simulate.devices=64",              "placement.mode=disaggregated",
@@ -36,7 +36,7 @@ const std::vector<std::string> kSeedsSetting = {
     "simulate.length_median=2048",      "simulate.length_sigma=0.7",
     "simulate.prompt_tokens=512",       "algorithm.kl_coef=0.001",
     "train.mini_batch_size=1024",       "train.iterations=100",
-    "pipeline.max_staleness=4",         "pipeline.over_sample=0.25"};
+    "pipeline.max_staleness=4"};
 
 struct SimulateOptions {
   std::vector<std::string> arguments;
