@@ -40,7 +40,9 @@ for model, (config, train_tp, dps, rollout_tps) in SETTINGS.items():
             base = [config, f"simulate.device={device}", f"simulate.devices={devices}",
                     f"placement.rollout.tp={rollout_tp}", *extra]
             # Any instance count: simulate.devices derives it from the split.
-            split = simulate(base + [f"--sweep=placement.train.dp={','.join(map(str, dp_values))}"])
+            # The split at eta 1 (whatever eta the example file recommends).
+            split = simulate(base + ["pipeline.max_staleness=1",
+                                     f"--sweep=placement.train.dp={','.join(map(str, dp_values))}"])
             best_dp = split["best_async"]["value"]
             eta = simulate(base + [f"placement.train.dp={best_dp}", "--sweep=pipeline.max_staleness=0,1,2,4"])
             best_eta = eta["best_async"]["value"]
