@@ -54,10 +54,10 @@ Episode tool_episode(bool thinking) {
   const std::vector<ToolCall> calls2 = {calculator_call("1267650600228229401496703205376 + 1")};
   Episode episode;
   episode.prompt = {{"system", "You are terse."}, {"user", "What is 2**100 + 3**50?"}};
-  episode.steps.push_back({{"assistant", think1 + "I will compute.", calls1},
-                           turn_text(think1, "I will compute.", calls1),
-                           {{"tool", "1267650600228229401496703205376"},
-                            {"tool", "717897987691852588770249"}}});
+  episode.steps.push_back(
+      {{"assistant", think1 + "I will compute.", calls1},
+       turn_text(think1, "I will compute.", calls1),
+       {{"tool", "1267650600228229401496703205376"}, {"tool", "717897987691852588770249"}}});
   episode.steps.push_back({{"assistant", think2, calls2},
                            turn_text(think2, "", calls2),
                            {{"tool", "1267650600228229401496703205377"}}});
@@ -73,8 +73,7 @@ const std::vector<ordered_json> kTools = {
         {{"type", "object"}, {"properties", {{"expression", {{"type", "string"}}}}}}}}}}};
 
 // The context built as the token contract says, against the render of the whole episode.
-void expect_contract_holds(const ChatTemplate& chat, const Episode& episode,
-                           bool enable_thinking) {
+void expect_contract_holds(const ChatTemplate& chat, const Episode& episode, bool enable_thinking) {
   std::string context = chat.render(episode.prompt, true, enable_thinking, kTools);
   std::vector<ChatMessage> whole = episode.prompt;
   for (const Episode::Step& step : episode.steps) {

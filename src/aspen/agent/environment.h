@@ -63,16 +63,16 @@ struct StepMetrics {
   int tool_calls = 0;
   int tool_errors = 0;    // observations that are errors: malformed/unknown call, tool failure
   int tool_timeouts = 0;  // calls cut by the per-tool timeout (counted in tool_errors too)
-  int observations_truncated = 0;     // observations cut to max observation bytes
-  size_t observation_bytes = 0;       // of the observations returned, after any cut
-  bool max_turns_reached = false;     // this step ended the episode at the turn limit
-  double wait_seconds = 0;            // time spent in the environment (tools, process, HTTP)
+  int observations_truncated = 0;  // observations cut to max observation bytes
+  size_t observation_bytes = 0;    // of the observations returned, after any cut
+  bool max_turns_reached = false;  // this step ended the episode at the turn limit
+  double wait_seconds = 0;         // time spent in the environment (tools, process, HTTP)
 };
 
 struct ResetResult {
-  std::vector<ChatMessage> messages;              // the conversation the model starts from
-  std::vector<nlohmann::ordered_json> tools;      // ChatTemplate::render's `tools`
-  std::optional<EnvironmentError> error;          // set: no episode started
+  std::vector<ChatMessage> messages;          // the conversation the model starts from
+  std::vector<nlohmann::ordered_json> tools;  // ChatTemplate::render's `tools`
+  std::optional<EnvironmentError> error;      // set: no episode started
   double wait_seconds = 0;
 };
 
@@ -92,7 +92,9 @@ class Environment {
   virtual ~Environment() = default;
   // "tools", "command" or "http".
   virtual std::string kind() const = 0;
-  virtual ResetResult reset(const nlohmann::json& row) = 0;
+  // `row`: one data row. ordered_json: its messages may hold tool-call arguments whose key
+  // order the prompt keeps, and the command and http environments pass it on as it is.
+  virtual ResetResult reset(const nlohmann::ordered_json& row) = 0;
   // `turn`: the model's turn as decoded text (without the end-of-turn token).
   virtual StepResult step(const std::string& turn) = 0;
 };
