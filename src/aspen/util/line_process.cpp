@@ -139,18 +139,21 @@ void LineProcess::stop() {
   pending_.clear();
 }
 
-void LineProcess::fail(const std::string& problem) {
+void LineProcess::fail(Failure failure, const std::string& problem) {
   stop();
+  failure_ = failure;
   throw Error(problem, "command `" + command_ + "`");
 }
 
 void LineProcess::fail_unrequested(const std::string& problem) {
   stop();
+  failure_ = Failure::kUnrequested;
   throw UnrequestedOutput(problem, "command `" + command_ + "`");
 }
 
 std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& requests,
                                                std::chrono::steady_clock::time_point deadline) {
+  failure_ = Failure::kNone;
   if (pid_ <= 0) start();
   // Whatever the child printed since the last batch answers no request sent: refuse it
   // rather than let it be read as this batch's first replies (a shift of every score).
@@ -176,17 +179,19 @@ std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& r
     }
     if (replies.size() == requests.size()) break;
     if (pending_.size() > max_line_bytes_) {
-      fail("a reply line is longer than " + std::to_string(max_line_bytes_) + " bytes");
+      fail(Failure::kLineTooLong,
+           "a reply line is longer than " + std::to_string(max_line_bytes_) + " bytes");
     }
     pollfd fds[2] = {{from_child_, POLLIN, 0}, {to_child_, POLLOUT, 0}};
     const nfds_t count = written < out.size() ? 2 : 1;
     const int ready = poll(fds, count, milliseconds_until(deadline));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) fail(std::string("poll: ") + std::strerror(errno));
+    if (ready < 0) fail(Failure::kOther, std::string("poll: ") + std::strerror(errno));
     if (ready == 0) {
       if (std::chrono::steady_clock::now() >= deadline) {
-        fail("no reply to request " + std::to_string(replies.size() + 1) + " of " +
-             std::to_string(requests.size()) + " before the timeout");
+        fail(Failure::kTimeout, "no reply to request " + std::to_string(replies.size() + 1) +
+                                    " of " + std::to_string(requests.size()) +
+                                    " before the timeout");
       }
       continue;
     }
@@ -195,8 +200,9 @@ std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& r
       if (n > 0) {
         written += static_cast<size_t>(n);
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        fail("the process stopped reading its input after " + std::to_string(replies.size()) +
-             " replies (" + std::strerror(errno) + ")");
+        fail(Failure::kExited, "the process stopped reading its input after " +
+                                   std::to_string(replies.size()) + " replies (" +
+                                   std::strerror(errno) + ")");
       }
     }
     if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
@@ -204,10 +210,11 @@ std::vector<std::string> LineProcess::exchange(const std::vector<std::string>& r
       if (n > 0) {
         pending_.append(buffer, static_cast<size_t>(n));
       } else if (n == 0) {
-        fail("the process exited or closed its output after " + std::to_string(replies.size()) +
-             " of " + std::to_string(requests.size()) + " replies");
+        fail(Failure::kExited, "the process exited or closed its output after " +
+                                   std::to_string(replies.size()) + " of " +
+                                   std::to_string(requests.size()) + " replies");
       } else if (errno != EAGAIN && errno != EINTR) {
-        fail(std::string("read: ") + std::strerror(errno));
+        fail(Failure::kOther, std::string("read: ") + std::strerror(errno));
       }
     }
   }

@@ -18,6 +18,9 @@
 // at the next exchange(); callers that need a per-reply guarantee echo an id (as
 // CommandReward does with request_id). These failures throw UnrequestedOutput.
 //
+// What failed is kept as failure() (the environments of the agent module report a hang,
+// a crash and an oversized reply as different faults); the text stays in the exception.
+//
 // After any failure the child is killed (SIGKILL to its process group: the shell and
 // whatever it started, reaped); the next exchange() starts a fresh one.
 //
@@ -56,6 +59,16 @@ class LineProcess {
   // since it is paid once per batch.
   static constexpr std::chrono::milliseconds kQuietAfterReplies{25};
 
+  // Why the last exchange() failed; kNone after one that succeeded.
+  enum class Failure {
+    kNone,
+    kTimeout,      // the deadline passed before every reply was read
+    kExited,       // the child exited, closed its output or stopped reading its input
+    kLineTooLong,  // a reply line over max_line_bytes
+    kUnrequested,  // output that answers no request (UnrequestedOutput)
+    kOther,        // a system call failed (poll, read)
+  };
+
   explicit LineProcess(std::string command, size_t max_line_bytes = size_t{16} << 20);
   ~LineProcess();
   LineProcess(const LineProcess&) = delete;
@@ -72,12 +85,13 @@ class LineProcess {
   // How many children were started so far (1 after the first exchange; more after
   // restarts).
   int starts() const { return starts_; }
+  Failure failure() const { return failure_; }
   // Kills and reaps the child, if any.
   void stop();
 
  private:
   void start();
-  [[noreturn]] void fail(const std::string& problem);
+  [[noreturn]] void fail(Failure failure, const std::string& problem);
   [[noreturn]] void fail_unrequested(const std::string& problem);  // throws UnrequestedOutput
   // Fails when the child prints anything within `wait` (or already has): output that
   // answers none of the `requests` just answered (0: between batches).
@@ -91,6 +105,7 @@ class LineProcess {
   int life_ = -1;  // the pipe whose end of file tells the watcher that Aspen exited
   std::string pending_;  // bytes read past the last complete line
   int starts_ = 0;
+  Failure failure_ = Failure::kNone;
 };
 
 }  // namespace aspen
