@@ -287,6 +287,22 @@ TEST_F(DispatchTest, DiscardTakesTheRowOutOfTheLeaseHoldingIt) {
   EXPECT_EQ(dock.metrics()["live_rows"], 0);
 }
 
+TEST_F(DispatchTest, DiscardingOnlyUnleasedRowsLeavesAHeldRowToItsHolder) {
+  std::vector<RowId> ids = ready_rows(dock, {row_info(0, 1, 1), row_info(1, 1, 1)});
+  ClaimOptions one;
+  const Claim held = dock.claim("actor", one);  // ids[0]
+  ASSERT_EQ(held.rows.size(), 1u);
+  const std::vector<RetiredRow> retired = dock.discard(ids, /*unleased_only=*/true);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_EQ(retired[0].id, ids[1]);
+  EXPECT_TRUE(dock.renew(held.lease, 10.0));  // the holder still has its row
+  EXPECT_EQ(dock.metrics()["live_rows"], 1);
+  EXPECT_EQ(dock.discard(ids, true).size(), 0u);  // still held: nothing
+  dock.ack(held.lease);
+  EXPECT_EQ(dock.discard(ids, true).size(), 1u);  // free now
+  EXPECT_EQ(dock.metrics()["live_rows"], 0);
+}
+
 TEST_F(DispatchTest, RetargetMovesOnlyRowsNoConsumerHolds) {
   std::vector<RowId> ids =
       ready_rows(dock, {row_info(0, 1, 1, 0, 1), row_info(1, 1, 1, 0, 1), row_info(2, 1, 1, 0, 2)});

@@ -275,7 +275,8 @@ struct PipelineSection {
   int64_t partial_rollout_min_tokens = 32;
   // Over-sampling with abort of stragglers (staleness_window.h): admit ceil(f B) more
   // groups than the bound; update i trains the oldest B scored groups of version >=
-  // i - eta and aborts the groups that can no longer train within the bound. 0: off.
+  // i - eta and aborts the groups that can no longer train within the bound once no
+  // consumer holds them (Admission::batch_whole). 0: off.
   double over_sample = 0.0;
   int rollout_threads = 1;         // torch intra-op threads per rollout instance
   std::vector<int> rollout_cores;  // pin rollout instance threads here; empty: no pinning

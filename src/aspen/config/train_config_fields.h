@@ -444,16 +444,17 @@ void visit_fields(PipelineSection& s, Visitor& v) {
         "partial rollouts cut only units with a sample this long (>= 1): a shorter one "
         "ends soon, and resuming costs a prefill of prompt + output");
   v.field("over_sample", s.over_sample,
-        "`aspen simulate` only for now (`aspen train` refuses it): over-sampling with "
-        "abort of stragglers (slime's over-sampling, APRIL's abort), 0 to 1; 0: off. "
-        "Admission takes ceil(f x `rollout.prompts_per_iteration`) more groups than the "
-        "staleness bound; update i trains the oldest `prompts_per_iteration` scored "
-        "groups of version >= i - η instead of waiting for the window's last groups, and "
-        "once its batch is whole every group admitted below i + 1 - η that it did not "
-        "take is aborted (it could no longer train within the bound) and replaced by a "
-        "new prompt. Removes the long tail's wait at the cost of the aborted work "
-        "(`aborted_groups`, `aborted_tokens`) and a bias against long responses "
-        "(measured: docs/simulate.md). The simulator's sync baseline never over-samples");
+        "over-sampling with abort of stragglers (slime's over-sampling, APRIL's abort), 0 "
+        "to 1; 0: off. Admission takes ceil(f x `rollout.prompts_per_iteration`) more "
+        "groups than the staleness bound; update i trains the oldest "
+        "`prompts_per_iteration` scored groups of version >= i - η instead of waiting for "
+        "the window's last groups, and once its batch is whole every group admitted below "
+        "i + 1 - η that it did not take is aborted as soon as nobody holds it (queued, or "
+        "scored and waiting; one being generated or scored finishes first) and its slot "
+        "refilled with a new prompt. Removes the long tail's wait at the cost of the "
+        "aborted work (metrics `aborted_groups`, `aborted_rows`) and a bias against long "
+        "responses (measured: docs/simulate.md). Dispatches whole groups. Also in sync "
+        "mode (η = 0)");
   v.field("rollout_threads", s.rollout_threads,
         "torch intra-op threads per rollout instance");
   v.cores_field("rollout_cores", s.rollout_cores,

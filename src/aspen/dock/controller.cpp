@@ -447,7 +447,7 @@ void DockController::drop_from_leases_locked(const std::unordered_set<RowId>& ro
   }
 }
 
-std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) {
+std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows, bool unleased_only) {
   std::vector<RetiredRow> retired;
   {
     MutexLock lock(mutex_);
@@ -456,6 +456,7 @@ std::vector<RetiredRow> DockController::discard(const std::vector<RowId>& rows) 
     for (RowId id : rows) {
       auto it = rows_.find(id);
       if (it == rows_.end()) continue;  // unknown, retired, or listed twice
+      if (unleased_only && it->second.leased != 0) continue;  // its holder keeps it
       if (it->second.leased != 0) leased.insert(id);
       for (std::set<RowId>& pool : claimable_) pool.erase(id);
       retired.push_back(retire_locked(it));

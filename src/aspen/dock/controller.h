@@ -127,7 +127,8 @@ class DockController : public ControllerApi {
   bool renew(int64_t lease, double lease_s) override EXCLUDES(mutex_);
   void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override
       EXCLUDES(mutex_);
-  std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override EXCLUDES(mutex_);
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows, bool unleased_only = false) override
+      EXCLUDES(mutex_);
   std::vector<RetiredRow> retire_warehouse(WarehouseId warehouse) override EXCLUDES(mutex_);
   int64_t retarget(int32_t from, int32_t to) override EXCLUDES(mutex_);
   ConsumerBacklog backlog(const std::string& consumer) override EXCLUDES(mutex_);

@@ -246,8 +246,9 @@ class ControllerHandler : public ServiceHandler {
       }
       case kDiscard: {
         std::vector<RowId> rows = r.get_vector<int64_t>();
+        const bool unleased_only = r.get<uint8_t>() != 0;
         r.expect_end();
-        put_retired_rows(w, controller_->discard(rows));
+        put_retired_rows(w, controller_->discard(rows, unleased_only));
         break;
       }
       case kRetarget: {
@@ -409,8 +410,11 @@ void RemoteController::update_info(const std::vector<RowId>& rows,
   client_.call(reply(kUpdateInfo, w.take()));
 }
 
-std::vector<RetiredRow> RemoteController::discard(const std::vector<RowId>& rows) {
-  WireMessage answer = client_.call(reply(kDiscard, ByteWriter().put_vector<int64_t>(rows).take()));
+std::vector<RetiredRow> RemoteController::discard(const std::vector<RowId>& rows,
+                                                  bool unleased_only) {
+  WireMessage answer = client_.call(reply(
+      kDiscard,
+      ByteWriter().put_vector<int64_t>(rows).put<uint8_t>(unleased_only ? 1 : 0).take()));
   ByteReader r(answer.body);
   return get_retired_rows(r);
 }

@@ -67,7 +67,7 @@ class RemoteController : public ControllerApi {
   bool release(int64_t lease) override;
   bool renew(int64_t lease, double lease_s) override;
   void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) override;
-  std::vector<RetiredRow> discard(const std::vector<RowId>& rows) override;
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows, bool unleased_only = false) override;
   std::vector<RetiredRow> retire_warehouse(WarehouseId warehouse) override;
   int64_t retarget(int32_t from, int32_t to) override;
   ConsumerBacklog backlog(const std::string& consumer) override;

@@ -141,8 +141,11 @@ class ControllerApi {
   virtual void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos) = 0;
   // Retires live rows now, consumed or not (a group that will never be trained:
   // aborted, or dropped by dynamic sampling); their leases lose them. Returns them so
-  // the caller frees their data; unknown ids are ignored.
-  virtual std::vector<RetiredRow> discard(const std::vector<RowId>& rows) = 0;
+  // the caller frees their data; unknown ids are ignored. unleased_only: only rows no
+  // consumer holds a lease on (over-sampling's stragglers: a producer working on a row
+  // keeps it, and the caller asks again later). Overriders repeat the default.
+  virtual std::vector<RetiredRow> discard(const std::vector<RowId>& rows,
+                                          bool unleased_only = false) = 0;
   // A warehouse died with its process (a killed producer): retires every live row
   // with a column held there or owned by it, as discard() does, and returns them
   // (RetiredRow::warehouses still names the dead one: the caller must skip it). The

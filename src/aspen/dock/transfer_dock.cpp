@@ -169,9 +169,9 @@ void TransferDock::update_info(const std::vector<RowId>& rows, const std::vector
   transport_->controller().update_info(rows, infos);
 }
 
-std::vector<RetiredRow> TransferDock::discard(const std::vector<RowId>& rows) {
+std::vector<RetiredRow> TransferDock::discard(const std::vector<RowId>& rows, bool unleased_only) {
   row_calls_ += static_cast<int64_t>(rows.size());
-  std::vector<RetiredRow> retired = transport_->controller().discard(rows);
+  std::vector<RetiredRow> retired = transport_->controller().discard(rows, unleased_only);
   erase_retired(retired);
   return retired;
 }

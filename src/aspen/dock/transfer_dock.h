@@ -50,7 +50,7 @@ class TransferDock {
   void update_info(const std::vector<RowId>& rows, const std::vector<RowInfo>& infos);
   // Retires the rows at once (ControllerApi::discard) and erases their data from the
   // warehouses holding it; returns the rows that were live.
-  std::vector<RetiredRow> discard(const std::vector<RowId>& rows);
+  std::vector<RetiredRow> discard(const std::vector<RowId>& rows, bool unleased_only = false);
   int64_t retarget(int32_t from, int32_t to);
   ConsumerBacklog backlog(const std::string& consumer);
   void post_status(const std::string& key, const std::string& value);

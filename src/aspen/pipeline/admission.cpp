@@ -1,6 +1,8 @@
 #include "aspen/pipeline/admission.h"
 
+#include <algorithm>
 #include <limits>
+#include <set>
 
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_rows.h"
@@ -23,6 +25,7 @@ Admission::Admission(const TrainConfig& config, const RlSetup& setup, TransferDo
       track_(track),
       eta_(staleness_eta(config)),
       batch_groups_(config.rollout.prompts_per_iteration),
+      extra_groups_(over_sample_groups(config)),
       prompts_(static_cast<int64_t>(setup.train_examples.size()), config.train.seed),
       dispatcher_(config.pipeline.dispatch, layout.instances),
       instances_(static_cast<size_t>(layout.instances)) {}
@@ -143,7 +146,8 @@ void Admission::admit_group(const PromptGroup& group, int64_t version_bound) {
       columns.push_back(std::move(column));
     }
   }
-  dock_.put(infos, columns);
+  const std::vector<RowId> rows = dock_.put(infos, columns);
+  if (extra_groups_ > 0) open_[group.group_id] = OpenGroup{version_bound, rows};
   if (trace_ != nullptr) {
     trace_->instant(track_, "admit", {{"group", group.group_id}, {"instances", targets}});
   }
@@ -154,17 +158,65 @@ void Admission::admit() {
   // Groups admitted and not yet given to a batch are the controller's backlog of the
   // batch consumer; discarded ones (no instance could serve them, or dropped by
   // dynamic sampling) left it and free their slot (staleness_window.h).
+  abort_stragglers();  // a straggler's holder may have let go of it since the last poll
   const int64_t room = admissible_groups(published_version_, eta_, batch_groups_,
                                          consumed_groups_ - refilled_groups_,
-                                         dock_.backlog(rl_consumers::kBatch), config_.rollout.n);
+                                         dock_.backlog(rl_consumers::kBatch), config_.rollout.n,
+                                         extra_groups_);
   for (int64_t i = 0; i < room; ++i) admit_group(prompts_.next(1).front(), published_version_);
 }
 
 void Admission::consume(const std::vector<int64_t>& groups, bool refill) {
-  for (int64_t group : groups) prompts_.close(group);
+  for (int64_t group : groups) {
+    prompts_.close(group);
+    open_.erase(group);
+  }
   const auto count = static_cast<int64_t>(groups.size());
   consumed_groups_ += count;
   if (refill) refilled_groups_ += count;
+}
+
+void Admission::batch_whole(int64_t index, const std::vector<int64_t>& groups) {
+  if (extra_groups_ == 0) return;
+  for (int64_t group : groups) open_.erase(group);  // trained by this update
+  whole_through_ = std::max(whole_through_, index);
+  abort_stragglers();
+}
+
+void Admission::abort_stragglers() {
+  if (extra_groups_ == 0 || whole_through_ < 0) return;
+  std::vector<RowId> rows;
+  for (const auto& [group, open] : open_) {
+    if (!is_straggler(open.version, whole_through_ + 1, eta_)) continue;
+    rows.insert(rows.end(), open.rows.begin(), open.rows.end());
+  }
+  if (rows.empty()) return;
+  // Only rows nobody holds: an instance or a reward working on one finishes it, and
+  // the next poll takes it (no producer ever writes a row that is gone).
+  std::set<RowId> gone;
+  for (const RetiredRow& row : dock_.discard(rows, /*unleased_only=*/true)) gone.insert(row.id);
+  if (gone.empty()) return;
+  for (auto it = open_.begin(); it != open_.end();) {
+    std::vector<RowId>& live = it->second.rows;
+    const size_t before = live.size();
+    live.erase(std::remove_if(live.begin(), live.end(), [&](RowId id) { return gone.count(id) > 0; }),
+               live.end());
+    if (live.size() == before || !live.empty()) {
+      ++it;
+      continue;
+    }
+    // Every row gone: the group is aborted, its prompt closed, its slot refilled.
+    prompts_.close(it->first);
+    consumed_groups_ += 1;
+    refilled_groups_ += 1;
+    aborted_groups_ += 1;
+    it = open_.erase(it);
+  }
+  aborted_rows_ += static_cast<int64_t>(gone.size());
+}
+
+nlohmann::json Admission::abort_metrics() const {
+  return {{"aborted_groups", aborted_groups_}, {"aborted_rows", aborted_rows_}};
 }
 
 nlohmann::json Admission::rollout_bubbles(double seconds) {

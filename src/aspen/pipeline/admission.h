@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -58,6 +59,15 @@ class Admission {
   // round are consumed and refilled (a new group takes their slot). Closes them in the
   // prompt source either way.
   void consume(const std::vector<int64_t>& groups, bool refill);
+  // Over-sampling (pipeline.over_sample; staleness_window.h): update `index`'s batch is
+  // whole and holds `groups`. Every other group admitted below index + 1 - eta is a
+  // straggler: aborted (its rows discarded, its prompt closed, its slot refilled) as
+  // soon as no consumer holds its rows; until then its holder (an instance generating
+  // it, a reward scoring it) finishes, and admit() tries again at every poll. Aborted
+  // groups and their rows are counted (abort_metrics).
+  void batch_whole(int64_t index, const std::vector<int64_t>& groups);
+  // aborted_groups, aborted_rows: cumulative.
+  nlohmann::json abort_metrics() const;
 
   // Rollout bubbles of the iteration that took `seconds` (bubble_accounting.h: idle
   // and skewness from the instances' busy seconds) and their work ("work": steps,
@@ -105,6 +115,18 @@ class Admission {
   int64_t consumed_groups_ = 0;
   int64_t refilled_groups_ = 0;
   double status_age_max_s_ = 0.0;  // oldest live instance state read, this iteration
+  // Over-sampling: the groups not yet in a batch, with their admission version and
+  // the rows still live; the last update whose batch is whole.
+  struct OpenGroup {
+    int64_t version = 0;
+    std::vector<RowId> rows;
+  };
+  void abort_stragglers();
+  const int64_t extra_groups_;  // over_sample_groups(config)
+  std::map<int64_t, OpenGroup> open_;
+  int64_t whole_through_ = -1;
+  int64_t aborted_groups_ = 0;
+  int64_t aborted_rows_ = 0;
 };
 
 }  // namespace aspen::pipeline

@@ -65,7 +65,8 @@ BatchSelector::BatchSelector(const TrainConfig& config, TransferDock& dock, Admi
 
 Claim BatchSelector::claim_batch(int64_t index, int64_t groups_wanted, bool whole,
                                  BatchWait& wait) {
-  ClaimOptions options = batch_claim_options(index, eta_, groups_wanted, config_.rollout.n, whole);
+  ClaimOptions options = batch_claim_options(index, eta_, groups_wanted, config_.rollout.n, whole,
+                                             /*abort_stragglers=*/config_.pipeline.over_sample > 0);
   options.timeout_s = kPollSeconds;
   options.lease_s = kBatchLeaseSeconds;
   while (true) {

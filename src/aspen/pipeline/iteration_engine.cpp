@@ -172,6 +172,7 @@ void IterationEngine::stream_batch(int64_t index, IterationRecord& record, Chose
     for (Claim& lease : part.leases) drawn.leases.push_back(std::move(lease));
     if (part.completes_batch) break;
   }
+  if (is_admitter()) admission_->batch_whole(index, groups);
   if (inject_delay_) inject_delay_("trainer");
   timed_stage(record.stage_seconds, "update", trace_, trainer_track_,
               [&] { record.update.actor = stages_->finish(seed); });
@@ -203,6 +204,7 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
                   [&] { swapped_bytes = swap_.swap_out(rl_workers_); });
     }
     const BatchPlan plan = plan_batch(index, drawn, wait);
+    if (is_admitter()) admission_->batch_whole(index, groups_of(plan.trained));
     record.sampling_rounds = plan.sampling_rounds;
     record.rewards = plan.rewards;
     record.update.row_versions = plan.versions();
@@ -287,6 +289,7 @@ nlohmann::json IterationEngine::metrics_line(int64_t index, IterationRecord& rec
   if (is_admitter()) {
     line["rollout_version"] = admission_->published_version();
     line.update(admission_->instance_metrics());
+    if (config_.pipeline.over_sample > 0) line.update(admission_->abort_metrics());
   } else {
     line["rollout_version"] = version_ - version_ % config_.pipeline.sync_every;
   }

@@ -225,13 +225,6 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   // rank is one rollout instance and one data-parallel training rank.
   const int world_size = dist_env_present() ? read_dist_env().world_size : 1;
   check_multi_rank_placement(config, world_size);
-  // The abort rule is shared (staleness_window.h) and the simulator runs it; the engine
-  // does not discard stragglers yet (docs/design.md), so a run is refused rather than
-  // over-sampled without the abort that makes it bounded.
-  check_input(config.pipeline.over_sample == 0,
-              "over-sampling with abort of stragglers is modelled by aspen simulate only; "
-              "the training engine does not abort stragglers yet",
-              "pipeline.over_sample", "set pipeline.over_sample=0 to train");
   std::optional<ProcessGroupHandle> world;
   if (world_size > 1) world = init_process_group(read_dist_env());
   const bool writer = !world || world->rank() == 0;  // rank 0 owns the run directory

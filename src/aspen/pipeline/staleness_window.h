@@ -19,9 +19,10 @@
 //               did not take is a straggler: counted from its admission (AReaL's rule:
 //               a trajectory admitted under version v trains by update v + eta), it
 //               could not train within the bound any more. The trainer discards its
-//               rows at once, wherever they are (queued, generating, scored); the
-//               instance generating it drops it when it learns (its lease lost them).
-//               The freed room admits new prompts. The cost is the aborted work and a
+//               rows as soon as no consumer holds them (queued for an instance, or
+//               scored and waiting: DockApi::discard's unleased_only), so no producer
+//               ever writes a row that is gone; one being generated or scored finishes
+//               first (its work is lost). The freed room admits new prompts. The cost is the aborted work and a
 //               bias against long responses (they are the stragglers); the measured
 //               trade-off is in docs/simulate.md.
 // Thread safety: pure functions. Errors: aspen::Error for a non-positive n or batch.

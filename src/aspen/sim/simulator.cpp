@@ -80,9 +80,9 @@ class Simulation {
   void wake(int i);
   void boundary(int i);
   bool after_load(int i);  // recompute and cuts at a weight switch; true: claim nothing now
-  void drop_aborted_units(int i);  // the instance learns its units' groups were aborted
+
   bool peer_is_idle(int i) const;
-  void abort_stragglers(int64_t index);  // the groups update `index` left behind
+  void abort_stragglers();  // the unheld groups the whole batches left behind
   int64_t claim_units(int i);
   void instance_event(int i, int64_t tag);
   void unit_done(int i, const SimulatedUnitDone& done);
@@ -113,7 +113,7 @@ class Simulation {
   int64_t cut_units_ = 0, cut_tokens_ = 0, resumed_units_ = 0;
   int64_t aborted_groups_ = 0, aborted_tokens_ = 0;
   // Over-sampling: the groups not yet in a batch (the trainer's Admission keeps the
-  // same), and the aborted ones an instance or a reward still holds.
+  // same).
   enum class GroupState { kQueued, kGenerating, kFinished };
   struct OpenGroup {
     int64_t version = 0;  // admitted at
@@ -122,8 +122,8 @@ class Simulation {
     GroupState state = GroupState::kQueued;
   };
   std::map<int64_t, OpenGroup> open_groups_;
-  std::unordered_set<int64_t> aborted_;
   std::unordered_set<int64_t> ready_set_;  // scored, not in a batch (over-sampling only)
+  int64_t whole_through_ = -1;             // the last update whose batch is whole
   int64_t next_group_ = 0;
   int64_t next_reward_tag_ = 0;
 
@@ -357,9 +357,6 @@ void Simulation::boundary(int i) {
       return;
     }
   }
-  // The instance learns of aborted groups when it renews its leases: at a weight
-  // switch (RolloutWorker), or, colocated, when the rollout stops for training.
-  if (!aborted_.empty() && (s.just_loaded || spec_.cluster.colocated)) drop_aborted_units(i);
   const bool cut = s.just_loaded && after_load(i);
   s.just_loaded = false;
   if (!cut) claim_units(i);
@@ -378,66 +375,40 @@ bool Simulation::peer_is_idle(int i) const {
   return false;
 }
 
-void Simulation::drop_aborted_units(int i) {
-  InstanceState& s = instances_[static_cast<size_t>(i)];
-  const auto dropped = s.engine->take_units([this](int64_t unit, int64_t, int64_t) {
-    return aborted_.count(rollout_leases_.at(unit).rows.front().info.group_id) > 0;
-  });
-  for (const SimulatedUnitProgress& unit : dropped) {
-    auto it = rollout_leases_.find(unit.unit);
-    aborted_.erase(it->second.rows.front().info.group_id);
-    rollout_leases_.erase(it);
-    for (int64_t tokens : unit.generated) aborted_tokens_ += tokens;
-  }
-}
-
-void Simulation::abort_stragglers(int64_t index) {
-  // staleness_window.h: a group admitted below the next update's oldest trainable
-  // version and not trained yet never will be. Its rows leave the dock now (their leases
-  // lose them); an instance generating it drops it when it learns, a reward in flight is
-  // skipped.
+void Simulation::abort_stragglers() {
+  // Admission::abort_stragglers: once update i's batch is whole, a group admitted below
+  // i + 1 - eta that it did not take is aborted as soon as nobody holds it (queued, or
+  // scored and waiting); one being generated or scored finishes first.
+  if (spec_.over_sample_groups == 0 || whole_through_ < 0) return;
   int64_t aborted = 0;
   for (auto it = open_groups_.begin(); it != open_groups_.end();) {
     const OpenGroup& open = it->second;
-    if (!is_straggler(open.version, index + 1, spec_.eta)) {
+    const int64_t group = it->first;
+    const bool unheld = open.state == GroupState::kQueued || ready_set_.count(group) > 0;
+    if (!unheld || !is_straggler(open.version, whole_through_ + 1, spec_.eta)) {
       ++it;
       continue;
     }
-    const int64_t group = it->first;
-    dock_.discard(open.rows);
-    if (open.state == GroupState::kFinished) {
-      for (int64_t tokens : group_lengths_.at(group)) aborted_tokens_ += std::min(tokens, spec_.lengths.max_tokens);
-    }
-    switch (open.state) {
-      case GroupState::kQueued:
-        if (open.target >= 0) instances_[static_cast<size_t>(open.target)].unclaimed -= 1;
-        unclaimed_total_ -= 1;
-        break;
-      case GroupState::kGenerating: aborted_.insert(group); break;
-      case GroupState::kFinished:
-        if (ready_set_.erase(group) > 0) {
-          ready_groups_ -= 1;
-        } else {
-          aborted_.insert(group);  // its reward is in flight
+    dock_.discard(open.rows, /*unleased_only=*/true);
+    if (open.state == GroupState::kQueued) {
+      if (open.target >= 0) instances_[static_cast<size_t>(open.target)].unclaimed -= 1;
+      unclaimed_total_ -= 1;
+      for (RowId row : open.rows) {  // a cut unit's progress is lost with it
+        if (auto cut = row_progress_.find(row); cut != row_progress_.end()) {
+          aborted_tokens_ += cut->second.first;
+          row_progress_.erase(cut);
         }
-        break;
+      }
+    } else {
+      ready_set_.erase(group);
+      ready_groups_ -= 1;
+      for (int64_t tokens : group_lengths_.at(group)) aborted_tokens_ += tokens;
     }
     it = open_groups_.erase(it);
     aborted += 1;
   }
   aborted_groups_ += aborted;
-  if (aborted == 0) return;
-  admitted_at_version_ = -1;  // room freed: the next admission refills it
-  // Colocated devices train next (verl's hybrid engine, slime): the rollout stops now,
-  // each instance ending its step in flight, and drops the aborted units.
-  if (!spec_.cluster.colocated) return;
-  for (size_t j = 0; j < instances_.size(); ++j) {
-    InstanceState& s = instances_[j];
-    if (!s.pending || s.loading || !s.engine->in_segment()) continue;
-    const double end = s.engine->cut_segment(now());
-    s.generation += 1;
-    schedule(end, EventKind::kInstance, static_cast<int>(j), s.generation);
-  }
+  if (aborted > 0) admitted_at_version_ = -1;  // room freed: the next admission refills it
 }
 
 bool Simulation::after_load(int i) {
@@ -491,10 +462,6 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
   const Claim claim = std::move(it->second);
   rollout_leases_.erase(it);
   const int64_t group = claim.rows.front().info.group_id;
-  if (aborted_.erase(group) > 0) {  // finished before its instance learned of the abort
-    for (int64_t tokens : done.lengths) aborted_tokens_ += tokens;
-    return;
-  }
   if (auto open = open_groups_.find(group); open != open_groups_.end()) {
     open->second.state = GroupState::kFinished;
   }
@@ -526,7 +493,6 @@ void Simulation::unit_done(int i, const SimulatedUnitDone& done) {
 void Simulation::reward_done(int64_t tag) {
   const auto [group, rows] = reward_queue_.at(tag);
   reward_queue_.erase(tag);
-  if (aborted_.erase(group) > 0) return;  // its rows left the dock while it was scored
   ClaimOptions options;
   options.max_rows = rows;
   options.min_rows = 1;
@@ -542,7 +508,10 @@ void Simulation::reward_done(int64_t tag) {
   if (scored == spec_.n) {
     scored_rows_.erase(group);
     ready_groups_ += 1;
-    if (spec_.over_sample_groups > 0) ready_set_.insert(group);
+    if (spec_.over_sample_groups > 0) {
+      ready_set_.insert(group);
+      abort_stragglers();  // a straggler nobody holds any more leaves (and frees room)
+    }
     scored_groups_ += 1;
     if (waiting_) trainer_try();
   }
@@ -619,7 +588,10 @@ void Simulation::start_part(const Claim& batch) {
   seconds += static_cast<double>(spec_.epochs) * train * (spec_.critic ? 2.0 : 1.0);
   part_completes_batch_ = batch_groups_in_ >= spec_.prompts_per_iteration;
   // Over-sampling: update i's batch is fixed, so what it left behind is known now.
-  if (part_completes_batch_ && spec_.over_sample_groups > 0) abort_stragglers(iteration_);
+  if (part_completes_batch_ && spec_.over_sample_groups > 0) {
+    whole_through_ = iteration_;
+    abort_stragglers();
+  }
   part_name_ = spec_.stream_updates ? "accumulate" : "update";
   if (part_completes_batch_) {
     seconds += static_cast<double>(spec_.optimizer_steps) * costs_.optimizer_step_s() *

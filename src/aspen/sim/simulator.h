@@ -18,7 +18,6 @@
 //               stealing any when dry; load newer weights at a step boundary (or as
 //               weight_switch says); finish a group by publishing its response, its true
 //               lengths and version, and acking the lease. Right after a load, with
-//               over-sampling, they abort their stragglers (staleness_window.h), and with
 //               partial rollouts, while another instance is idle, they cut the units
 //               that ran under older weights (rollout_worker.h "partial"): the rows go
 //               back to the dock with their progress and any instance resumes them,
@@ -27,8 +26,9 @@
 // Admission, claims and waits happen at events (a group scored, a step ended, an update
 // done) rather than on the real engine's 20 ms polls.
 //
-// With over-sampling the trainer's batch claim is the staleness window's (min_version)
-// and after each update it discards the scored stragglers.
+// With over-sampling the trainer's batch claim is the staleness window's (min_version),
+// and once a batch is whole the trainer aborts the stragglers nobody holds (queued, or
+// scored and waiting), as Admission::abort_stragglers does; the others first finish.
 // Output (JSON): effective_tps (trained response tokens / wall), samples_per_s,
 // seconds_per_step, bubbles (iteration-time-weighted, as aspen bench pipeline reports
 // them), utilisation per role (busy device-seconds / (devices x wall)), the rollout's
