@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "aspen/util/error.h"
@@ -170,6 +171,27 @@ TEST_F(CommandEnvironmentTest, GarbageIsQuoted) {
 TEST_F(CommandEnvironmentTest, TenMegabytesOfOutputStopAtTheCap) {
   CommandEnvironment env = environment("big");
   expect_fault(env, EnvironmentFault::kOversized, "longer than 1048576 bytes", true);
+}
+
+// The Python environment docs/agents.md shows, run as written there.
+TEST_F(CommandEnvironmentTest, DocumentedExamplePlays) {
+  std::ifstream docs(std::string(ASPEN_SOURCE_DIR) + "/docs/agents.md");
+  const std::string text((std::istreambuf_iterator<char>(docs)), std::istreambuf_iterator<char>());
+  const size_t begin = text.find("```python\nimport json, sys\ngames = {}");
+  ASSERT_NE(begin, std::string::npos) << "docs/agents.md lost its environment example";
+  const size_t code = text.find('\n', begin) + 1;
+  std::ofstream(dir_ / "guess.py") << text.substr(code, text.find("```", code) - code);
+  CommandEnvironmentOptions options;
+  options.command = std::string(ASPEN_PYTHON) + " " + (dir_ / "guess.py").string();
+  CommandEnvironment env(options);
+  const ResetResult start = env.reset({{"target", 7}});
+  ASSERT_FALSE(start.error) << start.error->message;
+  EXPECT_EQ(start.messages[0].content, "Guess my number.");
+  EXPECT_EQ(env.step("3").observations.at(0).content, "higher");
+  EXPECT_EQ(env.step("9").observations.at(0).content, "lower");
+  const StepResult hit = env.step("7");
+  EXPECT_FALSE(hit.error);
+  EXPECT_EQ(hit.reward, 1.0);
 }
 
 TEST_F(CommandEnvironmentTest, RefusesBadOptions) {

@@ -6,11 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "aspen/tokenizer/python_json.h"
+#include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"
+#include "support/oracles.h"
 
 namespace aspen::agent {
 namespace {
@@ -130,6 +133,40 @@ TEST(ObservationSuffixTest, UserObservationOpensAUserTurn) {
   expect_contract_holds(ChatTemplate::builtin("qwen3"), episode, true);
   EXPECT_EQ(observation_suffix(ChatTemplate::builtin("chatml"), {{"user", "Again."}}).rest,
             "\n<|im_start|>user\nAgain.<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// The token contract with the real Qwen3 tokenizer and template: the prompt's tokens, the
+// model's, and the suffixes' (with or without the <|im_end|> the engine stopped on) are
+// exactly the tokens of the whole episode, so a suffix tokenized on its own never merges
+// with what the model wrote.
+TEST(ObservationSuffixTest, Qwen3TokensOfTheEpisodeAreTheConcatenation) {
+  const Tokenizer tokenizer = Tokenizer::from_file(testing::qwen3_tokenizer_dir());
+  const ChatTemplate chat = ChatTemplate::from_config(testing::qwen3_tokenizer_dir());
+  ASSERT_EQ(chat.name(), "qwen3");
+  const std::optional<TokenId> im_end = tokenizer.token_to_id("<|im_end|>");
+  ASSERT_TRUE(im_end);
+  const Episode episode = tool_episode(true);
+  const auto append = [&](std::vector<TokenId>& tokens, const std::string& text) {
+    const std::vector<TokenId> more = tokenizer.encode(text);
+    tokens.insert(tokens.end(), more.begin(), more.end());
+  };
+  std::vector<TokenId> stopped_by_eos =
+      tokenizer.encode(chat.render(episode.prompt, true, true, kTools));
+  std::vector<TokenId> stopped_by_string = stopped_by_eos;
+  std::vector<ChatMessage> whole = episode.prompt;
+  for (const Episode::Step& step : episode.steps) {
+    const ObservationSuffix suffix = observation_suffix(chat, step.observations);
+    append(stopped_by_eos, step.turn);
+    stopped_by_eos.push_back(*im_end);  // generated: the engine's stop token
+    append(stopped_by_eos, suffix.rest);
+    append(stopped_by_string, step.turn);
+    append(stopped_by_string, suffix.text());
+    whole.push_back(step.assistant);
+    whole.insert(whole.end(), step.observations.begin(), step.observations.end());
+  }
+  const std::vector<TokenId> expected = tokenizer.encode(chat.render(whole, true, true, kTools));
+  EXPECT_EQ(stopped_by_eos, expected);
+  EXPECT_EQ(stopped_by_string, expected);
 }
 
 TEST(ObservationSuffixTest, RefusesNoObservationsAndOtherRoles) {
