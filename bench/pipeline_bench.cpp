@@ -171,7 +171,8 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   nlohmann::json result;
   // The baseline runs every stage on one thread (measured fastest for it: see
   // pipeline.threads in docs/config.md); async gives rollout and trainer a core each.
-  result["sync"] = run_side("sync", {"pipeline.mode=sync"});
+  // The sync side is the baseline whatever the overrides ask of async: no over-sampling.
+  result["sync"] = run_side("sync", {"pipeline.mode=sync", "pipeline.over_sample=0"});
   result["async"] = run_side("async", {"pipeline.mode=async"});
   result["ratio"] = result["async"]["effective_tps"].get<double>() /
                     std::max(result["sync"]["effective_tps"].get<double>(), 1e-9);
