@@ -5,6 +5,7 @@
 #include <exception>
 #include <future>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -31,13 +32,17 @@ ToolResult execute_with_timeout(const std::shared_ptr<const ToolBox>& tools,
                                 const ParsedToolCall& call, double timeout_s, bool* timed_out) {
   auto promise = std::make_shared<std::promise<ToolResult>>();
   std::future<ToolResult> result = promise->get_future();
-  std::thread([tools, call, promise] {
-    try {
-      promise->set_value(tools->execute(call));
-    } catch (const std::exception& e) {  // execute() catches the tool's; this is bad_alloc
-      promise->set_value(ToolResult::failure(std::string("tool call failed: ") + e.what()));
-    }
-  }).detach();
+  try {
+    std::thread([tools, call, promise] {
+      try {
+        promise->set_value(tools->execute(call));
+      } catch (const std::exception& e) {  // execute() catches the tool's; this is bad_alloc
+        promise->set_value(ToolResult::failure(std::string("tool call failed: ") + e.what()));
+      }
+    }).detach();
+  } catch (const std::system_error& e) {  // no thread to be had: the call fails, the run goes on
+    return ToolResult::failure(std::string("tool call not started: ") + e.what());
+  }
   if (result.wait_for(std::chrono::duration<double>(timeout_s)) == std::future_status::ready) {
     return result.get();
   }
