@@ -166,17 +166,23 @@ TEST(SimulatedInstance, RefusesAPromptLargerThanTheKvCache) {
   EXPECT_THROW(instance.add_unit(1, 16, {1}, 0), Error);
 }
 
-// The real engine on the same work: groups forced to exact lengths (min_tokens =
-// max_tokens), prompts within one step's budget, a KV cache that never fills.
-TEST(SimulatedInstance, CountsTheSameStepsAndTokensAsTheRealEngine) {
+// A real engine of a one-layer random model the models below are compared with: 8
+// sequences, 64 tokens a step (the instance models' max_num_seqs and budget), a KV
+// cache that never fills.
+RolloutEngine one_layer_engine() {
   ModelSection section;
   section.num_layers = 1;
-  ModelConfig config = builtin_model_config(section, 64);
   EngineConfig engine_config;
   engine_config.max_num_seqs = 8;
   engine_config.max_num_batched_tokens = 64;
   engine_config.kv_cache_bytes = 8 << 20;
-  RolloutEngine engine(make_random_model(config, 3), engine_config);
+  return RolloutEngine(make_random_model(builtin_model_config(section, 64), 3), engine_config);
+}
+
+// The real engine on the same work: groups forced to exact lengths (min_tokens =
+// max_tokens), prompts within one step's budget.
+TEST(SimulatedInstance, CountsTheSameStepsAndTokensAsTheRealEngine) {
+  RolloutEngine engine = one_layer_engine();
   struct Group {
     int64_t prompt, n, length;
   };
@@ -206,17 +212,10 @@ TEST(SimulatedInstance, CountsTheSameStepsAndTokensAsTheRealEngine) {
 // a request of its own continuing its output. Both engines count the same steps and
 // scheduled tokens as the two instance models.
 TEST(SimulatedInstance, CutsAndResumesLikeTheRealEngine) {
-  ModelSection section;
-  section.num_layers = 1;
-  ModelConfig config = builtin_model_config(section, 64);
-  EngineConfig engine_config;
-  engine_config.max_num_seqs = 8;
-  engine_config.max_num_batched_tokens = 64;
-  engine_config.kv_cache_bytes = 8 << 20;
   const CostModel costs = step_counting_costs(1 << 20);
   const int64_t prompt_tokens = 10;
   const std::vector<int64_t> lengths = {4, 12, 9};
-  RolloutEngine first(make_random_model(config, 3), engine_config);
+  RolloutEngine first = one_layer_engine();
   GenerationRequest request;
   request.id = "g";
   for (int64_t t = 0; t < prompt_tokens; ++t) request.prompt.push_back(3 + t);
@@ -256,7 +255,7 @@ TEST(SimulatedInstance, CutsAndResumesLikeTheRealEngine) {
       cut_from.take_units([](int64_t, int64_t, int64_t) { return true; });
   ASSERT_EQ(taken.size(), 2u);
   // Resumed elsewhere: the real engine continues each output; the model resumes the units.
-  RolloutEngine second(make_random_model(config, 3), engine_config);
+  RolloutEngine second = one_layer_engine();
   SimulatedInstance resumed_on(costs, 8, 64);
   for (size_t k = 0; k < cut.size(); ++k) {
     GenerationRequest resumed = samples[static_cast<size_t>(cut[k].sample_index)];
