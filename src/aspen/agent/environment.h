@@ -23,8 +23,11 @@
 //
 // Faults never escape as exceptions and never hang: a crashed, hung, garbled or
 // oversized environment ends the trajectory with `error` set (kind and message) and done;
-// the caller drops or scores it per its configuration. Limits that are hit without ending
-// the trajectory (a tool timeout, an observation cut) are counted in StepMetrics.
+// the caller drops or scores it per its configuration. The one exception: reset() of
+// the tools environment throws aspen::Error for a data row it cannot read (a bug in the
+// data, found at the first row, not a fault of one trajectory). Limits that are hit
+// without ending the trajectory (a tool timeout, an observation cut) are counted in
+// StepMetrics.
 // Thread safety: an instance serves one trajectory at a time (callers do not share one
 // between threads); separate instances are independent.
 #pragma once
