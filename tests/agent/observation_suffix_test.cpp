@@ -1,15 +1,19 @@
 // observation_suffix (agent/observation_suffix.h): prompt + the model's turns + the
 // suffixes is, byte for byte, the chat template's render of the whole episode, so that a
 // trajectory built from engine tokens and suffix tokens is what the template would show
-// the model (issue #35, item 2).
+// the model (issue #35, item 2); with the tools environment and the real Qwen3
+// tokenizer, token for token.
 #include "aspen/agent/observation_suffix.h"
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "aspen/agent/calculator_tool.h"
+#include "aspen/agent/tools_environment.h"
 #include "aspen/tokenizer/python_json.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/error.h"
@@ -135,38 +139,61 @@ TEST(ObservationSuffixTest, UserObservationOpensAUserTurn) {
             "\n<|im_start|>user\nAgain.<|im_end|>\n<|im_start|>assistant\n");
 }
 
-// The token contract with the real Qwen3 tokenizer and template: the prompt's tokens, the
-// model's, and the suffixes' (with or without the <|im_end|> the engine stopped on) are
-// exactly the tokens of the whole episode, so a suffix tokenized on its own never merges
-// with what the model wrote.
-TEST(ObservationSuffixTest, Qwen3TokensOfTheEpisodeAreTheConcatenation) {
+// Issue #35 item 2, token for token: a calculator episode driven by the tools environment
+// under the real Qwen3 tokenizer and template. The prompt's tokens, the model's, and the
+// suffixes' of the environment's observations (with or without the <|im_end|> the engine
+// stopped on) are exactly the tokens of the whole conversation, so a suffix tokenized on
+// its own never merges with what the model wrote.
+TEST(ObservationSuffixTest, Qwen3CalculatorEpisodeTokenForToken) {
   const Tokenizer tokenizer = Tokenizer::from_file(testing::qwen3_tokenizer_dir());
   const ChatTemplate chat = ChatTemplate::from_config(testing::qwen3_tokenizer_dir());
   ASSERT_EQ(chat.name(), "qwen3");
   const std::optional<TokenId> im_end = tokenizer.token_to_id("<|im_end|>");
   ASSERT_TRUE(im_end);
+  auto box = std::make_shared<ToolBox>();
+  box->add(std::make_shared<CalculatorTool>());
+  ToolsEnvironment env(box, [](const std::string& answer, const ordered_json& row) {
+    return answer.find(row.at("answer").get<std::string>()) != std::string::npos ? 1.0 : 0.0;
+  });
   const Episode episode = tool_episode(true);
+  const ResetResult start =
+      env.reset({{"messages",
+                  {{{"role", "system"}, {"content", episode.prompt[0].content}},
+                   {{"role", "user"}, {"content", episode.prompt[1].content}}}},
+                 {"answer", "1267650600228229401496703205377"}});
+  ASSERT_FALSE(start.error);
   const auto append = [&](std::vector<TokenId>& tokens, const std::string& text) {
     const std::vector<TokenId> more = tokenizer.encode(text);
     tokens.insert(tokens.end(), more.begin(), more.end());
   };
   std::vector<TokenId> stopped_by_eos =
-      tokenizer.encode(chat.render(episode.prompt, true, true, kTools));
+      tokenizer.encode(chat.render(start.messages, true, true, start.tools));
   std::vector<TokenId> stopped_by_string = stopped_by_eos;
-  std::vector<ChatMessage> whole = episode.prompt;
+  std::vector<ChatMessage> whole = start.messages;
   for (const Episode::Step& step : episode.steps) {
-    const ObservationSuffix suffix = observation_suffix(chat, step.observations);
+    const StepResult result = env.step(step.turn);
+    ASSERT_FALSE(result.done);
+    ASSERT_EQ(result.observations.size(), step.observations.size());
+    for (size_t i = 0; i < result.observations.size(); ++i) {
+      EXPECT_EQ(result.observations[i].content, step.observations[i].content);
+    }
+    const ObservationSuffix suffix = observation_suffix(chat, result.observations);
     append(stopped_by_eos, step.turn);
     stopped_by_eos.push_back(*im_end);  // generated: the engine's stop token
     append(stopped_by_eos, suffix.rest);
     append(stopped_by_string, step.turn);
     append(stopped_by_string, suffix.text());
     whole.push_back(step.assistant);
-    whole.insert(whole.end(), step.observations.begin(), step.observations.end());
+    whole.insert(whole.end(), result.observations.begin(), result.observations.end());
+    const std::vector<TokenId> expected =
+        tokenizer.encode(chat.render(whole, true, true, start.tools));
+    EXPECT_EQ(stopped_by_eos, expected) << "after " << whole.size() << " messages";
+    EXPECT_EQ(stopped_by_string, expected) << "after " << whole.size() << " messages";
   }
-  const std::vector<TokenId> expected = tokenizer.encode(chat.render(whole, true, true, kTools));
-  EXPECT_EQ(stopped_by_eos, expected);
-  EXPECT_EQ(stopped_by_string, expected);
+  const StepResult answer =
+      env.step("<think>\nThat is the sum.\n</think>\n\n1267650600228229401496703205377");
+  EXPECT_TRUE(answer.done);
+  EXPECT_EQ(answer.reward, 1.0);
 }
 
 TEST(ObservationSuffixTest, RefusesNoObservationsAndOtherRoles) {
