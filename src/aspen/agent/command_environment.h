@@ -31,6 +31,7 @@
 #include <string>
 
 #include "aspen/agent/environment.h"
+#include "aspen/agent/environment_protocol.h"
 #include "aspen/agent/imports.h"
 #include "aspen/util/line_process.h"
 
@@ -61,7 +62,7 @@ class CommandEnvironment : public Environment {
   CommandEnvironmentOptions options_;
   std::string source_;  // "command environment `...`", the start of every error message
   LineProcess process_;
-  std::string episode_;  // empty: no episode in progress
+  ProtocolEpisodes episodes_{source_};
 };
 
 }  // namespace aspen::agent

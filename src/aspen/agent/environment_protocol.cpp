@@ -1,6 +1,7 @@
 #include "aspen/agent/environment_protocol.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "aspen/tokenizer/chat_message_json.h"
 #include "aspen/util/bounded_json.h"
 #include "aspen/util/error.h"
+#include "aspen/util/seconds_since.h"
 
 namespace aspen::agent {
 namespace {
@@ -160,6 +162,33 @@ StepResult parse_step_reply(std::string_view reply, const std::string& source) {
     result = failed_step(EnvironmentFault::kGarbage,
                          source + ": step reply: " + e.what() + ": " + quote(reply));
   }
+  return result;
+}
+
+ResetResult ProtocolEpisodes::reset(const nlohmann::ordered_json& row, const Exchange& exchange) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string episode = new_episode_id();
+  episode_.clear();
+  ResetResult result;
+  const std::string reply = exchange(reset_request(episode, row), &result.error);
+  if (!result.error) result = parse_reset_reply(reply, source_);
+  if (!result.error) episode_ = episode;
+  result.wait_seconds = seconds_since(start);
+  return result;
+}
+
+StepResult ProtocolEpisodes::step(const std::string& turn, const Exchange& exchange) {
+  if (episode_.empty()) {
+    return failed_step(EnvironmentFault::kRefused,
+                       source_ + ": step without an episode (call reset first)");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<EnvironmentError> error;
+  const std::string reply = exchange(step_request(episode_, turn), &error);
+  StepResult result =
+      error ? failed_step(error->fault, error->message) : parse_step_reply(reply, source_);
+  if (result.done) episode_.clear();
+  result.metrics.wait_seconds = seconds_since(start);
   return result;
 }
 

@@ -20,10 +20,16 @@
 // Unknown keys in a reply are ignored, for extensions. Any other reply is garbage
 // (kGarbage, the error quoting its first 200 bytes). The turn may hold invalid UTF-8
 // (model output): it is sent with U+FFFD in place of the bad bytes.
-// Thread safety: pure functions, except new_episode_id (thread-safe).
+// ProtocolEpisodes is the episode bookkeeping both transports share: reset() starts a
+// new episode id, step() refuses without one, a fault or the end clears it, and each
+// result carries the seconds its exchange waited.
+// Thread safety: pure functions, except new_episode_id (thread-safe); a ProtocolEpisodes
+// is its environment's (one trajectory at a time).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,5 +49,21 @@ std::string step_request(const std::string& episode, const std::string& turn);
 // `python3 env.py`"). Never throws for any reply text.
 ResetResult parse_reset_reply(std::string_view reply, const std::string& source);
 StepResult parse_step_reply(std::string_view reply, const std::string& source);
+
+class ProtocolEpisodes {
+ public:
+  // Sends one request and returns its reply; sets `error` instead on a fault.
+  using Exchange =
+      std::function<std::string(const std::string& request, std::optional<EnvironmentError>* error)>;
+  // `source` starts every error message ("http environment http://...").
+  explicit ProtocolEpisodes(std::string source) : source_(std::move(source)) {}
+
+  ResetResult reset(const nlohmann::ordered_json& row, const Exchange& exchange);
+  StepResult step(const std::string& turn, const Exchange& exchange);
+
+ private:
+  std::string source_;
+  std::string episode_;  // empty: no episode in progress
+};
 
 }  // namespace aspen::agent

@@ -101,30 +101,15 @@ std::string HttpEnvironment::post(const std::string& body,
 }
 
 ResetResult HttpEnvironment::reset(const nlohmann::ordered_json& row) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::string episode = new_episode_id();
-  episode_.clear();
-  ResetResult result;
-  const std::string reply = post(reset_request(episode, row), &result.error);
-  if (!result.error) result = parse_reset_reply(reply, source_);
-  if (!result.error) episode_ = episode;
-  result.wait_seconds = seconds_since(start);
-  return result;
+  return episodes_.reset(row, [this](const std::string& request, std::optional<EnvironmentError>* error) {
+    return post(request, error);
+  });
 }
 
 StepResult HttpEnvironment::step(const std::string& turn) {
-  if (episode_.empty()) {
-    return failed_step(EnvironmentFault::kRefused,
-                       source_ + ": step without an episode (call reset first)");
-  }
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<EnvironmentError> error;
-  const std::string reply = post(step_request(episode_, turn), &error);
-  StepResult result =
-      error ? failed_step(error->fault, error->message) : parse_step_reply(reply, source_);
-  if (result.done) episode_.clear();
-  result.metrics.wait_seconds = seconds_since(start);
-  return result;
+  return episodes_.step(turn, [this](const std::string& request, std::optional<EnvironmentError>* error) {
+    return post(request, error);
+  });
 }
 
 }  // namespace aspen::agent

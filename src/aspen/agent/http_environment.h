@@ -27,6 +27,7 @@
 #include <string>
 
 #include "aspen/agent/environment.h"
+#include "aspen/agent/environment_protocol.h"
 #include "aspen/agent/imports.h"
 
 namespace aspen::agent {
@@ -55,7 +56,7 @@ class HttpEnvironment : public Environment {
   std::string source_;   // "http environment <url>", the start of every error message
   std::string origin_;   // scheme://host:port
   std::string path_;     // /path?query
-  std::string episode_;  // empty: no episode in progress
+  ProtocolEpisodes episodes_{source_};
 };
 
 }  // namespace aspen::agent
