@@ -94,7 +94,8 @@ void check_and_copy(const std::vector<std::pair<std::string, torch::Tensor>>& pa
 void QwenForCausalLMImpl::load_state(const std::map<std::string, torch::Tensor>& weights,
                                      const std::string& source) {
   check_and_copy(hf_state(), weights, source, config, tp, [&](const std::string& key) {
-    return tolerated_extra(key, config.tie_word_embeddings) || other_ranks_expert(key, config, ep);
+    return tolerated_extra(key, config.tie_word_embeddings) || other_ranks_expert(key, config, ep) ||
+           on_other_stage(key);
   });
 }
 
@@ -102,7 +103,7 @@ void QwenForCausalLMImpl::load_lora_state(const std::map<std::string, torch::Ten
                                           const std::string& source) {
   check_input(has_lora(), "the model has no LoRA adapters to load into", source);
   check_and_copy(lora_state(), weights, source, config, tp, [&](const std::string& key) {
-    return other_ranks_expert(key, config, ep);
+    return other_ranks_expert(key, config, ep) || on_other_stage(key);
   });
 }
 

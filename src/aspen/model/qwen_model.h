@@ -37,6 +37,16 @@
 // parameters are whole. EP ranks run their own batches but must call every forward
 // and backward together.
 //
+// Pipeline parallelism (built with a PipelineStages of size p > 1,
+// parallel/pipeline_stages.h): the model is one stage. It holds the decoder layers of
+// pp.layers() only (under their global HF names: the other layers are parameterless
+// placeholders in `layers`), the embedding on the first stage, the final norm and the
+// head on the last; with tied embeddings the last stage holds embed_tokens as its head
+// (the caller keeps the two copies equal by pp.sum_tied_gradient on its gradient,
+// train/pipeline_runner.h). A stage computes forward_stage; the whole-model methods
+// (forward, token_logprobs, forward_paged) refuse, since no stage can run them alone.
+// load_state takes a whole checkpoint and copies this stage's part.
+//
 // Thread safety: forward/token_logprobs mutate nothing and may run concurrently
 // (e.g. under torch::NoGradGuard in several rollout threads); load_state and
 // ->to() must not overlap with them.
@@ -56,6 +66,7 @@
 #include "aspen/model/lora.h"
 #include "aspen/model/qwen_decoder_layer.h"
 #include "aspen/model/rms_norm_layer.h"
+#include "aspen/parallel/pipeline_stages.h"
 #include "aspen/parallel/tensor_parallel.h"
 
 namespace aspen::model {
@@ -63,7 +74,7 @@ namespace aspen::model {
 // HF Qwen{2,3}Model: embeddings, layers and the final norm.
 struct QwenModelImpl : torch::nn::Module {
   explicit QwenModelImpl(const ModelConfig& config, const TensorParallel& tp = {},
-                         const ExpertParallel& ep = {});
+                         const ExpertParallel& ep = {}, const PipelineStages& pp = {});
 
   // input_ids [T] int64, cu_seqlens [B+1] int64, positions [T] int64 (RoPE only;
   // masking always follows cu_seqlens) -> hidden [T, C] after the final norm.
@@ -71,6 +82,13 @@ struct QwenModelImpl : torch::nn::Module {
   // load-balancing loss (null: not recorded).
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
                         const torch::Tensor& positions, MoeRoutingLog* log = nullptr);
+  // One pipeline stage's part of forward: `input` is input_ids [T] on the first stage,
+  // the previous stage's hidden [T, C] on the others; returns hidden [T, C] after this
+  // stage's layers (and the final norm on the last stage). With one stage: forward.
+  torch::Tensor forward_stage(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
+                              const torch::Tensor& positions, MoeRoutingLog* log = nullptr);
+  // The decoder layers this model runs, in order: all of them, or its stage's.
+  std::vector<QwenDecoderLayerImpl*> stage_layers() const;
   // The token embedding, input_ids [T] -> [T, C]: vocab-parallel under TP (one
   // all-reduce). Callers that run the layers themselves (activation recompute) must
   // use this instead of embed_tokens(), which only knows this rank's rows.
@@ -84,10 +102,12 @@ struct QwenModelImpl : torch::nn::Module {
 
   ModelConfig config;
   TensorParallel tp;
+  PipelineStages pp;
+  LayerRange layer_range;   // the decoder layers this stage holds (all without PP)
   int64_t vocab_begin = 0;  // first vocabulary row of embed_tokens (and lm_head) on this rank
-  torch::nn::Embedding embed_tokens{nullptr};  // [V/t, C]
-  torch::nn::ModuleList layers{nullptr};
-  RMSNorm norm{nullptr};
+  torch::nn::Embedding embed_tokens{nullptr};  // [V/t, C]; null on a stage without it
+  torch::nn::ModuleList layers{nullptr};       // [L]; other stages' layers are placeholders
+  RMSNorm norm{nullptr};                       // null except on the last stage
 };
 TORCH_MODULE(QwenModel);
 
@@ -95,8 +115,10 @@ TORCH_MODULE(QwenModel);
 struct QwenForCausalLMImpl : torch::nn::Module {
   // aspen::Error for an invalid config, a TP size the config cannot split
   // (validate_tp_size names the field) or an inconsistent TP context.
+  // aspen::Error too for a PP size the layers cannot split, or PP with TP or EP
+  // (not supported: the stages' p2p would have to run per TP rank).
   explicit QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp = {},
-                               const ExpertParallel& ep = {});
+                               const ExpertParallel& ep = {}, const PipelineStages& pp = {});
 
   // input_ids [T] int64, cu_seqlens [B+1] int64 -> hidden [T, C] after the final
   // norm. positions [T] int64 drive RoPE; undefined (the default) means 0, 1, ...
@@ -105,13 +127,23 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // default argument, not overloads: ModuleHolder::operator() needs a unique forward.)
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& cu_seqlens,
                         const torch::Tensor& positions = {});
+  // This pipeline stage's forward (QwenModelImpl::forward_stage), batch checked as in
+  // forward; positions undefined means 0, 1, ... per sequence.
+  torch::Tensor forward_stage(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
+                              const torch::Tensor& positions = {});
   // Rollout step over the paged KV cache (see QwenModelImpl::forward_paged).
   // Inference only; ids are trusted (the engine validated them on admission).
   // `log`: the sparse layers' routing of the step's tokens (null: not recorded).
   torch::Tensor forward_paged(const torch::Tensor& input_ids, const torch::Tensor& positions,
                               const PagedBatch& batch, MoeRoutingLog* log = nullptr) {
+    require_whole_model("forward_paged");
     return model->forward_paged(input_ids, positions, batch, log);
   }
+  // aspen::Error naming `method` on a pipeline stage (which holds part of the model).
+  void require_whole_model(const std::string& method) const;
+  // Whether `hf_name` (a key of a whole checkpoint) is a parameter another pipeline
+  // stage holds: never without PP.
+  bool on_other_stage(const std::string& hf_name) const;
   // Lays each layer's q/k/v and gate/up projections out in one weight matrix, so an
   // inference forward (no gradient wanted) runs one GEMM for each group
   // (model/fused_projection.h). Names, shapes and autograd identity of the parameters
@@ -121,7 +153,8 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   void fuse_projections();
 
   // The [V, C] head matrix: lm_head.weight, or the embedding when tied. Under TP,
-  // this rank's rows [model->vocab_begin, model->vocab_begin + V/t).
+  // this rank's rows [model->vocab_begin, model->vocab_begin + V/t). Under PP the
+  // last stage's only (aspen::Error on the others).
   torch::Tensor lm_head_weight() const;
   // Key/value heads this rank holds (K / t, or 1 when kv heads are replicated): the
   // heads its paged KV cache stores.
@@ -184,6 +217,7 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   ModelConfig config;
   TensorParallel tp;
   ExpertParallel ep;
+  PipelineStages pp;
   LoraOptions lora_options;  // rank 0 until attach_lora
   QwenModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};  // [V/t, C]; null when config.tie_word_embeddings

@@ -7,6 +7,9 @@
 // parameter in HF order, then copied into place. Under tensor parallelism each
 // FULL tensor is drawn and this rank's shard of it kept, so a seed gives the same
 // model at every TP size (each rank holds the shards of the TP size 1 model).
+// A pipeline stage draws (and drops) the values of the parameters other stages hold,
+// one tensor or one decoder layer at a time, so a seed gives the same model at every
+// PP size too, and the tied embedding's two copies are equal.
 // Thread safety: init_weights mutates the model; do not run it concurrently with
 // anything else using that model.
 #pragma once

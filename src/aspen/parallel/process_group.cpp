@@ -346,6 +346,41 @@ void ProcessGroupHandle::broadcast(torch::Tensor& tensor, int root) {
   }
 }
 
+PendingWork ProcessGroupHandle::send_async(torch::Tensor tensor, int dst, int tag) {
+  TORCH_CHECK(tensor.is_contiguous(), "send needs a contiguous tensor");
+  TORCH_CHECK(dst >= 0 && dst < impl_->world_size && dst != impl_->rank,
+              "send to rank ", dst, " of a group of ", impl_->world_size, " from rank ",
+              impl_->rank);
+  std::vector<at::Tensor> tensors{tensor};
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = impl_->backend_for(tensor).send(tensors, dst, tag);
+  } catch (const std::exception& e) {
+    throw_collective_error("send", backend_of(tensor), impl_->rank, e);
+  }
+  const int rank = impl_->rank;
+  return PendingWork([work, rank, tensor] {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      throw_collective_error("send", backend_of(tensor), rank, e);
+    }
+  });
+}
+
+void ProcessGroupHandle::recv(torch::Tensor& tensor, int src, int tag) {
+  TORCH_CHECK(tensor.is_contiguous(), "recv needs a contiguous tensor");
+  TORCH_CHECK(src >= 0 && src < impl_->world_size && src != impl_->rank,
+              "recv from rank ", src, " of a group of ", impl_->world_size, " on rank ",
+              impl_->rank);
+  std::vector<at::Tensor> tensors{tensor};
+  try {
+    impl_->backend_for(tensor).recv(tensors, src, tag)->wait();
+  } catch (const std::exception& e) {
+    throw_collective_error("recv", backend_of(tensor), impl_->rank, e);
+  }
+}
+
 void ProcessGroupHandle::barrier() {
   try {
     impl_->gloo->barrier()->wait();

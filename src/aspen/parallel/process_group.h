@@ -84,6 +84,14 @@ class ProcessGroupHandle {
                            const std::vector<int64_t>& recv_rows);
   // In-place: every rank receives `root`'s tensor.
   void broadcast(torch::Tensor& tensor, int root);
+  // Point-to-point (pipeline parallelism, parallel/pipeline_p2p.h). send_async hands
+  // `tensor` (contiguous) to rank `dst` and returns at once; the work keeps the tensor
+  // alive until it completes. recv fills `tensor` (contiguous, exactly the size and
+  // dtype that was sent) from rank `src` and blocks until it arrived. Messages between
+  // one pair of ranks with the same `tag` arrive in the order they were sent. Unlike
+  // the collectives, only the two ranks take part.
+  PendingWork send_async(torch::Tensor tensor, int dst, int tag = 0);
+  void recv(torch::Tensor& tensor, int src, int tag = 0);
   void barrier();
 
   // A group over `ranks` (ranks of THIS group, distinct, any order: the new group's

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "aspen/train/recompute.h"
+#include "aspen/util/error.h"
 
 namespace aspen::train {
 

@@ -112,8 +112,7 @@ torch::Tensor decoder_hidden(QwenModelImpl& model, const torch::Tensor& input_id
   // embedding (LoRA: only the adapters train) gives the path a leaf of its own, whose
   // gradient is computed and dropped.
   if (!h.requires_grad()) h = h.detach().requires_grad_(true);
-  for (const auto& layer : *model.layers) {
-    auto* impl = layer->as<QwenDecoderLayer>();
+  for (QwenDecoderLayerImpl* impl : model.stage_layers()) {
     const auto address = reinterpret_cast<int64_t>(impl);
     if (log != nullptr && impl->sparse_mlp) {
       const torch::Tensor replay = log->replay_of(static_cast<int64_t>(log->layers.size()));

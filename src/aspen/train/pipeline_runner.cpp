@@ -1,0 +1,100 @@
+#include "aspen/train/pipeline_runner.h"
+
+#include <string>
+
+#include "aspen/parallel/pipeline_p2p.h"
+#include "aspen/train/imports.h"
+#include "aspen/train/pipeline_schedule.h"
+#include "aspen/util/error.h"
+
+namespace aspen::train {
+namespace {
+
+// What a stage keeps of a micro-batch between its forward and its backward.
+struct InFlight {
+  torch::Tensor input;   // the received activation (a leaf whose .grad goes back); none on stage 0
+  torch::Tensor output;  // the hidden states sent on, or the last stage's loss
+};
+
+}  // namespace
+
+void run_one_f_one_b(QwenForCausalLM& model, const std::vector<MicroBatch>& micro_batches,
+                     const StageLoss& loss) {
+  const PipelineStages& pp = model->pp;
+  const std::string where = "pipeline stage " + std::to_string(pp.stage);
+  check_input(!micro_batches.empty(), "no micro-batches to run", where);
+  std::optional<ProcessGroupHandle> group;
+  if (pp.enabled()) group = pp.require_group(where);
+  const torch::Device device = micro_batches.front().input_ids.device();
+  std::vector<InFlight> in_flight(micro_batches.size());
+  std::vector<PendingWork> sends;  // waited at the end: Gloo sends complete on the peer's recv
+
+  auto forward = [&](size_t i) {
+    const MicroBatch& mb = micro_batches[i];
+    InFlight& state = in_flight[i];
+    torch::Tensor input = mb.input_ids;
+    if (!pp.first()) {
+      state.input = recv_tensor(*group, pp.stage - 1, kActivationTag, device);
+      check_input(state.input.dim() == 2 && state.input.size(0) == mb.num_tokens,
+                  "received activations of shape " + c10::str(state.input.sizes()) +
+                      " for micro-batch " + std::to_string(i) + " of " +
+                      std::to_string(mb.num_tokens) + " tokens",
+                  where);
+      state.input.requires_grad_(true);
+      input = state.input;
+    }
+    torch::Tensor hidden = model->forward_stage(input, mb.cu_seqlens);
+    if (pp.last()) {
+      state.output = loss(model, i, hidden);
+    } else {
+      sends.push_back(send_tensor(*group, hidden.detach(), pp.stage + 1, kActivationTag));
+      state.output = hidden;
+    }
+  };
+
+  auto backward = [&](size_t i) {
+    InFlight& state = in_flight[i];
+    if (pp.last()) {
+      state.output.backward();
+    } else {
+      const torch::Tensor grad = recv_tensor(*group, pp.stage + 1, kGradientTag, device);
+      check_input(grad.sizes() == state.output.sizes(),
+                  "received a gradient of shape " + c10::str(grad.sizes()) + " for activations " +
+                      c10::str(state.output.sizes()),
+                  where);
+      torch::autograd::backward({state.output}, {grad});
+    }
+    if (!pp.first()) {
+      // No path from the input to the output's graph would leave it without a gradient;
+      // the previous stage still waits for one.
+      torch::Tensor grad = state.input.grad().defined() ? state.input.grad()
+                                                        : torch::zeros_like(state.input);
+      sends.push_back(send_tensor(*group, grad, pp.stage - 1, kGradientTag));
+    }
+    state = InFlight{};  // frees the activations (the sends keep their own references)
+  };
+
+  const auto count = static_cast<int64_t>(micro_batches.size());
+  for (const PipelineStep& step : one_f_one_b_order(pp.size, pp.stage, count)) {
+    if (step.op == PipelineOp::kForward) {
+      forward(static_cast<size_t>(step.micro_batch));
+    } else {
+      backward(static_cast<size_t>(step.micro_batch));
+    }
+  }
+  for (PendingWork& work : sends) work.wait();
+}
+
+void sum_tied_embedding_gradient(QwenForCausalLM& model) {
+  const PipelineStages& pp = model->pp;
+  if (!pp.enabled() || !model->config.tie_word_embeddings || !(pp.first() || pp.last())) return;
+  torch::Tensor weight = model->model->embed_tokens->weight;
+  if (!weight.requires_grad()) return;  // frozen (LoRA): neither copy trains
+  check_input(weight.grad().defined(),
+              "the tied embedding has no gradient: run the micro-batches first",
+              "pipeline stage " + std::to_string(pp.stage));
+  torch::Tensor grad = weight.mutable_grad();
+  pp.sum_tied_gradient(grad);
+}
+
+}  // namespace aspen::train

@@ -1,0 +1,53 @@
+// Runs one pipeline stage's part of a training step: the forwards and backwards of
+// packed micro-batches in 1F1B order (train/pipeline_schedule.h), with activations
+// sent to the next stage and their gradients back to the previous one
+// (parallel/pipeline_p2p.h).
+//
+// Every stage of the pipeline group calls run_one_f_one_b with the same micro-batches
+// (the balanced micro-batcher's, train/micro_batches.h: each stage needs the packing,
+// cu_seqlens, for attention masking; only the first reads the token ids). The first
+// stage embeds the ids; every stage runs its layers (QwenForCausalLM::forward_stage);
+// the last stage gives its hidden states [T, C] to `loss` and backs up the scalar it
+// returns. Each micro-batch's backward adds to the parameters' .grad, exactly as the
+// one-process trainer accumulates micro-batches: `loss` should return the micro-batch's
+// loss already scaled by its share of the step. The received activation's shape is
+// checked against the micro-batch's token count.
+//
+// After the last run of a step (before clipping and the optimizer), a tied model's
+// stages call sum_tied_embedding_gradient, which makes the first stage's embedding
+// gradient and the last stage's head gradient their sum: the gradient of the one
+// parameter they both are.
+//
+// With one stage (model->pp disabled) run_one_f_one_b is the plain loop: forward,
+// loss, backward per micro-batch. Not done: interleaved virtual stages, PP with TP or
+// EP (the model refuses them), MoE routing logs (no load-balancing loss).
+// Errors: aspen::Error for an empty micro-batch list, a message whose shape does not
+// match the micro-batch, or a failed send/receive.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "aspen/model/qwen_model.h"
+#include "aspen/train/imports.h"
+#include "aspen/train/micro_batches.h"
+
+namespace aspen::train {
+
+// The last stage's loss of micro-batch `index` from its hidden states [T, C] (after the
+// final norm; score them with model->head_logprobs), as a scalar to backward.
+using StageLoss = std::function<torch::Tensor(QwenForCausalLM& model, size_t index,
+                                              const torch::Tensor& hidden)>;
+
+void run_one_f_one_b(QwenForCausalLM& model, const std::vector<MicroBatch>& micro_batches,
+                     const StageLoss& loss);
+
+// Tied embeddings under PP: sums the embedding's gradient over the first and last
+// stage (both must call it, with a defined gradient); a no-op for an untied model,
+// without PP, and on a middle stage.
+void sum_tied_embedding_gradient(QwenForCausalLM& model);
+
+}  // namespace aspen::train
