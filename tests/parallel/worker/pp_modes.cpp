@@ -12,8 +12,9 @@
 //                            equal one process's (the same model and micro-batches,
 //                            forward and backward one after another), within the TP
 //                            tests' tolerances. Also checks which parameters each stage
-//                            holds and that a seeded init gives every stage its part of
-//                            the one-process model.
+//                            holds, that a seeded init gives every stage its part of
+//                            the one-process model, and that a stage refuses
+//                            token_logprobs (a whole-model method).
 #include <cstdio>
 #include <map>
 #include <set>
@@ -172,6 +173,14 @@ void check_model_case(ProcessGroupHandle& group, const std::string& spec) {
   const PipelineStages pp = PipelineStages::over(group);
   QwenForCausalLM stage(config, TensorParallel{}, ExpertParallel{}, pp);
   stage->load_state(full, "whole checkpoint");
+  // A stage cannot run the whole model.
+  bool refused = false;
+  try {
+    stage->token_logprobs(mbs[0].input_ids, mbs[0].cu_seqlens);
+  } catch (const Error& e) {
+    refused = std::string(e.what()).find("pipeline stage") != std::string::npos;
+  }
+  expect(refused, "token_logprobs on a stage is refused, naming the stage", where);
   double got_loss = 0.0;
   run_one_f_one_b(stage, mbs, [&](QwenForCausalLM& model, size_t i, const torch::Tensor& hidden) {
     torch::Tensor loss = micro_batch_loss(model, mbs[i], hidden, total_tokens);
