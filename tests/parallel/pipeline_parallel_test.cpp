@@ -1,6 +1,6 @@
 // Pipeline parallelism over real processes: every rank of `aspen launch` runs the
 // pp_check worker mode (worker/pp_modes.cpp): p2p messages with their shapes, then
-// 3-layer models split into 2 stages that must compute the one-process loss and
+// 3-layer models split into 2 or 3 stages that must compute the one-process loss and
 // gradients. Cases share a launch because process start-up and rendezvous dominate.
 #include <gtest/gtest.h>
 
@@ -42,6 +42,12 @@ TEST(PipelineParallel, TwoStagesMatchOneProcessOnOneMicroBatchForQwen3AndTiedQwe
 // Four balanced micro-batches in 1F1B order, gradients accumulated over them.
 TEST(PipelineParallel, TwoStagesOneFOneBOverFourMicroBatchesMatchOneProcess) {
   expect_cases_pass(2, {"qwen3_dense:4", "qwen2_tied:4"});
+}
+
+// Three stages of one layer each: the middle stage receives activations and sends them
+// on, receives gradients and sends them back, and stays out of the tied-embedding sum.
+TEST(PipelineParallel, ThreeStagesWithAMiddleStageMatchOneProcessOverFourMicroBatches) {
+  expect_cases_pass(3, {"p2p", "qwen3_dense:4", "qwen2_tied:4"});
 }
 
 }  // namespace

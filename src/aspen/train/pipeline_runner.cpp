@@ -1,5 +1,6 @@
 #include "aspen/train/pipeline_runner.h"
 
+#include <optional>
 #include <string>
 
 #include "aspen/parallel/pipeline_p2p.h"

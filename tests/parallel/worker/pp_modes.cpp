@@ -15,6 +15,7 @@
 //                            holds, that a seeded init gives every stage its part of
 //                            the one-process model, and that a stage refuses
 //                            token_logprobs (a whole-model method).
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -65,7 +66,7 @@ void check_p2p(ProcessGroupHandle& group) {
       torch::linspace(-2, 2, 7).to(torch::kBFloat16)};
   const int rank = group.rank();
   const int peer = rank % 2 == 0 ? rank + 1 : rank - 1;
-  if (peer >= group.world_size()) return;
+  if (peer >= group.world_size()) return;  // the odd one out of an odd world
   // Even ranks send first, odd ranks answer with what they received.
   for (const torch::Tensor& message : messages) {
     if (rank % 2 == 0) {
@@ -87,7 +88,8 @@ void check_p2p(ProcessGroupHandle& group) {
 
 // ---------------------------------------------------------------- model cases
 
-// 3 layers over 2 stages: stage 0 runs layers 0 and 1, stage 1 layer 2.
+// 3 layers: over 2 stages, stage 0 runs layers 0 and 1, stage 1 layer 2; over 3
+// stages one layer each.
 ModelConfig case_config(const std::string& name) {
   ModelConfig c = name == "qwen2_tied"
                       ? tiny_parallel_config(ModelFamily::kQwen2, 4, 2, 8, /*tied=*/true)
