@@ -160,6 +160,43 @@ TEST(SimulatedInstance, RecomputingOnNewWeightsPrefillsEveryRunningSequenceAgain
   EXPECT_EQ(done[0].lengths, (std::vector<int64_t>{10, 10}));
 }
 
+TEST(SimulatedInstance, AToolCallFreesTheSlotKeepsTheKvAndPrefillsOnlyTheObservation) {
+  const CostModel costs = step_counting_costs(1 << 20);
+  ToolModel tools;
+  tools.turns = 2;
+  tools.latency_median_s = 10.0;
+  tools.latency_sigma = 0.0;
+  tools.observation_tokens = 3;
+  SimulatedInstance instance(costs, 64, 1024, &tools);
+  instance.add_unit(1, 4, {6}, 0);  // turns end at 3 and 6 tokens
+  double now = 0;
+  std::vector<SimulatedUnitDone> done;
+  while (!instance.idle()) {
+    const double step = instance.start_segment(now);
+    if (step == 0) {  // nothing to run: the tool call returns then
+      now = instance.next_tool_return();
+      continue;
+    }
+    now += step;
+    for (SimulatedUnitDone& unit : instance.finish_segment()) done.push_back(unit);
+    if (now == 3.0) {
+      // Out on its call since its third token: no KV freed (prompt 4 + 3 tokens).
+      EXPECT_EQ(instance.next_tool_return(), 13.0);
+      EXPECT_EQ(instance.queue_state().total_blocks - instance.queue_state().free_blocks, 4 + 3);
+      EXPECT_EQ(instance.queue_state().running, 1);  // its load still counts
+    }
+  }
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].lengths, (std::vector<int64_t>{6}));
+  // Prompt, 2 decodes to the turn's end, 10 s of tool, the observation's 3 tokens (and
+  // the 4th model token), 2 decodes.
+  EXPECT_EQ(instance.counters().steps, 6);
+  EXPECT_EQ(instance.counters().scheduled_tokens, 4 + 2 + 3 + 2);
+  EXPECT_EQ(now, 16.0);
+  EXPECT_EQ(instance.counters().tool_calls, 1);
+  EXPECT_EQ(instance.counters().tool_wait_seconds, 10.0);
+}
+
 TEST(SimulatedInstance, RefusesAPromptLargerThanTheKvCache) {
   const CostModel costs = step_counting_costs(16);
   SimulatedInstance instance(costs, 64, 1024);

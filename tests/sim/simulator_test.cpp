@@ -224,6 +224,24 @@ TEST(Simulator, DrainingOnAnUpdateRunsThinnerBatchesThanInFlightUpdates) {
             in_flight["rollout"]["mean_batch"].get<double>());
 }
 
+TEST(Simulator, ToolLatencyIdlesTheSyncRolloutAndAsynchronyGainsMoreWithIt) {
+  // Four turns per trajectory, tool calls of about 2 s between them.
+  const std::vector<std::string> tools = {"simulate.turns=4", "simulate.tool_latency_ms=2000",
+                                          "simulate.tool_latency_sigma=0.5",
+                                          "simulate.observation_tokens=32"};
+  const nlohmann::json plain = simulate_sync_and_async(small_cluster(), "");
+  const nlohmann::json agentic = simulate_sync_and_async(small_cluster(tools), "");
+  EXPECT_EQ(plain["async"]["rollout"]["tool_calls"], 0);
+  EXPECT_EQ(plain["sync"]["bubbles"]["tool_wait"].get<double>(), 0.0);
+  // Every trajectory calls its tools (samples shorter than four tokens call fewer).
+  EXPECT_GT(agentic["sync"]["rollout"]["tool_calls"].get<int64_t>(), 6 * 16 * 4 * 2);
+  EXPECT_EQ(agentic["sync"]["trained_rows"], 6 * 16 * 4);
+  EXPECT_GT(agentic["sync"]["bubbles"]["tool_wait"].get<double>(), 0.0);
+  EXPECT_LT(agentic["async"]["bubbles"]["tool_wait"].get<double>(),
+            agentic["sync"]["bubbles"]["tool_wait"].get<double>());
+  EXPECT_GT(agentic["ratio"].get<double>(), plain["ratio"].get<double>());
+}
+
 TEST(Simulator, MoreInstancesThanWorkRunsWithIdleInstances) {
   // 60 instances for 4 groups: most only load weights, which is no throughput to report.
   const nlohmann::json result = run_simulation(simulation_spec(

@@ -337,6 +337,12 @@ struct SimulateSection {
   bool drain_on_update = false;
   // Bytes of a delta publish (pipeline.weight_sync: delta) over a full one.
   double delta_fraction = 0.104;
+  // Multi-turn trajectories with tool calls (sim/workload.h ToolModel): model turns per
+  // sample, the tool latency's log-normal, the tokens each tool result adds.
+  int64_t turns = 1;
+  double tool_latency_ms = 0;
+  double tool_latency_sigma = 1.0;
+  int64_t observation_tokens = 64;
   std::string replay;       // a run's metrics.jsonl: replay its groups' response lengths
   std::string calibration;  // an `aspen bench pipeline --json` output: fit the cpu preset to it
   uint64_t seed = 1;

@@ -601,6 +601,18 @@ void visit_fields(SimulateSection& s, Visitor& v) {
         "with `pipeline.weight_sync: delta`, the bytes an instance fetches per publish over "
         "the full set's, in (0, 1]; 0.104 is `aspen bench publish --delta --dtype bf16` at "
         "lr 1e-5 (9.65x fewer bytes; docs/benchmarks.md)");
+  v.field("turns", s.turns,
+        "model turns per trajectory (agentic RL): each sample's response splits into this "
+        "many turns of near-equal length, with a tool call after each but the last; 1: "
+        "single-turn");
+  v.field("tool_latency_ms", s.tool_latency_ms,
+        "the tool call's latency: the median of its log-normal, in milliseconds (seeded "
+        "per group, sample and turn, so both sides wait the same)");
+  v.field("tool_latency_sigma", s.tool_latency_sigma,
+        "the tool latency log-normal's sigma (0: every call `tool_latency_ms`)");
+  v.field("observation_tokens", s.observation_tokens,
+        "tokens each tool result adds to the context (prefilled on its return, in the "
+        "trained context, not trained); a waiting trajectory keeps its KV cache");
   v.field("replay", s.replay,
         "a run's `metrics.jsonl`: the simulated groups take its recorded groups' response "
         "lengths (`response_lengths`, cycled) instead of the log-normal and the long tail");

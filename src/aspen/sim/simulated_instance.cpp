@@ -10,11 +10,12 @@
 namespace aspen::sim {
 
 SimulatedInstance::SimulatedInstance(const CostModel& costs, int64_t max_num_seqs,
-                                     int64_t max_num_batched_tokens)
+                                     int64_t max_num_batched_tokens, const ToolModel* tools)
     : costs_(costs),
       max_num_seqs_(max_num_seqs),
       max_num_batched_tokens_(max_num_batched_tokens),
-      kv_capacity_(costs.kv_capacity_tokens()) {
+      kv_capacity_(costs.kv_capacity_tokens()),
+      tools_(tools != nullptr && tools->multi_turn() ? tools : nullptr) {
   check_input(max_num_seqs >= 1 && max_num_batched_tokens >= 1,
               "max_num_seqs " + std::to_string(max_num_seqs) + ", max_num_batched_tokens " +
                   std::to_string(max_num_batched_tokens),
@@ -22,7 +23,8 @@ SimulatedInstance::SimulatedInstance(const CostModel& costs, int64_t max_num_seq
 }
 
 void SimulatedInstance::add_unit(int64_t unit, int64_t prompt_tokens,
-                                 const std::vector<int64_t>& lengths, int64_t version) {
+                                 const std::vector<int64_t>& lengths, int64_t version,
+                                 int64_t group, std::vector<int64_t> samples) {
   check_input(!lengths.empty() && prompt_tokens >= 1, "a unit of " +
                   std::to_string(lengths.size()) + " samples and a " +
                   std::to_string(prompt_tokens) + "-token prompt",
@@ -37,6 +39,14 @@ void SimulatedInstance::add_unit(int64_t unit, int64_t prompt_tokens,
   u.unfinished = static_cast<int64_t>(lengths.size());
   for (int64_t length : lengths) u.targets.push_back(std::max<int64_t>(1, length));
   u.lengths.assign(lengths.size(), 0);
+  u.group = group;
+  if (samples.empty()) {
+    for (size_t i = 0; i < lengths.size(); ++i) samples.push_back(static_cast<int64_t>(i));
+  }
+  u.samples = std::move(samples);
+  if (tools_ != nullptr) {
+    for (int64_t target : u.targets) u.ends.push_back(tools_->turn_ends(target));
+  }
   size_t slot = units_.size();
   if (!free_units_.empty()) {
     slot = free_units_.back();
@@ -53,12 +63,13 @@ void SimulatedInstance::add_unit(int64_t unit, int64_t prompt_tokens,
 
 void SimulatedInstance::resume_unit(int64_t unit, int64_t prompt_tokens,
                                     const std::vector<int64_t>& lengths,
-                                    const std::vector<int64_t>& generated, int64_t version) {
+                                    const std::vector<int64_t>& generated, int64_t version,
+                                    int64_t group, std::vector<int64_t> samples) {
   check_input(generated.size() == lengths.size(),
               std::to_string(generated.size()) + " progress entries for " +
                   std::to_string(lengths.size()) + " samples",
               "simulated rollout instance", "one per sample");
-  add_unit(unit, prompt_tokens, lengths, version);
+  add_unit(unit, prompt_tokens, lengths, version, group, std::move(samples));
   // Replace the unit's one prompt sequence by one sequence per unfinished sample.
   const Seq prompt_seq = waiting_.back();
   waiting_.pop_back();
@@ -73,6 +84,15 @@ void SimulatedInstance::resume_unit(int64_t unit, int64_t prompt_tokens,
     seq.unit = prompt_seq.unit;
     seq.index = static_cast<int64_t>(i);
     seq.generated = generated[i];
+    if (tools_ != nullptr) {
+      // Its finished turns' observations come back with it (the cut output holds them).
+      const std::vector<int64_t>& ends = u.ends[i];
+      while (seq.turn + 1 < static_cast<int64_t>(ends.size()) &&
+             ends[static_cast<size_t>(seq.turn)] <= seq.generated) {
+        seq.turn += 1;
+        seq.observed += tools_->observation_tokens;
+      }
+    }
     waiting_.push_back(seq);
   }
   check_input(u.unfinished > 0, "a resumed unit with every sample finished",
@@ -86,6 +106,9 @@ int64_t SimulatedInstance::longest_unfinished(size_t unit) const {
   }
   for (const Seq& s : waiting_) {
     if (s.unit == unit && s.generated < target_of(s)) longest = std::max(longest, s.generated);
+  }
+  for (const Seq& s : tool_wait_) {
+    if (s.unit == unit) longest = std::max(longest, s.generated);
   }
   return longest;
 }
@@ -113,6 +136,16 @@ SimulatedUnitProgress SimulatedInstance::remove_unit(size_t unit) {
     }
   }
   waiting_ = std::move(waiting);
+  std::vector<Seq> out;
+  for (const Seq& s : tool_wait_) {
+    if (s.unit != unit) {
+      out.push_back(s);
+      continue;
+    }
+    progress.generated[static_cast<size_t>(s.index)] = s.generated;
+    release(s);
+  }
+  tool_wait_ = std::move(out);
   u.unfinished = 0;
   free_units_.push_back(unit);
   return progress;
@@ -141,9 +174,46 @@ QueueState SimulatedInstance::queue_state() const {
       state.outstanding_tokens += target_of(s) - s.generated;
     }
   }
+  // A trajectory out on a tool call is load too: it comes back to decode here.
+  for (const Seq& s : tool_wait_) {
+    state.running += 1;
+    state.outstanding_tokens += target_of(s) - s.generated;
+  }
   state.total_blocks = kv_capacity_;
   state.free_blocks = kv_capacity_ - kv_used_;
   return state;
+}
+
+int64_t SimulatedInstance::stop_of(const Seq& seq) const {
+  if (tools_ == nullptr) return target_of(seq);
+  const std::vector<int64_t>& ends = units_[seq.unit].ends[static_cast<size_t>(seq.index)];
+  return ends[static_cast<size_t>(std::min<int64_t>(seq.turn, static_cast<int64_t>(ends.size()) - 1))];
+}
+
+double SimulatedInstance::next_tool_return() const {
+  double next = std::numeric_limits<double>::infinity();
+  for (const Seq& s : tool_wait_) next = std::min(next, s.tool_until);
+  return next;
+}
+
+void SimulatedInstance::return_tool_calls(double now) {
+  std::vector<Seq> still;
+  for (Seq s : tool_wait_) {
+    // Within a nanosecond: the simulator's clock counts whole nanoseconds, so the event
+    // scheduled at a return time may read a hair before it.
+    if (s.tool_until > now + 1e-9) {
+      still.push_back(s);
+      continue;
+    }
+    // Back with its KV: only the observation is computed, and its next token sampled.
+    const int64_t observation = tools_->observation_tokens;
+    s.observed += observation;
+    s.kv_own += observation;
+    kv_used_ += observation;
+    s.prefill_left = observation;
+    running_.push_back(s);
+  }
+  tool_wait_ = std::move(still);
 }
 
 bool SimulatedInstance::admit_front() {
@@ -151,11 +221,12 @@ bool SimulatedInstance::admit_front() {
   Unit& unit = units_[seq.unit];
   // Without a resident sibling the prompt is computed again (its blocks were freed).
   const int64_t prompt = unit.resident == 0 ? unit.prompt : 0;
-  if (kv_used_ + prompt + seq.generated + 1 > kv_capacity_) return false;
+  const int64_t own = seq.generated + seq.observed;  // recomputed after a preemption
+  if (kv_used_ + prompt + own + 1 > kv_capacity_) return false;
   waiting_.pop_front();
-  kv_used_ += prompt + seq.generated;
-  seq.kv_own = seq.generated;
-  seq.prefill_left = std::max<int64_t>(1, prompt + seq.generated);
+  kv_used_ += prompt + own;
+  seq.kv_own = own;
+  seq.prefill_left = std::max<int64_t>(1, prompt + own);
   unit.resident += 1;
   running_.push_back(seq);
   return true;
@@ -185,7 +256,7 @@ void SimulatedInstance::preempt_newest() {
 }
 
 double SimulatedInstance::context_of(const Seq& seq) const {
-  return static_cast<double>(units_[seq.unit].prompt + seq.generated);
+  return static_cast<double>(units_[seq.unit].prompt + seq.generated + seq.observed);
 }
 
 double SimulatedInstance::start_segment(double now) {
@@ -193,6 +264,15 @@ double SimulatedInstance::start_segment(double now) {
   segment_duration_ = 0;
   segment_steps_ = 0;
   segment_prefill_ = false;
+  if (tools_ != nullptr) {
+    return_tool_calls(now);
+    if (tool_idle_since_ >= 0) counters_.tool_wait_seconds += now - tool_idle_since_;
+    tool_idle_since_ = -1;
+    if (running_.empty() && waiting_.empty()) {
+      if (!tool_wait_.empty()) tool_idle_since_ = now;  // nothing to run but tool calls
+      return 0.0;
+    }
+  }
   if (idle()) return 0.0;
   // Scheduler::schedule: the running sequences in order, each its pending tokens within
   // the budget, preempting the newest while a decode's next token does not fit.
@@ -250,7 +330,7 @@ double SimulatedInstance::start_segment(double now) {
       if (s.prefill_left == 0) continue;
       const Unit& unit = units_[s.unit];
       // Tokens of this sequence (prompt included) computed before the chunk.
-      const int64_t total = unit.prompt + s.generated;
+      const int64_t total = unit.prompt + s.generated + s.observed;
       const int64_t before = std::max<int64_t>(0, total - s.prefill_left);
       pairs += causal_pairs(static_cast<double>(segment_chunks_[i]), static_cast<double>(before));
       prefill_tokens += segment_chunks_[i];
@@ -263,7 +343,7 @@ double SimulatedInstance::start_segment(double now) {
   // Decode only, everyone: identical steps until a sequence finishes or the KV cache is
   // full.
   int64_t steps = std::numeric_limits<int64_t>::max();
-  for (const Seq& s : running_) steps = std::min(steps, target_of(s) - s.generated);
+  for (const Seq& s : running_) steps = std::min(steps, stop_of(s) - s.generated);
   const int64_t fit = (kv_capacity_ - kv_used_) / std::max<int64_t>(1, decoding);
   segment_steps_ = std::max<int64_t>(1, std::min(steps, fit));
   segment_duration_ = costs_.decode_steps_s(segment_steps_, decoding, context);
@@ -331,7 +411,19 @@ std::vector<SimulatedUnitDone> SimulatedInstance::finish_segment() {
   // Finished sequences leave; a unit is done with its last sample.
   std::vector<Seq> still;
   still.reserve(running_.size());
+  const double end = segment_start_ + segment_duration_;
   for (const Seq& s : running_) {
+    if (s.prefill_left == 0 && s.generated < target_of(s) && s.generated >= stop_of(s)) {
+      // The end of a turn: out on a tool call, its KV kept.
+      Seq out = s;
+      const Unit& unit = units_[s.unit];
+      out.tool_until = end + tools_->latency_s(unit.group, unit.samples[static_cast<size_t>(s.index)],
+                                               s.turn);
+      out.turn += 1;
+      tool_wait_.push_back(out);
+      counters_.tool_calls += 1;
+      continue;
+    }
     if (s.prefill_left > 0 || s.generated < target_of(s)) {
       still.push_back(s);
       continue;

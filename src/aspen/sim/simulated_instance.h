@@ -21,6 +21,12 @@
 // KV usage is counted in tokens (block rounding ignored: under one block per sequence),
 // reserved when a sequence joins (its prompt if the unit holds none yet, its own tokens
 // to recompute) and grown by one per generated token.
+// Multi-turn samples (a ToolModel with turns > 1): a sequence that reaches the end of a
+// turn leaves the running list for its tool call, keeping its KV (the stated policy:
+// kept, so the return prefills only the observation); its slot is free for others
+// meanwhile. When the call returns (next_tool_return) it rejoins the running list at
+// once, prefilling the observation's tokens. Seconds with nothing to run but tool calls
+// pending count as tool_wait_seconds.
 // Thread safety: none (the simulator's single thread).
 // Errors: aspen::Error for a unit whose prompt alone exceeds the KV cache.
 #pragma once
@@ -32,6 +38,7 @@
 #include "aspen/rollout/engine.h"
 #include "aspen/sim/cost_model.h"
 #include "aspen/sim/imports.h"
+#include "aspen/sim/workload.h"
 
 namespace aspen::sim {
 
@@ -54,20 +61,27 @@ struct InstanceCounters {
   int64_t scheduled_tokens = 0;
   int64_t preemptions = 0;
   double busy_seconds = 0;
+  int64_t tool_calls = 0;
+  double tool_wait_seconds = 0;  // idle with tool calls pending
 };
 
 class SimulatedInstance {
  public:
-  SimulatedInstance(const CostModel& costs, int64_t max_num_seqs, int64_t max_num_batched_tokens);
+  // `tools`: multi-turn samples (null or one turn: single-turn); it must outlive this.
+  SimulatedInstance(const CostModel& costs, int64_t max_num_seqs, int64_t max_num_batched_tokens,
+                    const ToolModel* tools = nullptr);
 
+  // `group` and `samples` (each length's sample index; empty: 0, 1, ...) seed the tool
+  // latencies, so a sample waits the same wherever it runs.
   void add_unit(int64_t unit, int64_t prompt_tokens, const std::vector<int64_t>& lengths,
-                int64_t version);
+                int64_t version, int64_t group = 0, std::vector<int64_t> samples = {});
   // A unit resumed from a cut (partial rollouts): `generated[i]` tokens of sample i exist
   // already (< lengths[i]: it runs on, prefilling prompt + its tokens as a sequence of its
   // own, as RolloutEngine resumes a GeneratedPrefix; >= lengths[i]: it is done). At least
   // one sample must be unfinished.
   void resume_unit(int64_t unit, int64_t prompt_tokens, const std::vector<int64_t>& lengths,
-                   const std::vector<int64_t>& generated, int64_t version);
+                   const std::vector<int64_t>& generated, int64_t version, int64_t group = 0,
+                   std::vector<int64_t> samples = {});
   // Takes out every unit that `pick(unit, version, longest)` accepts (longest: its longest
   // unfinished sample's tokens so far); their KV is freed. Nothing may be in flight
   // (between finish_segment and start_segment).
@@ -76,7 +90,9 @@ class SimulatedInstance {
   // pipeline.interrupt: every running sequence recomputes its KV (prompt + tokens) on the
   // new weights, as if preempted.
   void recompute_running();
-  bool idle() const { return running_.empty() && waiting_.empty(); }
+  bool idle() const { return running_.empty() && waiting_.empty() && tool_wait_.empty(); }
+  // When the first pending tool call returns; infinity when none is pending.
+  double next_tool_return() const;
   bool in_segment() const { return segment_steps_ > 0; }
   QueueState queue_state() const;
   const InstanceCounters& counters() const { return counters_; }
@@ -98,6 +114,9 @@ class SimulatedInstance {
     int64_t id = 0;
     int64_t prompt = 0;
     int64_t version = 0;
+    int64_t group = 0;
+    std::vector<int64_t> samples;            // sample index per position
+    std::vector<std::vector<int64_t>> ends;  // multi-turn: turn ends per sample
     int64_t resident = 0;  // its sequences holding KV (the prompt's KV lives while > 0)
     int64_t unfinished = 0;
     std::vector<int64_t> targets;  // response length per sample
@@ -110,9 +129,15 @@ class SimulatedInstance {
     int64_t generated = 0;
     int64_t prefill_left = 0;  // tokens to compute before it decodes
     int64_t kv_own = 0;        // its own tokens' KV (the prompt's is the unit's)
+    int64_t turn = 0;          // multi-turn: the turn it generates
+    int64_t observed = 0;      // observation tokens in its context
+    double tool_until = 0;     // in tool_wait_: when its call returns
   };
 
   int64_t target_of(const Seq& seq) const { return units_[seq.unit].targets[static_cast<size_t>(seq.index)]; }
+  // Where its current turn ends (its target when single-turn or in its last turn).
+  int64_t stop_of(const Seq& seq) const;
+  void return_tool_calls(double now);  // calls returned by `now` rejoin the running list
   bool admit_front();  // the front waiting sequence joins if it fits
   void add_token(Seq& seq, int64_t tokens);
   void preempt_newest();
@@ -129,6 +154,9 @@ class SimulatedInstance {
   std::vector<size_t> free_units_;
   std::vector<Seq> running_;  // admission order
   std::deque<Seq> waiting_;
+  std::vector<Seq> tool_wait_;  // multi-turn: out on a tool call, KV kept
+  const ToolModel* tools_ = nullptr;
+  double tool_idle_since_ = -1;  // >= 0: idle with tool calls pending since then
   int64_t kv_used_ = 0;
   // The planned segment.
   double segment_start_ = 0;

@@ -298,6 +298,12 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
   spec.weight_switch = config.simulate.drain_on_update ? WeightSwitch::kDrain
                        : config.pipeline.interrupt     ? WeightSwitch::kRecompute
                                                        : WeightSwitch::kInFlight;
+  spec.tools.turns = config.simulate.turns;
+  spec.tools.latency_median_s = config.simulate.tool_latency_ms * 1e-3;
+  spec.tools.latency_sigma = config.simulate.tool_latency_sigma;
+  spec.tools.observation_tokens = config.simulate.observation_tokens;
+  spec.tools.seed = config.simulate.seed;
+  spec.tools.validate();
   spec.partial_rollout = async && config.pipeline.partial_rollout;
   spec.partial_rollout_min_tokens = config.pipeline.partial_rollout_min_tokens;
   // The sync side is the baseline the seeds compare against: no over-sampling (the

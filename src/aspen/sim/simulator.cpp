@@ -186,12 +186,13 @@ Simulation::Simulation(const SimulationSpec& spec)
               "dispatch chunk " + std::to_string(spec.dispatch_chunk) + " with over-sampling",
               "pipeline.dispatch_chunk", "an abort drops whole groups: dispatch whole groups");
   spec.lengths.validate();
+  spec.tools.validate();
   dock_.register_warehouse("");
   trainer_track_ = trace_.track("trainer");
   for (int i = 0; i < spec.cluster.instances; ++i) {
     InstanceState state;
     state.engine = std::make_unique<SimulatedInstance>(costs_, spec.max_num_seqs,
-                                                       spec.max_num_batched_tokens);
+                                                       spec.max_num_batched_tokens, &spec_.tools);
     instances_.push_back(std::move(state));
     instance_tracks_.push_back(trace_.track("rollout instance " + std::to_string(i)));
   }
@@ -271,6 +272,10 @@ void Simulation::wake(int i) {
   InstanceState& s = instances_[static_cast<size_t>(i)];
   if (!s.pending) {
     boundary(i);
+  } else if (!s.loading && !s.engine->in_segment()) {
+    // Waiting only for a tool call to return: the new work starts now.
+    s.generation += 1;
+    schedule(now(), EventKind::kInstance, i, s.generation);
   } else if (!s.loading && s.engine->in_segment() && has_room(s)) {
     // The worker takes new groups at the next step boundary.
     const double end = s.engine->cut_segment(now());
@@ -312,12 +317,16 @@ int64_t Simulation::claim_units(int i) {
       version = std::min(version, cut->second.second);  // staleness from the oldest token
       row_progress_.erase(cut);
     }
+    const int64_t group = claim.rows.front().info.group_id;
+    std::vector<int64_t> samples;
+    for (const ClaimedRow& row : claim.rows) samples.push_back(row_sample_.at(row.id));
     if (resumes) {
       s.engine->resume_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, generated,
-                            version);
+                            version, group, samples);
       resumed_units_ += 1;
     } else {
-      s.engine->add_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, s.version);
+      s.engine->add_unit(claim.lease, spec_.lengths.prompt_tokens, unit_lengths, s.version, group,
+                         samples);
     }
     rollout_leases_.emplace(claim.lease, std::move(claim));
     return true;
@@ -361,10 +370,18 @@ void Simulation::boundary(int i) {
   s.just_loaded = false;
   if (!cut) claim_units(i);
   const double duration = s.engine->start_segment(now());
+  const double tool_return = s.engine->next_tool_return();
   if (s.engine->in_segment()) {
     s.pending = true;
     s.generation += 1;
-    schedule(now() + duration, EventKind::kInstance, i, s.generation);
+    // A tool call that returns mid-segment joins at the next step boundary.
+    const double end = tool_return < now() + duration ? s.engine->cut_segment(tool_return)
+                                                      : now() + duration;
+    schedule(end, EventKind::kInstance, i, s.generation);
+  } else if (std::isfinite(tool_return)) {
+    s.pending = true;  // idle until the first tool call returns
+    s.generation += 1;
+    schedule(tool_return, EventKind::kInstance, i, s.generation);
   }
 }
 
@@ -558,7 +575,12 @@ void Simulation::start_part(const Claim& batch) {
   int64_t response_tokens = 0;
   for (const ClaimedRow& row : batch.rows) {
     if (groups.empty() || groups.back() != row.info.group_id) groups.push_back(row.info.group_id);
-    const auto length = static_cast<double>(spec_.lengths.prompt_tokens + row.info.tokens);
+    // Observations are in the trained context too (masked out of the loss).
+    const int64_t calls = spec_.tools.multi_turn()
+                              ? static_cast<int64_t>(spec_.tools.turn_ends(row.info.tokens).size()) - 1
+                              : 0;
+    const auto length = static_cast<double>(spec_.lengths.prompt_tokens + row.info.tokens +
+                                            calls * spec_.tools.observation_tokens);
     tokens += length;
     pairs += causal_pairs(length);
     response_tokens += row.info.tokens;
@@ -619,7 +641,9 @@ void Simulation::trainer_done() {
   if (version_ % spec_.sync_every == 0) {
     published_version_ = version_;
     for (size_t i = 0; i < instances_.size(); ++i) {
-      if (!instances_[i].pending) wake(static_cast<int>(i));
+      const InstanceState& s = instances_[i];
+      // Idle, or waiting only for tool calls: the new weights load now.
+      if (!s.pending || (!s.loading && !s.engine->in_segment())) wake(static_cast<int>(i));
     }
   }
   finish_iteration();
@@ -689,14 +713,18 @@ nlohmann::json Simulation::run() {
   for (const auto& [key, weighted] : bubble_weighted_) bubbles[key] = weighted / wall;
   bubbles["staleness_histogram"] = staleness_;
   double rollout_busy = 0;
-  int64_t steps = 0, tokens = 0, preemptions = 0, stolen = 0;
+  int64_t steps = 0, tokens = 0, preemptions = 0, stolen = 0, tool_calls = 0;
+  double tool_wait = 0;
   for (const InstanceState& s : instances_) {
+    tool_calls += s.engine->counters().tool_calls;
+    tool_wait += s.engine->counters().tool_wait_seconds;
     rollout_busy += s.engine->counters().busy_seconds;
     steps += s.engine->counters().steps;
     tokens += s.engine->counters().scheduled_tokens;
     preemptions += s.engine->counters().preemptions;
     stolen += s.stolen;
   }
+  bubbles["tool_wait"] = tool_wait / (static_cast<double>(spec_.cluster.instances) * wall);
   const ClusterShape& c = spec_.cluster;
   const double rollout_device_s = rollout_busy * c.rollout_tp;
   const double train_device_s = trainer_busy_ * c.train_devices();
@@ -728,6 +756,7 @@ nlohmann::json Simulation::run() {
                        {"resumed_units", resumed_units_},
                        {"aborted_groups", aborted_groups_},
                        {"aborted_tokens", aborted_tokens_},
+                       {"tool_calls", tool_calls},
                        {"kv_capacity_tokens", costs_.kv_capacity_tokens()}}},
           {"devices", c.devices()},
           {"dock", dock_metrics},

@@ -33,7 +33,9 @@
 // seconds_per_step, bubbles (iteration-time-weighted, as aspen bench pipeline reports
 // them), utilisation per role (busy device-seconds / (devices x wall)), the rollout's
 // steps, preemptions and mean batch, partial rollouts' cuts and resumes, the aborted
-// groups and their wasted tokens, and the controller's metrics.
+// groups and their wasted tokens, the tool calls and the tool_wait bubble (instance
+// seconds with nothing to run but pending tool calls, over instances x wall), and the
+// controller's metrics.
 // Thread safety: one simulation per call, on the calling thread.
 // Errors: aspen::Error for an inconsistent spec.
 #pragma once
@@ -61,6 +63,7 @@ struct SimulationSpec {
   ClusterShape cluster;
   TrainerOverheads overheads;
   LengthModel lengths;
+  ToolModel tools;  // multi-turn trajectories with tool latency; one turn: none
   bool async = true;
   int64_t eta = 1;  // 0 in sync mode
   int64_t iterations = 10;

@@ -45,6 +45,32 @@ std::vector<int64_t> LengthModel::group_lengths(int64_t group_id, int64_t n) con
   return lengths;
 }
 
+void ToolModel::validate() const {
+  check_input(turns >= 1 && turns <= 1024, std::to_string(turns), "simulate.turns", "in [1, 1024]");
+  check_input(std::isfinite(latency_median_s) && latency_median_s >= 0 && latency_median_s <= 3600,
+              std::to_string(latency_median_s * 1e3) + " ms", "simulate.tool_latency_ms",
+              "in [0, 3600000]");
+  check_input(latency_sigma >= 0 && latency_sigma <= 10, std::to_string(latency_sigma),
+              "simulate.tool_latency_sigma", "in [0, 10]");
+  check_input(observation_tokens >= 0 && observation_tokens <= 1 << 20,
+              std::to_string(observation_tokens), "simulate.observation_tokens", "in [0, 2^20]");
+}
+
+std::vector<int64_t> ToolModel::turn_ends(int64_t length) const {
+  const int64_t count = std::max<int64_t>(1, std::min(turns, length));
+  std::vector<int64_t> ends;
+  for (int64_t t = 1; t <= count; ++t) ends.push_back(length * t / count);
+  return ends;
+}
+
+double ToolModel::latency_s(int64_t group, int64_t sample, int64_t turn) const {
+  if (latency_median_s <= 0) return 0.0;
+  std::mt19937_64 rng(seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(group) * 1000003ull +
+                      static_cast<uint64_t>(sample) * 1009ull + static_cast<uint64_t>(turn));
+  std::normal_distribution<double> normal(0.0, 1.0);
+  return latency_median_s * std::exp(latency_sigma * normal(rng));
+}
+
 std::vector<std::vector<int64_t>> load_replay(const std::string& metrics_path) {
   std::ifstream in(metrics_path);
   check_input(in.good(), "cannot be read", "simulate.replay " + metrics_path,

@@ -10,6 +10,12 @@
 //               sample j mod the recorded group's size, capped at max_tokens;
 //               group-length correlation and the long tail are the run's own.
 // Prompts have `prompt_tokens` tokens each.
+// Tools (multi-turn trajectories, agentic RL): with turns > 1 a sample's response splits
+// into that many model turns of near-equal length (fewer when it is shorter than
+// `turns` tokens); after each turn but the last a tool call waits LogNormal(ln
+// latency_median_s, latency_sigma) seconds, seeded by (group, sample, turn) so both sides
+// wait the same, and its result adds observation_tokens to the context (prefilled on
+// return, not trained).
 // Thread safety: pure. Errors: aspen::Error naming the simulate.* key.
 #pragma once
 
@@ -35,6 +41,21 @@ struct LengthModel {
   void validate() const;
   // The n response lengths of group `group_id`.
   std::vector<int64_t> group_lengths(int64_t group_id, int64_t n) const;
+};
+
+struct ToolModel {
+  int64_t turns = 1;
+  double latency_median_s = 0;
+  double latency_sigma = 1.0;
+  int64_t observation_tokens = 64;
+  uint64_t seed = 1;
+
+  bool multi_turn() const { return turns > 1; }
+  void validate() const;
+  // The cumulative token counts at which a `length`-token response's turns end (the
+  // last is `length`).
+  std::vector<int64_t> turn_ends(int64_t length) const;
+  double latency_s(int64_t group, int64_t sample, int64_t turn) const;
 };
 
 // The recorded groups of a run's metrics.jsonl (every line's "response_lengths").
