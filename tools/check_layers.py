@@ -16,6 +16,8 @@ is what keeps the declarations true. For each module:
     declares PUBLIC that no header includes should be PRIVATE. (A PRIVATE library
     nothing includes is allowed: TORCH gives a module torch's precompiled header.)
   - the declared dependencies form no cycle.
+  - a header named *_internal.h is the module's own (a class its sources share): its
+    includes count as a source's, and no file outside the module may include it.
 
 `cli` is the executable: it links the `aspen` library (every module listed there) and
 `bench/`; it may include those. `bench/` links `aspen` too and never includes `cli` (cli
@@ -50,6 +52,7 @@ TESTS = os.path.join(ROOT, "tests")
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
 SOURCE_SUFFIXES = (".h", ".cpp", ".cu", ".cuh")
 HEADER_SUFFIXES = (".h", ".cuh")
+INTERNAL_SUFFIX = "_internal.h"  # a module's private header (see the docstring)
 
 # CMake target -> the include prefixes that mean a source uses it.
 THIRD_PARTY = {
@@ -134,7 +137,8 @@ def check_module(module, deps, problems):
     private_modules = {module_of(t) for t in private if module_of(t)}
     by_header, by_source = {}, {}  # module or library -> first file including it
     for path in source_files(os.path.join(SRC, module)):
-        into = by_header if path.endswith(HEADER_SUFFIXES) else by_source
+        public_header = path.endswith(HEADER_SUFFIXES) and not path.endswith(INTERNAL_SUFFIX)
+        into = by_header if public_header else by_source
         for _, inc in includes(path):
             for used in [aspen_module_of(inc)] + third_party_of(inc):
                 if used and used != module:
@@ -298,6 +302,25 @@ def check_namespaces(module, folder, include, imports, expected, problems):
                             "`namespace aspen::%s`" % (rel(path), module, module))
 
 
+def check_internal_headers(problems):
+    """No file outside module M includes one of M's *_internal.h."""
+    folders = [os.path.join(SRC, m) for m in sorted(os.listdir(SRC))
+               if os.path.isdir(os.path.join(SRC, m))]
+    folders.append(os.path.join(ROOT, "bench"))
+    tests = os.path.join(ROOT, "tests")
+    folders += [os.path.join(tests, t) for t in sorted(os.listdir(tests))
+                if os.path.isdir(os.path.join(tests, t))]
+    for folder in folders:
+        for path in source_files(folder):
+            for _, inc in includes(path):
+                owner = aspen_module_of(inc)
+                if not owner or not inc.endswith(INTERNAL_SUFFIX):
+                    continue
+                if os.path.dirname(os.path.abspath(path)) != os.path.join(SRC, owner):
+                    problems.append("%s: includes %s, internal to aspen_%s"
+                                    % (rel(path), inc, owner))
+
+
 def main():
     deps = declared_modules()
     problems = []
@@ -314,6 +337,7 @@ def main():
             folder = os.path.join(SRC, module)
             check_namespaces(module, folder, "aspen/%s/imports.h" % module,
                              os.path.join(folder, "imports.h"), declared, problems)
+    check_internal_headers(problems)
     everything = umbrella_modules()
     for module in sorted(set(deps) - everything):
         problems.append("CMakeLists.txt: the aspen library (what cli and bench link) lacks "
