@@ -7,29 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "run_command.h"
-#include "parallel/binaries.h"
+#include "parallel/worker_cases.h"
 
 namespace aspen::parallel {
 namespace {
 
-// Launches `ranks` workers running pp_check on `cases`; expects "rank R pp CASE ok"
-// from every rank for every case.
 void expect_cases_pass(int ranks, const std::vector<std::string>& cases) {
-  std::string args;
-  for (const auto& name : cases) args += " " + name;
-  const auto result =
-      testing::run_command(kAspen + " launch --nproc-per-node " + std::to_string(ranks) +
-                           " --master-port 0 -- " + kWorker + " pp_check" + args);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  for (const auto& name : cases) {
-    for (int r = 0; r < ranks; ++r) {
-      EXPECT_NE(result.output.find("rank " + std::to_string(r) + " pp " + name + " ok"),
-                std::string::npos)
-          << "case " << name << " rank " << r << "\n"
-          << result.output;
-    }
-  }
+  expect_worker_cases_pass("pp_check", "pp", ranks, cases);
 }
 
 // One packed micro-batch of 8 variable-length rows through 2 stages (layers {0, 1} and
