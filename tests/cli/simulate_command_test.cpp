@@ -44,6 +44,17 @@ TEST(SimulateCommand, PrintsBothSidesAndWritesTheirTraces) {
   }
 }
 
+// The setting `aspen simulate` runs without a config is the example file's, written twice
+// (the binary cannot find the file wherever it runs): they must not drift apart.
+TEST(SimulateCommand, WithoutAConfigItSimulatesTheSeedsExampleFile) {
+  const CommandResult builtin = run_command(kAspen + " simulate train.iterations=2 --json");
+  const CommandResult file = run_command(kAspen + " simulate " + std::string(ASPEN_SOURCE_DIR) +
+                                         "/examples/simulate/qwen2.5-7b.yaml train.iterations=2 --json");
+  ASSERT_EQ(builtin.exit_code, 0) << builtin.err;
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_EQ(nlohmann::json::parse(builtin.out), nlohmann::json::parse(file.out));
+}
+
 TEST(SimulateCommand, SweepTabulatesEveryValueAndNamesTheBest) {
   const CommandResult r =
       run_command(kAspen + " simulate" + kSmallRun + " --sweep pipeline.max_staleness=0,1,2");
