@@ -30,6 +30,7 @@
 #include "aspen/train/pipeline_runner.h"
 #include "aspen/util/error.h"
 #include "support/tiny_model_configs.h"
+#include "tensor_checks.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
@@ -47,12 +48,7 @@ void expect(bool ok, const std::string& what, const std::string& where) {
 
 void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what,
                   const std::string& where) {
-  expect(got.sizes() == want.sizes(),
-         what + ": shape " + c10::str(got.sizes()) + ", expected " + c10::str(want.sizes()), where);
-  const double diff = got.numel() == 0 ? 0.0 : (got - want).abs().max().item<double>();
-  // The TP tests' tolerances (tp_modes.cpp).
-  expect(torch::allclose(got, want, /*rtol=*/1e-4, /*atol=*/2e-5),
-         what + " differs from one process by up to " + std::to_string(diff), where);
+  expect_close_to(got, want, what, where, "one process");
 }
 
 // ------------------------------------------------------------------------- p2p

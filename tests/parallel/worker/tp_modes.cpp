@@ -32,6 +32,7 @@
 #include "aspen/util/error.h"
 #include "paged_rollout_check.h"
 #include "support/tiny_model_configs.h"
+#include "tensor_checks.h"
 #include "worker_mode.h"
 
 namespace aspen::testing {
@@ -195,11 +196,7 @@ Outputs run_step(QwenForCausalLM& model, const PackedBatch& batch) {
 
 void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what,
                   const std::string& where) {
-  expect(got.sizes() == want.sizes(),
-         what + ": shape " + c10::str(got.sizes()) + ", expected " + c10::str(want.sizes()), where);
-  const double diff = got.numel() == 0 ? 0.0 : (got - want).abs().max().item<double>();
-  expect(torch::allclose(got, want, /*rtol=*/1e-4, /*atol=*/2e-5),
-         what + " differs from TP = 1 by up to " + std::to_string(diff), where);
+  expect_close_to(got, want, what, where, "TP = 1");
 }
 
 void check_model_case(const TensorParallel& tp, const std::string& name, const TpCase& tp_case) {
