@@ -33,6 +33,11 @@ inline constexpr const char* kBehaviourLogprobs = "behaviour_logprobs";  // roll
 inline constexpr const char* kBehaviourRoutedExperts = "behaviour_routed_experts";
 inline constexpr const char* kValues = "values";    // critic values at rollout time
 inline constexpr const char* kReturns = "returns";  // value targets
+// Multi-turn trajectories (issue #35): [R] fp32, 1 for a token the policy generated
+// (trained on), 0 for an environment token (a tool result or observation the chat
+// template rendered into the context: it conditions later tokens but is never trained
+// on and has no rollout log-prob). Absent: every response token is the model's.
+inline constexpr const char* kLossMask = "loss_mask";
 }  // namespace columns
 
 struct TrainBatch {
