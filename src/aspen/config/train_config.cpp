@@ -402,6 +402,29 @@ RolloutSection read_rollout(ConfigSection s) {
               "must be 0 (use kv_cache_mb) or in (0, 0.95]", s.where("kv_cache_fraction"));
   check_positive(r.max_num_seqs, s.where("max_num_seqs"));
   check_positive(r.max_num_batched_tokens, s.where("max_num_batched_tokens"));
+  const EnvironmentSection& e = r.environment;
+  const std::string env = "environment.";
+  check_positive(e.max_turns, s.where(env + "max_turns"));
+  check_input(e.max_trajectory_tokens >= r.max_tokens,
+              "must be at least rollout.max_tokens (" + std::to_string(r.max_tokens) +
+                  "): one whole turn",
+              s.where(env + "max_trajectory_tokens"));
+  check_input(e.tool_timeout_s > 0, "must be > 0", s.where(env + "tool_timeout_s"));
+  check_positive(e.max_observation_bytes, s.where(env + "max_observation_bytes"));
+  check_input(e.timeout_s > 0, "must be > 0", s.where(env + "timeout_s"));
+  check_positive(e.threads, s.where(env + "threads"));
+  for (const std::string& tool : e.tools) {
+    check_one_of(tool, {"calculator", "python"}, s.where(env + "tools"));
+  }
+  check_input(e.kind != EnvironmentKind::kTools || !e.tools.empty(),
+              "a tools environment needs at least one tool", s.where(env + "tools"));
+  check_input(e.kind != EnvironmentKind::kCommand || !e.command.empty(),
+              "a command environment needs its program", s.where(env + "command"));
+  check_input(e.kind != EnvironmentKind::kHttp || !e.url.empty(),
+              "an http environment needs its url", s.where(env + "url"));
+  check_input(e.chat_template.empty() || e.chat_template == "qwen2.5" || e.chat_template == "qwen3",
+              "must be qwen2.5, qwen3 or empty (the model's own), got " + e.chat_template,
+              s.where(env + "chat_template"));
   s.finish();
   return r;
 }
@@ -540,6 +563,10 @@ const char* name_of(DispatchPolicyKind value) { return spelling(kDispatchPolicie
 const char* name_of(PipelineMode value) { return spelling(kPipelineModes, value); }
 const char* name_of(InstanceFailurePolicy value) { return spelling(kFailurePolicies, value); }
 const char* name_of(WeightSync value) { return spelling(kWeightSyncs, value); }
+const char* name_of(EnvironmentKind value) { return spelling(kEnvironmentKinds, value); }
+const char* name_of(EnvironmentErrorPolicy value) {
+  return spelling(kEnvironmentErrorPolicies, value);
+}
 const char* name_of(SimulateBaseline value) { return spelling(kSimulateBaselines, value); }
 
 int64_t dispatch_chunk(const TrainConfig& config, int64_t instances) {
@@ -596,6 +623,28 @@ TrainConfig parse_train_config(Config& config) {
                   std::to_string(result.placement.rollout_tp) + ")",
               config.source() + ": pipeline.partial_rollout",
               "set pipeline.partial_rollout=false or placement.rollout.tp=1");
+  // Multi-turn trajectories are driven by one rank's rollout loop (trajectory_loop.h):
+  // a tensor-parallel instance's followers replay plans that carry no turns, and a cut
+  // unit would have to carry its environment's state to the instance resuming it.
+  const bool trajectories = result.rollout.environment.kind != EnvironmentKind::kNone;
+  check_input(!(trajectories && result.placement.rollout_tp > 1),
+              "multi-turn trajectories need rollout instances of one rank (placement.rollout.tp " +
+                  std::to_string(result.placement.rollout_tp) + ")",
+              config.source() + ": rollout.environment.kind",
+              "set placement.rollout.tp=1 or rollout.environment.kind=none");
+  check_input(!(trajectories && result.data.chat_template),
+              "the environment renders the conversation with its own template; data.chat_template "
+              "would render the prompt twice",
+              config.source() + ": data.chat_template",
+              "set data.chat_template=false with rollout.environment");
+  check_input(!(trajectories && result.rollout.environment.chat_template.empty() &&
+                result.model.path.empty()),
+              "the built-in model has no chat template of its own",
+              config.source() + ": rollout.environment.chat_template", "set it to qwen2.5 or qwen3");
+  check_input(!(trajectories && result.pipeline.partial_rollout),
+              "a cut trajectory cannot carry its environment's state to another instance",
+              config.source() + ": pipeline.partial_rollout",
+              "set pipeline.partial_rollout=false or rollout.environment.kind=none");
   check_input(!(async && result.placement.swap && result.pipeline.max_staleness > 0),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
               "leave memory for the rollout (only with pipeline.max_staleness 0 does the "

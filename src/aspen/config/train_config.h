@@ -55,6 +55,11 @@ enum class InstanceFailurePolicy { kRegenerate, kStop };
 // it from a trainer's warehouse: the full set, or the deltas from the version each one
 // holds (dock/weight_board.h).
 enum class WeightSync { kFull, kDelta };
+// rollout.environment.kind: what a multi-turn trajectory talks to (agent/environment.h);
+// none: single-turn samples.
+enum class EnvironmentKind { kNone, kTools, kCommand, kHttp };
+// rollout.environment.on_error: a trajectory the environment failed (crash, hang, garbage).
+enum class EnvironmentErrorPolicy { kZero, kDrop };
 // pipeline.dispatch: the rollout instance a prompt group goes to
 // (pipeline/dispatch_policy.h implements each policy).
 enum class DispatchPolicyKind { kRoundRobin, kLeastRequests, kQueueAware };
@@ -72,6 +77,8 @@ const char* name_of(DispatchPolicyKind value);
 const char* name_of(PipelineMode value);
 const char* name_of(InstanceFailurePolicy value);
 const char* name_of(WeightSync value);
+const char* name_of(EnvironmentKind value);
+const char* name_of(EnvironmentErrorPolicy value);
 
 struct ModelSection {
   std::string path;           // HF model directory; empty: build the built-in tiny model
@@ -173,6 +180,22 @@ struct AlgorithmSection {
   RolloutCorrectionSection rollout_correction;
 };
 
+// rollout.environment: multi-turn trajectories (issue #35; docs/agents.md).
+struct EnvironmentSection {
+  EnvironmentKind kind = EnvironmentKind::kNone;
+  std::vector<std::string> tools = {"calculator"};  // kTools: the built-in tools offered
+  int64_t max_turns = 4;                           // model turns per trajectory
+  int64_t max_trajectory_tokens = 512;             // response tokens, model + observation
+  double tool_timeout_s = 30;                      // kTools: per call
+  int64_t max_observation_bytes = 8192;            // kTools: per tool response
+  std::string command;                             // kCommand: the program
+  std::string url;                                 // kHttp: the service
+  double timeout_s = 60;                           // kCommand, kHttp: per call
+  EnvironmentErrorPolicy on_error = EnvironmentErrorPolicy::kZero;
+  int64_t threads = 4;                             // per rollout instance
+  std::string chat_template;  // a built-in template (qwen2.5, qwen3); empty: the model's
+};
+
 struct RolloutSection {
   int64_t n = 8;  // samples per prompt (group size)
   int64_t prompts_per_iteration = 16;
@@ -193,6 +216,7 @@ struct RolloutSection {
   // Where the rollout engine runs (its model copy and KV cache): cpu | cuda | cuda:N.
   // Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
   DeviceSpec device;
+  EnvironmentSection environment;
 };
 
 struct TrainSection {

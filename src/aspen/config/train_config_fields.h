@@ -65,6 +65,13 @@ inline const EnumNames<RolloutRsLevel> kRolloutRsLevels = {{"none", RolloutRsLev
                                                           {"sequence", RolloutRsLevel::kSequence},
                                                           {"geometric", RolloutRsLevel::kGeometric},
                                                           {"null", RolloutRsLevel::kNone}};
+inline const EnumNames<EnvironmentKind> kEnvironmentKinds = {
+    {"none", EnvironmentKind::kNone},
+    {"tools", EnvironmentKind::kTools},
+    {"command", EnvironmentKind::kCommand},
+    {"http", EnvironmentKind::kHttp}};
+inline const EnumNames<EnvironmentErrorPolicy> kEnvironmentErrorPolicies = {
+    {"zero", EnvironmentErrorPolicy::kZero}, {"drop", EnvironmentErrorPolicy::kDrop}};
 inline const EnumNames<OffPolicy> kOffPolicies = {{"auto", OffPolicy::kAuto},
                                                   {"none", OffPolicy::kNone},
                                                   {"decoupled", OffPolicy::kDecoupled},
@@ -319,6 +326,38 @@ void visit_fields(RolloutSection& s, Visitor& v) {
         "where the rollout engine runs (its weights and KV cache): `cpu`, `cuda` or "
         "`cuda:N`; under `aspen launch`, plain `cuda` is `cuda:LOCAL_RANK`. A GPU "
         "asked for but not usable is an error naming the key");
+  v.nested("environment", [&](auto& env) {
+    EnvironmentSection& e = s.environment;
+    env.enum_field("kind", e.kind, kEnvironmentKinds,
+        "multi-turn trajectories with tools (docs/agents.md): `tools` (the built-in tools), "
+        "`command` (a program per trajectory speaking JSON lines), `http` (a service); "
+        "`none`: single-turn samples. `rollout.max_tokens` then caps each model turn");
+    env.names_field("tools", e.tools,
+        "`tools`: the built-in tools offered, `calculator` and/or `python`");
+    env.field("max_turns", e.max_turns,
+        "model turns per trajectory; one that is still calling tools then ends with reward 0");
+    env.field("max_trajectory_tokens", e.max_trajectory_tokens,
+        "response tokens per trajectory (model and observation tokens); a trajectory with no "
+        "room for another turn ends with reward 0. At least `rollout.max_tokens`");
+    env.field("tool_timeout_s", e.tool_timeout_s,
+        "`tools`: seconds per tool call; a late call's observation is a timeout error");
+    env.field("max_observation_bytes", e.max_observation_bytes,
+        "`tools`: bytes per tool response; a longer one is cut, saying so");
+    env.field("command", e.command,
+        "`command`: the environment program (agent/command_environment.h's protocol)");
+    env.field("url", e.url,
+        "`http`: the environment service (agent/http_environment.h's protocol)");
+    env.field("timeout_s", e.timeout_s,
+        "`command`, `http`: seconds per reset or step before the trajectory fails");
+    env.enum_field("on_error", e.on_error, kEnvironmentErrorPolicies,
+        "a trajectory the environment failed (crash, hang, garbage, oversized reply): "
+        "`zero` trains it with reward 0; `drop` discards its group");
+    env.field("threads", e.threads,
+        "threads per rollout instance running environment resets and steps");
+    env.field("chat_template", e.chat_template,
+        "the template rendering conversations and observations: `qwen2.5` or `qwen3` "
+        "(built-in), or empty for the model's own (`tokenizer_config.json`)");
+  });
 }
 
 template <typename Visitor>

@@ -8,6 +8,7 @@
 // sees it without an import. docs/design.md, "Namespaces".
 #pragma once
 
+namespace aspen::agent {}
 namespace aspen::algo {}
 namespace aspen::config {}
 namespace aspen::dock {}
@@ -22,6 +23,7 @@ namespace aspen::tokenizer {}
 namespace aspen::train {}
 
 namespace aspen::pipeline {
+using namespace aspen::agent;
 using namespace aspen::algo;
 using namespace aspen::config;
 using namespace aspen::dock;

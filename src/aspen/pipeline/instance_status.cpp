@@ -29,6 +29,8 @@ std::string encode_instance_status(const InstanceStatus& s) {
                         {"completed_prompt_tokens", s.completed_prompt_tokens},
                         {"completed_response_tokens", s.completed_response_tokens},
                         {"busy_seconds", s.busy_seconds},
+                        {"tool_wait_seconds", s.tool_wait_seconds},
+                        {"environment_errors", s.environment_errors},
                         {"scheduled_tokens", s.scheduled_tokens},
                         {"steps", s.steps},
                         {"version", s.version},
@@ -57,6 +59,8 @@ InstanceStatus decode_instance_status(const std::string& encoded) {
     s.completed_prompt_tokens = j.at("completed_prompt_tokens").get<int64_t>();
     s.completed_response_tokens = j.at("completed_response_tokens").get<int64_t>();
     s.busy_seconds = j.at("busy_seconds").get<double>();
+    s.tool_wait_seconds = j.at("tool_wait_seconds").get<double>();
+    s.environment_errors = j.at("environment_errors").get<int64_t>();
     s.scheduled_tokens = j.at("scheduled_tokens").get<int64_t>();
     s.steps = j.at("steps").get<int64_t>();
     s.version = j.at("version").get<int64_t>();

@@ -29,6 +29,10 @@ struct InstanceStatus {
   int64_t completed_prompt_tokens = 0;
   int64_t completed_response_tokens = 0;
   double busy_seconds = 0.0;     // EngineStats::busy_seconds
+  // Trajectories: seconds its engine sat idle while trajectories waited on their
+  // environments (the tool_wait bubble), cumulative.
+  double tool_wait_seconds = 0.0;
+  int64_t environment_errors = 0;  // trajectories its environments failed, cumulative
   int64_t scheduled_tokens = 0;  // EngineStats::scheduled_tokens
   int64_t steps = 0;             // EngineStats::steps
   int64_t version = 0;           // policy version of the weights it runs

@@ -6,6 +6,7 @@
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rollout_requests.h"
+#include "aspen/pipeline/trajectory_environments.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/util/log.h"
 
@@ -73,8 +74,11 @@ ProcessWorkers::ProcessWorkers(const TrainConfig& config, RlSetup& setup,
   }
   const int64_t kv_cache_bytes =
       rollout_kv_cache_bytes(config, setup, static_cast<int64_t>(layout.instances_here.size()));
+  const std::shared_ptr<const TrajectoryEnvironments> trajectories =
+      layout.instances_here.empty() ? nullptr : make_trajectory_environments(config, setup);
   for (const int instance : layout.instances_here) {
     RolloutWorkerOptions worker;
+    worker.trajectories = trajectories;
     worker.instance = instance;
     worker.rank = layout.rank;
     worker.engine = rollout_engine_config(config, setup);

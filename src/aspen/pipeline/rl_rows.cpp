@@ -1,6 +1,7 @@
 #include "aspen/pipeline/rl_rows.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "aspen/pipeline/imports.h"
@@ -43,9 +44,23 @@ DockSchema make_rl_schema(const RlSchemaOptions& options) {
       rollout.columns.push_back(kPartialRoutedExperts);
     }
   }
-  const std::vector<ConsumerSpec> consumers = {rollout,
-                                               {rl_consumers::kReward, {kPrompt, kResponse, kExample}},
-                                               batch};
+  ConsumerSpec reward{rl_consumers::kReward, {kPrompt, kResponse, kExample}};
+  if (options.with_trajectory) {
+    columns.push_back({kLossMask, torch::kFloat32, ColumnKind::kPerToken});
+    for (const auto& [name, dtype] :
+         std::vector<std::pair<const char*, torch::ScalarType>>{{kTurnStarts, torch::kInt64},
+                                                                {kTurnRewards, torch::kFloat32},
+                                                                {kTrajectoryReward, torch::kFloat32},
+                                                                {kTrajectoryStats, torch::kFloat32}}) {
+      columns.push_back({name, dtype, ColumnKind::kPerRow});
+    }
+    rollout.columns.push_back(kExample);  // the data row the environment resets from
+    for (const char* name : {kTurnStarts, kTrajectoryReward}) reward.columns.push_back(name);
+    for (const char* name : {kLossMask, kTurnStarts, kTurnRewards, kTrajectoryStats}) {
+      batch.columns.push_back(name);
+    }
+  }
+  const std::vector<ConsumerSpec> consumers = {rollout, reward, batch};
   return DockSchema(columns, consumers);
 }
 
@@ -58,6 +73,7 @@ RlSchemaOptions rl_schema_options(const DockSchema& schema) {
   RlSchemaOptions options;
   options.with_routing = has(rl_columns::kRolloutRoutedExperts);
   options.with_partial = has(rl_columns::kPartialResponse);
+  options.with_trajectory = has(rl_columns::kLossMask);
   return options;
 }
 
@@ -141,6 +157,38 @@ std::vector<ColumnData> response_columns(const std::vector<Completion>& completi
   return columns;
 }
 
+std::vector<ColumnData> trajectory_columns(const std::vector<Trajectory>& trajectories) {
+  std::vector<Completion> completions;
+  ColumnData prompt{rl_columns::kPrompt, {}};
+  ColumnData mask{rl_columns::kLossMask, {}};
+  ColumnData starts{rl_columns::kTurnStarts, {}};
+  ColumnData turn_rewards{rl_columns::kTurnRewards, {}};
+  ColumnData reward{rl_columns::kTrajectoryReward, {}};
+  ColumnData stats{rl_columns::kTrajectoryStats, {}};
+  for (const Trajectory& t : trajectories) {
+    completions.push_back(t.as_completion(0));
+    prompt.values.push_back(
+        torch::tensor(std::vector<int64_t>(t.prompt.begin(), t.prompt.end()), torch::kInt64));
+    mask.values.push_back(torch::tensor(t.loss_mask, torch::kFloat32));
+    starts.values.push_back(torch::tensor(t.turn_starts, torch::kInt64));
+    turn_rewards.values.push_back(torch::tensor(t.turn_rewards, torch::kFloat32));
+    reward.values.push_back(torch::tensor(
+        {t.has_reward ? static_cast<float>(t.reward) : std::numeric_limits<float>::quiet_NaN()}));
+    std::vector<float> row(kTrajectoryStatsWidth);
+    row[kStatTurns] = static_cast<float>(t.turns());
+    row[kStatToolCalls] = static_cast<float>(t.tool_calls);
+    row[kStatToolErrors] = static_cast<float>(t.tool_errors);
+    row[kStatWaitSeconds] = static_cast<float>(t.tool_wait_s);
+    row[kStatEnd] = static_cast<float>(t.end);
+    stats.values.push_back(torch::tensor(row, torch::kFloat32));
+  }
+  std::vector<ColumnData> columns = response_columns(completions);
+  for (ColumnData* column : {&prompt, &mask, &starts, &turn_rewards, &reward, &stats}) {
+    columns.push_back(std::move(*column));
+  }
+  return columns;
+}
+
 const ColumnData& find_column(const std::vector<ColumnData>& columns, const std::string& name) {
   for (const auto& column : columns) {
     if (column.name == name) return column;
@@ -163,7 +211,12 @@ TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& col
     batch.prompts.emplace_back(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
     batch.responses.emplace_back(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
   }
-  for (const auto& name : token_columns) {
+  std::vector<std::string> packed = token_columns;
+  const bool masked = std::any_of(columns.begin(), columns.end(), [](const ColumnData& c) {
+    return c.name == rl_columns::kLossMask;
+  });
+  if (masked) packed.push_back(rl_columns::kLossMask);
+  for (const auto& name : packed) {
     const ColumnData& column = find_column(columns, name);
     batch.token_columns[name] =
         column.values.empty() ? torch::zeros({0}) : torch::cat(column.values).to(torch::kFloat32);

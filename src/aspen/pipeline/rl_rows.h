@@ -24,6 +24,16 @@
 //   partial_finish    [1] int64  the FinishReason of a sample that had finished when its
 //                     unit was cut (its output is whole), kNone (0): continue it
 //   partial_routed_experts [k * S * k'] int32 (with routing)
+// With trajectories (rollout.environment, trajectory.h), written with the response:
+//   loss_mask         [R] fp32,  per token (1: the model's token, 0: an observation's)
+//   turn_starts       [T] int64, per row   (each model turn's offset in the response)
+//   turn_rewards      [T] fp32,  per row   (the environment's per-turn rewards; NaN: none)
+//   trajectory_reward [1] fp32,  per row   (the environment's reward; NaN: none given,
+//                     the verifier scores the last turn)
+//   trajectory_stats  [kTrajectoryStatsWidth] fp32, per row (turns, tool calls, tool
+//                     errors, seconds in the environment, TrajectoryEnd)
+// and the prompt column is replaced by the conversation the environment's reset gave,
+// as the chat template renders it (the rollout consumer then reads the example too).
 // Consumers, in the order a sample visits them: rollout (the instance that generates
 // it), reward, batch (the trainer: its stages run in memory on what the batch read,
 // trainer_stages.h, so reference and old log-probs, values and advantages are never
@@ -36,6 +46,7 @@
 #include "aspen/dock/dock_api.h"
 #include "aspen/dock/schema.h"
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/trajectory.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/train/train_batch.h"
 
@@ -56,7 +67,15 @@ inline constexpr const char* kPartialLogprobs = "partial_logprobs";
 inline constexpr const char* kPartialVersions = "partial_versions";
 inline constexpr const char* kPartialFinish = "partial_finish";
 inline constexpr const char* kPartialRoutedExperts = "partial_routed_experts";
-}  // namespace rl_columns
+inline constexpr const char* kLossMask = "loss_mask";  // = train::columns::kLossMask
+inline constexpr const char* kTurnStarts = "turn_starts";
+inline constexpr const char* kTurnRewards = "turn_rewards";
+inline constexpr const char* kTrajectoryReward = "trajectory_reward";
+inline constexpr const char* kTrajectoryStats = "trajectory_stats";
+}
+// trajectory_stats' entries, in order.
+enum TrajectoryStat { kStatTurns, kStatToolCalls, kStatToolErrors, kStatWaitSeconds, kStatEnd };
+inline constexpr int kTrajectoryStatsWidth = 5;  // namespace rl_columns
 
 namespace rl_consumers {
 inline constexpr const char* kRollout = "rollout";
@@ -67,6 +86,7 @@ inline constexpr const char* kReward = "reward";
 struct RlSchemaOptions {
   bool with_routing = false;  // rollout_routed_experts (a MoE policy), for the update
   bool with_partial = false;  // the partial_* columns (pipeline.partial_rollout)
+  bool with_trajectory = false;  // the trajectory columns (rollout.environment)
 };
 
 DockSchema make_rl_schema(const RlSchemaOptions& options);
@@ -88,12 +108,17 @@ std::vector<ColumnData> response_columns(const std::vector<Completion>& completi
 std::vector<ColumnData> partial_columns(const std::vector<Completion>& completions,
                                         bool with_routing);
 std::vector<ColumnData> empty_partial_columns(size_t rows, bool with_routing);
+// The columns a rollout instance writes for finished trajectories, one row each: the
+// prompt (the rendered conversation), response columns (response_columns of
+// Trajectory::as_completion) and the trajectory columns above.
+std::vector<ColumnData> trajectory_columns(const std::vector<Trajectory>& trajectories);
 // Row `row`'s saved output from `columns` (as a claim of "rollout" gets them): its
 // tokens, log-probs, versions, routing and finish reason (no prompt, no sample index).
 Completion saved_output(const std::vector<ColumnData>& columns, size_t row, bool with_routing);
 
 // Builds the trainer's view of claimed rows from `columns` (as TransferDock::get
-// returns them), copying the named per-token columns into packed [R] tensors. A claim
+// returns them), copying the named per-token columns into packed [R] tensors, and
+// loss_mask as train::columns::kLossMask whenever `columns` hold it (trajectories). A claim
 // with no rows gives an empty batch (a data-parallel rank with no local rows).
 TrainBatch to_train_batch(const Claim& claim, const std::vector<ColumnData>& columns,
                           const std::vector<std::string>& token_columns);

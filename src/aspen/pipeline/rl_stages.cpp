@@ -1,6 +1,7 @@
 #include "aspen/pipeline/rl_stages.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "aspen/model/expert_parallel_state.h"
@@ -86,6 +87,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   actor = std::make_unique<ActorTrainer>(trained, actor_options);
   schema.with_routing = setup.model->config.is_moe();
   schema.with_partial = config.pipeline.partial_rollout;
+  schema.with_trajectory = config.rollout.environment.kind != EnvironmentKind::kNone;
   if (config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward) {
     reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
     // Under LoRA the reference is the policy's base: nothing of its own was saved.
@@ -135,6 +137,14 @@ void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock&
   const auto columns = dock.get(claim);
   const ColumnData& responses = find_column(columns, rl_columns::kResponse);
   const ColumnData& examples = find_column(columns, rl_columns::kExample);
+  // Trajectories: the environment's reward when it gave one; otherwise the verifier
+  // scores the last model turn (the final answer), and DAPO's overlong rule measures
+  // that turn against rollout.max_tokens, the per-turn cap.
+  const bool trajectories = rl_schema_options(dock.schema()).with_trajectory;
+  const ColumnData* turn_starts =
+      trajectories ? &find_column(columns, rl_columns::kTurnStarts) : nullptr;
+  const ColumnData* trajectory_rewards =
+      trajectories ? &find_column(columns, rl_columns::kTrajectoryReward) : nullptr;
   ColumnData scores{rl_columns::kScores, {}};
   ColumnData verifier_scores{rl_columns::kVerifierScore, {}};
   // Inputs first, then one score_batch() per verifier: an external reward (a command,
@@ -145,7 +155,11 @@ void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock&
   for (size_t i = 0; i < claim.rows.size(); ++i) {
     const RowInfo& info = claim.rows[i].info;
     const torch::Tensor r = responses.values[i].to(torch::kInt64).contiguous();
-    const std::vector<TokenId> response(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
+    std::vector<TokenId> response(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
+    if (turn_starts != nullptr && turn_starts->values[i].numel() > 0) {
+      const int64_t last = turn_starts->values[i].to(torch::kInt64).flatten()[-1].item<int64_t>();
+      response.erase(response.begin(), response.begin() + last);
+    }
     const int64_t example_index = examples.values[i].item<int64_t>();
     check_input(
         example_index >= 0 && example_index < static_cast<int64_t>(setup.train_examples.size()),
@@ -155,10 +169,19 @@ void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock&
     inputs.push_back(RewardInput{example.prompt_text,
                                  setup.tokenizer->decode(response, /*skip_special_tokens=*/true),
                                  example.ground_truth, {{"id", example.id}}});
-    lengths.push_back(r.numel());
-    rows_by_verifier[&verifier_for(setup, example)].push_back(i);
+    lengths.push_back(static_cast<int64_t>(response.size()));
+    const bool scored_by_environment =
+        trajectory_rewards != nullptr &&
+        std::isfinite(trajectory_rewards->values[i].item<float>());
+    if (!scored_by_environment) rows_by_verifier[&verifier_for(setup, example)].push_back(i);
   }
   std::vector<double> row_scores(claim.rows.size(), 0.0);
+  if (trajectory_rewards != nullptr) {
+    for (size_t i = 0; i < claim.rows.size(); ++i) {
+      const float reward = trajectory_rewards->values[i].item<float>();
+      if (std::isfinite(reward)) row_scores[i] = reward;
+    }
+  }
   for (const auto& [verifier, rows] : rows_by_verifier) {
     std::vector<RewardInput> batch;
     batch.reserve(rows.size());

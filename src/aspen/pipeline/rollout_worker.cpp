@@ -35,9 +35,14 @@ RolloutWorker::RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
     : config_(config),
       dock_(dock),
       options_(std::move(options)),
-      engine_(std::move(model), options_.engine, std::move(tokenizer)),
+      engine_(std::move(model), options_.engine, tokenizer),
       weights_(config.pipeline.weight_sync),
       step_delay_ms_(std::max<int64_t>(0, environment_int("ASPEN_FAULT_STEP_DELAY_MS", 0))) {
+  if (options_.trajectories) {
+    const TrajectoryEnvironments& t = *options_.trajectories;
+    loop_ = std::make_unique<TrajectoryLoop>(t.loop, t.make_environment, std::move(tokenizer),
+                                             *t.chat_template);
+  }
   if (environment_int("ASPEN_FAULT_SIGKILL_RANK", -1) == options_.rank) {
     kill_after_steps_ = environment_int("ASPEN_FAULT_SIGKILL_AFTER_STEPS", -1);
   }
@@ -72,9 +77,14 @@ bool RolloutWorker::refresh_weights() {
   return true;
 }
 
+QueueState RolloutWorker::load() const {
+  QueueState queue = engine_.queue_state();
+  if (loop_) queue.running += loop_->waiting();
+  return queue;
+}
+
 bool RolloutWorker::has_room() const {
-  return has_room_for_unit(engine_.queue_state(), options_.dispatch_chunk,
-                           options_.engine.max_num_seqs);
+  return has_room_for_unit(load(), options_.dispatch_chunk, options_.engine.max_num_seqs);
 }
 
 int64_t RolloutWorker::claim_groups(double wait_s) {
@@ -103,6 +113,16 @@ bool RolloutWorker::start_claim(Claim claim) {
   // Partial rollouts: a row cut earlier carries its output; a finished one is done
   // already, an unfinished one continues as a request of its own.
   const std::vector<ColumnData> columns = dock_.get(claim);
+  if (loop_) {
+    HeldClaim held;
+    held.started_version = engine_.policy_version();
+    held.claim = std::move(claim);
+    const int64_t lease = held.claim.lease;
+    status_.claimed_samples += static_cast<int64_t>(held.claim.rows.size());
+    start_trajectories(held, columns);
+    held_[lease] = std::move(held);
+    return true;
+  }
   const ColumnData& prompts = find_column(columns, rl_columns::kPrompt);
   const ColumnData& samples = find_column(columns, rl_columns::kSampleIndex);
   const bool with_routing = engine_.config().record_routed_experts;
@@ -341,7 +361,7 @@ void RolloutWorker::cut_claim(HeldClaim& held) {
 }
 
 void RolloutWorker::post_status(bool exited) {
-  status_.queue = engine_.queue_state();
+  status_.queue = load();
   status_.busy_seconds = engine_.stats().busy_seconds;
   status_.scheduled_tokens = engine_.stats().scheduled_tokens;
   status_.steps = engine_.stats().steps;
@@ -475,7 +495,17 @@ void RolloutWorker::run_loop() {
     // Idle: wait (briefly, to keep weights and status fresh) for a dispatched group.
     // Right after a cut this instance claims nothing: instances waiting for work take
     // the cut units first; it claims again after one step.
-    const bool claimed = !cut && claim_groups(0.05) > 0;
+    // With trajectories in their environments an idle engine waits for them instead.
+    const bool in_environment = loop_ && loop_->waiting() > 0;
+    const bool claimed = !cut && claim_groups(in_environment ? 0.0 : 0.05) > 0;
+    if (loop_) {
+      if (!engine_.has_unfinished() && in_environment) {
+        const auto wait_start = Clock::now();
+        loop_->wait_ready(0.05);
+        status_.tool_wait_seconds += seconds_since(wait_start);
+      }
+      drive_trajectories();
+    }
     if (claimed || cut || seconds_since(last_status_) >= options_.status_period_s) {
       post_status(false);
       if (run_is_over()) break;  // what is still generating is not needed any more
@@ -506,6 +536,13 @@ void RolloutWorker::run_loop() {
     for (Completion& c : finished) {
       const RequestOrigin origin = origins_.at(c.request_id);
       HeldClaim& held = held_.at(origin.lease);
+      if (loop_) {  // a model turn: the environment's step comes next
+        origins_.erase(c.request_id);
+        held.requests.erase(std::remove(held.requests.begin(), held.requests.end(), c.request_id),
+                            held.requests.end());
+        loop_->turn_finished({origin.lease, origin.group, c.sample_index}, c);
+        continue;
+      }
       held.samples.push_back(std::move(c));
       held.sample_groups.push_back(origin.group);
       if (held.samples.size() < held.claim.rows.size()) continue;

@@ -56,6 +56,18 @@
 //            status_period_s while it works (and after every claim), so a dispatcher
 //            anywhere sees its queue state no older than status_period_s + one engine
 //            step + one dock round trip.
+//   turns    with rollout.environment (trajectories.h), a claimed row is a multi-turn
+//            trajectory: the instance's TrajectoryLoop resets its environment and
+//            renders its prompt off this thread, then each model turn is one engine
+//            request of its own (the context so far, token for token; stopped at the
+//            template's end-of-turn token; seeded per group, sample and turn), and the
+//            environment's step runs off this thread while the engine steps the other
+//            trajectories. A trajectory waiting on its environment counts as running
+//            in the instance's load (has_room, its status). The claim finishes when all
+//            its trajectories have: their response (model and observation tokens), loss
+//            mask, turns and rewards go to the dock with the rendered prompt
+//            (rl_rows.h); under rollout.environment.on_error drop a claim with a
+//            failed trajectory leaves the dock whole instead.
 // Tensor-parallel instances (rollout.tp = t > 1): the instance's t ranks each hold
 // their shards of the model and step one engine replica together (the model's
 // collectives over `peers`). The leader (peer rank 0) runs the loop above; before
@@ -88,6 +100,8 @@
 #include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/instance_status.h"
+#include "aspen/pipeline/trajectory_environments.h"
+#include "aspen/pipeline/trajectory_loop.h"
 #include "aspen/pipeline/weight_receiver.h"
 #include "aspen/rollout/engine.h"
 
@@ -116,6 +130,8 @@ struct RolloutWorkerOptions {
   // the training layout on this very rank (allgather-swap), replace the dock's weight
   // board; the leader's plan then names only the version each peer takes.
   std::shared_ptr<WeightHistory> own_shards;
+  // rollout.environment: the claimed rows are multi-turn trajectories (see "turns").
+  std::shared_ptr<const TrajectoryEnvironments> trajectories;
 };
 
 // The run's state on the status board, posted by the trainer that admits groups.
@@ -151,6 +167,8 @@ class RolloutWorker {
     std::vector<int64_t> sample_groups;  // the prompt group of each of `samples`
     bool aborted = false;               // a part the engine refused
     int64_t started_version = 0;        // the engine's weights when it started
+    // Trajectories: the finished ones, by (group, sample).
+    std::map<std::pair<int64_t, int64_t>, Trajectory> trajectories;
   };
   // What an engine request id stands for: its ids are names for logs and the engine's
   // bookkeeping, never parsed back, so a request's group and lease are kept here.
@@ -177,6 +195,15 @@ class RolloutWorker {
   // Every row of the claim finished: its columns, lengths and versions go to the dock.
   void finish_claim(HeldClaim& held);
   void renew_leases();
+  // Trajectories: starts the claim's rows in the loop (their environments reset).
+  void start_trajectories(HeldClaim& held, const std::vector<ColumnData>& columns);
+  // Trajectories: adds the turns the loop made ready and files finished trajectories;
+  // finishes claims whose trajectories all ended.
+  void drive_trajectories();
+  // Every trajectory of the claim ended: its rows go to the dock (or leave it).
+  void finish_trajectory_claim(HeldClaim& held);
+  // The engine's load plus the trajectories waiting on their environments.
+  QueueState load() const;
   void post_status(bool exited);
   // Leader of a TP instance: sends what changed since the last plan, then step/stop.
   void send_plan(bool step, bool stop);
@@ -187,6 +214,7 @@ class RolloutWorker {
   RolloutWorkerOptions options_;
   RolloutEngine engine_;
   WeightReceiver weights_;  // pipeline.weight_sync: full sets or deltas from the dock
+  std::unique_ptr<TrajectoryLoop> loop_;  // rollout.environment; null: single-turn rows
   int track_ = 0;
   std::map<int64_t, HeldClaim> held_;  // by lease
   std::map<std::string, RequestOrigin> origins_;  // by engine request id, while it runs

@@ -1,0 +1,94 @@
+#include "aspen/pipeline/trajectory_environments.h"
+
+#include "aspen/agent/calculator_tool.h"
+#include "aspen/agent/command_environment.h"
+#include "aspen/agent/http_environment.h"
+#include "aspen/agent/python_tool.h"
+#include "aspen/agent/tools_environment.h"
+#include "aspen/util/error.h"
+
+namespace aspen::pipeline {
+namespace {
+
+std::shared_ptr<const ToolBox> make_tool_box(const EnvironmentSection& e) {
+  auto box = std::make_shared<ToolBox>();
+  for (const std::string& name : e.tools) {
+    if (name == "calculator") {
+      box->add(std::make_shared<CalculatorTool>());
+    } else if (name == "python") {
+      box->add(std::make_shared<PythonTool>());
+    } else {
+      throw Error("unknown tool \"" + name + "\"", "rollout.environment.tools",
+                  "use calculator or python");
+    }
+  }
+  return box;
+}
+
+}  // namespace
+
+std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
+    const TrainConfig& config, const RlSetup& setup) {
+  const EnvironmentSection& e = config.rollout.environment;
+  if (e.kind == EnvironmentKind::kNone) return nullptr;
+  auto out = std::make_shared<TrajectoryEnvironments>();
+  out->chat_template = std::make_shared<const ChatTemplate>(
+      e.chat_template.empty() ? ChatTemplate::from_config(config.model.path)
+                              : ChatTemplate::builtin(e.chat_template));
+  out->loop.max_turns = e.max_turns;
+  out->loop.max_turn_tokens = config.rollout.max_tokens;
+  out->loop.max_trajectory_tokens = e.max_trajectory_tokens;
+  out->loop.enable_thinking = config.data.enable_thinking;
+  out->loop.threads = static_cast<int>(e.threads);
+  const RlSetup* run = &setup;
+  out->data_row = [run](int64_t index) {
+    check_input(index >= 0 && index < static_cast<int64_t>(run->train_examples.size()),
+                "example " + std::to_string(index) + " out of range", "trajectory data row");
+    const TaskExample& example = run->train_examples[static_cast<size_t>(index)];
+    nlohmann::ordered_json row;
+    row["prompt"] = example.prompt_text;
+    row["answer"] = example.ground_truth;
+    row["id"] = example.id;
+    row["example"] = index;
+    return row;
+  };
+  switch (e.kind) {
+    case EnvironmentKind::kTools: {
+      const std::shared_ptr<const ToolBox> tools = make_tool_box(e);
+      AnswerVerifier verifier = [run](const std::string& answer, const nlohmann::ordered_json& row) {
+        const TaskExample& example =
+            run->train_examples.at(row.at("example").get<size_t>());
+        return verifier_for(*run, example)
+            .score(RewardInput{example.prompt_text, answer, example.ground_truth,
+                               {{"id", example.id}}});
+      };
+      ToolsEnvironmentOptions options;
+      options.max_turns = static_cast<int>(e.max_turns);
+      options.max_observation_bytes = static_cast<size_t>(e.max_observation_bytes);
+      options.tool_timeout_s = e.tool_timeout_s;
+      out->make_environment = [tools, verifier, options] {
+        return std::make_unique<ToolsEnvironment>(tools, verifier, options);
+      };
+      break;
+    }
+    case EnvironmentKind::kCommand: {
+      CommandEnvironmentOptions options;
+      options.command = e.command;
+      options.timeout_s = e.timeout_s;
+      out->make_environment = [options] { return std::make_unique<CommandEnvironment>(options); };
+      break;
+    }
+    case EnvironmentKind::kHttp: {
+      HttpEnvironmentOptions options;
+      options.url = e.url;
+      options.timeout_s = e.timeout_s;
+      out->make_environment = [options] { return std::make_unique<HttpEnvironment>(options); };
+      break;
+    }
+    case EnvironmentKind::kNone:
+      break;
+  }
+  return out;
+}
+
+}  // namespace aspen::pipeline

@@ -1,0 +1,40 @@
+// What a rollout instance needs to run multi-turn trajectories (rollout.environment,
+// issue #35), built once per process from the run's config and setup: the environment
+// of each trajectory, the data row it resets from, the chat template and the loop's
+// limits.
+//
+// Data rows: {"prompt": the example's prompt text, "answer": its ground truth, "id",
+// "example": its index}. The tools environment renders the prompt as one user message;
+// its final answer is scored by the run's verifier of that example (verifier_for). A
+// command or http environment receives the row as it is. The prompt text is rendered by
+// the template here, so data.chat_template (which renders it at loading) must be off
+// with an environment (refused in config).
+// Thread safety: the factory and row function may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "aspen/config/train_config.h"
+#include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/rl_setup.h"
+#include "aspen/pipeline/trajectory_loop.h"
+#include "aspen/tokenizer/chat_template.h"
+
+namespace aspen::pipeline {
+
+struct TrajectoryEnvironments {
+  EnvironmentFactory make_environment;
+  std::function<nlohmann::ordered_json(int64_t example)> data_row;
+  std::shared_ptr<const ChatTemplate> chat_template;
+  TrajectoryLoopOptions loop;
+};
+
+// Null when rollout.environment.kind is none. aspen::Error naming the key for a template
+// or tool that cannot be had. `setup` must outlive what this returns.
+std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
+    const TrainConfig& config, const RlSetup& setup);
+
+}  // namespace aspen::pipeline
