@@ -63,17 +63,6 @@ struct ExecPlan {
   }
 };
 
-void close_descriptors_from(int first) {
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
-#endif
-  struct rlimit files {};
-  const rlim_t last = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
-                          ? std::min<rlim_t>(files.rlim_cur, 1 << 16)
-                          : 1 << 16;
-  for (rlim_t fd = first; fd < last; ++fd) close(static_cast<int>(fd));
-}
-
 void set_limit(int resource, rlim_t soft, rlim_t hard) {
   const struct rlimit limit = {soft, hard};
   setrlimit(resource, &limit);
@@ -208,6 +197,17 @@ bool read_available(int fd, const SandboxLimits& limits, SandboxRun& run) {
 }
 
 }  // namespace
+
+void close_descriptors_from(int first) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+#endif
+  struct rlimit files {};
+  const rlim_t last = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+                          ? std::min<rlim_t>(files.rlim_cur, 1 << 16)
+                          : 1 << 16;
+  for (rlim_t fd = first; fd < last; ++fd) close(static_cast<int>(fd));
+}
 
 std::string network_isolation_name(NetworkIsolation isolation) {
   switch (isolation) {

@@ -70,6 +70,11 @@ struct SandboxRun {
   double wall_seconds = 0;
 };
 
+// In a forked child before exec: closes every file descriptor from `first` on (close_range
+// where the kernel has it), so that none of Aspen's sockets or files reach the program.
+// Async-signal-safe. Shared with the agent programs' runner (agent_process.h).
+void close_descriptors_from(int first);
+
 // argv[0] is an absolute path or a program found in PATH. `files`: {name, content} written
 // into the run's directory first (names without '/').
 SandboxRun run_sandboxed(const std::vector<std::string>& argv,
