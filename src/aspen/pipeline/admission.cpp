@@ -224,6 +224,9 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
   std::vector<double> busy;
   // The instances' work this iteration: what aspen simulate calibrates its step costs on.
   nlohmann::json work = {{"steps", 0}, {"scheduled_tokens", 0}, {"busy_seconds", 0.0}};
+  // Trajectories: the share of the instances' time their engines sat idle while
+  // trajectories waited on tools or environments (the tool_wait bubble, issue #35).
+  double tool_wait = 0.0;
   for (InstanceView& view : instances_) {
     const double b = std::max(0.0, view.status.busy_seconds - view.busy_at_iteration_start);
     work["steps"] = work["steps"].get<int64_t>() + view.status.steps - view.steps_at_iteration_start;
@@ -233,6 +236,8 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
     view.busy_at_iteration_start = view.status.busy_seconds;
     view.steps_at_iteration_start = view.status.steps;
     view.tokens_at_iteration_start = view.status.scheduled_tokens;
+    tool_wait += std::max(0.0, view.status.tool_wait_seconds - view.tool_wait_at_iteration_start);
+    view.tool_wait_at_iteration_start = view.status.tool_wait_seconds;
     if (view.failed) continue;
     busy.push_back(b);
     phase.add_idle(BubbleRole::kRollout, std::max(0.0, seconds - b));
@@ -240,17 +245,23 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
   phase.add_phase(busy);
   nlohmann::json bubbles = phase.to_json(seconds);
   bubbles["work"] = work;
+  if (config_.rollout.environment.kind != EnvironmentKind::kNone) {
+    bubbles["tool_wait"] = instances_.empty() || seconds <= 0
+                               ? 0.0
+                               : tool_wait / (seconds * static_cast<double>(instances_.size()));
+  }
   return bubbles;
 }
 
 nlohmann::json Admission::instance_metrics() {
-  int64_t failed = 0, stolen = 0, cut = 0, cut_tokens = 0, resumed = 0;
+  int64_t failed = 0, stolen = 0, cut = 0, cut_tokens = 0, resumed = 0, environment_errors = 0;
   for (const InstanceView& view : instances_) {
     failed += view.failed ? 1 : 0;
     stolen += view.status.stolen_groups;
     cut += view.status.cut_samples;
     cut_tokens += view.status.cut_tokens;
     resumed += view.status.resumed_samples;
+    environment_errors += view.status.environment_errors;
   }
   // How stale the dispatcher's view of the instances got (rollout_worker.h bounds it).
   nlohmann::json metrics = {{"instance_status_age_max_s", status_age_max_s_},
@@ -262,6 +273,9 @@ nlohmann::json Admission::instance_metrics() {
                             {"partial_cut_tokens", cut_tokens},
                             {"partial_resumed_samples", resumed}};
   status_age_max_s_ = 0.0;
+  if (config_.rollout.environment.kind != EnvironmentKind::kNone) {
+    metrics["environment_errors"] = environment_errors;  // cumulative (trajectory_loop.h)
+  }
   return metrics;
 }
 

@@ -93,6 +93,7 @@ class Admission {
     double busy_at_iteration_start = 0.0;
     int64_t steps_at_iteration_start = 0;
     int64_t tokens_at_iteration_start = 0;
+    double tool_wait_at_iteration_start = 0.0;
   };
   int choose_instance(const GroupShape& shape);
 

@@ -91,6 +91,16 @@ void BatchSelector::read(const Claim& claim, bool drop_uninformative, ChosenRows
   const ColumnData& shaped = find_column(columns, rl_columns::kScores);
   RewardStats round;
   std::vector<double> shaped_rewards;
+  const auto stats = std::find_if(columns.begin(), columns.end(), [](const ColumnData& c) {
+    return c.name == rl_columns::kTrajectoryStats;
+  });
+  if (stats != columns.end()) {
+    for (const torch::Tensor& row : stats->values) {
+      const torch::Tensor values = row.to(torch::kFloat32).contiguous();
+      round.trajectory_stats.emplace_back(values.data_ptr<float>(),
+                                          values.data_ptr<float>() + values.numel());
+    }
+  }
   for (size_t i = 0; i < claim.rows.size(); ++i) {
     const RowInfo& info = claim.rows[i].info;
     round.scores.push_back(verifier.values[i].item<double>());

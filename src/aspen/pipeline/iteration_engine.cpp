@@ -275,6 +275,7 @@ nlohmann::json IterationEngine::metrics_line(int64_t index, IterationRecord& rec
   // samples of the run (and are regenerated after a resume).
   samples_ += static_cast<int64_t>(record.rewards.scores.size());
   for (const char* key : {"skewness", "rollout_idle"}) bubbles[key] = rollout.value(key, 0.0);
+  if (rollout.contains("tool_wait")) bubbles["tool_wait"] = rollout["tool_wait"];
   // Steps, scheduled tokens and busy seconds of every instance this iteration.
   if (rollout.contains("work")) line["rollout_work"] = rollout["work"];
   bubbles["padding_static_equivalent"] = padding_fraction({record.rewards.lengths});

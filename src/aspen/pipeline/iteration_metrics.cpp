@@ -1,5 +1,7 @@
 #include "aspen/pipeline/iteration_metrics.h"
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/rl_rows.h"
+#include "aspen/pipeline/trajectory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +23,32 @@ double sample_std(const std::vector<double>& v) {
   double sum = 0.0;
   for (double x : v) sum += (x - m) * (x - m);
   return std::sqrt(sum / static_cast<double>(v.size() - 1));
+}
+
+// Multi-turn trajectories: turns, tool calls, tool errors and environment seconds per
+// trajectory, and how many ended at each limit (rl_rows.h's trajectory_stats).
+nlohmann::json trajectory_metrics(const std::vector<std::vector<float>>& stats) {
+  std::vector<double> turns, calls, errors, wait;
+  std::map<std::string, int64_t> ends;
+  for (const auto& row : stats) {
+    if (row.size() < static_cast<size_t>(kTrajectoryStatsWidth)) continue;
+    turns.push_back(row[kStatTurns]);
+    calls.push_back(row[kStatToolCalls]);
+    errors.push_back(row[kStatToolErrors]);
+    wait.push_back(row[kStatWaitSeconds]);
+    ++ends[trajectory_end_name(static_cast<TrajectoryEnd>(static_cast<int>(row[kStatEnd])))];
+  }
+  nlohmann::json line = {{"turns_mean", mean(turns)},
+                         {"turns_max", turns.empty() ? 0.0 : *std::max_element(turns.begin(), turns.end())},
+                         {"tool_calls_mean", mean(calls)},
+                         {"tool_errors_mean", mean(errors)},
+                         {"tool_wait_s_mean", mean(wait)}};
+  for (const TrajectoryEnd end : {TrajectoryEnd::kDone, TrajectoryEnd::kMaxTurns,
+                                  TrajectoryEnd::kMaxTokens, TrajectoryEnd::kEnvironment}) {
+    const std::string name = trajectory_end_name(end);
+    line["trajectory_end_" + name] = ends.count(name) ? ends[name] : 0;
+  }
+  return line;
 }
 
 }  // namespace
@@ -74,6 +102,7 @@ nlohmann::json iteration_metrics(const IterationRecord& record) {
     for (int64_t group : order) groups.push_back(by_group[group]);
     line["response_lengths"] = groups;
   }
+  if (!rewards.trajectory_stats.empty()) line.update(trajectory_metrics(rewards.trajectory_stats));
   if (record.advantages.kl_coef > 0.0) {
     line["kl_in_reward"] = record.advantages.kl_in_reward;
     line["kl_reward_coef"] = record.advantages.kl_coef;

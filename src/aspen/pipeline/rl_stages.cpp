@@ -128,6 +128,8 @@ void RewardStats::append(const RewardStats& other) {
   row_groups.insert(row_groups.end(), other.row_groups.begin(), other.row_groups.end());
   groups.insert(other.groups.begin(), other.groups.end());
   informative.insert(other.informative.begin(), other.informative.end());
+  trajectory_stats.insert(trajectory_stats.end(), other.trajectory_stats.begin(),
+                          other.trajectory_stats.end());
 }
 
 void reward_stage(const TrainConfig& config, const RlSetup& setup, TransferDock& dock,

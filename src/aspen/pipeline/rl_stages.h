@@ -86,6 +86,8 @@ struct RewardStats {
   std::vector<int64_t> row_groups;  // group of each row
   std::set<int64_t> groups;         // every group scored
   std::set<int64_t> informative;    // groups whose shaped rewards are not all equal
+  // Trajectories (rollout.environment): each row's trajectory_stats (rl_rows.h).
+  std::vector<std::vector<float>> trajectory_stats;
 
   // `other`'s rows after these (a later sampling round or streamed part of the batch).
   void append(const RewardStats& other);
