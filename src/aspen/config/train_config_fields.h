@@ -157,7 +157,8 @@ void visit_fields(DataSection& s, Visitor& v) {
         "options of the built-in task (arithmetic: `digits`, `min_digits`, "
         "`max_digits`, `ops`, `allow_negative`, `eval_fraction`, `teacher_carry_slip` "
         "(probability that the SFT target of an addition drops the carry out of the "
-        "units column: a sloppy demonstrator RL must beat); countdown: see "
+        "units column: a sloppy demonstrator RL must beat), `teacher_tool_rate` (with "
+        "the calculator tool: the share of demonstrations that call it); countdown: see "
         "`src/aspen/tasks/countdown_task.h`)");
   v.field("path", s.path,
         "`jsonl`: the dataset file");

@@ -20,6 +20,20 @@ double pass_at_k(int64_t n, int64_t c, int64_t k) {
   return 1.0 - none_correct;
 }
 
+std::map<int64_t, double> mean_pass_at_ks(const std::vector<int64_t>& correct, int64_t n) {
+  std::map<int64_t, double> pass_at;
+  if (correct.empty()) return pass_at;
+  std::vector<int64_t> ks;
+  for (int64_t k = 1; k <= n; k *= 2) ks.push_back(k);
+  if (ks.back() != n) ks.push_back(n);
+  for (int64_t k : ks) {
+    double sum = 0.0;
+    for (int64_t c : correct) sum += pass_at_k(n, c, k);
+    pass_at[k] = sum / static_cast<double>(correct.size());
+  }
+  return pass_at;
+}
+
 PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>& examples,
                                  const SamplingParams& params, int64_t n,
                                  int64_t kv_cache_bytes) {
@@ -73,14 +87,7 @@ PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>&
     }
   }
   result.mean_score = score_sum / static_cast<double>(completions.size());
-  std::vector<int64_t> ks;
-  for (int64_t k = 1; k <= n; k *= 2) ks.push_back(k);
-  if (ks.back() != n) ks.push_back(n);
-  for (int64_t k : ks) {
-    double sum = 0.0;
-    for (int64_t c : result.correct) sum += pass_at_k(n, c, k);
-    result.pass_at[k] = sum / static_cast<double>(examples.size());
-  }
+  result.pass_at = mean_pass_at_ks(result.correct, n);
   return result;
 }
 

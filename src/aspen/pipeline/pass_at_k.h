@@ -35,6 +35,10 @@ struct PassAtKResult {
 // 1 - C(n - c, k) / C(n, k); aspen::Error unless 0 <= c <= n and 1 <= k <= n.
 double pass_at_k(int64_t n, int64_t c, int64_t k);
 
+// pass@k for k = 1, 2, 4, ... and n, averaged over examples with `correct[e]` correct of
+// n samples each; empty for no examples.
+std::map<int64_t, double> mean_pass_at_ks(const std::vector<int64_t>& correct, int64_t n);
+
 // Sample i of example e uses seed params.seed + e * n + i (or unseeded without one).
 PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>& examples,
                                  const SamplingParams& params, int64_t n,

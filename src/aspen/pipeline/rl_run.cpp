@@ -18,6 +18,7 @@
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/trajectory_eval.h"
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/resume_check.h"
@@ -201,21 +202,48 @@ void broadcast_policy(ProcessGroupHandle& world, QwenForCausalLM& model) {
   }
 }
 
-// Greedy accuracy over all ranks: rank r evaluates examples r, r + d, ...
-double run_accuracy(std::optional<ProcessGroupHandle>& world, RlSetup& setup, int64_t max_tokens) {
-  if (!world) return greedy_accuracy(setup, setup.eval_examples, max_tokens);
+// Greedy accuracy (and, in a multi-turn run, tool calls per trajectory) of `examples`.
+struct GreedyEval {
+  double accuracy = 0.0;
+  double tool_calls_mean = 0.0;
+};
+GreedyEval greedy_eval(RlSetup& setup, const TrajectoryEnvironments* trajectories,
+                       const std::vector<TaskExample>& examples, int64_t max_tokens) {
+  if (trajectories == nullptr) return {greedy_accuracy(setup, examples, max_tokens), 0.0};
+  if (examples.empty()) return {};
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.max_tokens = max_tokens;
+  const TrajectoryEvalResult result = evaluate_trajectories(
+      setup, *trajectories, examples, greedy, /*n=*/1, /*kv_cache_bytes=*/int64_t{64} << 20);
+  return {result.pass.pass_at.at(1), result.tool_calls_mean};
+}
+
+// Greedy evaluation over all ranks: rank r evaluates examples r, r + d, ...
+GreedyEval run_accuracy(std::optional<ProcessGroupHandle>& world, RlSetup& setup,
+                        int64_t max_tokens, const TrajectoryEnvironments* trajectories) {
+  if (!world) return greedy_eval(setup, trajectories, setup.eval_examples, max_tokens);
   std::vector<TaskExample> mine;
   for (size_t i = static_cast<size_t>(world->rank()); i < setup.eval_examples.size();
        i += static_cast<size_t>(world->world_size())) {
     mine.push_back(setup.eval_examples[i]);
   }
-  const double accuracy = greedy_accuracy(setup, mine, max_tokens);
+  const GreedyEval local = greedy_eval(setup, trajectories, mine, max_tokens);
+  const auto size = static_cast<double>(mine.size());
   torch::Tensor counts =
-      torch::tensor({accuracy * static_cast<double>(mine.size()), static_cast<double>(mine.size())},
-                    torch::kFloat64);
+      torch::tensor({local.accuracy * size, local.tool_calls_mean * size, size}, torch::kFloat64);
   world->all_reduce_sum(counts);
-  const double total = counts[1].item<double>();
-  return total > 0 ? counts[0].item<double>() / total : 0.0;
+  const double total = counts[2].item<double>();
+  if (total <= 0) return {};
+  return {counts[0].item<double>() / total, counts[1].item<double>() / total};
+}
+
+// Records an evaluation under `key` ("initial", "before", "after") of `evals`.
+double record_eval(nlohmann::json& evals, const std::string& key, const GreedyEval& eval,
+                   bool multi_turn) {
+  evals[key] = eval.accuracy;
+  if (multi_turn) evals["tool_calls_" + key] = eval.tool_calls_mean;
+  return eval.accuracy;
 }
 
 }  // namespace
@@ -237,6 +265,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
 
   std::optional<LoadedCheckpoint> checkpoint;
   nlohmann::json evals;  // accuracy_initial, before, after
+  // Multi-turn runs evaluate whole trajectories with the run's environments.
+  const std::shared_ptr<const TrajectoryEnvironments> trajectories =
+      make_trajectory_environments(config, setup);
+  const bool multi_turn = trajectories != nullptr;
   if (options.resume) {
     // Every rank reads the same checkpoint (the run directory is on a shared disk).
     const auto latest = latest_checkpoint(options.out_dir);
@@ -272,14 +304,17 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   }
 
   if (!checkpoint) {
-    evals["initial"] = run_accuracy(world, setup, max_tokens);
+    record_eval(evals, "initial", run_accuracy(world, setup, max_tokens, trajectories.get()),
+                multi_turn);
     TrainConfig sft_config = config;
     sft_config.logging.console = config.logging.console && writer;  // rank 0 reports
     run_sft_phase(sft_config, setup, metrics);
     if (world) broadcast_policy(*world, setup.model);
     attach_policy_lora(config, setup);  // RL trains adapters on the warmed-up base
-    evals["before"] = run_accuracy(world, setup, max_tokens);
-    evals["after"] = evals["before"];
+    record_eval(evals, "before", run_accuracy(world, setup, max_tokens, trajectories.get()),
+                multi_turn);
+    record_eval(evals, "after", {evals["before"].get<double>(), evals.value("tool_calls_before", 0.0)},
+                multi_turn);
     if (writer) {
       const nlohmann::json line = {
           {"phase", "eval"}, {"iteration", 0}, {"eval_accuracy", evals["before"]}};
@@ -343,8 +378,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     rl_seconds += line["seconds"].get<double>();
     const bool last = i + 1 == config.train.iterations;
     if (last || (config.logging.eval_every > 0 && (i + 1) % config.logging.eval_every == 0)) {
-      evals["after"] = run_accuracy(eval_ranks, setup, max_tokens);
+      record_eval(evals, "after", run_accuracy(eval_ranks, setup, max_tokens, trajectories.get()),
+                  multi_turn);
       line["eval_accuracy"] = evals["after"];
+      if (multi_turn) line["eval_tool_calls_mean"] = evals["tool_calls_after"];
     }
     if (writer) {
       check_finite_metrics(line, "metrics.jsonl: iteration " + std::to_string(i + 1));
@@ -391,6 +428,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
       {"eval_accuracy_before_rl", evals["before"]},
       {"eval_accuracy_after_rl", evals["after"]},
       {"eval_accuracy_untrained", evals["initial"]},
+
       {"schedule", name_of(config.pipeline.mode)},
       {"iterations", config.train.iterations},
       {"resumed_from_iteration", first},
@@ -407,6 +445,11 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   if (!config.logging.trace.empty()) summary["trace"] = config.logging.trace;
   if (config.logging.tensorboard) summary["tensorboard"] = tensorboard_dir;
   if (world) summary["ranks"] = world->world_size();
+  if (multi_turn) {
+    // Greedy trajectories: tool calls per trajectory before and after RL.
+    summary["eval_tool_calls_before_rl"] = evals.value("tool_calls_before", 0.0);
+    summary["eval_tool_calls_after_rl"] = evals.value("tool_calls_after", 0.0);
+  }
   if (writer) {
     check_finite_metrics(summary, "summary.json");
     write_file_atomic((out / "summary.json").string(), summary.dump(2));

@@ -11,6 +11,7 @@
 #include "aspen/parallel/dist_env.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/reward_model_verifier.h"
+#include "aspen/pipeline/trajectory_demonstrations.h"
 #include "aspen/reward/verifier_registry.h"
 #include "aspen/rollout/generation_defaults.h"
 #include "aspen/tasks/jsonl_dataset.h"
@@ -127,8 +128,20 @@ void load_data(const TrainConfig& config, RlSetup& setup) {
 
 void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   std::vector<std::string> corpus;
+  // Multi-turn runs: the demonstrations as the chat template renders them, tools and
+  // observations included, so the tokenizer learns the conversation's text too.
+  const auto trajectories = make_trajectory_environments(config, setup);
   for (const auto& example : setup.train_examples) {
-    corpus.push_back(example.prompt_text + sft_answer(setup, example));
+    if (!trajectories) {
+      corpus.push_back(example.prompt_text + sft_answer(setup, example));
+      continue;
+    }
+    std::string text;
+    for (const DemonstrationSegment& segment :
+         demonstration_segments(*trajectories, example, demonstration_turns(setup, example))) {
+      text += segment.text;
+    }
+    corpus.push_back(std::move(text));
   }
   BpeTrainerOptions options;
   options.vocab_size = config.model.tokenizer_vocab;
@@ -183,6 +196,11 @@ void export_policy(const RlSetup& setup, const std::string& dir) {
 const Verifier& verifier_for(const RlSetup& setup, const TaskExample& example) {
   auto it = setup.line_verifiers.find(example.verifier);
   return it != setup.line_verifiers.end() ? *it->second : *setup.verifier;
+}
+
+std::vector<std::string> demonstration_turns(const RlSetup& setup, const TaskExample& example) {
+  if (setup.task) return setup.task->demonstration_turns(example);
+  return {sft_answer(setup, example)};
 }
 
 std::string sft_answer(const RlSetup& setup, const TaskExample& example) {

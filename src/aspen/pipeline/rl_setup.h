@@ -60,4 +60,8 @@ void export_policy(const RlSetup& setup, const std::string& dir);
 // dataset's answer field for jsonl data.
 std::string sft_answer(const RlSetup& setup, const TaskExample& example);
 
+// The assistant turns demonstrating an example in a multi-turn run: the task's
+// (Task::demonstration_turns), or the dataset's answer as one turn.
+std::vector<std::string> demonstration_turns(const RlSetup& setup, const TaskExample& example);
+
 }  // namespace aspen::pipeline

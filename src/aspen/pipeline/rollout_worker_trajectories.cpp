@@ -35,7 +35,8 @@ void RolloutWorker::start_trajectories(HeldClaim& held, const std::vector<Column
     const int64_t sample = samples.values[i].item<int64_t>();
     held.row_samples.push_back(sample);
     loop_->start({held.claim.lease, held.claim.rows[i].info.group_id, sample},
-                 options_.trajectories->data_row(examples.values[i].item<int64_t>()));
+                 options_.trajectories->data_row(
+                     options_.trajectories->example(examples.values[i].item<int64_t>())));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "aspen/io/jsonl.h"
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/trajectory_demonstrations.h"
 #include "aspen/report/finite_metrics.h"
 #include "aspen/train/sft.h"
 #include "aspen/util/seconds_since.h"
@@ -36,7 +37,19 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
   check_input(!setup.eos_token_ids.empty(), "the model declares no EOS token", "sft");
   std::vector<SftExample> examples;
   const TokenId eos = setup.eos_token_ids.front();
+  // Multi-turn runs: one example per model turn of each demonstration, in the contexts
+  // the rollout builds (trajectory_demonstrations.h).
+  if (const auto trajectories = make_trajectory_environments(config, setup)) {
+    for (const auto& example : setup.train_examples) {
+      const auto segments =
+          demonstration_segments(*trajectories, example, demonstration_turns(setup, example));
+      for (SftExample& sft : demonstration_sft_examples(*setup.tokenizer, segments)) {
+        examples.push_back(std::move(sft));
+      }
+    }
+  }
   for (const auto& example : setup.train_examples) {
+    if (!examples.empty()) break;
     SftExample sft;
     for (TokenId t : setup.tokenizer->encode(example.prompt_text)) sft.prompt.push_back(t);
     for (TokenId t : setup.tokenizer->encode(sft_answer(setup, example))) sft.answer.push_back(t);

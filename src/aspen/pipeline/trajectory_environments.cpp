@@ -27,6 +27,17 @@ std::shared_ptr<const ToolBox> make_tool_box(const EnvironmentSection& e) {
 
 }  // namespace
 
+double score_final_answer(const RlSetup& setup, const nlohmann::ordered_json& row,
+                          const std::string& answer) {
+  TaskExample example;
+  example.prompt_text = row.at("prompt").get<std::string>();
+  example.ground_truth = nlohmann::json::parse(row.at("answer").dump());
+  example.id = row.at("id").get<std::string>();
+  example.verifier = row.value("verifier", std::string());
+  return verifier_for(setup, example)
+      .score(RewardInput{example.prompt_text, answer, example.ground_truth, {{"id", example.id}}});
+}
+
 std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
     const TrainConfig& config, const RlSetup& setup) {
   const EnvironmentSection& e = config.rollout.environment;
@@ -41,26 +52,24 @@ std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
   out->loop.enable_thinking = config.data.enable_thinking;
   out->loop.threads = static_cast<int>(e.threads);
   const RlSetup* run = &setup;
-  out->data_row = [run](int64_t index) {
+  out->example = [run](int64_t index) -> const TaskExample& {
     check_input(index >= 0 && index < static_cast<int64_t>(run->train_examples.size()),
                 "example " + std::to_string(index) + " out of range", "trajectory data row");
-    const TaskExample& example = run->train_examples[static_cast<size_t>(index)];
+    return run->train_examples[static_cast<size_t>(index)];
+  };
+  out->data_row = [](const TaskExample& example) {
     nlohmann::ordered_json row;
     row["prompt"] = example.prompt_text;
-    row["answer"] = example.ground_truth;
+    row["answer"] = nlohmann::ordered_json::parse(example.ground_truth.dump());
     row["id"] = example.id;
-    row["example"] = index;
+    row["verifier"] = example.verifier;
     return row;
   };
   switch (e.kind) {
     case EnvironmentKind::kTools: {
       const std::shared_ptr<const ToolBox> tools = make_tool_box(e);
       AnswerVerifier verifier = [run](const std::string& answer, const nlohmann::ordered_json& row) {
-        const TaskExample& example =
-            run->train_examples.at(row.at("example").get<size_t>());
-        return verifier_for(*run, example)
-            .score(RewardInput{example.prompt_text, answer, example.ground_truth,
-                               {{"id", example.id}}});
+        return score_final_answer(*run, row, answer);
       };
       ToolsEnvironmentOptions options;
       options.max_turns = static_cast<int>(e.max_turns);

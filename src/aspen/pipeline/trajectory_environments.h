@@ -4,9 +4,9 @@
 // limits.
 //
 // Data rows: {"prompt": the example's prompt text, "answer": its ground truth, "id",
-// "example": its index}. The tools environment renders the prompt as one user message;
-// its final answer is scored by the run's verifier of that example (verifier_for). A
-// command or http environment receives the row as it is. The prompt text is rendered by
+// "verifier": its verifier kind}. The tools environment renders the prompt as one user
+// message; its final answer is scored by the run's verifier of that example
+// (verifier_for). A command or http environment receives the row as it is. The prompt text is rendered by
 // the template here, so data.chat_template (which renders it at loading) must be off
 // with an environment (refused in config).
 // Thread safety: the factory and row function may be called from any thread.
@@ -27,10 +27,17 @@ namespace aspen::pipeline {
 
 struct TrajectoryEnvironments {
   EnvironmentFactory make_environment;
-  std::function<nlohmann::ordered_json(int64_t example)> data_row;
+  std::function<nlohmann::ordered_json(const TaskExample& example)> data_row;
+  // Train example `index` (the dock's example column); aspen::Error out of range.
+  std::function<const TaskExample&(int64_t index)> example;
   std::shared_ptr<const ChatTemplate> chat_template;
   TrajectoryLoopOptions loop;
 };
+
+// The verifier's score of `answer` (a trajectory's last turn) for the example a data
+// row was made from; for trajectories whose environment gave no reward.
+double score_final_answer(const RlSetup& setup, const nlohmann::ordered_json& row,
+                          const std::string& answer);
 
 // Null when rollout.environment.kind is none. aspen::Error naming the key for a template
 // or tool that cannot be had. `setup` must outlive what this returns.

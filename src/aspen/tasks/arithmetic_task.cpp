@@ -16,6 +16,14 @@ int64_t draw_operand(SplitMix64& rng, int64_t digits) {
   return rng.uniform(digits == 1 ? 0 : hi / 10, hi - 1);
 }
 
+// A uniform draw in [0, 1) fixed per problem (FNV-1a of its id and a salt), so every
+// epoch sees the same target.
+double problem_draw(const std::string& id, uint64_t salt) {
+  uint64_t hash = 1469598103934665603ull ^ salt;
+  for (unsigned char c : id) hash = (hash ^ c) * 1099511628211ull;
+  return static_cast<double>(SplitMix64(hash).next() >> 11) * 0x1.0p-53;
+}
+
 }  // namespace
 
 ArithmeticTask::ArithmeticTask(const nlohmann::json& json) {
@@ -27,7 +35,10 @@ ArithmeticTask::ArithmeticTask(const nlohmann::json& json) {
   allow_negative_ = reader.boolean("allow_negative", allow_negative_);
   eval_fraction_ = reader.number("eval_fraction", eval_fraction_);
   teacher_carry_slip_ = reader.number("teacher_carry_slip", teacher_carry_slip_);
+  teacher_tool_rate_ = reader.number("teacher_tool_rate", teacher_tool_rate_);
   reader.check_no_unknown_keys();
+  check_input(teacher_tool_rate_ >= 0 && teacher_tool_rate_ <= 1,
+              "teacher_tool_rate must be in [0, 1]", reader.path("teacher_tool_rate"));
   check_input(teacher_carry_slip_ >= 0 && teacher_carry_slip_ <= 1,
               "teacher_carry_slip must be in [0, 1]", reader.path("teacher_carry_slip"));
 
@@ -79,11 +90,22 @@ std::string ArithmeticTask::sft_target(const TaskExample& example) const {
   const int64_t a = std::stoll(prompt.substr(0, plus));
   const int64_t b = std::stoll(prompt.substr(plus + 1, prompt.size() - plus - 2));
   if (a % 10 + b % 10 < 10) return std::to_string(result);
-  // Deterministic per problem (FNV-1a of its id), so every epoch sees the same target.
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : example.id) hash = (hash ^ c) * 1099511628211ull;
-  const double u = static_cast<double>(SplitMix64(hash).next() >> 11) * 0x1.0p-53;
+  const double u = problem_draw(example.id, 0);
   return std::to_string(u < teacher_carry_slip_ ? result - 10 : result);
+}
+
+std::vector<std::string> ArithmeticTask::demonstration_turns(const TaskExample& example) const {
+  const std::string answer = sft_target(example);
+  if (teacher_tool_rate_ <= 0.0 || problem_draw(example.id, 0x7f4a7c15) >= teacher_tool_rate_) {
+    return {answer};
+  }
+  // The call as the Qwen templates print an assistant turn's tool_calls (json.dumps
+  // spacing), the expression being the prompt without its "=".
+  const std::string& prompt = example.prompt_text;
+  const std::string expression = prompt.substr(0, prompt.size() - 1);
+  return {"<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"" +
+              expression + "\"}}\n</tool_call>",
+          answer};
 }
 
 }  // namespace aspen::tasks

@@ -15,6 +15,12 @@
 //                     the units column drops that carry ("38+45=" -> "73"), fixed per
 //                     problem: a sloppy demonstrator whose systematic mistake a
 //                     verifier-driven RL phase can correct              (default 0)
+//   teacher_tool_rate  multi-turn runs with the calculator tool (rollout.environment):
+//                     the probability, fixed per problem, that a demonstration calls the
+//                     calculator and then answers with its result; the other
+//                     demonstrations answer at once, correctly, as a teacher who can
+//                     compute in its head - which a tiny model cannot imitate for large
+//                     operands, so RL must discover that the tool pays (default 0)
 // One-digit operands include 0. Canonical problem (the id) = the prompt.
 // Thread safety: immutable; methods may run concurrently.
 #pragma once
@@ -38,6 +44,7 @@ class ArithmeticTask : public Task {
   std::string verifier_name() const override { return "math"; }
   nlohmann::json verifier_options() const override { return {{"extract", "plain"}}; }
   std::string sft_target(const TaskExample& example) const override;
+  std::vector<std::string> demonstration_turns(const TaskExample& example) const override;
 
  private:
   int64_t min_digits_ = 2;
@@ -46,6 +53,7 @@ class ArithmeticTask : public Task {
   bool allow_negative_ = false;
   double eval_fraction_ = 0.1;
   double teacher_carry_slip_ = 0.0;
+  double teacher_tool_rate_ = 0.0;
 };
 
 }  // namespace aspen::tasks

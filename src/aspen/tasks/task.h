@@ -34,6 +34,13 @@ class Task {
   virtual nlohmann::json verifier_options() const = 0;
   // The reference response for supervised warm-up, e.g. "85" or "(3+5)*7".
   virtual std::string sft_target(const TaskExample& example) const = 0;
+  // The assistant turns of a demonstration for supervised warm-up of a multi-turn run
+  // (rollout.environment): each turn's text as the model would write it, tool calls in
+  // the Qwen format; the environment answers every turn but the last. Default: the
+  // single turn sft_target.
+  virtual std::vector<std::string> demonstration_turns(const TaskExample& example) const {
+    return {sft_target(example)};
+  }
 
   // make_verifier(verifier_name(), verifier_options()).
   std::unique_ptr<Verifier> make_verifier() const;
