@@ -93,7 +93,8 @@ struct Sink {
 
 AgentProcessRun run_agent_process(const std::string& command, const std::string& input,
                                   const std::vector<std::string>& env,
-                                  const AgentProcessLimits& limits) {
+                                  const AgentProcessLimits& limits,
+                                  const std::function<void()>& on_first_line) {
   ignore_sigpipe_once();
   std::vector<std::string> argv_storage = {"/bin/sh", "-c", command};
   std::vector<std::string> env_storage = child_environment(env);
@@ -168,6 +169,12 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
   Sink out{child.fds[1], true, false, limits.max_stdout_bytes, &run.out, &run.out_bytes};
   Sink err{child.fds[2], true, true, limits.max_stderr_bytes, &run.err, &run.err_bytes};
   size_t written = 0;
+  bool line_seen = false;
+  const auto check_first_line = [&] {
+    if (line_seen || run.out.find('\n') == std::string::npos) return;
+    line_seen = true;
+    if (on_first_line) on_first_line();
+  };
   if (input.empty()) {
     close(child.fds[0]);
     child.fds[0] = -1;
@@ -190,6 +197,7 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
     } else if (poll(fds.data(), fds.size(), wait_ms) > 0) {
       out.drain();
       err.drain();
+      check_first_line();
       if (child.fds[0] >= 0) {
         const ssize_t n = write(child.fds[0], input.data() + written, input.size() - written);
         if (n > 0) written += static_cast<size_t>(n);
@@ -214,6 +222,7 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
   out.drain();
   err.drain();
   err.finish();
+  check_first_line();
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const int status = child.status;
   if (WIFEXITED(status) && !run.timed_out) {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,12 @@ struct AgentProcessRun {
 };
 
 // `env`: NAME=VALUE entries that are added to Aspen's environment or replace its values.
+// `on_first_line`: called once, on the calling thread, as soon as stdout holds a whole
+// line (the agent's reward: its session ends there, agent_program.h), while the program
+// may still run.
 AgentProcessRun run_agent_process(const std::string& command, const std::string& input,
                                   const std::vector<std::string>& env,
-                                  const AgentProcessLimits& limits);
+                                  const AgentProcessLimits& limits,
+                                  const std::function<void()>& on_first_line = {});
 
 }  // namespace aspen::agent

@@ -1,6 +1,7 @@
 #include "aspen/agent/agent_program.h"
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "aspen/agent/imports.h"
@@ -120,22 +121,28 @@ AgentEpisode AgentProgram::run(const nlohmann::ordered_json& row) {
   limits.max_stderr_bytes = options_.max_stderr_bytes;
   AgentProcessRun process;
   std::string start_error;
+  // The session ends when the program prints its reward (a call after it is late), or
+  // when the program ends without one.
+  std::optional<ClosedSession> closed;
+  const auto close_session = [&] {
+    if (!closed) closed = sessions_.close(session);
+  };
   try {
     process = run_agent_process(options_.command, row.dump() + "\n",
                                 {"OPENAI_BASE_URL=" + options_.base_url,
                                  "OPENAI_API_KEY=" + options_.api_key, "ASPEN_SESSION=" + session},
-                                limits);
+                                limits, close_session);
   } catch (const Error& error) {
     start_error = error.what();
   }
-  ClosedSession closed = sessions_.close(session);
+  close_session();
   AgentEpisode episode;
   if (!start_error.empty()) {
     episode.session = session;
     episode.fault = AgentFault::kCrash;
     episode.error = "the agent program could not start: " + start_error;
   } else {
-    episode = finish(session, process, std::move(closed));
+    episode = finish(session, process, std::move(*closed));
   }
   MutexLock lock(mutex_);
   ++metrics_["agent_episodes"];

@@ -12,8 +12,9 @@
 //
 // The trajectory is what the session's ledger recorded (agent_sessions.h,
 // session_ledger.h): exactly the tokens the engine generated for the program's calls,
-// with the environment's tokens between them. The session is closed when the program
-// ends, whatever ends it: later calls are refused as late (agent_late_calls).
+// with the environment's tokens between them. The session is closed as soon as the
+// program prints its reward line, or when it ends without one: later calls are refused
+// as late (agent_late_calls), and a call still generating then is dropped.
 //
 // Faults: each gives the episode a one-line `error` and counts in its metric; none
 // hangs or throws, and the program's whole process group is killed when it ends.

@@ -8,10 +8,12 @@
 // sees it without an import. docs/design.md, "Namespaces".
 #pragma once
 
+namespace aspen::agent {}
 namespace aspen::rollout {}
 namespace aspen::tokenizer {}
 
 namespace aspen::serve {
+using namespace aspen::agent;
 using namespace aspen::rollout;
 using namespace aspen::tokenizer;
 }  // namespace aspen::serve

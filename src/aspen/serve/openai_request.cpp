@@ -1,5 +1,6 @@
 #include "aspen/serve/openai_request.h"
 #include "aspen/serve/imports.h"
+#include "aspen/serve/chat_tools.h"
 
 #include <algorithm>
 #include <set>
@@ -128,7 +129,10 @@ void parse_common(const json& body, const ServeContext& context, ServeRequest& r
   if (given(body, "logit_bias") && !(body["logit_bias"].is_object() && body["logit_bias"].empty())) {
     bad("logit_bias", "logit_bias is not supported");
   }
-  if (given(body, "user") && !body["user"].is_string()) bad("user", "user must be a string");
+  if (given(body, "user")) {
+    if (!body["user"].is_string()) bad("user", "user must be a string");
+    request.user = body["user"].get<std::string>();
+  }
   try {
     params.validate("request");
   } catch (const Error& error) {
@@ -243,7 +247,8 @@ ServeRequest parse_completion_request(const json& body, const ServeContext& cont
   return request;
 }
 
-ServeRequest parse_chat_request(const json& body, const ServeContext& context) {
+ServeRequest parse_chat_request(const json& body, const ServeContext& context,
+                                const nlohmann::ordered_json* ordered_body) {
   std::set<std::string> known = kCommonFields;
   known.insert({"messages", "max_completion_tokens", "top_logprobs", "chat_template_kwargs",
                 "tools", "tool_choice"});
@@ -266,9 +271,11 @@ ServeRequest parse_chat_request(const json& body, const ServeContext& context) {
     bad("top_logprobs", "top-N alternatives are not computed; use top_logprobs 0");
   }
   // Even an empty list: a client that sends tools expects tool calls to be parsed out
-  // of the reply, which this server does not do (docs/serve.md).
-  for (const char* field : {"tools", "tool_choice"}) {
-    if (given(body, field)) bad(field, std::string(field) + " is not supported (no tool calling)");
+  // of the reply, which only the agent endpoint does (docs/serve.md).
+  if (!context.tool_calls) {
+    for (const char* field : {"tools", "tool_choice"}) {
+      if (given(body, field)) bad(field, std::string(field) + " is not supported (no tool calling)");
+    }
   }
   bool enable_thinking = true;
   if (given(body, "chat_template_kwargs")) {
@@ -285,7 +292,15 @@ ServeRequest parse_chat_request(const json& body, const ServeContext& context) {
     bad("messages", "messages must be a non-empty list");
   }
   std::vector<ChatMessage> messages;
-  for (size_t i = 0; i < body["messages"].size(); ++i) {
+  std::vector<nlohmann::ordered_json> tools;
+  if (context.tool_calls) {
+    if (ordered_body == nullptr) bad("body", "tool calling needs the body in its key order");
+    const ChatTools chat_tools = parse_chat_tools(*ordered_body, request.stream);
+    messages = chat_tools.messages;
+    tools = chat_tools.tools;
+    request.parse_tool_calls = chat_tools.parse_calls;
+  }
+  for (size_t i = 0; !context.tool_calls && i < body["messages"].size(); ++i) {
     const json& message = body["messages"][i];
     const std::string field = "messages[" + std::to_string(i) + "]";
     if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
@@ -297,11 +312,13 @@ ServeRequest parse_chat_request(const json& body, const ServeContext& context) {
   }
   std::string text;
   try {
-    text = context.chat_template->render(messages, /*add_generation_prompt=*/true, enable_thinking);
+    text = context.chat_template->render(messages, /*add_generation_prompt=*/true, enable_thinking,
+                                         tools);
   } catch (const Error& error) {
     bad("messages", error.problem());
   }
   request.prompts.push_back(context.tokenizer->encode(text));
+  request.prompt_text = std::move(text);
   check_prompt_fits(request.prompts[0], context, "messages");
   check_sample_count(request);
   resolve_max_tokens(request, request.prompts[0].size(), context);

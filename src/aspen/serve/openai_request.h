@@ -71,6 +71,16 @@ struct ServeContext {
   // the engine: a request cannot queue more work than the engine holds at once, so one
   // client cannot keep the engine busy for many batches' worth while others wait.
   int64_t max_request_tokens = 0;
+  // The bring-your-own-agent endpoint (agent_endpoint.h) sets this: chat requests may
+  // then carry `tools` (function schemas, rendered by the template as HF does, in the
+  // client's key order), tool_choice "auto" or "none", assistant messages with
+  // `tool_calls` and "tool" messages, and replies carry the calls parsed out of the
+  // generated text (agent_tool_reply.h). Tool calls' string arguments (OpenAI's wire
+  // form) are parsed back into objects before rendering, as vLLM does, so that the
+  // template prints them as the model wrote them. Streaming with tools is refused
+  // (the calls are parsed from the whole reply). `aspen serve` leaves it off and keeps
+  // refusing tools (docs/serve.md).
+  bool tool_calls = false;
 };
 
 enum class Endpoint { kCompletions, kChatCompletions };
@@ -85,13 +95,21 @@ struct ServeRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
+  std::string user;         // the request's `user` field ("" when absent)
+  // Chat: the rendered prompt, whose tokens prompts[0] holds (the agent endpoint's
+  // session ledger extends the session's context with it: agent/session_ledger.h).
+  std::string prompt_text;
+  bool parse_tool_calls = false;  // chat with tools and tool_choice other than "none"
 };
 
 // The most samples one request may ask for (n x prompts), as a bound on work.
 constexpr int64_t kMaxSamplesPerRequest = 1024;
 
 ServeRequest parse_completion_request(const nlohmann::json& body, const ServeContext& context);
-ServeRequest parse_chat_request(const nlohmann::json& body, const ServeContext& context);
+// `ordered_body`: the same body parsed as ordered_json, which ServeContext::tool_calls
+// needs (tool schemas and arguments keep the client's key order); nullptr otherwise.
+ServeRequest parse_chat_request(const nlohmann::json& body, const ServeContext& context,
+                                const nlohmann::ordered_json* ordered_body = nullptr);
 
 // max_tokens for one prompt: the request's (checked to fit max_model_len) or, for chat
 // without one, whatever max_model_len leaves after the prompt.

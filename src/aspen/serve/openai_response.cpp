@@ -58,6 +58,11 @@ json response_body(const ResponseHeader& header, const std::vector<ChoiceResult>
                  {"finish_reason", choice.finish_reason}};
     if (is_chat(header)) {
       item["message"] = {{"role", "assistant"}, {"content", choice.text}};
+      if (!choice.tool_calls.is_null()) {
+        // A reply with tool calls (agent endpoint): OpenAI's content is null when empty.
+        if (choice.text.empty()) item["message"]["content"] = nullptr;
+        item["message"]["tool_calls"] = choice.tool_calls;
+      }
     } else {
       item["text"] = choice.text;
     }

@@ -35,7 +35,10 @@ struct TokenLogprob {
 struct ChoiceResult {
   std::string text;
   std::vector<TokenLogprob> tokens;  // filled when logprobs were asked for
-  std::string finish_reason;         // "stop" | "length"
+  std::string finish_reason;         // "stop" | "length" | "tool_calls"
+  // Chat with tools (agent endpoint): the calls parsed out of the reply, in OpenAI's
+  // shape (chat_tool_reply.h); `text` is then the content beside them. null: none.
+  nlohmann::json tool_calls;
 };
 
 struct Usage {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 
+#include "aspen/serve/chat_tool_reply.h"
 #include "aspen/serve/client_connection.h"
 #include "aspen/serve/connection_threads.h"
 #include "aspen/serve/imports.h"
@@ -104,6 +105,7 @@ struct StreamState {
   ResponseHeader header;
   std::shared_ptr<RequestStream> stream;
   std::shared_ptr<GenerationSlot> slot;
+  std::shared_ptr<AgentCall> agent_call;  // agent endpoint only
   ClientConnection client;
   std::vector<TextStreamer> streamers;  // per choice
   std::vector<bool> started;            // per choice: its first chunk was sent
@@ -134,6 +136,7 @@ OpenAiServer::OpenAiServer(ServeContext context, EngineService& service,
   const size_t threads = static_cast<size_t>(std::max(options_.max_connections, 1));
   server_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   server_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
+  if (options_.agent != nullptr) context_.tool_calls = true;
   register_routes();
 }
 
@@ -196,9 +199,20 @@ void OpenAiServer::register_routes() {
                        httplib::Response& response) {
     ServeRequest request;
     try {
+      if (options_.agent != nullptr) {
+        options_.agent->authenticate(http_request.get_header_value("Authorization"));
+      }
       const json body = parse_json_bounded(http_request.body, "request body", 64);
-      request = endpoint == Endpoint::kCompletions ? parse_completion_request(body, context_)
-                                                   : parse_chat_request(body, context_);
+      if (endpoint == Endpoint::kCompletions) {
+        request = parse_completion_request(body, context_);
+      } else if (context_.tool_calls) {
+        // Tool schemas and arguments keep the client's key order (chat_tools.h).
+        const nlohmann::ordered_json ordered =
+            parse_json_bounded_as<nlohmann::ordered_json>(http_request.body, "request body", 64);
+        request = parse_chat_request(body, context_, &ordered);
+      } else {
+        request = parse_chat_request(body, context_);
+      }
     } catch (const RequestError& error) {
       return send_error(response, error.status(), error.problem(), error.input());
     } catch (const Error& error) {
@@ -213,6 +227,18 @@ void OpenAiServer::register_routes() {
                         "server busy: " + std::to_string(generating_limit) +
                             " generation requests are being answered; retry later",
                         "");
+    }
+    // The agent session's call: begun here (the engine continues the session's tokens),
+    // recorded when the sample finishes, cancelled if the request ends otherwise.
+    std::shared_ptr<AgentCall> agent_call;
+    if (options_.agent != nullptr) {
+      try {
+        const std::string session =
+            options_.agent->begin(http_request.get_header_value(kSessionHeader), request);
+        agent_call = std::make_shared<AgentCall>(*options_.agent, session);
+      } catch (const RequestError& error) {
+        return send_error(response, error.status(), error.problem(), error.input());
+      }
     }
     ClientConnection client(http_request.remote_addr, http_request.remote_port,
                             http_request.local_port);
@@ -251,8 +277,15 @@ void OpenAiServer::register_routes() {
         if (event.kind != StreamEvent::Kind::kFinished) continue;
         ChoiceResult& choice = choices[event.prompt_index * request.n + event.sample_index];
         const Completion& completion = event.completion;
+        if (agent_call) agent_call->finish(completion);
         choice.text = completion.text;
         choice.finish_reason = finish_reason_name(completion.finish_reason);
+        if (request.parse_tool_calls) {
+          ToolReply reply = chat_tool_reply(completion.text, stream->request_ids().front());
+          choice.text = std::move(reply.content);
+          choice.tool_calls = std::move(reply.tool_calls);
+          if (!choice.tool_calls.is_null()) choice.finish_reason = "tool_calls";
+        }
         if (request.logprobs) {
           for (size_t t = 0; t < completion.token_ids.size(); ++t) {
             choice.tokens.push_back(
@@ -272,6 +305,7 @@ void OpenAiServer::register_routes() {
     state->header = header;
     state->stream = stream;
     state->slot = slot;
+    state->agent_call = agent_call;
     state->client = client;
     state->usage = prompt_usage(state->request);
     for (int64_t c = 0; c < num_choices; ++c) {
@@ -318,6 +352,7 @@ void OpenAiServer::register_routes() {
             }
           } else {
             const Completion& completion = event.completion;
+            if (state->agent_call) state->agent_call->finish(completion);
             const std::string delta = streamer.finish(completion.text);
             const std::vector<TokenLogprob> none;
             ok = write(sse_event(chunk_body(state->header, index, delta,

@@ -11,7 +11,8 @@
 // therefore share the continuous batch. The request's "model" picks the engine: the
 // base model's, or the engine of the LoRA adapter of that name (each adapter has its
 // own engine and KV cache over weights it shares with the base: docs/serve.md).
-// A bad request gets a 400 (unknown model: 404)
+// With ServerOptions::agent it is the endpoint of a run's agent programs (key, sessions,
+// tools: agent_endpoint.h). A bad request gets a 400 (unknown model: 404)
 // with an OpenAI-style JSON error naming the field, and the server keeps serving.
 //
 // A client that disconnects, streaming or not, has its request cancelled within
@@ -32,6 +33,7 @@
 #include <memory>
 #include <string>
 
+#include "aspen/serve/agent_endpoint.h"
 #include "aspen/serve/engine_service.h"
 #include "aspen/serve/imports.h"
 #include "aspen/serve/openai_request.h"
@@ -47,6 +49,9 @@ struct ServerOptions {
   int port = 8000;              // 0: any free port (bound_port() tells which)
   int max_connections = 1024;   // served at once, a thread each; more wait to be served
   int64_t max_body_bytes = 32LL << 20;
+  // The endpoint of a run's agent programs (agent_endpoint.h): API key, sessions, tools.
+  // nullptr for `aspen serve`. Outlives the server.
+  AgentEndpoint* agent = nullptr;
 };
 
 // Threads that generation requests leave to /health and /v1/models.

@@ -1,0 +1,78 @@
+// AgentEndpoint: what turns an OpenAiServer into the endpoint of a run's
+// bring-your-own-agent programs (agent/agent_program.h). With ServerOptions::agent set:
+//
+//   - /v1/chat/completions and /v1/completions need `Authorization: Bearer <key>`, the
+//     run's secret (the programs get it as OPENAI_API_KEY): 401 otherwise. /health and
+//     /v1/models stay open to probes.
+//   - /v1/completions is refused (400): a session's trajectory is a chat.
+//   - each chat request names its session: the header X-Aspen-Session, or the body's
+//     `user` field (the programs get the id as ASPEN_SESSION); both given must agree.
+//     No session: 400. n must be 1 (one trajectory per session).
+//   - the request's rendered prompt goes through the session's ledger
+//     (agent/agent_sessions.h): the engine continues the ledger's tokens, and the
+//     generation is recorded there when it finishes (AgentCall). Refusals carry the
+//     ledger's status: 403 unknown session, 409 a late call (the program already printed
+//     its reward) or one while another is in flight, 400 a refused prefix break.
+//   - chat requests may carry tools (ServeContext::tool_calls is switched on), and
+//     replies carry the parsed calls (chat_tool_reply.h).
+//
+// Thread safety: every method may be called from any thread (AgentSessions locks).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "aspen/agent/agent_sessions.h"
+#include "aspen/rollout/engine.h"
+#include "aspen/serve/imports.h"
+#include "aspen/serve/openai_request.h"
+
+namespace aspen::serve {
+
+inline constexpr const char* kSessionHeader = "X-Aspen-Session";
+
+class AgentEndpoint {
+ public:
+  // `sessions` outlives the endpoint; `api_key` is non-empty.
+  AgentEndpoint(AgentSessions& sessions, std::string api_key);
+
+  // Throws RequestError(401) unless `authorization` is "Bearer <the key>".
+  void authenticate(const std::string& authorization) const;
+  // Names the request's session and begins its call: request.prompts[0] becomes the
+  // tokens the engine must continue. Returns the session id. Throws RequestError.
+  std::string begin(const std::string& session_header, ServeRequest& request);
+  void finish(const std::string& session, const Completion& completion);
+  void cancel(const std::string& session);
+
+  AgentSessions& sessions() { return sessions_; }
+
+ private:
+  AgentSessions& sessions_;
+  std::string api_key_;
+};
+
+// One request's call in its session: finish() records the generation; a call that goes
+// without (failed, cancelled, its client gone, an exception) is cancelled, so the
+// session's next call starts from the context as it was.
+class AgentCall {
+ public:
+  AgentCall(AgentEndpoint& endpoint, std::string session)
+      : endpoint_(endpoint), session_(std::move(session)) {}
+  ~AgentCall() {
+    if (!done_) endpoint_.cancel(session_);
+  }
+  AgentCall(const AgentCall&) = delete;
+  AgentCall& operator=(const AgentCall&) = delete;
+  void finish(const Completion& completion) {
+    if (done_) return;
+    done_ = true;
+    endpoint_.finish(session_, completion);
+  }
+
+ private:
+  AgentEndpoint& endpoint_;
+  std::string session_;
+  bool done_ = false;
+};
+
+}  // namespace aspen::serve
