@@ -204,6 +204,26 @@ TEST(AgentEndpoint, WrongSessionAndLateCallsAreRefusedAndCounted) {
   EXPECT_EQ(program.metrics().at("agent_no_calls"), 2);
 }
 
+// The agent docs/agents.md shows, run as written there (any model name is the policy's).
+// The random model calls no tool: one turn, and no answer in it.
+TEST(AgentEndpoint, TheDocumentedAgentRunsAsWritten) {
+  std::ifstream docs(std::string(ASPEN_SOURCE_DIR) + "/docs/agents.md");
+  const std::string text((std::istreambuf_iterator<char>(docs)), std::istreambuf_iterator<char>());
+  const size_t begin = text.find("```python\nimport json, os, sys\nimport openai\n\nTOOLS");
+  ASSERT_NE(begin, std::string::npos) << "docs/agents.md lost its agent example";
+  const size_t code = text.find('\n', begin) + 1;
+  const std::string path = seen_path("documented").substr(0, seen_path("documented").size() - 5) + ".py";
+  std::ofstream(path) << text.substr(code, text.find("```", code) - code);
+  AgentServer server;
+  AgentProgram program(server.program(testing::python() + " " + path), server.sessions());
+  const AgentEpisode episode =
+      program.run({{"question", "What is 123456789 * 987654321?"}, {"answer", "121932631112635269"}});
+  fs::remove(path);
+  ASSERT_TRUE(episode.ok()) << episode.error;
+  EXPECT_EQ(episode.turns, 1);
+  EXPECT_EQ(episode.reward, 0.0);
+}
+
 TEST(AgentEndpoint, RefusesRequestsWithoutTheKeyOrASessionWithClearErrors) {
   AgentServer server;
   const std::string session = server.sessions().open();

@@ -14,7 +14,8 @@
 //     ledger's status: 403 unknown session, 409 a late call (the program already printed
 //     its reward) or one while another is in flight, 400 a refused prefix break.
 //   - chat requests may carry tools (ServeContext::tool_calls is switched on), and
-//     replies carry the parsed calls (chat_tool_reply.h).
+//     replies carry the parsed calls (chat_tool_reply.h); any `model` name is the
+//     policy's (ServeContext::any_model_name).
 //
 // Thread safety: every method may be called from any thread (AgentSessions locks).
 #pragma once

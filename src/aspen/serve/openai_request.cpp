@@ -50,7 +50,7 @@ std::string chosen_model(const json& body, const ServeContext& context) {
   if (!given(body, "model")) return context.model_name;
   if (!body["model"].is_string()) bad("model", "model must be a string");
   const std::string model = body["model"].get<std::string>();
-  if (model == context.model_name) return model;
+  if (model == context.model_name || context.any_model_name) return context.model_name;
   std::string served = "`" + context.model_name + "`";
   for (const ServedAdapter& adapter : context.adapters) {
     if (model == adapter.name) return model;

@@ -16,7 +16,8 @@
 //
 // Decisions, each refused with a 400 that names the field rather than silently ignored:
 // top-N alternatives (logprobs > 0, top_logprobs > 0) are not computed; penalties,
-// logit_bias, echo, suffix, best_of != n, tools (even []) and tool_choice are not
+// logit_bias, echo, suffix, best_of != n, tools (even []) and tool_choice (except on the
+// agent endpoint: ServeContext::tool_calls) are not
 // implemented; unknown fields are errors (a misspelt "temprature" must not sample at
 // the default); a request asking for more than ServeContext::max_request_tokens
 // generated tokens in all is refused, naming n.
@@ -81,6 +82,9 @@ struct ServeContext {
   // (the calls are parsed from the whole reply). `aspen serve` leaves it off and keeps
   // refusing tools (docs/serve.md).
   bool tool_calls = false;
+  // The agent endpoint serves one policy: any `model` names it (programs written for
+  // other endpoints keep their model name). Off: an unknown name is a 404.
+  bool any_model_name = false;
 };
 
 enum class Endpoint { kCompletions, kChatCompletions };

@@ -136,7 +136,10 @@ OpenAiServer::OpenAiServer(ServeContext context, EngineService& service,
   const size_t threads = static_cast<size_t>(std::max(options_.max_connections, 1));
   server_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   server_->set_payload_max_length(static_cast<size_t>(options_.max_body_bytes));
-  if (options_.agent != nullptr) context_.tool_calls = true;
+  if (options_.agent != nullptr) {
+    context_.tool_calls = true;
+    context_.any_model_name = true;
+  }
   register_routes();
 }
 
