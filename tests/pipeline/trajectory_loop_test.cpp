@@ -18,6 +18,7 @@
 #include "aspen/agent/calculator_tool.h"
 #include "aspen/agent/tools_environment.h"
 #include "aspen/tokenizer/bpe_trainer.h"
+#include "aspen/tokenizer/utf8.h"
 #include "support/oracles.h"
 
 namespace aspen::pipeline {
@@ -226,6 +227,36 @@ TEST(TrajectoryLoop, ATrajectoryWithNoRoomForAnotherTurnEndsAtItsTokenBudget) {
   EXPECT_TRUE(finished[0].trajectory.has_reward);
   EXPECT_EQ(finished[0].trajectory.reward, 0.0);
   EXPECT_GE(finished[0].trajectory.response.size(), 30U);
+}
+
+TEST(TrajectoryLoop, AMalformedCallWithMultiByteTextGetsAnErrorObservationAndGoesOn) {
+  const auto tokenizer = qwen3_tokenizer();
+  TrajectoryLoop loop(TrajectoryLoopOptions{}, calculator_environment(), tokenizer,
+                      ChatTemplate::builtin("qwen3"));
+  loop.start({1, 1, 0}, ordered_json{{"prompt", "2**10?"}, {"answer", "1024"}});
+  std::vector<TrajectoryLoop::NextTurn> next;
+  std::vector<TrajectoryLoop::Finished> finished;
+  poll_until(loop, next, finished);
+  // JSON broken inside multi-byte characters: the parser's error quotes the bytes it read.
+  for (const std::string broken : {"{\"name\": \"calculator\", \"arguments\": {\"expression\": \"\xc3\xa9\xc3",
+                                   "{\"name\": \xe2\x82\xac\xe2\x82\xac\xe2\x82\xac}"}) {
+    next.clear();
+    Completion turn = engine_turn(*tokenizer, "<tool_call>\n", 0);
+    turn.token_ids.pop_back();  // re-closed below
+    std::vector<TokenId> bytes = tokenizer->encode(std::string("x"));
+    // The model's tokens may be any ids; here the broken text's own encoding (valid
+    // UTF-8 up to the cut) followed by the close.
+    std::string valid_prefix;
+    utf8::append_lossy(broken, valid_prefix);
+    for (TokenId id : tokenizer->encode(valid_prefix + "\n</tool_call>")) turn.token_ids.push_back(id);
+    turn.token_ids.push_back(*tokenizer->token_to_id("<|im_end|>"));
+    turn.logprobs.assign(turn.token_ids.size(), -1.0F);
+    turn.policy_versions.assign(turn.token_ids.size(), 0);
+    loop.turn_finished({1, 1, 0}, turn);
+    poll_until(loop, next, finished);
+    ASSERT_TRUE(finished.empty()) << finished[0].trajectory.error;
+    ASSERT_EQ(next.size(), 1U);
+  }
 }
 
 // An environment whose reset or step fails the way a broken process does.

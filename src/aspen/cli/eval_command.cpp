@@ -11,6 +11,9 @@
 // one sample per example is greedy and several are sampled at temperature 1.
 // Prints {"model", "data", "examples", "n", "temperature", "top_p", "max_tokens",
 // "mean_score", "pass@1", "pass@2", ..., "pass@n", "response_tokens", "seconds"}.
+// With rollout.environment.* (tools, command, http) every example is a multi-turn
+// trajectory (pipeline/trajectory_eval.h): --max-tokens caps each turn, and the object
+// adds "environment", "turns_mean", "tool_calls_mean", "environment_error_fraction".
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -23,6 +26,7 @@
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
+#include "aspen/pipeline/trajectory_eval.h"
 #include "aspen/util/config.h"
 #include "aspen/util/seconds_since.h"
 
@@ -85,8 +89,15 @@ int run_eval(const EvalOptions& options) {
   params.max_tokens = options.max_tokens.value_or(config.rollout.max_tokens);
   params.seed = options.seed;
   params.validate("aspen eval");
+  // rollout.environment: every example is a multi-turn trajectory with the run's tools
+  // or environment (docs/agents.md), scored by its environment or its last turn.
+  const auto trajectories = make_trajectory_environments(config, setup);
+  std::optional<TrajectoryEvalResult> agent;
+  if (trajectories) {
+    agent = evaluate_trajectories(setup, *trajectories, setup.eval_examples, params, options.n);
+  }
   const PassAtKResult result =
-      evaluate_pass_at_k(setup, setup.eval_examples, params, options.n);
+      agent ? agent->pass : evaluate_pass_at_k(setup, setup.eval_examples, params, options.n);
 
   // Scores are bounded (reward/verifier.h), so this holds; a metric is never JSON null.
   check_input(std::isfinite(result.mean_score),
@@ -102,6 +113,12 @@ int run_eval(const EvalOptions& options) {
                         {"mean_score", result.mean_score}};
   for (const auto& [k, value] : result.pass_at) out["pass@" + std::to_string(k)] = value;
   out["response_tokens"] = result.response_tokens;
+  if (agent) {
+    out["environment"] = name_of(config.rollout.environment.kind);
+    out["turns_mean"] = agent->turns_mean;
+    out["tool_calls_mean"] = agent->tool_calls_mean;
+    out["environment_error_fraction"] = agent->environment_error_fraction;
+  }
   out["seconds"] = seconds_since(start);
   std::cout << out.dump(2) << '\n';
   return 0;

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "aspen/agent/observation_suffix.h"
+#include "aspen/tokenizer/utf8.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
@@ -164,8 +165,17 @@ void TrajectoryLoop::run_job(Job& job) {
         t.reward = 0;
         ends = true;
       } else {
+        // Observations quote what the model wrote (a malformed call's parse error cites
+        // its bytes, possibly cut inside a character): made valid UTF-8, invalid bytes
+        // becoming U+FFFD, because the tokenizer encodes only valid text.
+        std::vector<ChatMessage> observations = step.observations;
+        for (ChatMessage& message : observations) {
+          std::string valid;
+          utf8::append_lossy(message.content, valid);
+          message.content = std::move(valid);
+        }
         const agent::ObservationSuffix suffix =
-            observation_suffix(template_, step.observations, options_.enable_thinking);
+            observation_suffix(template_, observations, options_.enable_thinking);
         const bool closed = !t.response.empty() && t.response.back() == end_of_turn_;
         observation = tokenizer_->encode(closed ? suffix.rest : suffix.text());
         t.append_observation(observation);
