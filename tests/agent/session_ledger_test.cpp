@@ -290,5 +290,32 @@ TEST(AgentSessions, RefusesUnknownLateAndConcurrentCallsWithTheirMetrics) {
   EXPECT_EQ(sessions.open_sessions(), 0);
 }
 
+TEST(AgentSessions, ACallPastTheTokenLimitIsRefusedAndTheSessionKeepsItsTrajectory) {
+  const LedgerQwen3& q = ledger_qwen3();
+  std::vector<ChatMessage> messages = {{"user", "Hi."}};
+  const std::string text1 = q.chat.render(messages, true, true);
+  const int64_t limit = static_cast<int64_t>(q.tokenizer->encode(text1).size()) + 12;
+  AgentSessions sessions(q.tokenizer, PrefixBreak::kSplit, {0, limit});
+  const std::string id = sessions.open();
+  sessions.begin_call(id, text1);
+  const std::vector<TokenId> out = engine_turn("<think>\nGreet.\n</think>\n\nHello.");
+  sessions.finish_call(id, out, std::vector<float>(out.size(), -1.0f),
+                       std::vector<int64_t>(out.size(), 0));
+  messages.push_back({"assistant", "<think>\nGreet.\n</think>\n\nHello."});
+  messages.push_back({"tool", "a long observation that takes the context past the limit"});
+  try {
+    sessions.begin_call(id, q.chat.render(messages, true, true));
+    FAIL() << "a call past the token limit was accepted";
+  } catch (const SessionRefused& refused) {
+    EXPECT_EQ(refused.metric(), "agent_token_limit");
+    EXPECT_EQ(refused.status(), 400);
+  }
+  const ClosedSession closed = sessions.close(id);
+  EXPECT_FALSE(closed.call_in_flight);
+  ASSERT_EQ(closed.segments.size(), 1u);
+  EXPECT_EQ(closed.segments[0].response, out);
+  EXPECT_EQ(sessions.metrics().at("agent_token_limit"), 1);
+}
+
 }  // namespace
 }  // namespace aspen::agent

@@ -34,12 +34,17 @@ using nlohmann::ordered_json;
 
 constexpr const char* kRunKey = "run-secret-1234";
 
+std::shared_ptr<const Tokenizer> agent_test_tokenizer() {
+  static const auto tokenizer =
+      std::make_shared<const Tokenizer>(Tokenizer::from_file(testing::qwen3_tokenizer_json()));
+  return tokenizer;
+}
+
 // A server for agents on a free loopback port, serving from a thread until destroyed.
 class AgentServer {
  public:
   AgentServer() {
-    static const auto tokenizer =
-        std::make_shared<const Tokenizer>(Tokenizer::from_file(testing::qwen3_tokenizer_json()));
+    const std::shared_ptr<const Tokenizer> tokenizer = agent_test_tokenizer();
     tokenizer_ = tokenizer;
     // The whole Qwen3 vocabulary (the chat template's tokens are in the prompt).
     ModelConfig config = testing::tiny_model_config(ModelFamily::kQwen3, {151936, 32, 48, 2, 4, 2, 8});
@@ -222,6 +227,59 @@ TEST(AgentEndpoint, TheDocumentedAgentRunsAsWritten) {
   ASSERT_TRUE(episode.ok()) << episode.error;
   EXPECT_EQ(episode.turns, 1);
   EXPECT_EQ(episode.reward, 0.0);
+}
+
+// Thread-free: what begin() makes of a parsed request.
+TEST(AgentEndpoint, ACallSamplesAsTheRunDoesAndGetsTheRoomItsSessionLeaves) {
+  const std::shared_ptr<const Tokenizer> tokenizer = agent_test_tokenizer();
+  ServeContext context;
+  context.model_name = "policy";
+  context.tokenizer = tokenizer;
+  context.chat_template = ChatTemplate::from_config(testing::qwen3_tokenizer_dir());
+  context.max_model_len = 4096;
+  context.tool_calls = true;
+  context.any_model_name = true;
+  AgentSessions sessions(tokenizer, PrefixBreak::kSplit, {/*max_turns=*/1, /*max_context_tokens=*/40});
+  AgentEndpointOptions options;
+  options.api_key = AgentSessions::random_secret();
+  options.sampling = SamplingParams{};
+  options.sampling->temperature = 0.9;
+  options.sampling->top_p = 0.95;
+  AgentEndpoint endpoint(sessions, options);
+  EXPECT_NO_THROW(endpoint.authenticate("Bearer " + options.api_key));
+  EXPECT_THROW(endpoint.authenticate(options.api_key), RequestError);
+  const std::string session = sessions.open();
+  auto parse = [&](const json& messages, int64_t max_tokens) {
+    const json body = {{"model", "gpt-4o"}, {"messages", messages}, {"temperature", 0.1},
+                       {"top_k", 5}, {"max_tokens", max_tokens}, {"user", session}};
+    const ordered_json ordered = ordered_json::parse(body.dump());
+    return parse_chat_request(body, context, &ordered);
+  };
+  ServeRequest request = parse({{{"role", "user"}, {"content", "Hi"}}}, 1000);
+  EXPECT_EQ(request.model, "policy");
+  endpoint.begin("", request, context);
+  EXPECT_EQ(request.params.temperature, 0.9);
+  EXPECT_EQ(request.params.top_p, 0.95);
+  EXPECT_EQ(request.params.top_k, 0);
+  const int64_t prompt = static_cast<int64_t>(request.prompts[0].size());
+  ASSERT_LT(prompt, 40);
+  EXPECT_EQ(request.params.max_tokens, 40 - prompt);  // the session's room, not 1000
+  Completion turn;
+  turn.token_ids = tokenizer->encode("Hello");
+  turn.logprobs.assign(turn.token_ids.size(), -1.0f);
+  turn.policy_versions.assign(turn.token_ids.size(), 0);
+  endpoint.finish(session, turn);
+  ServeRequest second = parse({{{"role", "user"}, {"content", "Hi"}},
+                               {{"role", "assistant"}, {"content", "Hello"}},
+                               {{"role", "user"}, {"content", "Again"}}},
+                              4);
+  try {
+    endpoint.begin("", second, context);
+    FAIL() << "a call past the turn limit was accepted";
+  } catch (const RequestError& error) {
+    EXPECT_EQ(error.status(), 409);
+  }
+  EXPECT_EQ(sessions.metrics().at("agent_turn_limit"), 1);
 }
 
 TEST(AgentEndpoint, RefusesRequestsWithoutTheKeyOrASessionWithClearErrors) {

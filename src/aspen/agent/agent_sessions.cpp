@@ -8,7 +8,7 @@
 namespace aspen::agent {
 namespace {
 
-std::string random_session_id() {
+std::string random_hex() {
   std::random_device device;
   std::string id;
   for (int part = 0; part < 4; ++part) {
@@ -21,15 +21,20 @@ std::string random_session_id() {
 
 }  // namespace
 
-AgentSessions::AgentSessions(std::shared_ptr<const Tokenizer> tokenizer, PrefixBreak on_break)
-    : tokenizer_(std::move(tokenizer)), on_break_(on_break) {
+AgentSessions::AgentSessions(std::shared_ptr<const Tokenizer> tokenizer, PrefixBreak on_break,
+                             AgentSessionLimits limits)
+    : tokenizer_(std::move(tokenizer)), on_break_(on_break), limits_(limits) {
   check_input(tokenizer_ != nullptr, "no tokenizer", "agent sessions");
+  check_input(limits_.max_turns >= 0 && limits_.max_context_tokens >= 0, "limits must be >= 0",
+              "agent sessions");
 }
+
+std::string AgentSessions::random_secret() { return random_hex(); }
 
 std::string AgentSessions::open() {
   MutexLock lock(mutex_);
-  std::string id = random_session_id();
-  while (open_.count(id) || closed_.count(id)) id = random_session_id();
+  std::string id = random_hex();
+  while (open_.count(id) || closed_.count(id)) id = random_hex();
   open_.emplace(id, std::make_shared<Session>(*tokenizer_, on_break_));
   return id;
 }
@@ -97,7 +102,25 @@ std::vector<TokenId> AgentSessions::begin_call(const std::string& id,
   }
   try {
     MutexLock lock(session->mutex);
-    std::vector<TokenId> prompt = session->ledger.begin_call(prompt_text);
+    SessionLedger& ledger = session->ledger;
+    if (limits_.max_turns > 0 && ledger.turns() >= limits_.max_turns && !ledger.call_open()) {
+      count("agent_turn_limit");
+      throw SessionRefused(409, "agent_turn_limit",
+                           "session " + id + " has generated its " +
+                               std::to_string(limits_.max_turns) +
+                               " turns (the run's turn limit); print the reward");
+    }
+    std::vector<TokenId> prompt = ledger.begin_call(prompt_text);
+    if (limits_.max_context_tokens > 0 &&
+        static_cast<int64_t>(prompt.size()) >= limits_.max_context_tokens) {
+      ledger.cancel_call();
+      count("agent_token_limit");
+      throw SessionRefused(400, "agent_token_limit",
+                           "the session's context would be " + std::to_string(prompt.size()) +
+                               " tokens, over the run's limit of " +
+                               std::to_string(limits_.max_context_tokens) +
+                               " per trajectory; print the reward");
+    }
     count("agent_calls");
     return prompt;
   } catch (const CallInProgress& error) {
@@ -137,6 +160,8 @@ std::map<std::string, int64_t> AgentSessions::metrics() const {
                                             {"agent_unknown_session_calls", 0},
                                             {"agent_late_calls", 0},
                                             {"agent_concurrent_calls", 0},
+                                            {"agent_turn_limit", 0},
+                                            {"agent_token_limit", 0},
                                             {"agent_prefix_breaks", 0}};
   for (const auto& [name, value] : metrics_) metrics[name] = value;
   return metrics;

@@ -12,6 +12,10 @@
 //   - has a call in flight           concurrent call      agent_concurrent_calls
 //   - breaks the prefix rule under   prefix break         agent_prefix_breaks
 //     PrefixBreak::kRefuse           (kSplit counts the split instead and goes on)
+//   - has generated max_turns turns  turn limit           agent_turn_limit
+//   - would start from a context of  token limit          agent_token_limit
+//     max_context_tokens or more
+// A refused call leaves the session as it was; what it recorded so far still trains.
 // A call still generating when its session closes finishes on its own, and its tokens
 // are dropped: the trajectory is what the program had when it printed its reward.
 //
@@ -63,11 +67,23 @@ struct ClosedSession {
   bool call_in_flight = false;  // a call was still generating: its tokens are dropped
 };
 
+// Bounds of one session's trajectory (0: none): the turns its calls generate, and the
+// tokens of its context (prompt, generated and environment tokens) a call may start
+// from; the endpoint also caps a call's max_tokens to what the bound leaves.
+struct AgentSessionLimits {
+  int64_t max_turns = 0;
+  int64_t max_context_tokens = 0;
+};
+
 class AgentSessions {
  public:
   static constexpr size_t kRememberedClosed = 1 << 16;
 
-  AgentSessions(std::shared_ptr<const Tokenizer> tokenizer, PrefixBreak on_break);
+  AgentSessions(std::shared_ptr<const Tokenizer> tokenizer, PrefixBreak on_break,
+                AgentSessionLimits limits = {});
+  const AgentSessionLimits& limits() const { return limits_; }
+  // 32 random hex digits (std::random_device): a session id, or a run's API key.
+  static std::string random_secret();
 
   // A new session and its id.
   std::string open();
@@ -81,9 +97,10 @@ class AgentSessions {
                    const std::vector<float>& logprobs, const std::vector<int64_t>& versions);
   void cancel_call(const std::string& id);
 
-  // Counters since construction, by metric name: agent_unknown_session_calls,
-  // agent_late_calls, agent_concurrent_calls, agent_prefix_breaks (the splits of closed
-  // sessions plus the refused calls), agent_calls (calls accepted).
+  // Counters since construction, by metric name: agent_calls (calls accepted),
+  // agent_unknown_session_calls, agent_late_calls, agent_concurrent_calls,
+  // agent_turn_limit, agent_token_limit, agent_prefix_breaks (splits, counted when the
+  // split call finishes, plus refused breaks).
   std::map<std::string, int64_t> metrics() const;
   int64_t open_sessions() const;
 
@@ -99,6 +116,7 @@ class AgentSessions {
 
   std::shared_ptr<const Tokenizer> tokenizer_;
   PrefixBreak on_break_;
+  AgentSessionLimits limits_;
   mutable Mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> open_ GUARDED_BY(mutex_);
   std::unordered_set<std::string> closed_ GUARDED_BY(mutex_);

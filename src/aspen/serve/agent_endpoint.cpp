@@ -1,5 +1,7 @@
 #include "aspen/serve/agent_endpoint.h"
 
+#include <algorithm>
+
 #include "aspen/serve/imports.h"
 
 namespace aspen::serve {
@@ -18,15 +20,17 @@ bool same_secret(const std::string& given, const std::string& key) {
 
 }  // namespace
 
-AgentEndpoint::AgentEndpoint(AgentSessions& sessions, std::string api_key)
-    : sessions_(sessions), api_key_(std::move(api_key)) {
-  check_input(!api_key_.empty(), "the agent endpoint needs a non-empty API key", "OPENAI_API_KEY");
+AgentEndpoint::AgentEndpoint(AgentSessions& sessions, AgentEndpointOptions options)
+    : sessions_(sessions), options_(std::move(options)) {
+  check_input(!options_.api_key.empty(), "the agent endpoint needs a non-empty API key",
+              "OPENAI_API_KEY");
+  if (options_.sampling) options_.sampling->validate("agent endpoint sampling");
 }
 
 void AgentEndpoint::authenticate(const std::string& authorization) const {
   const std::string prefix = "Bearer ";
   if (authorization.compare(0, prefix.size(), prefix) != 0 ||
-      !same_secret(authorization.substr(prefix.size()), api_key_)) {
+      !same_secret(authorization.substr(prefix.size()), options_.api_key)) {
     throw RequestError(401,
                        "invalid API key: send this run's OPENAI_API_KEY as "
                        "`Authorization: Bearer <key>`",
@@ -34,7 +38,8 @@ void AgentEndpoint::authenticate(const std::string& authorization) const {
   }
 }
 
-std::string AgentEndpoint::begin(const std::string& session_header, ServeRequest& request) {
+std::string AgentEndpoint::begin(const std::string& session_header, ServeRequest& request,
+                                 const ServeContext& context) {
   if (request.endpoint != Endpoint::kChatCompletions) {
     throw RequestError(400, "the agent endpoint serves /v1/chat/completions only", "prompt");
   }
@@ -52,10 +57,36 @@ std::string AgentEndpoint::begin(const std::string& session_header, ServeRequest
                        "user");
   }
   if (request.n != 1) throw RequestError(400, "n must be 1 (one trajectory per session)", "n");
+  if (options_.sampling) {
+    request.params.temperature = options_.sampling->temperature;
+    request.params.top_k = options_.sampling->top_k;
+    request.params.top_p = options_.sampling->top_p;
+    request.params.min_p = options_.sampling->min_p;
+  }
   try {
     request.prompts[0] = sessions_.begin_call(session, request.prompt_text);
   } catch (const SessionRefused& refused) {
     throw RequestError(refused.status(), refused.problem(), "user");
+  }
+  // The ledger's tokens may be more than the rendered text's (a non-canonical turn):
+  // check the room again, and leave the session's token limit room for nothing more.
+  try {
+    const int64_t prompt = static_cast<int64_t>(request.prompts[0].size());
+    int64_t max_tokens = resolve_max_tokens(request, prompt, context);
+    const int64_t limit = sessions_.limits().max_context_tokens;
+    if (limit > 0) max_tokens = std::min(max_tokens, limit - prompt);
+    if (max_tokens < 1) {
+      throw RequestError(400,
+                         "the session's context has " + std::to_string(prompt) +
+                             " tokens: no room left in this server's context of " +
+                             std::to_string(context.max_model_len),
+                         "messages");
+    }
+    request.params.max_tokens = max_tokens;
+    request.max_tokens_given = true;
+  } catch (const RequestError&) {
+    sessions_.cancel_call(session);
+    throw;
   }
   return session;
 }

@@ -21,10 +21,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "aspen/agent/agent_sessions.h"
 #include "aspen/rollout/engine.h"
+#include "aspen/rollout/sampling_params.h"
 #include "aspen/serve/imports.h"
 #include "aspen/serve/openai_request.h"
 
@@ -32,16 +34,30 @@ namespace aspen::serve {
 
 inline constexpr const char* kSessionHeader = "X-Aspen-Session";
 
+struct AgentEndpointOptions {
+  std::string api_key;  // non-empty: the run's secret (AgentSessions::random_secret())
+  // The run's sampling (rollout.sampling): when set, it replaces each call's
+  // temperature, top_k, top_p and min_p, so that an agent samples from the distribution
+  // the rest of the rollout samples (and the trainer's importance ratios assume) whatever
+  // its code asks for. The call keeps its own max_tokens, stop and seed.
+  std::optional<SamplingParams> sampling;
+};
+
 class AgentEndpoint {
  public:
-  // `sessions` outlives the endpoint; `api_key` is non-empty.
-  AgentEndpoint(AgentSessions& sessions, std::string api_key);
+  // `sessions` outlives the endpoint.
+  AgentEndpoint(AgentSessions& sessions, AgentEndpointOptions options);
+  AgentEndpoint(AgentSessions& sessions, std::string api_key)
+      : AgentEndpoint(sessions, AgentEndpointOptions{std::move(api_key), std::nullopt}) {}
 
   // Throws RequestError(401) unless `authorization` is "Bearer <the key>".
   void authenticate(const std::string& authorization) const;
   // Names the request's session and begins its call: request.prompts[0] becomes the
-  // tokens the engine must continue. Returns the session id. Throws RequestError.
-  std::string begin(const std::string& session_header, ServeRequest& request);
+  // tokens the engine must continue, its sampling the run's (options), its max_tokens
+  // what max_model_len and the session's token limit leave. Returns the session id.
+  // Throws RequestError (with no call left open).
+  std::string begin(const std::string& session_header, ServeRequest& request,
+                    const ServeContext& context);
   void finish(const std::string& session, const Completion& completion);
   void cancel(const std::string& session);
 
@@ -49,7 +65,7 @@ class AgentEndpoint {
 
  private:
   AgentSessions& sessions_;
-  std::string api_key_;
+  AgentEndpointOptions options_;
 };
 
 // One request's call in its session: finish() records the generation; a call that goes

@@ -237,7 +237,7 @@ void OpenAiServer::register_routes() {
     if (options_.agent != nullptr) {
       try {
         const std::string session =
-            options_.agent->begin(http_request.get_header_value(kSessionHeader), request);
+            options_.agent->begin(http_request.get_header_value(kSessionHeader), request, context_);
         agent_call = std::make_shared<AgentCall>(*options_.agent, session);
       } catch (const RequestError& error) {
         return send_error(response, error.status(), error.problem(), error.input());
