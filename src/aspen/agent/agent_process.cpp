@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,6 +116,7 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
   }
   AgentProcessRun run;
   const auto start = Clock::now();
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int error = errno;
@@ -125,6 +127,10 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
   if (pid == 0) {
     // The child: only async-signal-safe calls from here to exec.
     setpgid(0, 0);
+    // Killed if Aspen dies without its own clean-up (kill -9). The signal follows the
+    // forking thread, which waits in this function for as long as the program runs.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // Aspen died before prctl took effect
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     for (const int signal_number : {SIGPIPE, SIGINT, SIGTERM}) {

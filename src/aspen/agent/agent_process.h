@@ -16,7 +16,9 @@
 //     memory nor a blocked pipe;
 //   - none of Aspen's file descriptors reach it (close_descriptors_from): a leaked
 //     listening socket would keep the endpoint's port bound after Aspen exits.
-// Not contained: a program that leaves its process group (setsid) escapes the kill.
+//   - the program gets SIGKILL if Aspen dies without cleaning up (PR_SET_PDEATHSIG).
+// Not contained: a program that leaves its process group (setsid) escapes the kill, and
+// so, when Aspen is killed with SIGKILL, does what the program started in the background.
 //
 // Errors: aspen::Error when the program cannot be started (pipe, fork); whatever it does
 // is reported in AgentProcessRun, never thrown.
