@@ -11,6 +11,9 @@
 #include "aspen/model/weights_init.h"
 #include "model/tiny_configs.h"
 
+// Declared here: in a unity batch this header may come before any file that opens it.
+namespace aspen::cli {}
+
 namespace aspen::testing {
 
 using namespace aspen::cli;
