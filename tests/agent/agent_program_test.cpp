@@ -7,6 +7,9 @@
 #include "aspen/agent/agent_program.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -170,6 +173,47 @@ TEST(AgentProgram, ProcessOutputIsBoundedAndTheWholeGroupDies) {
   const AgentProcessRun env =
       run_agent_process("echo \"$ASPEN_TEST_A-$HOME\"", "", {"ASPEN_TEST_A=1", "HOME=/h"}, limits);
   EXPECT_EQ(env.out, "1-/h\n");
+}
+
+// Alive: a process that exists and is not a zombie (a container's init may not reap).
+bool process_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+TEST(AgentProgram, AProgramDiesWithAnAspenKilledWithoutCleaningUp) {
+  const fs::path pid_file =
+      fs::temp_directory_path() / ("aspen-agent-orphan-" + std::to_string(getpid()));
+  fs::remove(pid_file);
+  const pid_t aspen = fork();  // plays Aspen; no other thread runs in this test binary now
+  ASSERT_GE(aspen, 0);
+  if (aspen == 0) {
+    AgentProcessLimits limits;
+    limits.wall_seconds = 30;
+    run_agent_process("echo $$ > " + pid_file.string() + ".tmp; mv " + pid_file.string() +
+                          ".tmp " + pid_file.string() + "; exec sleep 30",
+                      "", {}, limits);
+    _exit(0);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!fs::exists(pid_file) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const pid_t program = static_cast<pid_t>(std::stol(read_file(pid_file)));
+  EXPECT_TRUE(process_alive(program));
+  kill(aspen, SIGKILL);
+  waitpid(aspen, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = !process_alive(program);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the agent program outlived the process that ran it";
+  if (!gone) kill(program, SIGKILL);
+  fs::remove(pid_file);
 }
 
 TEST(AgentProgram, ThePoolRunsAtMostMaxConcurrentProgramsAtOnce) {
