@@ -93,7 +93,7 @@ struct StepResult {
 class Environment {
  public:
   virtual ~Environment() = default;
-  // "tools", "command" or "http".
+  // "tools", "command", "http" or "synthetic" (synthetic_environment.h: a benchmark workload).
   virtual std::string kind() const = 0;
   // `row`: one data row. ordered_json: its messages may hold tool-call arguments whose key
   // order the prompt keeps, and the command and http environments pass it on as it is.

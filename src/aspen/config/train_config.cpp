@@ -425,6 +425,16 @@ RolloutSection read_rollout(ConfigSection s) {
   check_input(e.chat_template.empty() || e.chat_template == "qwen2.5" || e.chat_template == "qwen3",
               "must be qwen2.5, qwen3 or empty (the model's own), got " + e.chat_template,
               s.where(env + "chat_template"));
+  check_positive(e.synthetic_turns, s.where(env + "synthetic_turns"));
+  check_input(e.kind != EnvironmentKind::kSynthetic || e.synthetic_turns <= e.max_turns,
+              "must be at most rollout.environment.max_turns (" + std::to_string(e.max_turns) +
+                  "), which would end the trajectory first",
+              s.where(env + "synthetic_turns"));
+  check_input(std::isfinite(e.tool_latency_ms) && e.tool_latency_ms >= 0,
+              "must be a number of milliseconds >= 0", s.where(env + "tool_latency_ms"));
+  check_input(std::isfinite(e.tool_latency_sigma) && e.tool_latency_sigma >= 0,
+              "must be >= 0 (0: every call waits the median)", s.where(env + "tool_latency_sigma"));
+  check_positive(e.observation_tokens, s.where(env + "observation_tokens"));
   s.finish();
   return r;
 }

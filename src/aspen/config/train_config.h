@@ -57,7 +57,7 @@ enum class InstanceFailurePolicy { kRegenerate, kStop };
 enum class WeightSync { kFull, kDelta };
 // rollout.environment.kind: what a multi-turn trajectory talks to (agent/environment.h);
 // none: single-turn samples.
-enum class EnvironmentKind { kNone, kTools, kCommand, kHttp };
+enum class EnvironmentKind { kNone, kTools, kCommand, kHttp, kSynthetic };
 // rollout.environment.on_error: a trajectory the environment failed (crash, hang, garbage).
 enum class EnvironmentErrorPolicy { kZero, kDrop };
 // pipeline.dispatch: the rollout instance a prompt group goes to
@@ -194,6 +194,11 @@ struct EnvironmentSection {
   EnvironmentErrorPolicy on_error = EnvironmentErrorPolicy::kZero;
   int64_t threads = 4;                             // per rollout instance
   std::string chat_template;  // a built-in template (qwen2.5, qwen3); empty: the model's
+  // kSynthetic: the benchmark workload (agent/synthetic_environment.h).
+  int64_t synthetic_turns = 3;      // model turns per trajectory
+  double tool_latency_ms = 200;     // median of the log-normal tool latency
+  double tool_latency_sigma = 0.5;  // its log-space sigma
+  int64_t observation_tokens = 32;  // tokens of each tool message's content
 };
 
 struct RolloutSection {

@@ -69,7 +69,8 @@ inline const EnumNames<EnvironmentKind> kEnvironmentKinds = {
     {"none", EnvironmentKind::kNone},
     {"tools", EnvironmentKind::kTools},
     {"command", EnvironmentKind::kCommand},
-    {"http", EnvironmentKind::kHttp}};
+    {"http", EnvironmentKind::kHttp},
+    {"synthetic", EnvironmentKind::kSynthetic}};
 inline const EnumNames<EnvironmentErrorPolicy> kEnvironmentErrorPolicies = {
     {"zero", EnvironmentErrorPolicy::kZero}, {"drop", EnvironmentErrorPolicy::kDrop}};
 inline const EnumNames<OffPolicy> kOffPolicies = {{"auto", OffPolicy::kAuto},
@@ -331,7 +332,8 @@ void visit_fields(RolloutSection& s, Visitor& v) {
     EnvironmentSection& e = s.environment;
     env.enum_field("kind", e.kind, kEnvironmentKinds,
         "multi-turn trajectories with tools (docs/agents.md): `tools` (the built-in tools), "
-        "`command` (a program per trajectory speaking JSON lines), `http` (a service); "
+        "`command` (a program per trajectory speaking JSON lines), `http` (a service), "
+        "`synthetic` (a benchmark workload: timed tool calls whatever the model writes); "
         "`none`: single-turn samples. `rollout.max_tokens` then caps each model turn");
     env.names_field("tools", e.tools,
         "`tools`: the built-in tools offered, `calculator` and/or `python`");
@@ -358,6 +360,17 @@ void visit_fields(RolloutSection& s, Visitor& v) {
     env.field("chat_template", e.chat_template,
         "the template rendering conversations and observations: `qwen2.5` or `qwen3` "
         "(built-in), or empty for the model's own (`tokenizer_config.json`)");
+    env.field("synthetic_turns", e.synthetic_turns,
+        "`synthetic`: model turns per trajectory, each but the last followed by a tool call; "
+        "the last is scored by the verifier. At most `max_turns`");
+    env.field("tool_latency_ms", e.tool_latency_ms,
+        "`synthetic`: median milliseconds of a tool call, log-normal, seeded per trajectory "
+        "(0: no wait)");
+    env.field("tool_latency_sigma", e.tool_latency_sigma,
+        "`synthetic`: sigma of the tool latency's logarithm (0: every call waits the median)");
+    env.field("observation_tokens", e.observation_tokens,
+        "`synthetic`: tokens of each tool message's content (that many digits, one token "
+        "each under the Qwen pre-tokenizer), plus the template's wrapping");
   });
 }
 

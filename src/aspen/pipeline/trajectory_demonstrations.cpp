@@ -15,7 +15,9 @@ std::vector<DemonstrationSegment> demonstration_segments(const TrajectoryEnviron
                                                          const std::vector<std::string>& turns) {
   const std::string who = "demonstration of " + example.id;
   check_input(!turns.empty(), "has no turns", who);
-  std::unique_ptr<agent::Environment> environment = envs.make_environment();
+  std::unique_ptr<agent::Environment> environment = envs.make_demonstration_environment
+                                                        ? envs.make_demonstration_environment()
+                                                        : envs.make_environment();
   const agent::ResetResult reset = environment->reset(envs.data_row(example));
   check_input(!reset.error, reset.error ? reset.error->message : "", who);
   std::vector<DemonstrationSegment> segments;

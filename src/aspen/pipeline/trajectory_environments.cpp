@@ -4,6 +4,7 @@
 #include "aspen/agent/command_environment.h"
 #include "aspen/agent/http_environment.h"
 #include "aspen/agent/python_tool.h"
+#include "aspen/agent/synthetic_environment.h"
 #include "aspen/agent/tools_environment.h"
 #include "aspen/util/error.h"
 
@@ -92,6 +93,30 @@ std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
       options.url = e.url;
       options.timeout_s = e.timeout_s;
       out->make_environment = [options] { return std::make_unique<HttpEnvironment>(options); };
+      break;
+    }
+    case EnvironmentKind::kSynthetic: {
+      AnswerVerifier verifier = [run](const std::string& answer, const nlohmann::ordered_json& row) {
+        return score_final_answer(*run, row, answer);
+      };
+      SyntheticEnvironmentOptions options;
+      options.turns = static_cast<int>(e.synthetic_turns);
+      options.tool_latency_ms = e.tool_latency_ms;
+      options.tool_latency_sigma = e.tool_latency_sigma;
+      options.observation_tokens = static_cast<int>(e.observation_tokens);
+      auto seeds = std::make_shared<SyntheticEpisodeSeeds>(config.train.seed);
+      out->make_environment = [seeds, verifier, options] {
+        return std::make_unique<SyntheticEnvironment>(seeds, verifier, options);
+      };
+      // The warm-up's demonstrations (one answer per example) are single-turn and wait
+      // nothing: a throughput workload's warm-up teaches the answer, and stepping every
+      // training example through timed tool calls would sleep for minutes.
+      SyntheticEnvironmentOptions single = options;
+      single.turns = 1;
+      auto demonstration_seeds = std::make_shared<SyntheticEpisodeSeeds>(config.train.seed);
+      out->make_demonstration_environment = [demonstration_seeds, verifier, single] {
+        return std::make_unique<SyntheticEnvironment>(demonstration_seeds, verifier, single);
+      };
       break;
     }
     case EnvironmentKind::kNone:

@@ -27,6 +27,9 @@ namespace aspen::pipeline {
 
 struct TrajectoryEnvironments {
   EnvironmentFactory make_environment;
+  // The environment the SFT warm-up's demonstrations step through; null: make_environment
+  // (set by the synthetic workload, whose demonstrations are single-turn and untimed).
+  EnvironmentFactory make_demonstration_environment;
   std::function<nlohmann::ordered_json(const TaskExample& example)> data_row;
   // Train example `index` (the dock's example column); aspen::Error out of range.
   std::function<const TaskExample&(int64_t index)> example;
