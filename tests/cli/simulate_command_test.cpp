@@ -109,5 +109,25 @@ TEST(SimulateCommand, AnAbsurdSizeFailsAtOnceNamingTheKey) {
   EXPECT_NE(sweep.err.find("train.iterations: is 1000000000"), std::string::npos) << sweep.err;
 }
 
+TEST(SimulateCommand, ComparePpTabulatesTheTrainersSplits) {
+  // The small run's 2 x TP 2 trainers: each replica's 2 devices as TP 2 or PP 2.
+  const CommandResult r =
+      run_command(kAspen + " simulate" + kSmallRun + " rollout.max_tokens=512 --compare-pp 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  ASSERT_EQ(out["layouts"].size(), 2u) << r.out;
+  // In tp order: TP 1 x PP 2, then TP 2 x PP 1.
+  EXPECT_EQ(out["layouts"][0]["pp"], 2);
+  EXPECT_GT(out["layouts"][0]["bubble"].get<double>(), 0.0);
+  EXPECT_GT(out["layouts"][0]["p2p_s"].get<double>(), 0.0);
+  EXPECT_EQ(out["layouts"][1]["bubble"], 0.0);
+  EXPECT_TRUE(out["best"].contains("pp")) << r.out;
+  const CommandResult both =
+      run_command(kAspen + " simulate" + kSmallRun +
+                  " rollout.max_tokens=512 --compare-pp 2 --sweep train.epochs=1,2");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--compare-pp"), std::string::npos) << both.err;
+}
+
 }  // namespace
 }  // namespace aspen::testing

@@ -6,12 +6,16 @@
 // --trace PATH writes the async side's Chrome trace (and the sync side's beside it).
 // --sweep key=v1,v2,... simulates once per value and tabulates sync and async effective
 // tokens/s, the ratio and the async bubbles, and names the best value.
+// --compare-pp D costs the trainer's optimizer step at every split tp x pp = D of a
+// data-parallel replica's D devices: TP's collectives against PP's bubble and p2p
+// (sim/trainer_layouts.h), and names the fastest that fits.
 #include <iostream>
 
 #include "aspen/cli/command.h"
 #include "aspen/cli/imports.h"
 #include "aspen/config/train_config.h"
 #include "aspen/sim/simulation_spec.h"
+#include "aspen/sim/trainer_layouts.h"
 #include "aspen/util/config.h"
 #include "aspen/util/error.h"
 
@@ -42,6 +46,7 @@ struct SimulateOptions {
   std::vector<std::string> arguments;
   std::string trace;
   std::string sweep;
+  int compare_pp = 0;  // > 0: compare the tp x pp splits of this many devices
 };
 
 TrainConfig config_of(std::vector<std::string> arguments) {
@@ -112,10 +117,22 @@ void setup(CLI::App& root) {
                       "write the async side's Chrome trace here (the sync side's beside it)");
   command->add_option("--sweep", options->sweep,
                       "key=v1,v2,...: simulate once per value and tabulate");
+  command->add_option("--compare-pp", options->compare_pp,
+                      "D: the trainer's step at every tp x pp = D split of a data-parallel "
+                      "replica (pipeline against tensor parallelism)");
   on_run(command, [options] {
     check_input(options->trace.empty() || options->sweep.empty(),
                 "a sweep writes no trace (one per value would overwrite each other)", "--trace",
                 "trace one value without --sweep");
+    if (options->compare_pp != 0) {
+      check_input(options->trace.empty() && options->sweep.empty(),
+                  "compares trainer layouts without simulating a run", "--compare-pp",
+                  "use it without --trace and --sweep");
+      std::cout << compare_trainer_layouts(config_of(options->arguments), options->compare_pp)
+                       .dump(2)
+                << '\n';
+      return 0;
+    }
     const nlohmann::json result =
         options->sweep.empty()
             ? simulate_sync_and_async(config_of(options->arguments), options->trace)

@@ -33,10 +33,11 @@ double sum_of_max_lines(double k, double a1, double b1, double a2, double b2) {
 CostModel::CostModel(ModelCost model, DevicePreset device, ClusterShape cluster,
                      TrainerOverheads overheads)
     : model_(model), device_(std::move(device)), cluster_(cluster), overheads_(overheads) {
-  check_input(cluster_.train_dp >= 1 && cluster_.train_tp >= 1 && cluster_.instances >= 1 &&
-                  cluster_.rollout_tp >= 1,
+  check_input(cluster_.train_dp >= 1 && cluster_.train_tp >= 1 && cluster_.train_pp >= 1 &&
+                  cluster_.instances >= 1 && cluster_.rollout_tp >= 1,
               "train " + std::to_string(cluster_.train_dp) + " x " +
-                  std::to_string(cluster_.train_tp) + ", rollout " +
+                  std::to_string(cluster_.train_tp) + " x " + std::to_string(cluster_.train_pp) +
+                  ", rollout " +
                   std::to_string(cluster_.instances) + " x " + std::to_string(cluster_.rollout_tp),
               "simulated placement", "every size >= 1");
   check_input(device_.peak_flops > 0 && device_.memory_bandwidth > 0 &&
@@ -45,6 +46,10 @@ CostModel::CostModel(ModelCost model, DevicePreset device, ClusterShape cluster,
                   device_.decode_bandwidth_efficiency > 0,
               "a non-positive peak, bandwidth or efficiency", "simulate.device " + device_.name,
               "every rate and efficiency must be > 0");
+  check_input(cluster_.train_micro_batches >= 0 && cluster_.train_micro_batch_tokens >= 1,
+              std::to_string(cluster_.train_micro_batches) + " micro-batches, " +
+                  std::to_string(cluster_.train_micro_batch_tokens) + " tokens each",
+              "simulated trainer", "a count >= 0 (0: from the token budget) and a budget >= 1");
   weight_bytes_ = model_.parameters * kElementBytes;
   published_bytes_ = model_.trainable_parameters() * kElementBytes;
   kv_bytes_per_token_ = model_.kv_elements_per_token * kElementBytes;
@@ -53,8 +58,38 @@ CostModel::CostModel(ModelCost model, DevicePreset device, ClusterShape cluster,
 double CostModel::tp_collectives_s(int tp, double tokens, int collectives_per_layer) const {
   if (tp <= 1) return 0.0;
   const double bytes = 2.0 * (tp - 1) / tp * tokens * static_cast<double>(model_.hidden) * kElementBytes;
+  // A TP group wider than a node all-reduces over the network.
+  const double bandwidth =
+      tp <= device_.devices_per_node ? device_.link_bandwidth : device_.network_bandwidth;
   return collectives_per_layer * static_cast<double>(model_.layers) *
-         (device_.collective_latency_s + bytes / device_.link_bandwidth);
+         (device_.collective_latency_s + bytes / bandwidth);
+}
+
+TrainerPassCost CostModel::pass(double tokens, double flops, double overhead_s, int collectives,
+                                int messages) const {
+  const double dp = cluster_.train_dp, pp = cluster_.train_pp;
+  const double rank_tokens = tokens / dp;
+  TrainerPassCost cost;
+  // Each stage computes L / pp of the layers for all of the rank's tokens.
+  cost.compute_s = flops / (cluster_.train_devices() * device_.peak_flops * device_.train_mfu) +
+                   overhead_s * tokens / dp / pp;
+  cost.tp_comm_s = tp_collectives_s(cluster_.train_tp, rank_tokens, collectives) / pp;
+  if (cluster_.train_pp == 1) return cost;
+  const int64_t m =
+      cluster_.train_micro_batches > 0
+          ? cluster_.train_micro_batches
+          : std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                     rank_tokens / static_cast<double>(cluster_.train_micro_batch_tokens))));
+  const double slots = static_cast<double>(m) + pp - 1.0;
+  cost.micro_batches = m;
+  cost.bubble = (pp - 1.0) / slots;
+  cost.bubble_s = (cost.compute_s + cost.tp_comm_s) * (pp - 1.0) / static_cast<double>(m);
+  const bool one_node = cluster_.train_tp * cluster_.train_pp <= device_.devices_per_node;
+  const double bandwidth = one_node ? device_.link_bandwidth : device_.network_bandwidth;
+  const double message_bytes =
+      rank_tokens / static_cast<double>(m) * static_cast<double>(model_.hidden) * kElementBytes;
+  cost.p2p_s = slots * messages * (device_.collective_latency_s + message_bytes / bandwidth);
+  return cost;
 }
 
 double CostModel::engine_step_s(int64_t decoding, double context, int64_t prefill_tokens,
@@ -110,7 +145,8 @@ int64_t CostModel::kv_capacity_tokens() const {
   const double t = cluster_.rollout_tp;
   double free = t * device_.memory_bytes * cluster_.memory_utilization - weight_bytes_;
   if (cluster_.colocated) {
-    free -= t * 4.0 * (model_.parameters + model_.adapter_parameters) / cluster_.train_tp;
+    free -= t * 4.0 * (model_.parameters + model_.adapter_parameters) /
+            (cluster_.train_tp * cluster_.train_pp);
   }
   check_input(free > 0 && kv_bytes_per_token_ > 0,
               "the weights (" + std::to_string(weight_bytes_ / 1e9) + " GB) leave no KV cache on " +
@@ -123,26 +159,33 @@ int64_t CostModel::kv_capacity_tokens() const {
   return static_cast<int64_t>(std::min(free / kv_bytes_per_token_, kMaxKvTokens));
 }
 
-double CostModel::forward_s(double tokens, double pairs) const {
-  const double devices = cluster_.train_devices();
-  if (!device_.roofline) return overheads_.forward_token_s * tokens / cluster_.train_dp;
-  return model_.forward_flops(tokens, pairs) / (devices * device_.peak_flops * device_.train_mfu) +
-         overheads_.forward_token_s * tokens / cluster_.train_dp +
-         tp_collectives_s(cluster_.train_tp, tokens / cluster_.train_dp, 2);
+TrainerPassCost CostModel::forward_pass(double tokens, double pairs) const {
+  return pass(tokens, model_.forward_flops(tokens, pairs), overheads_.forward_token_s, 2, 1);
 }
 
-double CostModel::train_s(double tokens, double pairs) const {
-  const double devices = cluster_.train_devices();
+TrainerPassCost CostModel::train_pass(double tokens, double pairs) const {
+  return pass(tokens, model_.train_flops(tokens, pairs), overheads_.train_token_s, 4, 2);
+}
+
+double CostModel::forward_s(double tokens, double pairs) const {
+  // The calibrated cpu device: the measured per-token cost (one process, no pipeline).
+  if (!device_.roofline) return overheads_.forward_token_s * tokens / cluster_.train_dp;
+  return forward_pass(tokens, pairs).total_s();
+}
+
+double CostModel::train_s(double tokens, double pairs, int64_t steps) const {
   if (!device_.roofline) return overheads_.train_token_s * tokens / cluster_.train_dp;
-  return model_.train_flops(tokens, pairs) / (devices * device_.peak_flops * device_.train_mfu) +
-         overheads_.train_token_s * tokens / cluster_.train_dp +
-         tp_collectives_s(cluster_.train_tp, tokens / cluster_.train_dp, 4);
+  // One pass is linear in the tokens without a pipeline (as before pp existed: its
+  // collectives' latency counted once per update); a pipeline flushes at every step.
+  if (cluster_.train_pp == 1) return train_pass(tokens, pairs).total_s();
+  const double k = static_cast<double>(std::max<int64_t>(1, steps));
+  return k * train_pass(tokens / k, pairs / k).total_s();
 }
 
 double CostModel::optimizer_step_s() const {
   if (!device_.roofline) return overheads_.update_fixed_s;
   const double dp = cluster_.train_dp;
-  const double shard = model_.trainable_parameters() / cluster_.train_tp;
+  const double shard = model_.trainable_parameters() / (cluster_.train_tp * cluster_.train_pp);
   const bool one_node = cluster_.train_devices() <= device_.devices_per_node;
   const double dp_bandwidth = one_node ? device_.link_bandwidth : device_.network_bandwidth;
   const double all_reduce =
@@ -156,14 +199,16 @@ double CostModel::publish_s() const {
     // The resharder's plan (parallel/resharder.h): rollout TP dividing training TP
     // (k = train_tp / rollout_tp), each rank all-gathers the (k-1)/k of its inference
     // shard it lacks; rollout TP a multiple of training TP, each slices locally.
+    // With pp > 1 a rank holds only its stage's layers of that shard (h / pp).
     const int t_train = cluster_.train_tp, t_infer = cluster_.rollout_tp;
-    if (t_infer % t_train == 0) return 0.0;
-    const double k = static_cast<double>(t_train) / t_infer;
-    return (k - 1.0) / k * published_bytes_ / t_infer / device_.link_bandwidth;
+    const double held = t_infer % t_train == 0 ? 1.0 : static_cast<double>(t_infer) / t_train;
+    const double received = 1.0 - held / cluster_.train_pp;
+    return received * published_bytes_ / t_infer / device_.link_bandwidth;
   }
-  // Trainer ranks gather their tensor-parallel shards into whole tensors.
+  // Trainer ranks gather their tensor-parallel shards into whole tensors, each stage
+  // its own layers.
   const double tp = cluster_.train_tp;
-  return (tp - 1) / tp * published_bytes_ / device_.link_bandwidth;
+  return (tp - 1) / tp * published_bytes_ / cluster_.train_pp / device_.link_bandwidth;
 }
 
 double CostModel::weight_fetch_s() const {
@@ -177,7 +222,7 @@ double CostModel::weight_fetch_s() const {
 }
 
 double CostModel::trainer_state_bytes() const {
-  const double tp = cluster_.train_tp;
+  const double tp = cluster_.train_tp * cluster_.train_pp;  // devices one replica spans
   if (!model_.lora()) return 16.0 * model_.parameters / tp;
   return (4.0 * model_.parameters + 16.0 * model_.adapter_parameters) / tp;
 }

@@ -127,6 +127,7 @@ ClusterShape configured_cluster(const TrainConfig& config) {
                        devices_why);
   ClusterShape c;
   c.memory_utilization = config.simulate.memory_utilization;
+  c.train_micro_batch_tokens = config.train.micro_batch_tokens;
   if (p.world_size() == 1) {  // one process: a trainer thread and instance threads
     c.instances = static_cast<int>(config.pipeline.instances);
     return c;
@@ -262,11 +263,12 @@ SimulationSpec simulation_spec(const TrainConfig& config_in, bool async) {
     instances_key = "simulate.baseline colocated (every device an instance)";
     const int devices = spec.cluster.devices();
     ClusterShape& c = spec.cluster;
-    check_input(devices % c.train_tp == 0 && devices % c.rollout_tp == 0,
-                std::to_string(devices) + " devices for train.tp " + std::to_string(c.train_tp) +
+    const int replica = c.train_tp * c.train_pp;
+    check_input(devices % replica == 0 && devices % c.rollout_tp == 0,
+                std::to_string(devices) + " devices for train.tp x pp " + std::to_string(replica) +
                     " and rollout.tp " + std::to_string(c.rollout_tp),
-                "simulate.baseline colocated", "both TP sizes must divide the device count");
-    c.train_dp = devices / c.train_tp;
+                "simulate.baseline colocated", "both sizes must divide the device count");
+    c.train_dp = devices / replica;
     c.instances = devices / c.rollout_tp;
     c.colocated = true;
   }
@@ -385,7 +387,7 @@ nlohmann::json simulate_sync_and_async(const TrainConfig& config, const std::str
                     {"published_gb", costs.published_bytes() / 1e9}};
   out["device"] = async.device.name;
   auto cluster_json = [](const ClusterShape& c) {
-    return nlohmann::json{{"train", {{"dp", c.train_dp}, {"tp", c.train_tp}}},
+    return nlohmann::json{{"train", {{"dp", c.train_dp}, {"tp", c.train_tp}, {"pp", c.train_pp}}},
                           {"rollout", {{"instances", c.instances}, {"tp", c.rollout_tp}}},
                           {"colocated", c.colocated},
                           {"devices", c.devices()}};

@@ -197,7 +197,8 @@ void Simulation::start_part(const Claim& batch) {
   if (spec_.reference) seconds += forward;
   if (spec_.recompute_old_logprobs) seconds += forward;
   if (spec_.critic) seconds += forward;
-  const double train = costs_.train_s(tokens, pairs);
+  // The pipeline (pp > 1) flushes at every optimizer step: the epoch's mini-batches.
+  const double train = costs_.train_s(tokens, pairs, spec_.optimizer_steps / spec_.epochs);
   seconds += static_cast<double>(spec_.epochs) * train * (spec_.critic ? 2.0 : 1.0);
   part_completes_batch_ = batch_groups_in_ >= spec_.prompts_per_iteration;
   // Over-sampling: update i's batch is fixed, so what it left behind is known now.
