@@ -80,7 +80,8 @@ TEST(AgentProgram, ARunGetsItsRowAndEnvironmentAndTrainsOnWhatItsSessionRecorded
     while (!fs::exists(dir / "session")) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     const std::string session = read_file(dir / "session");
     sessions.begin_call(session, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-    sessions.finish_call(session, out, {-0.25f, -0.5f}, {2, 2});
+    sessions.finish_call(session, out, {-0.25f, -0.5f}, {2, 2}, /*tool_calls=*/3,
+                         /*tool_errors=*/1);
     std::ofstream(dir / "go") << "";
   });
   const AgentEpisode episode = program.run(ordered_json{{"target", 3}, {"text", "é\n\"x\""}});
@@ -88,7 +89,10 @@ TEST(AgentProgram, ARunGetsItsRowAndEnvironmentAndTrainsOnWhatItsSessionRecorded
   EXPECT_TRUE(episode.ok()) << episode.error;
   EXPECT_EQ(episode.reward, 1.5);
   EXPECT_EQ(episode.turns, 1);
+  EXPECT_EQ(episode.tool_calls, 3);
+  EXPECT_EQ(episode.tool_errors, 1);
   ASSERT_EQ(episode.segments.size(), 1u);
+  EXPECT_EQ(episode.segments[0].tool_calls, 3);
   EXPECT_EQ(episode.segments[0].response, out);
   EXPECT_EQ(episode.segments[0].loss_mask, (std::vector<float>{1, 1}));
   EXPECT_EQ(episode.session, read_file(dir / "session"));

@@ -142,6 +142,9 @@ TEST(AgentEndpoint, AnOpenAiClientEpisodeTrainsExactlyTheTokensItSawAndTheToolMe
   EXPECT_EQ(episode.reward, 1.0);
   EXPECT_EQ(episode.turns, 2);
   EXPECT_EQ(episode.prefix_breaks, 0);
+  int64_t calls_seen = 0;
+  for (const auto& turn : seen["turns"]) calls_seen += turn["message"].value("tool_calls", ordered_json::array()).size();
+  EXPECT_EQ(episode.tool_calls, calls_seen);
   ASSERT_EQ(episode.segments.size(), 1u);
   const AgentSegment& segment = episode.segments[0];
   const Tokenizer& tokenizer = server.tokenizer();

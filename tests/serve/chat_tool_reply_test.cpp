@@ -61,6 +61,8 @@ TEST(ChatToolReply, CallsCarriedBackByAClientRenderAsTheModelWroteThem) {
         << whole;
   }
   EXPECT_EQ(chat_tool_reply(turns[1], "r2").tool_calls.size(), 2u);
+  EXPECT_EQ(chat_tool_reply(turns[1], "r2").calls, 2);
+  EXPECT_EQ(chat_tool_reply(turns[1], "r2").malformed, 0);
 }
 
 TEST(ChatToolReply, AMalformedCallOrNoCallIsPlainContent) {
@@ -69,6 +71,8 @@ TEST(ChatToolReply, AMalformedCallOrNoCallIsPlainContent) {
   const ToolReply reply = chat_tool_reply(broken, "r");
   EXPECT_TRUE(reply.tool_calls.is_null());
   EXPECT_EQ(reply.content, broken);
+  EXPECT_EQ(reply.calls, 1);
+  EXPECT_EQ(reply.malformed, 1);
   EXPECT_EQ(chat_tool_reply("Just text.\n", "r").content, "Just text.\n");
   EXPECT_TRUE(chat_tool_reply("Just text.\n", "r").tool_calls.is_null());
 }

@@ -156,6 +156,10 @@ AgentEpisode AgentProgram::finish(const std::string& session, const AgentProcess
   episode.session = session;
   episode.segments = std::move(closed.segments);
   episode.turns = closed.turns;
+  for (const AgentSegment& segment : episode.segments) {
+    episode.tool_calls += segment.tool_calls;
+    episode.tool_errors += segment.tool_errors;
+  }
   episode.prefix_breaks = closed.prefix_breaks;
   episode.wall_s = process.wall_seconds;
   const auto fail = [&](AgentFault fault, std::string error) {

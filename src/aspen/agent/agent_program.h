@@ -68,6 +68,8 @@ struct AgentEpisode {
   AgentFault fault = AgentFault::kNone;
   std::string error;  // one line, when fault != kNone
   int64_t turns = 0;
+  int64_t tool_calls = 0;   // over the segments (AgentSegment::tool_calls)
+  int64_t tool_errors = 0;
   int64_t prefix_breaks = 0;
   double wall_s = 0;
 

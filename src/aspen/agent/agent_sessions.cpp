@@ -134,14 +134,15 @@ std::vector<TokenId> AgentSessions::begin_call(const std::string& id,
 
 void AgentSessions::finish_call(const std::string& id, const std::vector<TokenId>& generated,
                                 const std::vector<float>& logprobs,
-                                const std::vector<int64_t>& versions) {
+                                const std::vector<int64_t>& versions, int64_t tool_calls,
+                                int64_t tool_errors) {
   std::shared_ptr<Session> session = find(id);
   if (session == nullptr) return;
   int64_t breaks = 0;
   {
     MutexLock lock(session->mutex);
     const int64_t before = session->ledger.prefix_breaks();
-    session->ledger.finish_call(generated, logprobs, versions);
+    session->ledger.finish_call(generated, logprobs, versions, tool_calls, tool_errors);
     breaks = session->ledger.prefix_breaks() - before;
   }
   if (breaks > 0) count("agent_prefix_breaks");

@@ -94,7 +94,8 @@ class AgentSessions {
   std::vector<TokenId> begin_call(const std::string& id, const std::string& prompt_text);
   // Of a call begin_call accepted. Nothing happens when the session closed meanwhile.
   void finish_call(const std::string& id, const std::vector<TokenId>& generated,
-                   const std::vector<float>& logprobs, const std::vector<int64_t>& versions);
+                   const std::vector<float>& logprobs, const std::vector<int64_t>& versions,
+                   int64_t tool_calls = 0, int64_t tool_errors = 0);
   void cancel_call(const std::string& id);
 
   // Counters since construction, by metric name: agent_calls (calls accepted),

@@ -82,7 +82,8 @@ std::vector<TokenId> SessionLedger::begin_call(const std::string& prompt_text) {
 
 void SessionLedger::finish_call(const std::vector<TokenId>& generated,
                                 const std::vector<float>& logprobs,
-                                const std::vector<int64_t>& versions) {
+                                const std::vector<int64_t>& versions, int64_t tool_calls,
+                                int64_t tool_errors) {
   check_input(call_open_, "a generation was recorded with no call open", "session ledger");
   check_input(logprobs.size() == generated.size() && versions.size() == generated.size(),
               "the generation's tokens, log-probs and versions differ in length",
@@ -96,6 +97,8 @@ void SessionLedger::finish_call(const std::vector<TokenId>& generated,
   segment.logprobs.insert(segment.logprobs.end(), logprobs.begin(), logprobs.end());
   segment.versions.insert(segment.versions.end(), versions.begin(), versions.end());
   segment.loss_mask.insert(segment.loss_mask.end(), generated.size(), 1.0f);
+  segment.tool_calls += tool_calls;
+  segment.tool_errors += tool_errors;
   context_text_ += tokenizer_.decode(generated, /*skip_special_tokens=*/false);
 }
 

@@ -61,6 +61,10 @@ struct AgentSegment {
                                      // version of the model token before them
   std::vector<float> loss_mask;      // per response token: 1 generated, 0 environment
   std::vector<int64_t> turn_starts;  // offset of each generated turn in `response`
+  // The <tool_call> blocks of its turns the endpoint parsed (chat_tool_reply.h), and how
+  // many of them were malformed (returned to the agent as plain text).
+  int64_t tool_calls = 0;
+  int64_t tool_errors = 0;
 
   int64_t turns() const { return static_cast<int64_t>(turn_starts.size()); }
   // prompt + response: what the engine has seen so far.
@@ -89,10 +93,11 @@ class SessionLedger {
   // returns the tokens the engine must continue.
   std::vector<TokenId> begin_call(const std::string& prompt_text);
   // The call's generation: its tokens (as the engine generated them, the stop token
-  // included), their rollout log-probs and policy versions. aspen::Error when no call is
-  // open or the three lengths differ.
+  // included), their rollout log-probs and policy versions, and the tool calls parsed
+  // out of it. aspen::Error when no call is open or the three lengths differ.
   void finish_call(const std::vector<TokenId>& generated, const std::vector<float>& logprobs,
-                   const std::vector<int64_t>& versions);
+                   const std::vector<int64_t>& versions, int64_t tool_calls = 0,
+                   int64_t tool_errors = 0);
   void cancel_call();
 
   bool call_open() const { return call_open_; }

@@ -91,9 +91,10 @@ std::string AgentEndpoint::begin(const std::string& session_header, ServeRequest
   return session;
 }
 
-void AgentEndpoint::finish(const std::string& session, const Completion& completion) {
+void AgentEndpoint::finish(const std::string& session, const Completion& completion,
+                           int64_t tool_calls, int64_t tool_errors) {
   sessions_.finish_call(session, completion.token_ids, completion.logprobs,
-                        completion.policy_versions);
+                        completion.policy_versions, tool_calls, tool_errors);
 }
 
 void AgentEndpoint::cancel(const std::string& session) { sessions_.cancel_call(session); }

@@ -58,7 +58,9 @@ class AgentEndpoint {
   // Throws RequestError (with no call left open).
   std::string begin(const std::string& session_header, ServeRequest& request,
                     const ServeContext& context);
-  void finish(const std::string& session, const Completion& completion);
+  // `tool_calls`/`tool_errors`: the calls chat_tool_reply parsed out of the reply.
+  void finish(const std::string& session, const Completion& completion, int64_t tool_calls = 0,
+              int64_t tool_errors = 0);
   void cancel(const std::string& session);
 
   AgentSessions& sessions() { return sessions_; }
@@ -80,10 +82,10 @@ class AgentCall {
   }
   AgentCall(const AgentCall&) = delete;
   AgentCall& operator=(const AgentCall&) = delete;
-  void finish(const Completion& completion) {
+  void finish(const Completion& completion, int64_t tool_calls = 0, int64_t tool_errors = 0) {
     if (done_) return;
     done_ = true;
-    endpoint_.finish(session_, completion);
+    endpoint_.finish(session_, completion, tool_calls, tool_errors);
   }
 
  private:

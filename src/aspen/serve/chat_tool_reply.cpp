@@ -9,9 +9,9 @@ namespace aspen::serve {
 ToolReply chat_tool_reply(const std::string& text, const std::string& reply_id) {
   ToolReply reply;
   const ParsedTurn turn = parse_tool_calls(text);
-  bool well_formed = !turn.calls.empty();
-  for (const ParsedToolCall& call : turn.calls) well_formed = well_formed && call.ok();
-  if (!well_formed) {
+  reply.calls = static_cast<int64_t>(turn.calls.size());
+  for (const ParsedToolCall& call : turn.calls) reply.malformed += call.ok() ? 0 : 1;
+  if (turn.calls.empty() || reply.malformed > 0) {
     reply.content = text;
     return reply;
   }

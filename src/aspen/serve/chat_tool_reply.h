@@ -18,6 +18,7 @@
 // Thread safety: a pure function.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +29,8 @@ namespace aspen::serve {
 struct ToolReply {
   std::string content;
   nlohmann::json tool_calls;  // null when the text holds no (well-formed) call
+  int64_t calls = 0;          // <tool_call> blocks in the text, well-formed or not
+  int64_t malformed = 0;      // of which malformed
 };
 
 ToolReply chat_tool_reply(const std::string& text, const std::string& reply_id);

@@ -280,15 +280,16 @@ void OpenAiServer::register_routes() {
         if (event.kind != StreamEvent::Kind::kFinished) continue;
         ChoiceResult& choice = choices[event.prompt_index * request.n + event.sample_index];
         const Completion& completion = event.completion;
-        if (agent_call) agent_call->finish(completion);
         choice.text = completion.text;
         choice.finish_reason = finish_reason_name(completion.finish_reason);
+        ToolReply reply;
         if (request.parse_tool_calls) {
-          ToolReply reply = chat_tool_reply(completion.text, stream->request_ids().front());
-          choice.text = std::move(reply.content);
-          choice.tool_calls = std::move(reply.tool_calls);
+          reply = chat_tool_reply(completion.text, stream->request_ids().front());
+          choice.text = reply.content;
+          choice.tool_calls = reply.tool_calls;
           if (!choice.tool_calls.is_null()) choice.finish_reason = "tool_calls";
         }
+        if (agent_call) agent_call->finish(completion, reply.calls, reply.malformed);
         if (request.logprobs) {
           for (size_t t = 0; t < completion.token_ids.size(); ++t) {
             choice.tokens.push_back(
