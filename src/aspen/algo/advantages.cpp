@@ -40,6 +40,12 @@ torch::Tensor whiten(const torch::Tensor& x) {
   return centered * torch::rsqrt(var + 1e-8);
 }
 
+torch::Tensor whiten(const torch::Tensor& x, const PackedSeqs& packed) {
+  if (!packed.has_loss_mask()) return whiten(x);
+  packed.check_tokens(x, "whiten: x");
+  return packed.expand(whiten(packed.compact(x)));
+}
+
 torch::Tensor grpo_advantages(const torch::Tensor& scores, const torch::Tensor& group_ids,
                               const PackedSeqs& packed, const GrpoOptions& options) {
   torch::Tensor s = checked_scores(scores, group_ids, packed, "grpo_advantages");
@@ -53,7 +59,7 @@ torch::Tensor grpo_advantages(const torch::Tensor& scores, const torch::Tensor& 
     std = torch::where(single, torch::ones_like(std), std);
     adv = adv / (std.index_select(0, g.inverse) + options.eps);
   }
-  return broadcast_rows(adv, packed);
+  return packed.zero_masked(broadcast_rows(adv, packed));
 }
 
 torch::Tensor rloo_advantages(const torch::Tensor& scores, const torch::Tensor& group_ids,
@@ -63,7 +69,7 @@ torch::Tensor rloo_advantages(const torch::Tensor& scores, const torch::Tensor& 
   torch::Tensor n = g.counts.index_select(0, g.inverse).to(s.scalar_type());  // [B]
   // s_b - (sum_g - s_b)/(n-1) = n/(n-1) * (s_b - mean_g); singletons keep s_b.
   torch::Tensor loo = (s - row_baseline(s, g)) * n / (n - 1).clamp_min(1);
-  return broadcast_rows(torch::where(n > 1, loo, s), packed);
+  return packed.zero_masked(broadcast_rows(torch::where(n > 1, loo, s), packed));
 }
 
 torch::Tensor reinforce_pp_baseline_advantages(const torch::Tensor& scores,
@@ -71,7 +77,7 @@ torch::Tensor reinforce_pp_baseline_advantages(const torch::Tensor& scores,
                                                const PackedSeqs& packed) {
   torch::Tensor s = checked_scores(scores, group_ids, packed, "reinforce_pp_baseline_advantages");
   GroupIndex g = GroupIndex::from_ids(group_ids);
-  return whiten(broadcast_rows(s - row_baseline(s, g), packed));
+  return whiten(broadcast_rows(s - row_baseline(s, g), packed), packed);
 }
 
 torch::Tensor outcome_token_rewards(const torch::Tensor& scores, const PackedSeqs& packed,
@@ -80,7 +86,7 @@ torch::Tensor outcome_token_rewards(const torch::Tensor& scores, const PackedSeq
   torch::Tensor r = place_at_last_token(scores.detach(), packed);
   if (kl_coef != 0.0) {
     packed.check_tokens(kl, "outcome_token_rewards: kl");
-    r = r - kl_coef * kl.detach().to(r.scalar_type());
+    r = r - kl_coef * packed.zero_masked(kl.detach().to(r.scalar_type()));
   }
   return r;
 }
@@ -89,7 +95,7 @@ AdvantagesAndReturns reinforce_pp_advantages(const torch::Tensor& token_rewards,
                                              const PackedSeqs& packed, double gamma) {
   packed.check_tokens(token_rewards, "reinforce_pp_advantages: token_rewards");
   torch::Tensor returns = discounted_reverse_cumsum(token_rewards, packed, gamma);
-  return {whiten(returns), returns};
+  return {whiten(returns, packed), returns};
 }
 
 AdvantagesAndReturns gae_advantages(const torch::Tensor& token_rewards, const torch::Tensor& values,
@@ -97,6 +103,19 @@ AdvantagesAndReturns gae_advantages(const torch::Tensor& token_rewards, const to
                                     bool whiten_advantages) {
   packed.check_tokens(token_rewards, "gae_advantages: token_rewards");
   packed.check_tokens(values, "gae_advantages: values");
+  if (packed.has_loss_mask()) {
+    // GAE over model tokens only: each row is replaced by its compacted sequence of
+    // model tokens, so delta_t = r_t + gamma * V(next MODEL token) - V_t and the
+    // recursion steps from one model token to the next. An environment token is not
+    // an action: the policy did not choose it, so it has no advantage of its own, and
+    // treating the observation as part of the transition to the next model token is
+    // the MDP whose actions are the policy's tokens (verl's multi-turn GAE does the
+    // same: it walks the response mask). Advantages and returns are 0 there.
+    const AdvantagesAndReturns compact =
+        gae_advantages(packed.compact(token_rewards), packed.compact(values), packed.compacted(),
+                       gamma, lambda, whiten_advantages);
+    return {packed.expand(compact.advantages), packed.expand(compact.returns)};
+  }
   torch::Tensor r = token_rewards.detach();
   torch::Tensor v = values.detach().to(r.scalar_type());
   // V_{t+1} within the sequence; 0 after its last token.

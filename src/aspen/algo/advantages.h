@@ -26,6 +26,13 @@
 // verl's masked_whiten; var is taken as 0 when T < 2. Whitening is global over
 // the tokens passed in: call it on the whole global batch, not per micro-batch.
 //
+// Loss mask (packed.h; multi-turn trajectories): every estimator works on the
+// compacted rows of model tokens. Outcome advantages are 0 at environment tokens;
+// whitening statistics (mean, var, the count) are over model tokens only; the score
+// sits on each row's last MODEL token; the KL in the reward is 0 at environment
+// tokens; REINFORCE++ returns and GAE run over each row's model tokens only (GAE of a
+// trajectory = GAE of its compacted sequence, see gae_advantages), 0 elsewhere.
+// Without a mask every function is exactly the unmasked computation above.
 // Errors: aspen::Error for mis-shaped inputs. Thread safety: pure functions.
 #pragma once
 
@@ -72,5 +79,7 @@ AdvantagesAndReturns gae_advantages(const torch::Tensor& token_rewards, const to
                                     bool whiten_advantages = true);
 
 torch::Tensor whiten(const torch::Tensor& x);
+// whiten over packed's model tokens (0 at environment tokens); whiten(x) without a mask.
+torch::Tensor whiten(const torch::Tensor& x, const PackedSeqs& packed);
 
 }  // namespace aspen::algo

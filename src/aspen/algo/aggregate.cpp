@@ -39,15 +39,17 @@ double denominator(const std::optional<double>& global, int64_t local, const cha
 torch::Tensor aggregate(const torch::Tensor& per_token, const PackedSeqs& packed,
                         const AggOptions& options) {
   packed.check_tokens(per_token, "aggregate: per_token");
+  // Environment tokens contribute exactly 0 (value and gradient) and are not counted.
+  const torch::Tensor l = packed.zero_masked(per_token);
   if (options.mode == AggMode::kTokenMean) {
-    return per_token.sum() /
-           denominator(options.global_tokens, packed.num_tokens(), "aggregate: global_tokens");
+    return l.sum() /
+           denominator(options.global_tokens, packed.num_loss_tokens(), "aggregate: global_tokens");
   }
   const double seqs = denominator(options.global_seqs, packed.num_seqs(), "aggregate: global_seqs");
-  torch::Tensor seq_sums = segment_sum(per_token, packed);  // [B]
+  torch::Tensor seq_sums = segment_sum(l, packed);  // [B]
   switch (options.mode) {
     case AggMode::kSeqMeanTokenMean: {
-      torch::Tensor len = packed.lengths().clamp_min(1).to(per_token.scalar_type());
+      torch::Tensor len = packed.loss_lengths().clamp_min(1).to(per_token.scalar_type());
       return (seq_sums / len).sum() / seqs;
     }
     case AggMode::kSeqMeanTokenSum:
@@ -66,6 +68,14 @@ torch::Tensor token_mean_metric(const torch::Tensor& per_token) {
   torch::Tensor x = per_token.detach();
   if (x.numel() == 0) return torch::zeros({}, x.options());
   return x.mean();
+}
+
+torch::Tensor token_mean_metric(const torch::Tensor& per_token, const PackedSeqs& packed) {
+  if (!packed.has_loss_mask()) return token_mean_metric(per_token);
+  packed.check_tokens(per_token, "token_mean_metric: per_token");
+  if (packed.num_loss_tokens() == 0) return torch::zeros({}, per_token.detach().options());
+  return packed.zero_masked(per_token.detach()).sum() /
+         static_cast<double>(packed.num_loss_tokens());
 }
 
 }  // namespace aspen::algo

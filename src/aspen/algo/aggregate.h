@@ -10,6 +10,10 @@
 //                                                                    e.g. the max response length)
 // N defaults to this batch's T and S to its B. Empty sequences contribute 0
 // (L_b is clamped to 1). An empty batch aggregates to 0.
+// Loss mask (packed.h): the sums run over model tokens only (environment tokens add
+// exactly 0, whatever their value, and no gradient), N defaults to the model tokens
+// and L_b is row b's model tokens (verl's agg_loss with response_mask). S still
+// counts every row: a row's share does not depend on how many tool turns it had.
 //
 // Global denominators: a global batch split into micro-batches (gradient
 // accumulation) and/or data-parallel ranks is normalised exactly like the whole
@@ -50,5 +54,7 @@ torch::Tensor aggregate(const torch::Tensor& per_token, const PackedSeqs& packed
 
 // Plain mean over this batch's tokens, detached: what metrics report (0 if T = 0).
 torch::Tensor token_mean_metric(const torch::Tensor& per_token);
+// The same over `packed`'s model tokens (0 if none); token_mean_metric(x) without a mask.
+torch::Tensor token_mean_metric(const torch::Tensor& per_token, const PackedSeqs& packed);
 
 }  // namespace aspen::algo

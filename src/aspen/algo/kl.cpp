@@ -33,7 +33,10 @@ torch::Tensor kl_penalty(const torch::Tensor& logprobs, const torch::Tensor& ref
 torch::Tensor kl_loss(const torch::Tensor& logprobs, const torch::Tensor& ref_logprobs,
                       const PackedSeqs& packed, KlEstimator estimator, const AggOptions& agg) {
   packed.check_tokens(logprobs, "kl_loss: logprobs");
-  return aggregate(kl_penalty(logprobs, ref_logprobs, estimator), packed, agg);
+  // Environment tokens: the reference set equal to the policy (KL 0, finite gradient
+  // whatever the column holds there); aggregate() then skips them.
+  const torch::Tensor ref = packed.fill_masked(ref_logprobs, logprobs.detach());
+  return aggregate(kl_penalty(logprobs, ref, estimator), packed, agg);
 }
 
 torch::Tensor entropy_loss(const torch::Tensor& entropy, const PackedSeqs& packed,

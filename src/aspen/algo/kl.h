@@ -13,6 +13,7 @@
 //   - KL in the reward (PPO-style penalty): pass detached tensors or run under
 //     torch::NoGradGuard, then outcome_token_rewards(..., kl, coef).
 //   - KL in the loss (GRPO-style): keep logp's graph; kl_loss() aggregates it.
+// kl_loss and entropy_loss respect a loss mask (packed.h): model tokens only.
 // Shapes: logp, ref [T] (packed, see packed.h). Thread safety: pure functions.
 #pragma once
 

@@ -26,7 +26,65 @@ PackedSeqs PackedSeqs::from_cu_seqlens(const torch::Tensor& cu_seqlens) {
   out.lengths_ = cu_seqlens.slice(0, 1) - cu_seqlens.slice(0, 0, -1);
   // repeat_interleave(repeats) = [0]*L_0 ++ [1]*L_1 ++ ...: the row id of every token.
   out.row_ids_ = torch::repeat_interleave(out.lengths_);
+  out.num_loss_tokens_ = out.num_tokens();
   return out;
+}
+
+PackedSeqs PackedSeqs::with_loss_mask(const torch::Tensor& mask) const {
+  if (!mask.defined()) {
+    PackedSeqs out = *this;
+    out.loss_mask_ = torch::Tensor();
+    out.loss_lengths_ = torch::Tensor();
+    out.loss_token_index_ = torch::Tensor();
+    out.num_loss_tokens_ = num_tokens();
+    out.compacted_.reset();
+    return out;
+  }
+  check_tokens(mask, "loss_mask");
+  const torch::Tensor host = mask.detach().to(torch::kCPU, torch::kDouble);
+  check_input(((host == 0) | (host == 1)).all().item<bool>(),
+              "every entry must be 0 (environment token) or 1 (model token)", "loss_mask");
+  PackedSeqs out = *this;
+  const torch::Tensor keep = host != 0;
+  out.loss_mask_ = keep.to(cu_seqlens_.device());
+  out.loss_token_index_ = keep.nonzero().squeeze(1).to(cu_seqlens_.device());
+  out.num_loss_tokens_ = out.loss_token_index_.size(0);
+  std::vector<int64_t> model_lengths(static_cast<size_t>(num_seqs()), 0);
+  const bool* k = keep.contiguous().data_ptr<bool>();
+  for (int64_t b = 0; b < num_seqs(); ++b) {
+    for (int64_t t = host_offsets_[b]; t < host_offsets_[b + 1]; ++t) model_lengths[b] += k[t];
+  }
+  out.compacted_ =
+      std::make_shared<const PackedSeqs>(from_lengths(model_lengths, cu_seqlens_.device()));
+  out.loss_lengths_ = out.compacted_->lengths();
+  return out;
+}
+
+const PackedSeqs& PackedSeqs::compacted() const {
+  return compacted_ ? *compacted_ : *this;
+}
+
+torch::Tensor PackedSeqs::compact(const torch::Tensor& x) const {
+  if (!has_loss_mask()) return x;
+  check_tokens(x, "compact: x");
+  return x.index_select(0, loss_token_index_.to(x.device()));
+}
+
+torch::Tensor PackedSeqs::expand(const torch::Tensor& y) const {
+  if (!has_loss_mask()) return y;
+  compacted().check_tokens(y, "expand: y");
+  return torch::zeros({num_tokens()}, y.options())
+      .index_copy(0, loss_token_index_.to(y.device()), y);
+}
+
+torch::Tensor PackedSeqs::zero_masked(const torch::Tensor& x) const {
+  if (!has_loss_mask()) return x;
+  return torch::where(loss_mask_.to(x.device()), x, torch::zeros_like(x));
+}
+
+torch::Tensor PackedSeqs::fill_masked(const torch::Tensor& x, const torch::Tensor& fill) const {
+  if (!has_loss_mask()) return x;
+  return torch::where(loss_mask_.to(x.device()), x, fill.to(x.scalar_type()));
 }
 
 PackedSeqs PackedSeqs::from_lengths(const std::vector<int64_t>& lengths, torch::Device device) {
@@ -65,6 +123,8 @@ torch::Tensor segment_sum(const torch::Tensor& per_token, const PackedSeqs& pack
 
 torch::Tensor place_at_last_token(const torch::Tensor& per_row, const PackedSeqs& packed) {
   packed.check_rows(per_row, "place_at_last_token: per_row");
+  // With a loss mask: the last MODEL token (an outcome is the policy's to earn).
+  if (packed.has_loss_mask()) return packed.expand(place_at_last_token(per_row, packed.compacted()));
   const auto& off = packed.host_offsets();
   for (int64_t b = 0; b < packed.num_seqs(); ++b) {
     check_input(off[b + 1] > off[b], "sequence " + std::to_string(b) + " is empty",
@@ -77,6 +137,12 @@ torch::Tensor place_at_last_token(const torch::Tensor& per_row, const PackedSeqs
 torch::Tensor discounted_reverse_cumsum(const torch::Tensor& x, const PackedSeqs& packed,
                                         double gamma) {
   packed.check_tokens(x, "discounted_reverse_cumsum: x");
+  if (packed.has_loss_mask()) {
+    // Over each row's compacted model tokens: an environment token neither adds nor
+    // discounts (the recurrence steps from one model token to the next) and gets 0.
+    return packed.expand(
+        discounted_reverse_cumsum(packed.compact(x), packed.compacted(), gamma));
+  }
   torch::Tensor in = x.detach().to(torch::kCPU, torch::kDouble).contiguous();
   torch::Tensor out = torch::empty_like(in);
   const double* src = in.data_ptr<double>();

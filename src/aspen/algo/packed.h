@@ -14,8 +14,22 @@
 //   broadcast_rows(v)      [B] -> [T]:  out[t] = v[row(t)]
 //   segment_sum(x)         [T] -> [B]:  out[b] = sum_{t in b} x[t]
 //   place_at_last_token(v) [B] -> [T]:  out[last token of b] = v[b], 0 elsewhere
+//                                       (with a loss mask: its last model token)
 //   discounted_reverse_cumsum(x, g) [T] -> [T], per sequence, no gradient:
-//                                       out[t] = x[t] + g * out[t+1] (out[L_b] = 0)
+//                                       out[t] = x[t] + g * out[t+1] (out[L_b] = 0);
+//                                       with a loss mask over each row's model tokens
+//                                       (environment tokens skipped, 0 there)
+//
+// Loss mask (multi-turn trajectories, issue #35): with_loss_mask(mask) returns the
+// same layout carrying a [T] mask, true for a token the policy generated (a "model
+// token": trained on) and false for an environment token (a tool result or
+// observation inside the response: it conditions later tokens but is never trained
+// on, and its old/rollout log-probs, advantages and values are meaningless). Every
+// algo function reads it through the accessors below: losses and metrics sum over
+// model tokens only and count only them in denominators, the estimators treat a row
+// as its compacted sequence of model tokens (compact()/expand()) and put 0 at
+// environment tokens. Without a mask every accessor is the unmasked quantity and
+// every function takes exactly its unmasked code path (bit-identical results).
 //
 // Thread safety: a PackedSeqs is immutable after construction; share freely.
 #pragma once
@@ -23,6 +37,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,19 +66,50 @@ class PackedSeqs {
   void check_tokens(const torch::Tensor& x, const std::string& what) const;
   void check_rows(const torch::Tensor& x, const std::string& what) const;
 
+  // This layout with `mask` [T] (any dtype, every entry 0 or 1; nonzero = model
+  // token) as its loss mask; an undefined mask returns the layout unmasked. Reads the
+  // mask on the host once. Throws aspen::Error for a mis-shaped mask or another value.
+  PackedSeqs with_loss_mask(const torch::Tensor& mask) const;
+  bool has_loss_mask() const { return loss_mask_.defined(); }
+  const torch::Tensor& loss_mask() const { return loss_mask_; }  // [T] bool; undefined: none
+  // Model tokens: in all (N), per row [B] int64, and their positions [N] int64 in [T].
+  int64_t num_loss_tokens() const { return num_loss_tokens_; }
+  const torch::Tensor& loss_lengths() const { return has_loss_mask() ? loss_lengths_ : lengths_; }
+  const torch::Tensor& loss_token_index() const { return loss_token_index_; }  // masked only
+  // The layout of the compacted batch: row b holds its model tokens only, in order.
+  // Without a mask: *this.
+  const PackedSeqs& compacted() const;
+  // x [T] -> its model tokens [N] (compact), and y [N] -> [T] with 0 at environment
+  // tokens (expand). Without a mask both return their argument.
+  torch::Tensor compact(const torch::Tensor& x) const;
+  torch::Tensor expand(const torch::Tensor& y) const;
+  // x with 0 at environment tokens (torch::where, so NaN/inf there do not leak);
+  // x itself without a mask.
+  torch::Tensor zero_masked(const torch::Tensor& x) const;
+  // x with `fill` [T] at environment tokens: neutral inputs so that garbage in a
+  // masked position cannot reach a gradient (0 * NaN); x itself without a mask.
+  torch::Tensor fill_masked(const torch::Tensor& x, const torch::Tensor& fill) const;
+
  private:
   PackedSeqs() = default;
   torch::Tensor cu_seqlens_;
   torch::Tensor lengths_;
   torch::Tensor row_ids_;
   std::vector<int64_t> host_offsets_;
+  // Loss mask (see above); num_loss_tokens_ is num_tokens() without one.
+  torch::Tensor loss_mask_;
+  torch::Tensor loss_lengths_;
+  torch::Tensor loss_token_index_;
+  int64_t num_loss_tokens_ = 0;
+  std::shared_ptr<const PackedSeqs> compacted_;
 };
 
 torch::Tensor broadcast_rows(const torch::Tensor& per_row, const PackedSeqs& packed);
 
 torch::Tensor segment_sum(const torch::Tensor& per_token, const PackedSeqs& packed);
 
-// Throws aspen::Error if a sequence is empty: its value would have nowhere to go.
+// Throws aspen::Error if a sequence is empty (with a mask: has no model token): its
+// value would have nowhere to go.
 torch::Tensor place_at_last_token(const torch::Tensor& per_row, const PackedSeqs& packed);
 
 // The recurrence is sequential in time over [T] scalars, so it runs as one host

@@ -29,7 +29,8 @@ void check_options(const PolicyLossOptions& o) {
 torch::Tensor log_ratio(const torch::Tensor& logp, const torch::Tensor& token_log_ratio,
                         const PackedSeqs& packed, PolicyRatio kind) {
   if (kind == PolicyRatio::kToken) return token_log_ratio.clamp(-kMaxLogRatio, kMaxLogRatio);
-  torch::Tensor len = packed.lengths().clamp_min(1).to(logp.scalar_type());
+  // Over the row's model tokens (environment tokens' log-ratios are 0 here).
+  torch::Tensor len = packed.loss_lengths().clamp_min(1).to(logp.scalar_type());
   torch::Tensor seq_log_ratio = segment_sum(token_log_ratio.detach(), packed) / len;  // [B]
   torch::Tensor log_r = logp - logp.detach() + broadcast_rows(seq_log_ratio, packed);
   return log_r.clamp(-kMaxLogRatio, kMaxLogRatio);
@@ -45,8 +46,10 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PackedSeqs& packe
   packed.check_tokens(in.advantages, "policy_loss: advantages");
   const torch::Tensor& logp = in.logprobs;
   const auto dtype = logp.scalar_type();
-  torch::Tensor old = in.old_logprobs.detach().to(dtype);
-  torch::Tensor adv = in.advantages.detach().to(dtype);
+  // Environment tokens (loss mask): neutral inputs - ratio 1, advantage 0 - so that
+  // whatever their columns hold cannot reach the loss, a gradient or a metric.
+  torch::Tensor old = packed.fill_masked(in.old_logprobs.detach().to(dtype), logp.detach());
+  torch::Tensor adv = packed.zero_masked(in.advantages.detach().to(dtype));
 
   torch::Tensor token_log_ratio = logp - old;
   torch::Tensor ratio = log_ratio(logp, token_log_ratio, packed, o.ratio).exp();
@@ -54,11 +57,11 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PackedSeqs& packe
   torch::Tensor l2 = -adv * ratio.clamp(1.0 - o.clip_ratio_low, 1.0 + o.clip_ratio_high);
   torch::Tensor per_token = torch::max(l1, l2);
   PolicyLossResult out;
-  out.clip_frac = token_mean_metric((l2 > l1).to(dtype));
+  out.clip_frac = token_mean_metric((l2 > l1).to(dtype), packed);
   if (o.clip_ratio_c) {
     torch::Tensor l3 = -adv * *o.clip_ratio_c;
     torch::Tensor negative = adv < 0;
-    out.dual_clip_frac = token_mean_metric((negative & (per_token > l3)).to(dtype));
+    out.dual_clip_frac = token_mean_metric((negative & (per_token > l3)).to(dtype), packed);
     per_token = torch::where(negative, torch::min(per_token, l3), per_token);
   } else {
     out.dual_clip_frac = torch::zeros({}, logp.options().requires_grad(false));
@@ -70,14 +73,15 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PackedSeqs& packe
   } else if (o.correction == OffPolicyCorrection::kRolloutCorrection) {
     packed.check_tokens(in.behaviour_logprobs, "policy_loss: behaviour_logprobs");
     RolloutCorrection rc = rollout_correction(old, in.behaviour_logprobs, packed, o.rollout);
-    out.correction_weight_mean = token_mean_metric(rc.weights);
-    out.correction_capped_frac = token_mean_metric(rc.changed.to(dtype));
+    out.correction_weight_mean = token_mean_metric(rc.weights, packed);
+    out.correction_capped_frac = token_mean_metric(rc.changed.to(dtype), packed);
     out.rollout = rc.metrics;
     per_token = per_token * rc.weights;
   } else {
     packed.check_tokens(in.behaviour_logprobs, "policy_loss: behaviour_logprobs");
-    torch::Tensor w =
-        (old - in.behaviour_logprobs.detach().to(dtype)).clamp(-kMaxLogRatio, kMaxLogRatio).exp();
+    const torch::Tensor behaviour =
+        packed.fill_masked(in.behaviour_logprobs.detach().to(dtype), old);
+    torch::Tensor w = (old - behaviour).clamp(-kMaxLogRatio, kMaxLogRatio).exp();
     torch::Tensor capped = torch::zeros_like(w, torch::kBool);
     if (o.correction_cap) {
       capped = w > *o.correction_cap;
@@ -85,16 +89,16 @@ PolicyLossResult policy_loss(const PolicyLossInputs& in, const PackedSeqs& packe
               ? torch::where(capped, torch::zeros_like(w), w)
               : w.clamp_max(*o.correction_cap);
     }
-    out.correction_weight_mean = token_mean_metric(w);
-    out.correction_capped_frac = token_mean_metric(capped.to(dtype));
+    out.correction_weight_mean = token_mean_metric(w, packed);
+    out.correction_capped_frac = token_mean_metric(capped.to(dtype), packed);
     per_token = per_token * w;
   }
 
   out.loss = aggregate(per_token, packed, o.agg);
   torch::Tensor d = token_log_ratio.detach().clamp(-kMaxLogRatio, kMaxLogRatio);
-  out.approx_kl_k1 = token_mean_metric(-d);
-  out.approx_kl_k3 = token_mean_metric(d.exp() - 1.0 - d);
-  out.ratio_mean = token_mean_metric(ratio);
+  out.approx_kl_k1 = token_mean_metric(-d, packed);
+  out.approx_kl_k3 = token_mean_metric(d.exp() - 1.0 - d, packed);
+  out.ratio_mean = token_mean_metric(ratio, packed);
   return out;
 }
 

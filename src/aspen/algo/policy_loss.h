@@ -24,10 +24,15 @@
 //       the rejection mask of rollout_correction.h (token/sequence TIS, token/sequence/
 //       geometric MIS), from old_t and beh_t.
 // loss = aggregate(l, agg)   (aggregate.h; GSPO is defined with seq-mean-token-mean).
+// Loss mask (packed.h): environment tokens get ratio 1, advantage 0 and weight 1
+// before anything is computed (their columns may hold anything, NaN included), L_b
+// and the sums of the sequence ratios (GSPO's s_b, rollout correction's rho_b, g_b)
+// run over the row's model tokens, the loss aggregates over model tokens, and every
+// metric is a mean over model tokens. The gradient at an environment token is 0.
 //
 // Shapes: all inputs [T] packed (see packed.h); loss 0-dim, differentiable w.r.t.
 // logprobs only. Metrics are detached 0-dim tensors, plain means over this batch's
-// tokens (no device sync here: call .item() when logging).
+// (model) tokens (no device sync here: call .item() when logging).
 // Errors: aspen::Error for mis-shaped inputs or invalid options.
 // Thread safety: pure function.
 #pragma once

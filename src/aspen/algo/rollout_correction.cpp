@@ -32,12 +32,13 @@ RolloutCorrection rollout_correction(const torch::Tensor& old_logprobs,
   packed.check_tokens(behaviour_logprobs, "rollout correction: behaviour_logprobs");
   torch::NoGradGuard no_grad;
   const auto dtype = old_logprobs.scalar_type();
-  const torch::Tensor d =
-      (old_logprobs.detach() - behaviour_logprobs.detach().to(dtype)).clamp(-kMaxCorrectionLogRatio, kMaxCorrectionLogRatio);
+  // Environment tokens (loss mask) get d = 0: ratio 1, no part in a sequence ratio.
+  const torch::Tensor d = packed.zero_masked(
+      (old_logprobs.detach() - behaviour_logprobs.detach().to(dtype)).clamp(-kMaxCorrectionLogRatio, kMaxCorrectionLogRatio));
   const torch::Tensor rho = d.exp();
   // Sequence sums in the token dtype; an empty sequence has sum 0 (ratio 1).
   const torch::Tensor seq_log = segment_sum(d, packed);  // [B]
-  const torch::Tensor len = packed.lengths().clamp_min(1).to(dtype);
+  const torch::Tensor len = packed.loss_lengths().clamp_min(1).to(dtype);
   auto per_sequence = [&](const torch::Tensor& log_ratio) {
     return broadcast_rows(log_ratio.clamp(-kMaxCorrectionLogRatio, kMaxCorrectionLogRatio).exp(), packed);
   };
@@ -68,13 +69,15 @@ RolloutCorrection rollout_correction(const torch::Tensor& old_logprobs,
   }
   out.weights = torch::where(keep, w, torch::zeros_like(w));
   out.changed = truncated | ~keep;
-  out.metrics.is_mean = token_mean_metric(w);
-  out.metrics.ratio_mean = token_mean_metric(rho);
-  out.metrics.ratio_max = rho.numel() > 0 ? rho.max() : torch::ones({}, rho.options());
-  out.metrics.ratio_min = rho.numel() > 0 ? rho.min() : torch::ones({}, rho.options());
-  out.metrics.truncated_frac = token_mean_metric(truncated.to(dtype));
-  out.metrics.masked_frac = token_mean_metric((~keep).to(dtype));
-  out.metrics.kl_k3 = token_mean_metric(rho - 1.0 - d);
+  if (packed.has_loss_mask()) out.changed = out.changed & packed.loss_mask().to(rho.device());
+  out.metrics.is_mean = token_mean_metric(w, packed);
+  out.metrics.ratio_mean = token_mean_metric(rho, packed);
+  const torch::Tensor model_rho = packed.compact(rho);  // the extremes over model tokens
+  out.metrics.ratio_max = model_rho.numel() > 0 ? model_rho.max() : torch::ones({}, rho.options());
+  out.metrics.ratio_min = model_rho.numel() > 0 ? model_rho.min() : torch::ones({}, rho.options());
+  out.metrics.truncated_frac = token_mean_metric(truncated.to(dtype), packed);
+  out.metrics.masked_frac = token_mean_metric((~keep).to(dtype), packed);
+  out.metrics.kl_k3 = token_mean_metric(rho - 1.0 - d, packed);
   return out;
 }
 

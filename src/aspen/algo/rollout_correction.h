@@ -21,6 +21,9 @@
 // fixed per mini-batch before any forward, across micro-batches and data-parallel
 // ranks, so the loss of a batch with rejected tokens is scaled by the kept share).
 // All weights and masks are constants (no gradient).
+// Loss mask (packed.h): environment tokens have d_t = 0 (weight 1, never rejected
+// alone), so rho_b and g_b run over the row's model tokens (L_b = its model tokens),
+// and the metrics are over model tokens only.
 //
 // Shapes: [T] packed (packed.h). Thread safety: pure function.
 #pragma once

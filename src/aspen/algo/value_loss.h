@@ -5,6 +5,8 @@
 //   l_t    = max( (v - R)^2, (v_clip - R)^2 )
 //   loss   = 0.5 * aggregate(l, agg)
 //   clip_frac = fraction of tokens where (v_clip - R)^2 > (v - R)^2
+// Loss mask (packed.h): the critic trains on model-token positions only - the loss
+// and clip_frac are over model tokens, an environment token adds no gradient.
 // Shapes: all [T] packed; loss and clip_frac 0-dim (clip_frac detached).
 // Errors: aspen::Error for mis-shaped inputs or clip_range < 0.
 // Thread safety: pure function.
