@@ -57,7 +57,8 @@ std::string read_file(const fs::path& path) {
 // The endpoint's part, played by the test: the program writes what it got into `dir`
 // and waits for `dir/go`; meanwhile the test records one call in its session.
 TEST(AgentProgram, ARunGetsItsRowAndEnvironmentAndTrainsOnWhatItsSessionRecorded) {
-  const fs::path dir = fs::temp_directory_path() / ("aspen-agent-program-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("aspen-agent-program-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   AgentSessions sessions(program_test_tokenizer(), PrefixBreak::kSplit);
@@ -72,9 +73,9 @@ TEST(AgentProgram, ARunGetsItsRowAndEnvironmentAndTrainsOnWhatItsSessionRecorded
       "while not os.path.exists(d + '/go'): time.sleep(0.01)\n"
       "print(json.dumps({'reward': row['target'] * 0.5}))\n";
   std::ofstream(dir / "agent.py") << script;
-  AgentProgram program(program_options(testing::python() + " " + (dir / "agent.py").string() +
-                                       " " + dir.string()),
-                       sessions);
+  AgentProgram program(
+      program_options(testing::python() + " " + (dir / "agent.py").string() + " " + dir.string()),
+      sessions);
   const std::vector<TokenId> out = {9707, 0};
   std::thread endpoint([&] {
     while (!fs::exists(dir / "session")) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -126,8 +127,7 @@ TEST(AgentProgram, EachFaultEndsTheEpisodeWithItsErrorAndMetricPromptly) {
       {"not json", "echo 'reward: 1'", AgentFault::kGarbage, "bad reward line"},
       {"reward not a number", "echo '{\"reward\": \"high\"}'", AgentFault::kGarbage,
        "finite number"},
-      {"two lines", "echo log; echo '{\"reward\": 1}'", AgentFault::kGarbage,
-       "more than one line"},
+      {"two lines", "echo log; echo '{\"reward\": 1}'", AgentFault::kGarbage, "more than one line"},
       {"10 MB on stdout", "head -c 10000000 /dev/zero | tr '\\0' x", AgentFault::kOversized,
        "printed 10000000 bytes on stdout"},
       {"no calls", "cat > /dev/null; echo '{\"reward\": 1}'", AgentFault::kNoCalls,
@@ -140,11 +140,12 @@ TEST(AgentProgram, EachFaultEndsTheEpisodeWithItsErrorAndMetricPromptly) {
   for (const FaultCase& c : cases) {
     AgentProgram program(program_options(c.command, c.name == "hang" ? 0.4 : 10), sessions);
     const auto start = Clock::now();
-    const AgentEpisode episode = program.run(c.name == "ignores a large row" ? big_row
-                                                                              : ordered_json{{"x", 1}});
+    const AgentEpisode episode =
+        program.run(c.name == "ignores a large row" ? big_row : ordered_json{{"x", 1}});
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     EXPECT_EQ(episode.fault, c.fault) << c.name << ": " << episode.error;
-    EXPECT_NE(episode.error.find(c.error_part), std::string::npos) << c.name << ": " << episode.error;
+    EXPECT_NE(episode.error.find(c.error_part), std::string::npos)
+        << c.name << ": " << episode.error;
     EXPECT_EQ(episode.error.find('\n'), std::string::npos) << c.name;
     EXPECT_LT(episode.error.size(), 1000u) << c.name;
     EXPECT_LT(seconds, 5.0) << c.name;
@@ -197,8 +198,8 @@ TEST(AgentProgram, AProgramDiesWithAnAspenKilledWithoutCleaningUp) {
   if (aspen == 0) {
     AgentProcessLimits limits;
     limits.wall_seconds = 30;
-    run_agent_process("echo $$ > " + pid_file.string() + ".tmp; mv " + pid_file.string() +
-                          ".tmp " + pid_file.string() + "; exec sleep 30",
+    run_agent_process("echo $$ > " + pid_file.string() + ".tmp; mv " + pid_file.string() + ".tmp " +
+                          pid_file.string() + "; exec sleep 30",
                       "", {}, limits);
     _exit(0);
   }

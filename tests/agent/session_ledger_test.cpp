@@ -71,8 +71,7 @@ ChatMessage turn1_as_carried_back() {
 }
 
 std::vector<ChatMessage> ledger_question() {
-  return {{"system", "You are a careful assistant."},
-          {"user", "What is 123456789 * 987654321?"}};
+  return {{"system", "You are a careful assistant."}, {"user", "What is 123456789 * 987654321?"}};
 }
 
 TEST(SessionLedger, AnHonestToolEpisodeExtendsAsATokenPrefixUnderTheRealQwen3Template) {
@@ -103,8 +102,8 @@ TEST(SessionLedger, AnHonestToolEpisodeExtendsAsATokenPrefixUnderTheRealQwen3Tem
   EXPECT_EQ(segment.prompt, q.tokenizer->encode(text1));
   ASSERT_EQ(segment.turns(), 2);
   const size_t observed = prompt2.size() - context1.size();
-  EXPECT_EQ(segment.turn_starts, (std::vector<int64_t>{0, static_cast<int64_t>(out1.size() +
-                                                                               observed)}));
+  EXPECT_EQ(segment.turn_starts,
+            (std::vector<int64_t>{0, static_cast<int64_t>(out1.size() + observed)}));
   const size_t n = segment.response.size();
   ASSERT_EQ(n, out1.size() + observed + out2.size());
   ASSERT_EQ(segment.loss_mask.size(), n);
@@ -159,8 +158,9 @@ TEST(SessionLedger, Qwen3WithoutThinkingSplitsAtEveryTurnAndCountsIt) {
   SessionLedger ledger(*q.tokenizer, PrefixBreak::kSplit);
   std::vector<ChatMessage> messages = ledger_question();
   ledger.begin_call(q.chat.render(messages, true, false, kLedgerTools));
-  const std::string call = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": "
-                           "{\"expression\": \"123456789 * 987654321\"}}\n</tool_call>";
+  const std::string call =
+      "<tool_call>\n{\"name\": \"calculator\", \"arguments\": "
+      "{\"expression\": \"123456789 * 987654321\"}}\n</tool_call>";
   finish_turn(ledger, engine_turn(call), 0);
   ChatMessage carried{"assistant", ""};
   carried.tool_calls.push_back(
@@ -259,7 +259,8 @@ TEST(AgentSessions, RefusesUnknownLateAndConcurrentCallsWithTheirMetrics) {
     }
     return std::make_pair(200, std::string("accepted"));
   };
-  EXPECT_EQ(refusal("not-a-session"), std::make_pair(403, std::string("agent_unknown_session_calls")));
+  EXPECT_EQ(refusal("not-a-session"),
+            std::make_pair(403, std::string("agent_unknown_session_calls")));
   EXPECT_EQ(refusal(id), std::make_pair(200, std::string("accepted")));
   EXPECT_EQ(refusal(id), std::make_pair(409, std::string("agent_concurrent_calls")));
   const std::vector<TokenId> out = engine_turn("<think>\n\n</think>\n\nHello.");

@@ -47,7 +47,8 @@ class AgentServer {
     const std::shared_ptr<const Tokenizer> tokenizer = agent_test_tokenizer();
     tokenizer_ = tokenizer;
     // The whole Qwen3 vocabulary (the chat template's tokens are in the prompt).
-    ModelConfig config = testing::tiny_model_config(ModelFamily::kQwen3, {151936, 32, 48, 2, 4, 2, 8});
+    ModelConfig config =
+        testing::tiny_model_config(ModelFamily::kQwen3, {151936, 32, 48, 2, 4, 2, 8});
     config.tie_word_embeddings = true;
     QwenForCausalLM model = make_random_model(config, 3);
     EngineConfig engine;
@@ -56,8 +57,8 @@ class AgentServer {
     engine.max_num_seqs = 8;
     engine.max_model_len = 1024;
     engine.eos_token_ids = {151645};
-    service_ = std::make_unique<EngineService>(
-        std::make_unique<RolloutEngine>(model, engine, tokenizer));
+    service_ =
+        std::make_unique<EngineService>(std::make_unique<RolloutEngine>(model, engine, tokenizer));
     ServeContext context;
     context.model_name = "tiny";
     context.tokenizer = tokenizer;
@@ -104,8 +105,8 @@ std::string agent_command() {
 }
 
 std::string seen_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("aspen-agent-" + std::to_string(getpid()) + "-" + name +
-                                       ".json"))
+  return (fs::temp_directory_path() /
+          ("aspen-agent-" + std::to_string(getpid()) + "-" + name + ".json"))
       .string();
 }
 
@@ -132,9 +133,10 @@ TEST(AgentEndpoint, AnOpenAiClientEpisodeTrainsExactlyTheTokensItSawAndTheToolMe
   AgentServer server;
   AgentProgram program(server.program(agent_command()), server.sessions());
   const std::string path = seen_path("episode");
-  const AgentEpisode episode = program.run(
-      {{"question", "What is 123456789 * 987654321?"}, {"seed", 11}, {"max_tokens", 6},
-       {"seen_path", path}});
+  const AgentEpisode episode = program.run({{"question", "What is 123456789 * 987654321?"},
+                                            {"seed", 11},
+                                            {"max_tokens", 6},
+                                            {"seen_path", path}});
   ASSERT_TRUE(episode.ok()) << episode.error;
   const ordered_json seen = read_seen(path);
   ASSERT_EQ(seen["errors"].size(), 0u) << seen["errors"].dump();
@@ -143,7 +145,8 @@ TEST(AgentEndpoint, AnOpenAiClientEpisodeTrainsExactlyTheTokensItSawAndTheToolMe
   EXPECT_EQ(episode.turns, 2);
   EXPECT_EQ(episode.prefix_breaks, 0);
   int64_t calls_seen = 0;
-  for (const auto& turn : seen["turns"]) calls_seen += turn["message"].value("tool_calls", ordered_json::array()).size();
+  for (const auto& turn : seen["turns"])
+    calls_seen += turn["message"].value("tool_calls", ordered_json::array()).size();
   EXPECT_EQ(episode.tool_calls, calls_seen);
   ASSERT_EQ(episode.segments.size(), 1u);
   const AgentSegment& segment = episode.segments[0];
@@ -173,7 +176,8 @@ TEST(AgentEndpoint, AnOpenAiClientEpisodeTrainsExactlyTheTokensItSawAndTheToolMe
       const std::string seen_by_engine = text1 + tokenizer.decode(turn1);
       const std::string text2 = rendered(seen["turns"][1]["sent"]);
       ASSERT_EQ(text2.compare(0, seen_by_engine.size(), seen_by_engine), 0);
-      const std::vector<TokenId> environment = tokenizer.encode(text2.substr(seen_by_engine.size()));
+      const std::vector<TokenId> environment =
+          tokenizer.encode(text2.substr(seen_by_engine.size()));
       EXPECT_EQ(std::vector<TokenId>(begin + static_cast<std::ptrdiff_t>(at),
                                      begin + static_cast<std::ptrdiff_t>(start2)),
                 environment);
@@ -192,15 +196,21 @@ TEST(AgentEndpoint, WrongSessionAndLateCallsAreRefusedAndCounted) {
   AgentServer server;
   AgentProgram program(server.program(agent_command()), server.sessions());
   const std::string wrong_path = seen_path("wrong");
-  const AgentEpisode wrong = program.run({{"question", "Hi"}, {"seed", 1}, {"max_tokens", 2},
-                                          {"seen_path", wrong_path}, {"mode", "wrong_session"}});
+  const AgentEpisode wrong = program.run({{"question", "Hi"},
+                                          {"seed", 1},
+                                          {"max_tokens", 2},
+                                          {"seen_path", wrong_path},
+                                          {"mode", "wrong_session"}});
   EXPECT_EQ(wrong.fault, AgentFault::kNoCalls);
   EXPECT_NE(wrong.error.find("no call with its session id"), std::string::npos) << wrong.error;
   EXPECT_EQ(read_seen(wrong_path)["errors"][0]["status"], 403);
 
   const std::string late_path = seen_path("late");
-  const AgentEpisode late = program.run({{"question", "Hi"}, {"seed", 1}, {"max_tokens", 2},
-                                         {"seen_path", late_path}, {"mode", "late"}});
+  const AgentEpisode late = program.run({{"question", "Hi"},
+                                         {"seed", 1},
+                                         {"max_tokens", 2},
+                                         {"seen_path", late_path},
+                                         {"mode", "late"}});
   EXPECT_EQ(late.fault, AgentFault::kNoCalls);
   const ordered_json seen = read_seen(late_path);
   EXPECT_EQ(seen["errors"][0]["status"], 409);
@@ -220,12 +230,13 @@ TEST(AgentEndpoint, TheDocumentedAgentRunsAsWritten) {
   const size_t begin = text.find("```python\nimport json, os, sys\nimport openai\n\nTOOLS");
   ASSERT_NE(begin, std::string::npos) << "docs/agents.md lost its agent example";
   const size_t code = text.find('\n', begin) + 1;
-  const std::string path = seen_path("documented").substr(0, seen_path("documented").size() - 5) + ".py";
+  const std::string path =
+      seen_path("documented").substr(0, seen_path("documented").size() - 5) + ".py";
   std::ofstream(path) << text.substr(code, text.find("```", code) - code);
   AgentServer server;
   AgentProgram program(server.program(testing::python() + " " + path), server.sessions());
-  const AgentEpisode episode =
-      program.run({{"question", "What is 123456789 * 987654321?"}, {"answer", "121932631112635269"}});
+  const AgentEpisode episode = program.run(
+      {{"question", "What is 123456789 * 987654321?"}, {"answer", "121932631112635269"}});
   fs::remove(path);
   ASSERT_TRUE(episode.ok()) << episode.error;
   EXPECT_EQ(episode.turns, 1);
@@ -242,7 +253,8 @@ TEST(AgentEndpoint, ACallSamplesAsTheRunDoesAndGetsTheRoomItsSessionLeaves) {
   context.max_model_len = 4096;
   context.tool_calls = true;
   context.any_model_name = true;
-  AgentSessions sessions(tokenizer, PrefixBreak::kSplit, {/*max_turns=*/1, /*max_context_tokens=*/40});
+  AgentSessions sessions(tokenizer, PrefixBreak::kSplit,
+                         {/*max_turns=*/1, /*max_context_tokens=*/40});
   AgentEndpointOptions options;
   options.api_key = AgentSessions::random_secret();
   options.sampling = SamplingParams{};
@@ -253,8 +265,8 @@ TEST(AgentEndpoint, ACallSamplesAsTheRunDoesAndGetsTheRoomItsSessionLeaves) {
   EXPECT_THROW(endpoint.authenticate(options.api_key), RequestError);
   const std::string session = sessions.open();
   auto parse = [&](const json& messages, int64_t max_tokens) {
-    const json body = {{"model", "gpt-4o"}, {"messages", messages}, {"temperature", 0.1},
-                       {"top_k", 5}, {"max_tokens", max_tokens}, {"user", session}};
+    const json body = {{"model", "gpt-4o"}, {"messages", messages},     {"temperature", 0.1},
+                       {"top_k", 5},        {"max_tokens", max_tokens}, {"user", session}};
     const ordered_json ordered = ordered_json::parse(body.dump());
     return parse_chat_request(body, context, &ordered);
   };

@@ -29,7 +29,8 @@ ordered_json flat_content(ordered_json message, const std::string& field) {
   for (const ordered_json& part : message["content"]) {
     if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
         !part.contains("text") || !part["text"].is_string()) {
-      bad_tools_field(field + ".content", "content parts must be {\"type\": \"text\", \"text\": \"...\"}");
+      bad_tools_field(field + ".content",
+                      "content parts must be {\"type\": \"text\", \"text\": \"...\"}");
     }
     text += part["text"].get<std::string>();
   }
@@ -50,7 +51,8 @@ ChatTools parse_chat_tools(const ordered_json& body, bool stream) {
       if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") ||
           !tool["function"].is_object() || !tool["function"].contains("name") ||
           !tool["function"]["name"].is_string()) {
-        bad_tools_field(field, "a tool must be {\"type\": \"function\", \"function\": {\"name\": ..., ...}}");
+        bad_tools_field(
+            field, "a tool must be {\"type\": \"function\", \"function\": {\"name\": ..., ...}}");
       }
       out.tools.push_back(tool);
     }
@@ -58,15 +60,16 @@ ChatTools parse_chat_tools(const ordered_json& body, bool stream) {
   std::string choice = "auto";
   if (tools_field_given(body, "tool_choice")) {
     const ordered_json& tool_choice = body["tool_choice"];
-    if (!tool_choice.is_string() ||
-        (tool_choice != "auto" && tool_choice != "none")) {
-      bad_tools_field("tool_choice", "only \"auto\" and \"none\" are supported (nothing forces a call)");
+    if (!tool_choice.is_string() || (tool_choice != "auto" && tool_choice != "none")) {
+      bad_tools_field("tool_choice",
+                      "only \"auto\" and \"none\" are supported (nothing forces a call)");
     }
     choice = tool_choice.get<std::string>();
   }
   out.parse_calls = !out.tools.empty() && choice == "auto";
   if (out.parse_calls && stream) {
-    bad_tools_field("stream", "streaming with tools is not supported: calls are parsed from the whole reply");
+    bad_tools_field("stream",
+                    "streaming with tools is not supported: calls are parsed from the whole reply");
   }
   const ordered_json& messages = body["messages"];
   for (size_t i = 0; i < messages.size(); ++i) {
