@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "aspen/algo/packed.h"
 #include "aspen/model/expert_parallel_state.h"
@@ -11,6 +12,7 @@
 #include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/model_copy.h"
+#include "aspen/train/pipeline_actor.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 #include "aspen/train/update_steps.h"
@@ -82,6 +84,9 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       master_(trainable_params(*model_), trainable_params(*compute_)),
       optimizer_(master_.master(), options.trainer.optimizer),
       data_parallel_(options.data_parallel, master_) {
+  // Pipeline parallelism: this rank trains one stage (train/pipeline_actor.h).
+  check_pipeline_actor(model_, options.data_parallel.group.has_value());
+  set_pipeline_clip_norm(optimizer_, model_);
   if (model_->ep.enabled() && !model_->ep.replicated_tokens) {
     // Clipping needs the norm of the whole model: an expert is held by one rank of the
     // EP group, everything else by all of them. (EP over the TP group: the TP norm
@@ -132,6 +137,20 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
   // Expert parallelism: agree on the pass count before any pass's collectives.
   const int64_t passes = static_cast<int64_t>(micro_batches.size());
   const int64_t target = lockstep_count(compute_, passes);
+  // Pipeline parallelism: the last stage runs this loop over the pass's messages, the
+  // other stages their part of the 1F1B schedule (train/pipeline_actor.h).
+  std::optional<PipelineActorPass> pipeline;
+  if (compute_->pp.enabled()) {
+    pipeline.emplace(compute_, micro_batches);
+    if (!pipeline->last_stage()) {
+      for (const MicroBatch& mb : micro_batches) metrics.tokens += mb.num_tokens;
+      metrics.micro_batches += passes;
+      pipeline->run_stage();
+      master_.accumulate_grads();
+      pipeline->finish(model_);
+      return;
+    }
+  }
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const MicroBatch& mb = micro_batches[i];
     metrics.tokens += mb.num_tokens;
@@ -143,10 +162,12 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     }
     MoeRoutingLog routing;
     if (options.routing_replay) routing = routing_replay_log(compute_, mb);
-    TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute,
-                                              moe ? &routing : nullptr);
+    TokenLogprobs current = pipeline ? pipeline->response_logprobs(mb, head)
+                                     : response_logprobs(compute_, mb, head,
+                                                         options_.trainer.recompute,
+                                                         moe ? &routing : nullptr);
     const auto dtype = current.logprobs.scalar_type();
-    const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
+    const PackedSeqs packed = response_packing(mb);  // with the loss mask, if any
     PolicyLossInputs inputs;
     inputs.logprobs = current.logprobs;
     inputs.old_logprobs = options.proximal_is_current
@@ -159,12 +180,13 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     const auto behaviour = mb.token_columns.find(columns::kBehaviourLogprobs);
     if (measure_mismatch && behaviour != mb.token_columns.end()) {
       torch::NoGradGuard no_grad;
-      // In double: [R] values only, and a bf16 trainer's differences stay exact.
-      const torch::Tensor diff =
+      // In double: [R] values only, and a bf16 trainer's differences stay exact. Over
+      // model tokens only: an environment token has no rollout log-prob.
+      const torch::Tensor diff = packed.compact(
           (current.logprobs.detach().to(torch::kDouble) - behaviour->second.to(torch::kDouble))
-              .abs();
+              .abs());
       sums.add(sums.mismatch_sum, diff.sum());
-      const torch::Tensor max = diff.max();
+      const torch::Tensor max = diff.numel() > 0 ? diff.max() : torch::zeros({}, diff.options());
       sums.mismatch_max = sums.mismatch_max.defined() ? torch::maximum(sums.mismatch_max, max) : max;
       sums.mismatch_tokens += diff.numel();
     }
@@ -184,7 +206,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       // This micro-batch's share of the mini-batch, in the aggregation's unit.
       const double share =
           policy.agg.mode == AggMode::kTokenMean
-              ? static_cast<double>(mb.num_response_tokens) / policy.agg.global_tokens.value_or(1.0)
+              ? static_cast<double>(mb.num_loss_tokens) / policy.agg.global_tokens.value_or(1.0)
               : static_cast<double>(mb.response_cu_seqlens.size(0) - 1) /
                     policy.agg.global_seqs.value_or(1.0);
       const torch::Tensor aux = load_balancing_loss(routing).to(loss.scalar_type()) * share;
@@ -200,11 +222,16 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       if (!load.empty()) sums.add(sums.expert_load, torch::stack(load));
     }
     if (i == last_backward) data_parallel_.before_last_backward();
-    loss.backward();
+    if (pipeline) {
+      pipeline->backward(loss);
+    } else {
+      loss.backward();
+    }
     master_.accumulate_grads();
-    const double weight = static_cast<double>(mb.num_response_tokens) / metric_tokens;
+    // Token-weighted over model tokens (loss mask): metric_tokens counts only them.
+    const double weight = static_cast<double>(mb.num_loss_tokens) / metric_tokens;
     sums.add(sums.policy_loss, pg.loss);
-    sums.add(sums.entropy, current.entropy.detach().mean() * weight);
+    sums.add(sums.entropy, token_mean_metric(current.entropy, packed) * weight);
     sums.add(sums.clip_frac, pg.clip_frac * weight);
     sums.add(sums.approx_kl, pg.approx_kl_k3 * weight);
     sums.add(sums.capped, pg.correction_capped_frac * weight);
@@ -222,6 +249,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
           sums.rollout_ratio_min.defined() ? torch::minimum(sums.rollout_ratio_min, low) : low;
     }
   }
+  if (pipeline) pipeline->finish(model_);
   // Expert parallelism: as many passes as the EP rank with the most micro-batches.
   for (int64_t k = passes; k < target; ++k) {
     padding_pass(compute_, head, options_.trainer.recompute);
@@ -248,7 +276,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   if (use_behaviour) {
     batch.token_column(columns::kBehaviourLogprobs, "actor update (off-policy correction)");
   }
-  const torch::Device device = compute_->lm_head_weight().device();
+  const torch::Device device = param_device(*compute_);  // a pipeline stage may have no head
 
   ActorMetrics metrics;
   torch::Tensor expert_load;  // over every mini-batch of the update
@@ -382,6 +410,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     for (double* slot : rollout_corr_metrics(metrics)) *slot /= attempts;
   }
   if (metrics.steps > 0) metrics.grad_norm /= metrics.steps;
+  share_last_stage_metrics(compute_, metrics);  // pipeline parallelism: the losses' stage
   return metrics;
 }
 
@@ -389,6 +418,10 @@ void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& 
   part.validate();
   check_input(!data_parallel_.enabled(), "streaming accumulation runs on one data-parallel rank",
               "actor accumulate");
+  // The tied embedding's gradient sum is per step, not per part.
+  check_input(!compute_->pp.enabled(),
+              "streaming accumulation (pipeline.mode async) does not run on pipeline stages yet",
+              "placement.train.pp");
   check_input(options.epochs == 1 && options.mini_batch_size <= 0,
               "streaming accumulation is one optimizer step over everything accumulated "
               "(epochs 1, no mini-batches)",
@@ -411,7 +444,7 @@ void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& 
   backward_micro_batches(micro_batches, policy, options, /*metric_tokens=*/1.0,
                          micro_batches.size(), /*measure_mismatch=*/true, streamed_metrics_,
                          streamed_sums_);
-  streamed_tokens_ += part.num_response_tokens();
+  streamed_tokens_ += part.num_loss_tokens();  // token-mean counts model tokens only
   streamed_rows_ += part.num_rows();
 }
 

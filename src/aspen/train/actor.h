@@ -15,6 +15,11 @@
 // Batch columns read (train_batch.h): advantages and old_logprobs always,
 // ref_logprobs when kl_coef != 0, behaviour_logprobs when an off-policy correction is
 // set. They are cast to the log-prob dtype.
+// Loss mask (multi-turn trajectories): with a loss_mask column every loss, metric and
+// denominator counts model tokens only (algo/packed.h): the mini-batch's token count
+// is its model tokens over every rank, micro-batch metric weights are their model
+// tokens, the rollout mismatch compares model tokens only, and an environment
+// token's columns (old/ref/rollout log-probs, advantages) never reach a gradient.
 //
 // Precision: the model passed in holds the master weights and is what a resharder
 // publishes; with compute_dtype bf16 a bf16 copy does forward/backward

@@ -101,14 +101,14 @@ CriticMetrics CriticTrainer::update(const TrainBatch& batch, const CriticUpdateO
       if (mb.num_response_tokens == 0) continue;
       torch::Tensor values = compute_->response_values(mb, options_.recompute);
       const auto dtype = values.scalar_type();
-      const PackedSeqs packed = PackedSeqs::from_cu_seqlens(mb.response_cu_seqlens);
+      const PackedSeqs packed = response_packing(mb);  // model-token positions only
       ValueLossResult result = value_loss(
           values, mb.token_columns.at(columns::kValues).to(dtype),
           mb.token_columns.at(columns::kReturns).to(dtype), packed, options.clip_range, agg);
       if (i == last_backward) data_parallel_.before_last_backward();
       result.loss.backward();
       master_.accumulate_grads();
-      const double weight = static_cast<double>(mb.num_response_tokens) / mini_tokens;
+      const double weight = static_cast<double>(mb.num_loss_tokens) / mini_tokens;
       loss_sum += result.loss.detach().to(torch::kCPU, torch::kDouble);
       clip_sum += result.clip_frac.to(torch::kCPU, torch::kDouble) * weight;
     }

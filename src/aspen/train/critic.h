@@ -9,7 +9,9 @@
 // CriticTrainer::update: epochs x mini-batches x micro-batches like the actor, with
 // algo::value_loss (clipped, 0.5 * aggregate) using the mini-batch's global
 // denominators for exact gradient accumulation; one optimizer step per mini-batch.
-// Batch columns read: values (rollout-time values, the clip anchor) and returns.
+// Batch columns read: values (rollout-time values, the clip anchor) and returns, and
+// the loss_mask when present: the critic then trains on model-token positions only
+// (compute_values still values every position; GAE reads only the model tokens').
 // Data parallelism: as the actor's (actor.h, trainer_data_parallel.h) - given a group,
 // update() takes this rank's local rows, mini_batch_size is global, denominators and
 // gradients are summed over ranks and the metrics are global (identical on every rank).

@@ -1,6 +1,7 @@
 #include "aspen/train/micro_batches.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "aspen/train/imports.h"
@@ -109,6 +110,11 @@ MicroBatch pack_rows(const TrainBatch& batch, const std::vector<int64_t>& rows,
     mb.token_columns[name] =
         column.index_select(0, mb.batch_token_index.to(column.device())).to(device);
   }
+  const auto mask = mb.token_columns.find(columns::kLossMask);
+  mb.num_loss_tokens =
+      mask == mb.token_columns.end()
+          ? mb.num_response_tokens
+          : std::llround(mask->second.to(torch::kCPU, torch::kDouble).sum().item<double>());
   const torch::Tensor row_index = long_tensor(rows, torch::kCPU);
   for (const auto& [name, column] : batch.row_columns) {
     mb.row_columns[name] = column.index_select(0, row_index.to(column.device())).to(device);
@@ -135,6 +141,12 @@ std::vector<MicroBatch> make_micro_batches(const TrainBatch& batch,
     out.push_back(pack_rows(batch, selected, device));
   }
   return out;
+}
+
+PackedSeqs response_packing(const MicroBatch& micro_batch) {
+  const PackedSeqs packed = PackedSeqs::from_cu_seqlens(micro_batch.response_cu_seqlens);
+  const auto mask = micro_batch.token_columns.find(columns::kLossMask);
+  return mask == micro_batch.token_columns.end() ? packed : packed.with_loss_mask(mask->second);
 }
 
 PackingStats packing_stats(const std::vector<MicroBatch>& micro_batches) {

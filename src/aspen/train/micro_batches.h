@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "aspen/algo/packed.h"
 #include "aspen/train/imports.h"
 #include "aspen/train/train_batch.h"
 
@@ -55,7 +56,14 @@ struct MicroBatch {
   std::map<std::string, torch::Tensor> row_columns;
   int64_t num_tokens = 0;           // T
   int64_t num_response_tokens = 0;  // R
+  // R's model tokens (the loss_mask column's ones; R without one): what the losses'
+  // token-mean denominators and the token-weighted metrics count.
+  int64_t num_loss_tokens = 0;
 };
+
+// The response layout of `micro_batch` for algo (response_cu_seqlens), carrying its
+// loss_mask column when the batch has one (algo/packed.h).
+PackedSeqs response_packing(const MicroBatch& micro_batch);
 
 // Packs batch rows `rows` (in that order) into one micro-batch on `device`.
 MicroBatch pack_rows(const TrainBatch& batch, const std::vector<int64_t>& rows,

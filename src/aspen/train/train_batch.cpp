@@ -1,5 +1,7 @@
 #include "aspen/train/train_batch.h"
 
+#include <cmath>
+
 #include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
@@ -17,6 +19,12 @@ int64_t TrainBatch::num_response_tokens() const {
   return response_offsets().back();
 }
 
+int64_t TrainBatch::num_loss_tokens() const {
+  const auto mask = token_columns.find(columns::kLossMask);
+  if (mask == token_columns.end()) return num_response_tokens();
+  return std::llround(mask->second.detach().to(torch::kCPU, torch::kDouble).sum().item<double>());
+}
+
 void TrainBatch::validate() const {
   check_input(prompts.size() == responses.size(),
               std::to_string(prompts.size()) + " prompts but " +
@@ -32,6 +40,13 @@ void TrainBatch::validate() const {
                 "token column must have one entry per response token (" +
                     std::to_string(tokens) + ")",
                 "train batch column " + name);
+  }
+  const auto mask = token_columns.find(columns::kLossMask);
+  if (mask != token_columns.end()) {
+    const torch::Tensor values = mask->second.detach().to(torch::kCPU, torch::kDouble);
+    check_input(values.dim() == 1 && ((values == 0) | (values == 1)).all().item<bool>(),
+                "must be [R] with every entry 0 (environment token) or 1 (model token)",
+                std::string("train batch column ") + columns::kLossMask);
   }
   for (const auto& [name, column] : row_columns) {
     check_input(column.defined() && column.dim() >= 1 && column.size(0) == num_rows(),

@@ -50,8 +50,12 @@ struct TrainBatch {
   // B+1 offsets of each row's response tokens in the token columns.
   std::vector<int64_t> response_offsets() const;
   int64_t num_response_tokens() const;
+  // The response tokens the policy generated: the loss_mask column's ones, or every
+  // response token without one. What every token-mean denominator counts.
+  int64_t num_loss_tokens() const;
   // Throws aspen::Error unless prompts/responses pair up, prompts are non-empty and
-  // every column has R (resp. B) entries on its first dimension.
+  // every column has R (resp. B) entries on its first dimension, and a loss_mask is
+  // [R] with every entry 0 or 1.
   void validate() const;
   // The token column `name`; aspen::Error naming `who` if absent.
   const torch::Tensor& token_column(const std::string& name, const std::string& who) const;

@@ -20,7 +20,8 @@ void for_each_update_step(TrainerDataParallel& data_parallel, const TrainBatch& 
       int64_t local_tokens = 0;
       plan.last_backward = plan.micro_batches.size();
       for (size_t i = 0; i < plan.micro_batches.size(); ++i) {
-        local_tokens += plan.micro_batches[i].num_response_tokens;
+        // Model tokens only (loss mask): the token-mean denominator counts what trains.
+        local_tokens += plan.micro_batches[i].num_loss_tokens;
         if (plan.micro_batches[i].num_response_tokens > 0) plan.last_backward = i;
       }
       const auto [tokens, mini_rows] =

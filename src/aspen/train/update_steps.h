@@ -31,7 +31,10 @@ struct UpdateStep {
   int64_t epoch = 0;
   std::vector<MicroBatch> micro_batches;  // this rank's (possibly none)
   size_t last_backward = 0;  // the last micro-batch with a loss; micro_batches.size(): none
-  int64_t global_tokens = 0;  // response tokens of the mini-batch over every rank (> 0)
+  // Response tokens of the mini-batch over every rank (> 0), the policy's only with a
+  // loss mask (MicroBatch::num_loss_tokens): a mini-batch of environment tokens only
+  // is skipped like an empty one.
+  int64_t global_tokens = 0;
   int64_t global_rows = 0;    // its rows over every rank
 };
 
