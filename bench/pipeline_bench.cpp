@@ -13,6 +13,7 @@
 #include "aspen/util/error.h"
 #include "aspen/util/config.h"
 #include "bench/imports.h"
+#include "bench/tool_latency_workload.h"
 
 namespace aspen::bench {
 namespace {
@@ -41,6 +42,9 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
   int64_t versions_per_row_max = 0;
   std::vector<double> rewards;
   std::map<std::string, double> bubbles;
+  // Multi-turn runs: per-iteration means, averaged over iterations.
+  std::map<std::string, double> trajectories;
+  int64_t trajectory_lines = 0;
   nlohmann::json staleness = nlohmann::json::object();
   // What aspen simulate calibrates on (sim/simulation_spec.h): each iteration's costs.
   nlohmann::json iterations = nlohmann::json::array();
@@ -63,6 +67,12 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
     for (const auto& [key, value] : line["bubbles"].items()) {
       if (value.is_number()) bubbles[key] += value.get<double>() * seconds;
     }
+    if (line.contains("turns_mean")) {
+      ++trajectory_lines;
+      for (const char* key : {"turns_mean", "tool_calls_mean", "tool_wait_s_mean"}) {
+        trajectories[key] += line.value(key, 0.0);
+      }
+    }
     for (const auto& [behind, count] : line["bubbles"]["staleness_histogram"].items()) {
       staleness[behind] = staleness.value(behind, int64_t{0}) + count.get<int64_t>();
     }
@@ -74,7 +84,7 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
   const size_t quarter = std::max<size_t>(1, rewards.size() / 4);
   double final_reward = 0.0;
   for (size_t i = rewards.size() - quarter; i < rewards.size(); ++i) final_reward += rewards[i];
-  return {{"effective_tps", tokens / std::max(wall, 1e-9)},
+  nlohmann::json summary = {{"effective_tps", tokens / std::max(wall, 1e-9)},
           {"samples_per_s", rows / std::max(wall, 1e-9)},
           {"final_reward", final_reward / static_cast<double>(quarter)},
           {"reward_curve", rewards},
@@ -91,6 +101,12 @@ nlohmann::json side_summary(const std::vector<nlohmann::json>& lines) {
                         {"partial_cut_tokens", last.value("partial_cut_tokens", int64_t{0})},
                         {"partial_resumed_samples",
                          last.value("partial_resumed_samples", int64_t{0})}}}};
+  if (trajectory_lines > 0) {
+    for (const auto& [key, sum] : trajectories) {
+      summary["trajectories"][key] = sum / static_cast<double>(trajectory_lines);
+    }
+  }
+  return summary;
 }
 
 }  // namespace
@@ -101,6 +117,25 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   for (const auto& a : arguments) has_file |= a.find('=') == std::string::npos;
   if (!has_file)
     arguments.insert(arguments.begin(), kDefaultWorkload.begin(), kDefaultWorkload.end());
+  ToolLatencyWorkload tools;
+  const bool with_tools = !options.tool_latency.empty();
+  if (with_tools) {
+    parse_tool_latency(options.tool_latency, tools);
+    tools.turns = options.tool_turns;
+    tools.observation_tokens = options.observation_tokens;
+    // Sized on the config without them; inserted before the user's overrides, which win.
+    Config plain = Config::from_arguments(arguments);
+    const TrainConfig single_turn = parse_train_config(plain);
+    const std::vector<std::string> extra =
+        tool_latency_arguments(tools, single_turn, tools.median_ms);
+    size_t at = has_file ? 0 : kDefaultWorkload.size();
+    if (has_file) {
+      while (at < arguments.size() && arguments[at].find('=') != std::string::npos) ++at;
+      ++at;  // after the file
+    }
+    arguments.insert(arguments.begin() + static_cast<std::ptrdiff_t>(at), extra.begin(),
+                     extra.end());
+  }
   auto parse = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> all = arguments;
     all.insert(all.end(), extra.begin(), extra.end());
@@ -176,6 +211,26 @@ nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options) {
   result["async"] = run_side("async", {"pipeline.mode=async"});
   result["ratio"] = result["async"]["effective_tps"].get<double>() /
                     std::max(result["sync"]["effective_tps"].get<double>(), 1e-9);
+  if (with_tools) {
+    // The same trajectories with tool calls that answer at once: the gain without tools.
+    const std::vector<std::string> instant = {"rollout.environment.tool_latency_ms=0",
+                                              "simulate.tool_latency_ms=0"};
+    auto with = [&](std::vector<std::string> side) {
+      side.insert(side.end(), instant.begin(), instant.end());
+      return side;
+    };
+    nlohmann::json& t = result["tool_latency"];
+    t["distribution"] = options.tool_latency;
+    t["turns"] = tools.turns;
+    t["observation_tokens"] = tools.observation_tokens;
+    t["no_latency"]["sync"] =
+        run_side("sync_no_latency", with({"pipeline.mode=sync", "pipeline.over_sample=0"}));
+    t["no_latency"]["async"] = run_side("async_no_latency", with({"pipeline.mode=async"}));
+    t["no_latency"]["ratio"] = t["no_latency"]["async"]["effective_tps"].get<double>() /
+                               std::max(t["no_latency"]["sync"]["effective_tps"].get<double>(), 1e-9);
+    t["gain_over_no_latency"] =
+        result["ratio"].get<double>() / std::max(t["no_latency"]["ratio"].get<double>(), 1e-9);
+  }
   if (options.compare_dispatch) {
     for (const std::string policy : {"round_robin", "least_requests", "queue_aware"}) {
       result["dispatch"][policy] = run_side(

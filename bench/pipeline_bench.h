@@ -25,9 +25,17 @@
 // The async side runs with --tolerate-exit for its rollout ranks, as a cluster user
 // would under pipeline.on_instance_failure: regenerate. The dispatch comparison then
 // runs across the same processes.
+// With tool_latency (bench/tool_latency_workload.h, issue #35): the trajectories are
+// multi-turn with a log-normal tool latency; sync, async and ratio are that workload's,
+// and "tool_latency" holds the distribution, turns, observation tokens, and "no_latency"
+// (sync, async, ratio: the same trajectories whose tool calls answer at once) and
+// "gain_over_no_latency" (ratio / no_latency ratio). Every side then reports
+// "trajectories" (means over iterations of turns_mean, tool_calls_mean,
+// tool_wait_s_mean) and bubbles.tool_wait.
 // Thread safety: runs on the calling thread (plus the pipeline's own threads).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,6 +49,9 @@ struct PipelineBenchOptions {
   bool compare_dispatch = true;        // also run every dispatch policy on the async side
   int nproc = 1;                       // > 1: every side across this many processes
   std::string self_exe;                // the aspen executable (nproc > 1)
+  std::string tool_latency;            // "lognormal:MEDIAN_MS:SIGMA"; empty: single-turn
+  int64_t tool_turns = 3;              // with tool_latency: model turns per trajectory
+  int64_t observation_tokens = 32;     // with tool_latency: tokens per tool message
 };
 
 nlohmann::json run_pipeline_bench(const PipelineBenchOptions& options);

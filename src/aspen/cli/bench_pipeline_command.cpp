@@ -1,5 +1,9 @@
 // `aspen bench pipeline [CONFIG.yaml] [key=value ...] --json [--no-dispatch] [--device D]
-//  [--nproc N]`: sync against async ASP on the same work (bench/pipeline_bench.h).
+//  [--nproc N] [--tool-latency lognormal:MEDIAN_MS:SIGMA [--tool-turns N]
+//  [--observation-tokens N]]`: sync against async ASP on the same work
+// (bench/pipeline_bench.h). --tool-latency makes the trajectories multi-turn with timed
+// tool calls and also runs the same trajectories without the latency
+// (bench/tool_latency_workload.h).
 // --device D is train.device=D rollout.device=D. --nproc N runs both sides across N
 // processes (1 trainer + N - 1 rollout instance ranks), re-invoking this executable
 // (/proc/self/exe) under the launcher.
@@ -32,6 +36,18 @@ void setup(CLI::App& root) {
                    "processes per side: 1 trainer + N-1 rollout instance ranks (1: one process)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  command->add_option("--tool-latency", options->tool_latency,
+                      "multi-turn trajectories with a tool call after every turn but the last, "
+                      "waiting lognormal:MEDIAN_MS:SIGMA (e.g. lognormal:200:0.5); also runs "
+                      "them with no latency for comparison");
+  command->add_option("--tool-turns", options->tool_turns,
+                      "with --tool-latency: model turns per trajectory")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
+  command->add_option("--observation-tokens", options->observation_tokens,
+                      "with --tool-latency: tokens per tool message")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   on_run(command, [options, no_dispatch, device] {
     options->compare_dispatch = !*no_dispatch;
     options->arguments.push_back("train.device=" + *device);
