@@ -79,5 +79,27 @@ TEST(Walkthrough, TheBringYourOwnTaskPageRunsAsWritten) {
   EXPECT_NE(result.out.find("\"pass@1\""), std::string::npos);
 }
 
+// docs/agents.md's calculator walkthrough runs as written: a tiny multi-turn run with the
+// calculator tool, then the trained model as an agent under aspen eval.
+TEST(Walkthrough, TheCalculatorAgentPageRunsAsWritten) {
+  const std::string page = testing::read_text(std::string(ASPEN_SOURCE_DIR) + "/docs/agents.md");
+  const std::string script = shell_blocks(page);
+  ASSERT_NE(script.find("rollout.environment.kind=tools"), std::string::npos);
+  const std::string work = testing::scratch_dir() + "/agents";
+  fs::create_directories(work);
+  testing::write_text(work + "/walkthrough.sh", script);
+  const std::string bin = fs::path(testing::aspen_cli()).parent_path().string();
+  const auto result = run_command("cd '" + work + "' && PATH='" + bin +
+                                  "':\"$PATH\" bash -euo pipefail walkthrough.sh");
+  ASSERT_EQ(result.exit_code, 0) << result.err << "\n--- stdout\n" << result.out;
+  EXPECT_NE(result.out.find("\"tool_calls_mean\":"), std::string::npos) << result.out;
+  const nlohmann::json eval =
+      nlohmann::json::parse(testing::read_text(work + "/runs/calculator/eval.json"));
+  EXPECT_EQ(eval["examples"], 2);
+  EXPECT_EQ(eval["environment"], "tools");
+  EXPECT_GE(eval["turns_mean"].get<double>(), 1.0);
+  EXPECT_TRUE(eval.contains("tool_calls_mean")) << eval.dump();
+}
+
 }  // namespace
 }  // namespace aspen::cli

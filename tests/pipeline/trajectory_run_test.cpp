@@ -102,7 +102,7 @@ TrainConfig calculator_run(const std::vector<std::string>& more) {
       "model.hidden_size=64",
       "model.head_dim=16",
       "model.intermediate_size=128",
-      "data.eval_size=4"};
+      "data.eval_size=2"};
   overrides.insert(overrides.end(), more.begin(), more.end());
   return testing::tiny_run_config(overrides);
 }
@@ -125,8 +125,10 @@ void expect_multi_turn_metrics(const std::string& dir) {
   EXPECT_GT(calls, 0.0);
 }
 
-TEST(TrajectoryRun, ACalculatorRunTrainsOnMultiTurnTrajectoriesInSyncAndAsync) {
-  for (const std::string mode : {"sync", "async"}) {
+// Async (the walkthrough of docs/agents.md runs the same task in sync mode,
+// tests/cli/walkthrough_test.cpp).
+TEST(TrajectoryRun, ACalculatorRunTrainsOnMultiTurnTrajectoriesInAsyncMode) {
+  for (const std::string mode : {"async"}) {
     const TrainConfig config = calculator_run({"pipeline.mode=" + mode});
     RlSetup setup = build_rl_setup(config);
     const std::string dir = ::testing::TempDir() + "/aspen_trajectory_" + mode;
@@ -134,6 +136,76 @@ TEST(TrajectoryRun, ACalculatorRunTrainsOnMultiTurnTrajectoriesInSyncAndAsync) {
     const nlohmann::json summary = run_rl(config, setup, RunOptions{dir});
     EXPECT_TRUE(summary.contains("eval_tool_calls_after_rl")) << mode;
     expect_multi_turn_metrics(dir);
+  }
+}
+
+// A command environment (Python) that answers every reset and ends each episode after
+// one turn; when FLAKY it crashes (exits) at the step of the trajectories whose prompt's
+// first digit is odd; when BROKEN it answers every reset with garbage.
+std::string environment_script(const std::string& dir, const std::string& mode) {
+  const std::string path = dir + "/env_" + mode + ".py";
+  std::ofstream(path) << R"(import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "reset":
+        prompt = request["row"]["prompt"]
+        if mode == "broken":
+            print("not json", flush=True)
+            continue
+        odd = int(prompt[0]) % 2 == 1
+        print(json.dumps({"messages": [{"role": "user", "content": prompt}]}), flush=True)
+    else:
+        if mode == "flaky" and odd:
+            sys.exit(3)
+        print(json.dumps({"done": True, "reward": 1.0}), flush=True)
+)";
+  return "python3 " + path + " " + mode;
+}
+
+TrainConfig command_run(const std::string& command, const std::string& on_error) {
+  return testing::tiny_run_config(
+      {"rollout.environment.kind=command", "rollout.environment.command=" + command,
+       "rollout.environment.on_error=" + on_error, "rollout.environment.chat_template=qwen3",
+       "rollout.environment.timeout_s=5", "train.sft_steps=0", "train.iterations=2",
+       "rollout.max_tokens=8", "model.tokenizer_vocab=300", "data.eval_size=2"});
+}
+
+TEST(TrajectoryRun, AFlakyEnvironmentFailsItsTrajectoriesWhichTrainWithRewardZero) {
+  const std::string dir = ::testing::TempDir() + "/aspen_flaky_env";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const TrainConfig config = command_run(environment_script(dir, "flaky"), "zero");
+  RlSetup setup = build_rl_setup(config);
+  run_rl(config, setup, RunOptions{dir + "/run"});
+  std::ifstream metrics(dir + "/run/metrics.jsonl");
+  int64_t failed = 0, done = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto json = nlohmann::json::parse(line);
+    if (json["phase"] != "rl") continue;
+    failed += json.at("trajectory_end_environment_error").get<int64_t>();
+    done += json.at("trajectory_end_done").get<int64_t>();
+  }
+  EXPECT_GT(failed, 0) << "the prompts with an odd first digit";
+  EXPECT_GT(done, 0) << "the others";
+}
+
+TEST(TrajectoryRun, ABrokenEnvironmentEndsTheRunWithItsErrorInsteadOfHanging) {
+  const std::string dir = ::testing::TempDir() + "/aspen_broken_env";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const std::string on_error : {"drop", "zero"}) {
+    TrainConfig config = command_run(environment_script(dir, "broken"), on_error);
+    config.train.iterations = 50;  // more claims than the bound: it must end on its own
+    RlSetup setup = build_rl_setup(config);
+    try {
+      run_rl(config, setup, RunOptions{dir + "/run_" + on_error});
+      ADD_FAILURE() << on_error << ": a broken environment trained";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("rollout.environment (command)"), std::string::npos) << what;
+      EXPECT_NE(what.find("not json"), std::string::npos) << what;
+    }
   }
 }
 

@@ -128,9 +128,13 @@ void load_data(const TrainConfig& config, RlSetup& setup) {
 
 void build_builtin_model(const TrainConfig& config, RlSetup& setup) {
   std::vector<std::string> corpus;
-  // Multi-turn runs: the demonstrations as the chat template renders them, tools and
-  // observations included, so the tokenizer learns the conversation's text too.
-  const auto trajectories = make_trajectory_environments(config, setup);
+  // Multi-turn runs with the built-in tools: the demonstrations as the chat template
+  // renders them, tools and observations included, so the tokenizer learns the
+  // conversation's text too. (A command or http environment is not started for the
+  // tokenizer: its corpus is the examples' text, as without an environment.)
+  const auto trajectories = config.rollout.environment.kind == EnvironmentKind::kTools
+                                ? make_trajectory_environments(config, setup)
+                                : nullptr;
   for (const auto& example : setup.train_examples) {
     if (!trajectories) {
       corpus.push_back(example.prompt_text + sft_answer(setup, example));

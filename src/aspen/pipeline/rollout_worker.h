@@ -215,6 +215,8 @@ class RolloutWorker {
   RolloutEngine engine_;
   WeightReceiver weights_;  // pipeline.weight_sync: full sets or deltas from the dock
   std::unique_ptr<TrajectoryLoop> loop_;  // rollout.environment; null: single-turn rows
+  static constexpr int64_t kMaxFailedClaims = 16;  // see finish_trajectory_claim
+  int64_t consecutive_failed_claims_ = 0;
   int track_ = 0;
   std::map<int64_t, HeldClaim> held_;  // by lease
   std::map<std::string, RequestOrigin> origins_;  // by engine request id, while it runs

@@ -94,12 +94,28 @@ void RolloutWorker::finish_trajectory_claim(HeldClaim& held) {
   const bool drop_failed =
       config_.rollout.environment.on_error == EnvironmentErrorPolicy::kDrop;
   bool discard = held.aborted;
+  size_t failed = 0;
+  std::string error;
   for (auto& [key, t] : held.trajectories) {
     if (t.end != TrajectoryEnd::kEnvironment) continue;
-    if (drop_failed) discard = true;
+    ++failed;
+    error = t.error;
+    // A trajectory that failed before its first turn (at reset) has nothing to train
+    // on, whatever the policy: its group leaves the dock.
+    if (drop_failed || t.turns() == 0) discard = true;
     t.has_reward = true;  // on_error zero: trained with reward 0
     t.reward = 0;
   }
+  // An environment that fails every trajectory is broken, not flaky: under `drop` no
+  // batch would ever fill (the run would wait forever), under `zero` it would train on
+  // nothing but zeros. Claims whose trajectories all failed, kMaxFailedClaims in a row,
+  // end the run with the environment's last error.
+  consecutive_failed_claims_ = failed == held.trajectories.size() ? consecutive_failed_claims_ + 1 : 0;
+  check_input(consecutive_failed_claims_ < kMaxFailedClaims,
+              "every trajectory of the last " + std::to_string(kMaxFailedClaims) +
+                  " claims failed; the last: " + error,
+              "rollout.environment (" + std::string(name_of(config_.rollout.environment.kind)) + ")",
+              "fix the environment; a flaky one may fail some trajectories, not all");
   if (discard) {
     log_warn("rollout instance ", options_.instance, ": the groups of lease ", held.claim.lease,
              " leave the dock (a trajectory failed or was refused)");

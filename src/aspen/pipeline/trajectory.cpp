@@ -1,4 +1,5 @@
 #include "aspen/pipeline/trajectory.h"
+#include "aspen/pipeline/imports.h"
 
 #include <limits>
 

@@ -1,4 +1,5 @@
 #include "aspen/pipeline/trajectory_demonstrations.h"
+#include "aspen/pipeline/imports.h"
 
 #include "aspen/agent/observation_suffix.h"
 #include "aspen/util/error.h"

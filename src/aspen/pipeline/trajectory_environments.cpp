@@ -1,4 +1,5 @@
 #include "aspen/pipeline/trajectory_environments.h"
+#include "aspen/pipeline/imports.h"
 
 #include "aspen/agent/calculator_tool.h"
 #include "aspen/agent/command_environment.h"

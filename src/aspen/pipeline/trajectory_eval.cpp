@@ -1,4 +1,5 @@
 #include "aspen/pipeline/trajectory_eval.h"
+#include "aspen/pipeline/imports.h"
 
 #include <map>
 

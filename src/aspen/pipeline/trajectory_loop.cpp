@@ -1,4 +1,5 @@
 #include "aspen/pipeline/trajectory_loop.h"
+#include "aspen/pipeline/imports.h"
 
 #include <algorithm>
 #include <chrono>
@@ -47,9 +48,14 @@ TrajectoryLoop::~TrajectoryLoop() {
 void TrajectoryLoop::start(const TrajectoryKey& key, nlohmann::ordered_json row) {
   auto state = std::make_shared<State>();
   state->row = std::move(row);
-  state->environment = factory_();
   states_[key] = state;
   MutexLock lock(mutex_);
+  if (idle_.empty()) {
+    state->environment = factory_();
+  } else {
+    state->environment = std::move(idle_.back());
+    idle_.pop_back();
+  }
   ++in_environment_;
   jobs_.push_back(Job{key, state, "", /*reset=*/true});
   jobs_cv_.notify_one();
@@ -195,6 +201,7 @@ void TrajectoryLoop::run_job(Job& job) {
   MutexLock lock(mutex_);
   if (forgotten_.count(job.key.lease) > 0) {
     --in_environment_;
+    idle_.push_back(std::move(state.environment));  // its next reset starts afresh
     return;
   }
   if (ends) {
@@ -207,7 +214,7 @@ void TrajectoryLoop::run_job(Job& job) {
 
 void TrajectoryLoop::finish(const TrajectoryKey& key, std::shared_ptr<State> state) {
   finished_.push_back(Finished{key, std::move(state->trajectory)});
-  state->environment.reset();  // its process or connection ends with the trajectory
+  idle_.push_back(std::move(state->environment));  // serves the next trajectory
 }
 
 void TrajectoryLoop::next_turn(const TrajectoryKey& key, const State& state) {

@@ -31,7 +31,10 @@
 //
 // Threads: `threads` workers run resets and steps; each trajectory has at most one
 // call in flight, so an environment instance is never used by two threads at once.
-// Environments are made by the factory, one per trajectory, and dropped when it ends.
+// Environments are pooled: a trajectory takes an idle one (the factory makes one when
+// none is idle) and gives it back when it ends, so a command environment's process
+// serves episode after episode (as many processes as trajectories run at once) instead
+// of starting per trajectory. reset() starts each episode afresh (environment.h).
 // Thread safety: start/turn_finished/poll/waiting/forget from one thread (the
 // instance's); the workers only touch a trajectory while its call is in flight.
 #pragma once
@@ -139,6 +142,7 @@ class TrajectoryLoop {
   CondVar ready_cv_;
   CondVar jobs_cv_;
   std::deque<Job> jobs_ GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<agent::Environment>> idle_ GUARDED_BY(mutex_);
   std::vector<NextTurn> next_ GUARDED_BY(mutex_);
   std::vector<Finished> finished_ GUARDED_BY(mutex_);
   int64_t in_environment_ GUARDED_BY(mutex_) = 0;
