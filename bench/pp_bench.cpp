@@ -93,10 +93,25 @@ std::vector<MicroBatch> pp_micro_batches(const TrainBatch& batch, int64_t count)
   return planned;
 }
 
-double thread_cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+// This thread's time on a CPU (CLOCK_THREAD_CPUTIME_ID: exact up to now; schedstat's
+// first field lags by up to a scheduler tick while the thread runs) and its time
+// runnable but waiting for one, preempted by other processes (/proc/thread-self/
+// schedstat's second field, nanoseconds: added when the thread gets the CPU back, so
+// exact across a schedule, which ends running).
+struct SchedTimes {
+  double running_s = 0;
+  double runnable_s = 0;
+};
+
+SchedTimes thread_sched_times() {
+  timespec cpu{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  std::ifstream in("/proc/thread-self/schedstat");
+  double running_ns = 0, runnable_ns = 0;
+  in >> running_ns >> runnable_ns;
+  check_input(static_cast<bool>(in), "cannot read /proc/thread-self/schedstat", "bench pp");
+  return {static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec),
+          runnable_ns * 1e-9};
 }
 
 int usable_cores() {
@@ -132,40 +147,43 @@ nlohmann::json run_micro_batch_count(QwenForCausalLM& model,
   auto barrier = [&] {
     if (group) group->barrier();
   };
-  double busy = 0.0, wall = 0.0;
+  double running = 0.0, runnable = 0.0, wall = 0.0;
   for (int64_t r = 0; r < options.warmup + options.repeats; ++r) {
     model->zero_grad();
     barrier();
     const auto start = std::chrono::steady_clock::now();
-    const double cpu = thread_cpu_seconds();
+    const SchedTimes before = thread_sched_times();
     run_one_f_one_b(model, mbs, loss);
-    const double stage_busy = thread_cpu_seconds() - cpu;
+    const SchedTimes after = thread_sched_times();
     barrier();  // the schedule ends when its last stage does
     const double seconds = seconds_since(start);
     if (r < options.warmup) continue;
-    busy += stage_busy;
+    running += after.running_s - before.running_s;
+    runnable += after.runnable_s - before.runnable_s;
     wall += seconds;
   }
-  // Every stage's busy seconds, to rank 0 (whose wall is the schedule's: barriers on both ends).
-  std::vector<double> stage_busy = {busy};
+  // Every stage's seconds, to rank 0 (whose wall is the schedule's: barriers on both ends).
+  std::vector<std::pair<double, double>> stage_times = {{running, runnable}};
   if (group) {
-    stage_busy.clear();
-    const torch::Tensor mine = torch::tensor({busy}, torch::kDouble);
+    stage_times.clear();
+    const torch::Tensor mine = torch::tensor({running, runnable}, torch::kDouble);
     for (const torch::Tensor& t : group->all_gather(mine)) {
-      stage_busy.push_back(t.item<double>());
+      stage_times.emplace_back(t[0].item<double>(), t[1].item<double>());
     }
   }
-  const auto p = static_cast<double>(stage_busy.size());
+  const auto p = static_cast<double>(stage_times.size());
   const auto m = static_cast<double>(count);
-  nlohmann::json fractions = nlohmann::json::array();
-  double mean_busy = 0.0;
-  for (double b : stage_busy) {
-    fractions.push_back(b / wall);
-    mean_busy += b / wall / p;
+  nlohmann::json busy_fractions = nlohmann::json::array(), cpu_fractions = nlohmann::json::array();
+  double mean_busy = 0.0, mean_cpu = 0.0;
+  for (const auto& [stage_running, stage_runnable] : stage_times) {
+    busy_fractions.push_back((stage_running + stage_runnable) / wall);
+    cpu_fractions.push_back(stage_running / wall);
+    mean_busy += (stage_running + stage_runnable) / wall / p;
+    mean_cpu += stage_running / wall / p;
   }
   const double theory = (p - 1.0) / (m + p - 1.0);
   const double measured = 1.0 - mean_busy;
-  nlohmann::json run = {{"stages", stage_busy.size()},
+  nlohmann::json run = {{"stages", stage_times.size()},
                         {"micro_batches", count},
                         {"tokens_per_step", tokens},
                         {"micro_batch_tokens", sizes},
@@ -173,8 +191,10 @@ nlohmann::json run_micro_batch_count(QwenForCausalLM& model,
                         {"tokens_per_s", static_cast<double>(tokens * options.repeats) / wall},
                         {"bubble_measured", measured},
                         {"bubble_theory", theory},
-                        {"stage_busy_fraction", fractions},
-                        {"oversubscribed", static_cast<int>(stage_busy.size()) > usable_cores()}};
+                        {"bubble_cpu", 1.0 - mean_cpu},
+                        {"stage_busy_fraction", busy_fractions},
+                        {"stage_cpu_fraction", cpu_fractions},
+                        {"oversubscribed", static_cast<int>(stage_times.size()) > usable_cores()}};
   if (theory > 0) run["bubble_relative_error"] = measured / theory - 1.0;
   return run;
 }
@@ -282,8 +302,10 @@ nlohmann::json run_pp_bench(const PpBenchOptions& options, const std::string& se
       {"repeats", options.repeats},
       {"warmup", options.warmup},
       {"bubble_definition",
-       "per stage 1 - (its main thread's CPU seconds inside the 1F1B runner) / (the "
-       "schedule's wall seconds, barrier to barrier), averaged over stages"}};
+       "per stage, the fraction of the schedule's wall seconds (barrier to barrier) its "
+       "main thread spent asleep inside the 1F1B runner - neither running nor runnable "
+       "(/proc/thread-self/schedstat): waiting for a neighbour's message - averaged over "
+       "stages; bubble_cpu counts runnable-but-preempted time as idle too"}};
   if (have_load) result["load_average_1m"] = load[0];
   return result;
 }

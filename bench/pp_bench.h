@@ -12,21 +12,24 @@
 // change). `warmup` untimed schedules, then `repeats` timed ones.
 //
 // The measured bubble. For one schedule, every stage s has the wall time W of the
-// whole schedule (from a barrier before it to a barrier after it, on rank 0) and its
-// busy time B_s: the CPU time of its main thread inside run_one_f_one_b (CLOCK_THREAD_
-// CPUTIME_ID). With one intra-op thread the stage's forwards, backwards (CPU autograd
-// runs on the calling thread), loss and head all run on that thread, while a stage
-// waiting for its neighbour blocks in a Gloo receive (a condition variable: no CPU)
-// and Gloo moves the payloads on its own threads. So B_s is the time the stage
-// computes, and bubble_s = 1 - B_s / W is the fraction of the schedule it is idle. The
-// measured bubble is the mean of bubble_s over stages, summed over the repeats (sum
-// of B over sum of W). The measurement is taken from outside the runner: nothing in
-// it is instrumented. It counts as idle whatever is not the stage's own compute: the
-// 1F1B bubble, p2p time the compute does not hide, stages of unequal cost (the first
-// embeds, the last runs the head), and time the operating system gives to another
-// process. The last is why p > cores cannot match the theory: p single-threaded
-// stages on c < p cores compute at most c / p of the time on average, a bubble of at
-// least 1 - c / p whatever m is; the output marks such runs "oversubscribed".
+// whole schedule (from a barrier before it to a barrier after it, on rank 0) and the
+// scheduler's account of its main thread inside run_one_f_one_b
+// (CLOCK_THREAD_CPUTIME_ID and /proc/thread-self/schedstat): seconds running on a CPU
+// (R_s) and seconds runnable but waiting for one (Q_s: preempted by another process). With one intra-op thread
+// the stage's forwards, backwards (CPU autograd runs on the calling thread), loss and
+// head all run on that thread; Gloo moves the payloads on its own threads; and a stage
+// waiting for its neighbour sleeps in a Gloo receive (a condition variable): neither
+// running nor runnable. So the stage's idle fraction, the time it had nothing to do,
+// is 1 - (R_s + Q_s) / W, and the measured bubble is its mean over stages, summed over
+// the repeats (sums of seconds). The runner itself is not instrumented: this is its
+// outside, as the kernel sees it. The bubble counts what makes a stage wait: the 1F1B
+// dependencies, p2p time the compute does not hide, stages of unequal cost (the first
+// embeds, the last runs the head), and a neighbour slowed by another process (other
+// load shows through the dependencies; a stage's own preemption is Q_s, not idle).
+// bubble_cpu = mean of 1 - R_s / W is the cores' view, counting preemption as idle
+// too: p single-threaded stages on c < p cores run at most c / p of the time on
+// average, a bubble_cpu of at least 1 - c / p whatever m is; the output marks such runs
+// "oversubscribed".
 //
 // Model: Qwen3, --layers layers of width --hidden (intermediate 3 hidden, heads of 64,
 // kv heads half of them), vocabulary 512 (a small head, so the last stage's extra
@@ -38,7 +41,8 @@
 // Result JSON: {"runs": [{"stages", "micro_batches", "tokens_per_step",
 //   "micro_batch_tokens": [..], "seconds_per_step", "tokens_per_s", "bubble_measured",
 //   "bubble_theory", "bubble_relative_error" (measured / theory - 1; absent at p = 1),
-//   "stage_busy_fraction": [..], "oversubscribed"}], "model": {...}, "cores",
+//   "bubble_cpu", "stage_busy_fraction": [(R_s + Q_s) / W], "stage_cpu_fraction":
+//   [R_s / W], "oversubscribed"}], "model": {...}, "cores",
 //   "threads_per_stage", "repeats", "warmup", "load_average_1m"}.
 // Errors: aspen::Error naming the option, or when a configuration's processes fail.
 // Thread safety: run_pp_bench forks (call from the main thread).

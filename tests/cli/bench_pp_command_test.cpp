@@ -37,10 +37,17 @@ TEST(BenchPpCommand, TinyRunReportsEveryStageAndMicroBatchCount) {
       double mean_busy = 0;
       for (const auto& f : run["stage_busy_fraction"]) {
         EXPECT_GT(f.get<double>(), 0.0);
-        EXPECT_LE(f.get<double>(), 1.05);  // CPU seconds within the wall (clock granularity)
+        EXPECT_LE(f.get<double>(), 1.05);  // scheduler seconds within the wall (granularity)
         mean_busy += f.get<double>() / p;
       }
       EXPECT_NEAR(run["bubble_measured"].get<double>(), 1.0 - mean_busy, 1e-9);
+      // Running is part of busy (busy adds the time runnable but preempted).
+      ASSERT_EQ(run["stage_cpu_fraction"].size(), static_cast<size_t>(p));
+      for (int s = 0; s < p; ++s) {
+        EXPECT_LE(run["stage_cpu_fraction"][s].get<double>(),
+                  run["stage_busy_fraction"][s].get<double>() + 1e-12);
+      }
+      EXPECT_GE(run["bubble_cpu"].get<double>(), run["bubble_measured"].get<double>() - 1e-12);
       EXPECT_EQ(run.contains("bubble_relative_error"), p > 1);
     }
   }
