@@ -105,5 +105,36 @@ TEST(BatchAdvantages, AnEmptyBatchHasNoAdvantages) {
   EXPECT_EQ(out.stats.rows, 0);
 }
 
+// Multi-turn trajectories: the loss mask keeps environment tokens out of every
+// estimator - KL in the reward, its mean, the score's token, GAE and its whitening.
+TEST(BatchAdvantages, LossMaskKeepsEnvironmentTokensOutOfKlAndGae) {
+  AlgorithmSection algorithm;
+  algorithm.name = AlgorithmName::kPpo;
+  algorithm.gamma = 1.0;
+  algorithm.lambda = 1.0;
+  algorithm.kl_in_reward = true;
+  algorithm.kl_estimator = KlEstimator::kK1;
+  KlController kl = KlController::fixed(0.5);
+  AdvantageInputs inputs;
+  // Row 0: model, env, model, env (it ends with an observation); row 1: model.
+  inputs.lengths = {4, 1};
+  inputs.group_ids = {0, 1};
+  inputs.scores = {1.0, 2.0};
+  inputs.old_logprobs = torch::tensor({-1.0, 0.0, -1.0, 0.0, -1.0});
+  inputs.ref_logprobs = torch::tensor({-1.2, -9.0, -1.4, -9.0, -1.0});  // KL 0.2, 0.4, 0
+  inputs.values = torch::tensor({0.5, 7.0, 0.25, 7.0, 1.0});
+  inputs.loss_mask = torch::tensor({1.0, 0.0, 1.0, 0.0, 1.0});
+  const BatchAdvantages out = batch_advantages(algorithm, kl, inputs);
+  // Token rewards on model tokens: -0.1, 1 - 0.2 = 0.8 | 2. With gamma = lambda = 1,
+  // A_t = (reward-to-go over the row's model tokens) - V_t and returns = reward-to-go.
+  expect_tokens(out.returns, {0.7, 0, 0.8, 0, 2.0});
+  // Advantages 0.2, 0.55, 1.0, whitened over those three model tokens only.
+  const double mean = 1.75 / 3;
+  const std::vector<double> a = {0.2 - mean, 0.55 - mean, 1.0 - mean};
+  const double scale = 1.0 / std::sqrt((a[0] * a[0] + a[1] * a[1] + a[2] * a[2]) / 2 + 1e-8);
+  expect_tokens(out.advantages, {a[0] * scale, 0, a[1] * scale, 0, a[2] * scale});
+  EXPECT_NEAR(out.stats.kl_in_reward, 0.6 / 3, 1e-6);
+}
+
 }  // namespace
 }  // namespace aspen::pipeline

@@ -50,7 +50,9 @@ BatchAdvantages batch_advantages(const AlgorithmSection& algorithm, KlController
     if (algorithm.name == AlgorithmName::kPpo) out.returns = torch::zeros({0});
     return out;
   }
-  const PackedSeqs packed = PackedSeqs::from_lengths(inputs.lengths);
+  if (inputs.loss_mask.defined()) check_token_input(inputs.loss_mask, tokens, "loss_mask");
+  const PackedSeqs packed =
+      PackedSeqs::from_lengths(inputs.lengths).with_loss_mask(inputs.loss_mask);
   torch::Tensor scores = torch::tensor(inputs.scores, torch::kFloat64).to(torch::kFloat32);
   torch::Tensor kl;
   if (algorithm.kl_in_reward) {
@@ -59,7 +61,8 @@ BatchAdvantages batch_advantages(const AlgorithmSection& algorithm, KlController
     // verl's apply_kl_penalty: the old policy's KL from the reference, per token.
     kl = kl_penalty(inputs.old_logprobs.to(torch::kFloat32),
                     inputs.ref_logprobs.to(torch::kFloat32), algorithm.kl_estimator);
-    out.stats.kl_in_reward = kl.mean().item<double>();
+    out.stats.kl_in_reward =
+        (packed.has_loss_mask() ? token_mean_metric(kl, packed) : kl.mean()).item<double>();
     out.stats.kl_coef = kl_ctrl.value();
   }
   const torch::Tensor token_rewards = outcome_token_rewards(scores, packed, kl, out.stats.kl_coef);

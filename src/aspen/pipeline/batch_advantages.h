@@ -37,6 +37,11 @@ struct AdvantageInputs {
   torch::Tensor old_logprobs;      // [R], with kl_in_reward; else undefined
   torch::Tensor ref_logprobs;      // [R], with kl_in_reward; else undefined
   torch::Tensor values;            // [R], ppo; else undefined
+  // [R] 0/1, multi-turn trajectories: 1 for a model token, 0 for an environment token.
+  // Every estimator then works on model tokens only (algo/advantages.h): advantages and
+  // returns are 0 at environment tokens, the KL in the reward and its mean count model
+  // tokens only. Undefined: every token is the model's.
+  torch::Tensor loss_mask;
 };
 
 struct BatchAdvantages {

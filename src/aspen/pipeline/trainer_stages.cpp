@@ -198,6 +198,12 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
     if (workers_.critic) {
       inputs.values = whole_batch_tokens(batch.token_columns.at(columns::kValues), share_tokens);
     }
+    // Multi-turn trajectories: the estimators see model tokens only. Gathered like the
+    // other token inputs (a collective): the column is in every rank's batch or in none.
+    const auto mask = batch.token_columns.find(columns::kLossMask);
+    if (mask != batch.token_columns.end()) {
+      inputs.loss_mask = whole_batch_tokens(mask->second, share_tokens);
+    }
     const BatchAdvantages whole = batch_advantages(algorithm, workers_.kl_ctrl, inputs);
     const size_t d = context_.trainers ? static_cast<size_t>(context_.dp_rank) : 0;
     const int64_t offset =
