@@ -30,9 +30,10 @@ std::string text_of(double value) {
 
 // Tokens the template puts around one tool message and the next generation prompt
 // ("<|im_end|>\n<|im_start|>user\n<tool_response>\n...\n</tool_response><|im_end|>\n
-// <|im_start|>assistant\n" and Qwen3's empty think block): under 32 with any tokenizer
-// that keeps the specials whole; room to spare costs nothing.
-constexpr int64_t kObservationWrapping = 32;
+// <|im_start|>assistant\n" and Qwen3's empty think block): about 75 bytes besides the
+// special tokens, so at most that many tokens under any byte-level tokenizer (the
+// built-in one learns no merges for text its corpus lacks); room to spare costs nothing.
+constexpr int64_t kObservationWrapping = 96;
 
 }  // namespace
 
