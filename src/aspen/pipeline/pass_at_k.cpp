@@ -20,6 +20,14 @@ double pass_at_k(int64_t n, int64_t c, int64_t k) {
   return 1.0 - none_correct;
 }
 
+EngineConfig evaluation_engine_config(const RlSetup& setup, int64_t kv_cache_bytes) {
+  EngineConfig config;
+  config.eos_token_ids = setup.eos_token_ids;
+  config.kv_cache_bytes = kv_cache_bytes;
+  config.max_num_seqs = 256;
+  return config;
+}
+
 std::map<int64_t, double> mean_pass_at_ks(const std::vector<int64_t>& correct, int64_t n) {
   std::map<int64_t, double> pass_at;
   if (correct.empty()) return pass_at;
@@ -40,11 +48,8 @@ PassAtKResult evaluate_pass_at_k(RlSetup& setup, const std::vector<TaskExample>&
   check_input(n >= 1, "n = " + std::to_string(n), "pass@k evaluation", "sample at least once");
   check_input(!examples.empty(), "no examples", "pass@k evaluation");
   torch::NoGradGuard no_grad;
-  EngineConfig config;
-  config.eos_token_ids = setup.eos_token_ids;
-  config.kv_cache_bytes = kv_cache_bytes;
-  config.max_num_seqs = 256;
-  RolloutEngine engine(setup.model, config, setup.tokenizer);
+  RolloutEngine engine(setup.model, evaluation_engine_config(setup, kv_cache_bytes),
+                       setup.tokenizer);
   std::vector<GenerationRequest> requests;
   for (size_t e = 0; e < examples.size(); ++e) {
     const std::vector<TokenId> prompt = setup.tokenizer->encode(examples[e].prompt_text);

@@ -19,6 +19,7 @@
 
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
+#include "aspen/rollout/engine.h"
 #include "aspen/rollout/sampling_params.h"
 
 namespace aspen::pipeline {
@@ -34,6 +35,10 @@ struct PassAtKResult {
 
 // 1 - C(n - c, k) / C(n, k); aspen::Error unless 0 <= c <= n and 1 <= k <= n.
 double pass_at_k(int64_t n, int64_t c, int64_t k);
+
+// The engine an evaluation samples with: the policy's EOS, `kv_cache_bytes` of KV cache,
+// up to 256 sequences at once.
+EngineConfig evaluation_engine_config(const RlSetup& setup, int64_t kv_cache_bytes);
 
 // pass@k for k = 1, 2, 4, ... and n, averaged over examples with `correct[e]` correct of
 // n samples each; empty for no examples.

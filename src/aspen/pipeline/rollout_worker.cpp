@@ -254,6 +254,15 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
     infos.push_back(info);
     ordered.push_back(c);
   }
+  int64_t prompt_tokens = 0;
+  for (const Completion& c : ordered) prompt_tokens += static_cast<int64_t>(c.prompt_token_ids.size());
+  publish_claim(held, ids, infos,
+                response_columns(ordered, engine_.config().record_routed_experts), prompt_tokens);
+}
+
+void RolloutWorker::publish_claim(HeldClaim& held, const std::vector<RowId>& ids,
+                                  const std::vector<RowInfo>& infos,
+                                  const std::vector<ColumnData>& columns, int64_t prompt_tokens) {
   // A lease that ran out (this instance too slow to renew it) may have let another
   // instance regenerate the rows, and they may even have retired: then there is
   // nothing to write (the other instance wrote the same samples).
@@ -263,13 +272,11 @@ void RolloutWorker::finish_claim(HeldClaim& held) {
     return;
   }
   status_.completed_samples += static_cast<int64_t>(ids.size());
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    status_.completed_prompt_tokens += static_cast<int64_t>(ordered[i].prompt_token_ids.size());
-    status_.completed_response_tokens += infos[i].tokens;
-  }
+  status_.completed_prompt_tokens += prompt_tokens;
+  for (const RowInfo& info : infos) status_.completed_response_tokens += info.tokens;
   // Length and version with the response, in one controller call: the rows become
   // claimable for reward with their true infos.
-  dock_.put_columns(ids, response_columns(ordered, engine_.config().record_routed_experts), infos);
+  dock_.put_columns(ids, columns, infos);
   if (!dock_.ack(held.claim)) {
     log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
              " ran out while its rows were written; they may be generated again");

@@ -194,6 +194,11 @@ class RolloutWorker {
   bool start_claim(Claim claim);
   // Every row of the claim finished: its columns, lengths and versions go to the dock.
   void finish_claim(HeldClaim& held);
+  // The finished rows' columns and infos into the dock and the lease acked (nothing
+  // written when the lease had expired); counted in the status.
+  void publish_claim(HeldClaim& held, const std::vector<RowId>& ids,
+                     const std::vector<RowInfo>& infos, const std::vector<ColumnData>& columns,
+                     int64_t prompt_tokens);
   void renew_leases();
   // Trajectories: starts the claim's rows in the loop (their environments reset).
   void start_trajectories(HeldClaim& held, const std::vector<ColumnData>& columns);

@@ -136,21 +136,9 @@ void RolloutWorker::finish_trajectory_claim(HeldClaim& held) {
     infos.push_back(info);
     ordered.push_back(std::move(t));
   }
-  if (!dock_.renew(held.claim, options_.lease_s)) {
-    log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
-             " had expired; another instance regenerates its rows");
-    return;
-  }
-  status_.completed_samples += static_cast<int64_t>(ids.size());
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    status_.completed_prompt_tokens += static_cast<int64_t>(ordered[i].prompt.size());
-    status_.completed_response_tokens += infos[i].tokens;
-  }
-  dock_.put_columns(ids, trajectory_columns(ordered), infos);
-  if (!dock_.ack(held.claim)) {
-    log_warn("rollout instance ", options_.instance, ": lease ", held.claim.lease,
-             " ran out while its rows were written; they may be generated again");
-  }
+  int64_t prompt_tokens = 0;
+  for (const Trajectory& t : ordered) prompt_tokens += static_cast<int64_t>(t.prompt.size());
+  publish_claim(held, ids, infos, trajectory_columns(ordered), prompt_tokens);
 }
 
 }  // namespace aspen::pipeline

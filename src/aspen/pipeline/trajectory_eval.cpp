@@ -20,11 +20,8 @@ TrajectoryEvalResult evaluate_trajectories(RlSetup& setup, const TrajectoryEnvir
   result.pass.correct.assign(examples.size(), 0);
   if (examples.empty()) return result;
   torch::NoGradGuard no_grad;
-  EngineConfig config;
-  config.eos_token_ids = setup.eos_token_ids;
-  config.kv_cache_bytes = kv_cache_bytes;
-  config.max_num_seqs = 256;
-  RolloutEngine engine(setup.model, config, setup.tokenizer);
+  RolloutEngine engine(setup.model, evaluation_engine_config(setup, kv_cache_bytes),
+                       setup.tokenizer);
   TrajectoryLoopOptions loop_options = envs.loop;
   loop_options.max_turn_tokens = params.max_tokens;
   loop_options.max_trajectory_tokens = std::max(loop_options.max_trajectory_tokens, params.max_tokens);
