@@ -173,5 +173,17 @@ TEST(TrainerLayouts, TensorParallelismWinsWithOneMicroBatch) {
   for (const auto& layout : out["layouts"]) EXPECT_EQ(layout["micro_batches"], 1);
 }
 
+TEST(TrainerLayouts, SimulateMicroBatchesFixesEveryPipelinesCount) {
+  const nlohmann::json out =
+      compare_trainer_layouts(layouts_config({"simulate.micro_batches=8"}), 8);
+  for (const auto& layout : out["layouts"]) {
+    const double pp = layout["pp"].get<double>();
+    if (pp == 1) continue;
+    EXPECT_EQ(layout["micro_batches"], 8);
+    EXPECT_DOUBLE_EQ(layout["bubble"].get<double>(), (pp - 1) / (8 + pp - 1));
+  }
+  EXPECT_THROW(layouts_config({"simulate.micro_batches=-1"}), Error);
+}
+
 }  // namespace
 }  // namespace aspen::sim

@@ -543,6 +543,8 @@ SimulateSection read_simulate(ConfigSection s) {
               "must be in [0, 10]", s.where("length_sigma"));
   check_input(c.prompt_tokens >= 1 && c.prompt_tokens <= 1 << 24, "must be in [1, 2^24]",
               s.where("prompt_tokens"));
+  check_input(c.micro_batches >= 0 && c.micro_batches <= 1 << 20,
+              "must be in [0, 2^20] (0: from train.micro_batch_tokens)", s.where("micro_batches"));
   s.finish();
   return c;
 }

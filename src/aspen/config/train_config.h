@@ -374,6 +374,8 @@ struct SimulateSection {
   int64_t observation_tokens = 64;
   std::string replay;       // a run's metrics.jsonl: replay its groups' response lengths
   std::string calibration;  // an `aspen bench pipeline --json` output: fit the cpu preset to it
+  // Pipeline-parallel trainers: micro-batches per optimizer step (0: from train.micro_batch_tokens).
+  int64_t micro_batches = 0;
   uint64_t seed = 1;
 };
 

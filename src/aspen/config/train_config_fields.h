@@ -672,6 +672,10 @@ void visit_fields(SimulateSection& s, Visitor& v) {
   v.field("calibration", s.calibration,
         "an `aspen bench pipeline --json` output: the `cpu` device's step and token costs are "
         "fitted to its sync side's recorded costs (docs/simulate.md)");
+  v.field("micro_batches", s.micro_batches,
+        "pipeline-parallel trainers (`aspen simulate --compare-pp`): micro-batches per "
+        "optimizer step and DP rank, each pipeline's 1F1B bubble (pp - 1) / (m + pp - 1); "
+        "0: ceil(the rank's tokens / `train.micro_batch_tokens`), as the trainer packs them");
   v.field("seed", s.seed, "seed of the response lengths");
 }
 

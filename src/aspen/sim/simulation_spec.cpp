@@ -128,6 +128,7 @@ ClusterShape configured_cluster(const TrainConfig& config) {
   ClusterShape c;
   c.memory_utilization = config.simulate.memory_utilization;
   c.train_micro_batch_tokens = config.train.micro_batch_tokens;
+  c.train_micro_batches = config.simulate.micro_batches;
   if (p.world_size() == 1) {  // one process: a trainer thread and instance threads
     c.instances = static_cast<int>(config.pipeline.instances);
     return c;

@@ -90,6 +90,7 @@ nlohmann::json compare_trainer_layouts(const TrainConfig& config, int devices_pe
     cluster.train_tp = tp;
     cluster.train_pp = pp;
     cluster.train_micro_batch_tokens = config.train.micro_batch_tokens;
+    cluster.train_micro_batches = config.simulate.micro_batches;
     cluster.memory_utilization = config.simulate.memory_utilization;
     const CostModel costs(spec.model, spec.device, cluster, spec.overheads);
     const TrainerPassCost pass = costs.train_pass(step.tokens, step.pairs);

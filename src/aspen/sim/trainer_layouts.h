@@ -8,7 +8,7 @@
 // prompts x n) with the simulated response lengths of the first iteration's groups
 // (the simulator's own draws: sim/workload.h), each trained as prompt + response
 // tokens (observations too, multi-turn); its tokens and causal pairs are spread over
-// the config's train.dp ranks. m, per (tp, pp), is simulate's micro-batch rule:
+// the config's train.dp ranks. m, per (tp, pp), is simulate.micro_batches, else
 // ceil(tokens per DP rank / train.micro_batch_tokens).
 //
 // Output: {"devices_per_replica", "dp", "tokens_per_step", "micro_batch_tokens",
