@@ -65,5 +65,22 @@ TEST(RunReport, EveryChartHoldsEveryValueOfItsSeriesInMetricsJsonl) {
   }
 }
 
+// A multi-turn run's lines (rollout.environment): turns, tool calls, tool errors, tool
+// wait and the tool_wait bubble are charted, every value of them.
+TEST(RunReport, ChartsTheTrajectoryMetricsOfAMultiTurnRun) {
+  const std::string dir = scratch_run_dir();
+  std::ofstream(dir + "/metrics.jsonl")
+      << R"({"phase":"rl","iteration":1,"reward_mean":0.1,"turns_mean":1.5,"tool_calls_mean":0.5,"tool_errors_mean":0.125,"tool_wait_s_mean":0.25,"bubbles":{"tool_wait":0.2}}
+{"phase":"rl","iteration":2,"reward_mean":0.2,"turns_mean":1.75,"tool_calls_mean":0.75,"tool_errors_mean":0.0625,"tool_wait_s_mean":0.5,"eval_tool_calls_mean":1.0,"bubbles":{"tool_wait":0.1}}
+)";
+  const auto charted = testing::expect_charts_hold_every_metrics_value(
+      testing::report_charts(render_run_report(dir)),
+      testing::metrics_lines(dir + "/metrics.jsonl"));
+  for (const char* key : {"turns_mean", "tool_calls_mean", "tool_errors_mean", "tool_wait_s_mean",
+                          "eval_tool_calls_mean", "bubbles/tool_wait"}) {
+    EXPECT_NE(std::find(charted.begin(), charted.end(), key), charted.end()) << key;
+  }
+}
+
 }  // namespace
 }  // namespace aspen::report

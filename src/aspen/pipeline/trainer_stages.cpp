@@ -103,6 +103,11 @@ PreparedShare TrainerStages::prepare(const TrainerRows& rows,
   for (const ClaimedRow& row : mine.rows) out.versions.push_back(row.info.version);
   TrainBatch& batch = out.batch;
   batch = to_train_batch(mine, share_columns, {});
+  // Trajectories: the loss mask is in every rank's batch (its gather below is a
+  // collective), an empty one on a rank with no rows.
+  if (workers_.schema.with_trajectory && !batch.token_columns.count(columns::kLossMask)) {
+    batch.token_columns[columns::kLossMask] = torch::zeros({0});
+  }
   for (size_t i = 0; i < mine.rows.size(); ++i) {
     check_input(static_cast<int64_t>(batch.responses[i].size()) == mine.rows[i].info.tokens,
                 "row " + std::to_string(mine.rows[i].id) + " has " +

@@ -165,6 +165,15 @@ std::vector<Chart> charts_of(const RunMetrics& metrics) {
                              {"router_load_max", "busiest expert / mean, worst layer"},
                              {"router_load_mean", "busiest expert / mean, mean of layers"},
                              {"router_topk_mismatch", "trainer top-k != rollout top-k"}}));
+  // Multi-turn runs only (rollout.environment; docs/agents.md "Metrics"); bubbles.tool_wait
+  // is on the bubbles chart.
+  charts.push_back(rl_chart(metrics, "Trajectories (per trajectory)",
+                            {{"turns_mean", "turns"},
+                             {"tool_calls_mean", "tool calls"},
+                             {"tool_errors_mean", "tool errors"},
+                             {"eval_tool_calls_mean", "tool calls, greedy eval"}}));
+  charts.push_back(rl_chart(metrics, "Tool wait (seconds per trajectory in its environment)",
+                            {{"tool_wait_s_mean", "mean"}}));
   charts.push_back(rl_chart(metrics, "Throughput (tokens/s)",
                             {{"tokens_per_second", "trained tokens/s"},
                              {"effective_tps", "effective tokens/s"}}));
