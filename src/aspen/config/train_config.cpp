@@ -405,7 +405,9 @@ RolloutSection read_rollout(ConfigSection s) {
   const EnvironmentSection& e = r.environment;
   const std::string env = "environment.";
   check_positive(e.max_turns, s.where(env + "max_turns"));
-  check_input(e.max_trajectory_tokens >= r.max_tokens,
+  // Only with an environment: single-turn runs (the simulator's defaults: 16384-token
+  // responses) never read it.
+  check_input(e.kind == EnvironmentKind::kNone || e.max_trajectory_tokens >= r.max_tokens,
               "must be at least rollout.max_tokens (" + std::to_string(r.max_tokens) +
                   "): one whole turn",
               s.where(env + "max_trajectory_tokens"));
