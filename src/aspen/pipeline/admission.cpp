@@ -236,7 +236,11 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
     view.busy_at_iteration_start = view.status.busy_seconds;
     view.steps_at_iteration_start = view.status.steps;
     view.tokens_at_iteration_start = view.status.scheduled_tokens;
-    tool_wait += std::max(0.0, view.status.tool_wait_seconds - view.tool_wait_at_iteration_start);
+    // An instance's status is a snapshot posted up to status_period_s apart, so the wait
+    // it reports at this boundary may include some of the previous iteration's: at
+    // most the iteration's seconds are counted per instance (a share stays <= 1).
+    tool_wait += std::clamp(view.status.tool_wait_seconds - view.tool_wait_at_iteration_start,
+                            0.0, std::max(0.0, seconds));
     view.tool_wait_at_iteration_start = view.status.tool_wait_seconds;
     if (view.failed) continue;
     busy.push_back(b);
