@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "aspen/algo/packed.h"
 #include "aspen/model/expert_parallel_state.h"
@@ -11,6 +12,7 @@
 #include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/model_copy.h"
+#include "aspen/train/pipeline_actor.h"
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 #include "aspen/train/update_steps.h"
@@ -82,6 +84,9 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       master_(trainable_params(*model_), trainable_params(*compute_)),
       optimizer_(master_.master(), options.trainer.optimizer),
       data_parallel_(options.data_parallel, master_) {
+  // Pipeline parallelism: this rank trains one stage (train/pipeline_actor.h).
+  check_pipeline_actor(model_, options.data_parallel.group.has_value());
+  set_pipeline_clip_norm(optimizer_, model_);
   if (model_->ep.enabled() && !model_->ep.replicated_tokens) {
     // Clipping needs the norm of the whole model: an expert is held by one rank of the
     // EP group, everything else by all of them. (EP over the TP group: the TP norm
@@ -132,6 +137,20 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
   // Expert parallelism: agree on the pass count before any pass's collectives.
   const int64_t passes = static_cast<int64_t>(micro_batches.size());
   const int64_t target = lockstep_count(compute_, passes);
+  // Pipeline parallelism: the last stage runs this loop over the pass's messages, the
+  // other stages their part of the 1F1B schedule (train/pipeline_actor.h).
+  std::optional<PipelineActorPass> pipeline;
+  if (compute_->pp.enabled()) {
+    pipeline.emplace(compute_, micro_batches);
+    if (!pipeline->last_stage()) {
+      for (const MicroBatch& mb : micro_batches) metrics.tokens += mb.num_tokens;
+      metrics.micro_batches += passes;
+      pipeline->run_stage();
+      master_.accumulate_grads();
+      pipeline->finish(model_);
+      return;
+    }
+  }
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const MicroBatch& mb = micro_batches[i];
     metrics.tokens += mb.num_tokens;
@@ -143,8 +162,10 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     }
     MoeRoutingLog routing;
     if (options.routing_replay) routing = routing_replay_log(compute_, mb);
-    TokenLogprobs current = response_logprobs(compute_, mb, head, options_.trainer.recompute,
-                                              moe ? &routing : nullptr);
+    TokenLogprobs current = pipeline ? pipeline->response_logprobs(mb, head)
+                                     : response_logprobs(compute_, mb, head,
+                                                         options_.trainer.recompute,
+                                                         moe ? &routing : nullptr);
     const auto dtype = current.logprobs.scalar_type();
     const PackedSeqs packed = response_packing(mb);  // with the loss mask, if any
     PolicyLossInputs inputs;
@@ -201,7 +222,11 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       if (!load.empty()) sums.add(sums.expert_load, torch::stack(load));
     }
     if (i == last_backward) data_parallel_.before_last_backward();
-    loss.backward();
+    if (pipeline) {
+      pipeline->backward(loss);
+    } else {
+      loss.backward();
+    }
     master_.accumulate_grads();
     // Token-weighted over model tokens (loss mask): metric_tokens counts only them.
     const double weight = static_cast<double>(mb.num_loss_tokens) / metric_tokens;
@@ -224,6 +249,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
           sums.rollout_ratio_min.defined() ? torch::minimum(sums.rollout_ratio_min, low) : low;
     }
   }
+  if (pipeline) pipeline->finish(model_);
   // Expert parallelism: as many passes as the EP rank with the most micro-batches.
   for (int64_t k = passes; k < target; ++k) {
     padding_pass(compute_, head, options_.trainer.recompute);
@@ -250,7 +276,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
   if (use_behaviour) {
     batch.token_column(columns::kBehaviourLogprobs, "actor update (off-policy correction)");
   }
-  const torch::Device device = compute_->lm_head_weight().device();
+  const torch::Device device = param_device(*compute_);  // a pipeline stage may have no head
 
   ActorMetrics metrics;
   torch::Tensor expert_load;  // over every mini-batch of the update
@@ -384,6 +410,7 @@ ActorMetrics ActorTrainer::update(const TrainBatch& batch, const ActorUpdateOpti
     for (double* slot : rollout_corr_metrics(metrics)) *slot /= attempts;
   }
   if (metrics.steps > 0) metrics.grad_norm /= metrics.steps;
+  share_last_stage_metrics(compute_, metrics);  // pipeline parallelism: the losses' stage
   return metrics;
 }
 
@@ -391,6 +418,10 @@ void ActorTrainer::accumulate(const TrainBatch& part, const ActorUpdateOptions& 
   part.validate();
   check_input(!data_parallel_.enabled(), "streaming accumulation runs on one data-parallel rank",
               "actor accumulate");
+  // The tied embedding's gradient sum is per step, not per part.
+  check_input(!compute_->pp.enabled(),
+              "streaming accumulation (pipeline.mode async) does not run on pipeline stages yet",
+              "placement.train.pp");
   check_input(options.epochs == 1 && options.mini_batch_size <= 0,
               "streaming accumulation is one optimizer step over everything accumulated "
               "(epochs 1, no mini-batches)",

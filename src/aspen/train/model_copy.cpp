@@ -9,8 +9,9 @@ namespace aspen::train {
 
 QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtype,
                            torch::Device device, bool trainable) {
-  // Same TP context: the copy holds the same shards (hf_state gives local shapes).
-  QwenForCausalLM copy(source->config, source->tp, source->ep);
+  // Same TP, EP and PP contexts: the copy holds the same shards, experts and stage
+  // (hf_state gives local shapes).
+  QwenForCausalLM copy(source->config, source->tp, source->ep, source->pp);
   // The same adapters (model/lora.h), so the copy has the same parameter names.
   if (source->has_lora()) copy->attach_lora(source->lora_options);
   copy->to(device, dtype);
@@ -31,8 +32,14 @@ QwenForCausalLM copy_model(const QwenForCausalLM& source, torch::ScalarType dtyp
 QwenForCausalLM compute_copy(const QwenForCausalLM& master, const TrainerOptions& options) {
   options.validate();
   if (param_dtype(*master) == options.compute_dtype) return master;
-  return copy_model(master, options.compute_dtype, master->lm_head_weight().device(),
+  return copy_model(master, options.compute_dtype, param_device(*master),
                     /*trainable=*/true);
+}
+
+torch::Device param_device(const torch::nn::Module& module) {
+  const auto params = module.parameters();
+  TORCH_CHECK(!params.empty(), "module has no parameters");
+  return params.front().device();
 }
 
 torch::ScalarType param_dtype(const torch::nn::Module& module) {

@@ -24,5 +24,8 @@ QwenForCausalLM compute_copy(const QwenForCausalLM& master, const TrainerOptions
 
 // The dtype of a module's parameters (TORCH_CHECK that they agree).
 torch::ScalarType param_dtype(const torch::nn::Module& module);
+// The device of a module's (first) parameter: where a pipeline stage without a head
+// (model->lm_head_weight() refuses there) computes.
+torch::Device param_device(const torch::nn::Module& module);
 
 }  // namespace aspen::train

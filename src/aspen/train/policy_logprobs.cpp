@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "aspen/train/pipeline_logprobs.h"
 #include "aspen/train/recompute.h"
 #include "aspen/util/error.h"
 
@@ -47,6 +48,12 @@ MoeRoutingLog routing_replay_log(const QwenForCausalLM& model, const MicroBatch&
 
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, int64_t max_tokens,
                              const LogprobHeadOptions& head, bool routing_replay) {
+  if (model->pp.enabled()) {
+    // One stage of a pipeline: the forward-only pass over the stages.
+    check_input(!routing_replay, "does not run on pipeline stages (placement.train.pp > 1)",
+                "algorithm.rollout_correction.routing_replay");
+    return pipeline_batch_logprobs(model, batch, max_tokens, head);
+  }
   batch.validate();
   torch::NoGradGuard no_grad;
   const torch::Device device = model->lm_head_weight().device();

@@ -13,7 +13,7 @@ ReferencePolicy::ReferencePolicy(const QwenForCausalLM& policy, const ReferenceO
     : options_(options),
       model_(policy->has_lora() ? policy
                                 : copy_model(policy, options.dtype,
-                                             policy->lm_head_weight().device(),
+                                             param_device(*policy),
                                              /*trainable=*/false)) {
   check_input(options.max_tokens_per_micro_batch >= 1, "must be >= 1",
               "reference.max_tokens_per_micro_batch");

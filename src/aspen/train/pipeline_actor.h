@@ -1,0 +1,85 @@
+// The actor's update on a pipeline-parallel model (model->pp enabled): what
+// ActorTrainer (train/actor.h) runs instead of its plain micro-batch loop when its
+// model is one stage of a pipeline.
+//
+// The 1F1B schedule (train/pipeline_schedule.h) makes the LAST stage's order F0 B0 F1
+// B1 ...: each micro-batch's forward and backward back to back, exactly the order of
+// the actor's own loop. So the last stage keeps that loop - the policy loss with its
+// aggregation, KL, entropy and every metric computed as on one process - and only
+// swaps its two model steps for this pass's: response_logprobs (receive the previous
+// stage's activations, run the stage's layers, score with the head) and backward (the
+// loss's backward, then the activations' gradient sent back). The other stages run
+// their whole part with run_one_f_one_b (train/pipeline_runner.h): they never see a
+// loss. All stages use the same micro-batches, those of the step with response tokens
+// (the actor skips the others), so the messages pair up.
+//
+// After a step's micro-batches (finish), a tied model's first and last stages sum the
+// embedding's gradient (pipeline_runner.h). Clipping uses the norm of the whole model
+// (set_pipeline_clip_norm: squared norms summed over the pipeline group, the tied
+// embedding's two copies counted once), so the step equals one process's. Metrics
+// are the last stage's, broadcast to every stage (share_last_stage_metrics).
+//
+// Not done (the actor refuses, naming the keys): PP with TP, EP, data parallelism,
+// streaming accumulation (the async pipeline) and routing replay. Activation recompute
+// is not applied on stages (the same numbers, more activation memory).
+// Thread safety: the trainer's one thread. Errors: aspen::Error for a message that does
+// not match its micro-batch or a call out of order.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "aspen/kernels/logprob_head.h"
+#include "aspen/model/qwen_model.h"
+#include "aspen/train/actor.h"
+#include "aspen/train/imports.h"
+#include "aspen/train/micro_batches.h"
+#include "aspen/train/optimizer.h"
+
+namespace aspen::train {
+
+class PipelineActorPass {
+ public:
+  // `micro_batches`: the step's, as the actor plans them (all stages the same).
+  PipelineActorPass(QwenForCausalLM model, const std::vector<MicroBatch>& micro_batches);
+
+  bool last_stage() const { return model_->pp.last(); }
+
+  // Stages but the last: their forwards and backwards of the whole step.
+  void run_stage();
+
+  // The last stage, for each micro-batch with response tokens in order: the response
+  // tokens' log-probs (with the autograd graph back to the received activations), then
+  // backward(loss) with that micro-batch's scalar loss.
+  TokenLogprobs response_logprobs(const MicroBatch& micro_batch, const LogprobHeadOptions& head);
+  void backward(const torch::Tensor& loss);
+
+  // Every stage, after the step's micro-batches and the master gradients' accumulation:
+  // waits for the sends and sums the tied embedding's gradient on `master` (the model
+  // the optimizer steps). aspen::Error when the last stage left micro-batches unrun.
+  void finish(QwenForCausalLM& master);
+
+ private:
+  QwenForCausalLM model_;
+  std::vector<MicroBatch> trained_;  // the micro-batches with response tokens
+  std::optional<ProcessGroupHandle> group_;
+  size_t next_ = 0;      // the last stage's next micro-batch
+  torch::Tensor input_;  // its received activations, while its backward is pending
+  std::vector<PendingWork> sends_;
+};
+
+// Clipping by the whole model's gradient norm on a pipeline stage's optimizer (a no-op
+// without PP).
+void set_pipeline_clip_norm(Optimizer& optimizer, const QwenForCausalLM& model);
+
+// Every stage gets the last stage's metrics (the losses exist only there).
+void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& metrics);
+
+// aspen::Error naming placement.train.pp and the other key for a combination the actor
+// does not run on stages (see above).
+void check_pipeline_actor(const QwenForCausalLM& model, bool data_parallel);
+
+}  // namespace aspen::train

@@ -1,0 +1,26 @@
+// The actor trainer on pipeline stages (worker/pp_actor_modes.cpp): old and reference
+// log-probs through the forward-only pass, then one update of two clipped AdamW steps
+// with a KL term, over 2 and 3 stages, equal one process - loss, grad norm and every
+// stage's weights - for a dense Qwen3 and a tied-embedding Qwen2.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "parallel/worker_cases.h"
+
+namespace aspen::parallel {
+namespace {
+
+TEST(PipelineParallelActor, TwoStagesUpdateLikeOneProcessForQwen3AndTiedQwen2) {
+  expect_worker_cases_pass("pp_actor", "pp_actor", 2, {"qwen3_dense", "qwen2_tied"});
+}
+
+// A middle stage: it only relays activations and gradients, and stays out of the tied
+// embedding's gradient sum and its clip-norm share.
+TEST(PipelineParallelActor, ThreeStagesUpdateLikeOneProcessForQwen3AndTiedQwen2) {
+  expect_worker_cases_pass("pp_actor", "pp_actor", 3, {"qwen3_dense", "qwen2_tied"});
+}
+
+}  // namespace
+}  // namespace aspen::parallel

@@ -1,0 +1,156 @@
+// Pipeline-parallel actor rank program (pipeline group = the whole world, stage = rank):
+//   pp_actor CASE...  for each CASE builds the same seeded 3-layer model whole (one
+//                     process, on every rank, no collectives) and as this rank's stage,
+//                     and runs through both: old log-probs (compute_logprobs: the
+//                     forward-only pass over the stages), reference log-probs (a
+//                     ReferencePolicy copy of the stage), then one ActorTrainer update of
+//                     two AdamW steps (mini-batches of 4 rows, several balanced
+//                     micro-batches each in 1F1B order), gradient clipping active and a
+//                     KL term in the loss. Every stage must report the one process's
+//                     log-probs, policy loss, KL loss, grad norm and step count, and hold
+//                     its parameters as the one process updated them, within the TP
+//                     tests' tolerances. Prints "rank R pp_actor CASE ok" for each case.
+//     qwen3_dense     Qwen3 (q/k norms), untied head
+//     qwen2_tied      Qwen2 with biases and a tied embedding: the first and last stage
+//                     both hold it (gradient summed; counted once in the clip norm)
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "aspen/model/qwen_model.h"
+#include "aspen/model/weights_init.h"
+#include "aspen/parallel/pipeline_stages.h"
+#include "aspen/train/actor.h"
+#include "aspen/train/reference.h"
+#include "aspen/util/error.h"
+#include "support/tiny_model_configs.h"
+#include "tensor_checks.h"
+#include "worker_mode.h"
+
+namespace aspen::testing {
+
+using namespace aspen::model;
+using namespace aspen::parallel;
+using namespace aspen::train;
+// Named, not anonymous: the unity build compiles this file with the other modes.
+namespace pipeline_actor_check {
+
+ModelConfig case_config(const std::string& name) {
+  check_input(name == "qwen2_tied" || name == "qwen3_dense", "unknown case", "pp_actor " + name);
+  ModelConfig c = name == "qwen2_tied"
+                      ? tiny_parallel_config(ModelFamily::kQwen2, 4, 2, 8, /*tied=*/true)
+                      : tiny_parallel_config(ModelFamily::kQwen3, 4, 2, 12, /*tied=*/false);
+  c.num_hidden_layers = 3;
+  return c;
+}
+
+// 8 rows of unequal lengths; the advantages per token.
+TrainBatch seeded_batch(int64_t vocab) {
+  torch::manual_seed(23);
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{3, 5}, {4, 2}, {2, 7}, {5, 4},
+                                                           {1, 3}, {6, 2}, {2, 4}, {4, 6}};
+  TrainBatch batch;
+  int64_t tokens = 0;
+  for (const auto& [prompt, response] : shapes) {
+    const torch::Tensor ids = torch::randint(vocab, {prompt + response}, torch::kLong);
+    const int64_t* p = ids.data_ptr<int64_t>();
+    batch.prompts.emplace_back(p, p + prompt);
+    batch.responses.emplace_back(p + prompt, p + prompt + response);
+    tokens += response;
+  }
+  batch.token_columns[columns::kAdvantages] = torch::randn({tokens});
+  return batch;
+}
+
+ActorOptions actor_options() {
+  ActorOptions options;
+  // As tp_actor_modes.cpp: a large eps makes AdamW's step proportional to the (clipped)
+  // gradient, so the weights reflect the clip scale.
+  options.trainer.optimizer.eps = 1e-2;
+  options.trainer.optimizer.lr = 1e-2;
+  options.trainer.optimizer.weight_decay = 0.01;
+  options.trainer.optimizer.max_grad_norm = 0.05;  // far below the norm: clipping acts
+  options.trainer.max_tokens_per_micro_batch = 12;  // 2-4 micro-batches per mini-batch
+  options.head.chunk_size = 7;
+  return options;
+}
+
+void expect_near(double got, double want, const std::string& what, const std::string& where) {
+  check_input(std::abs(got - want) <= 1e-4 * std::abs(want) + 1e-6,
+              what + " " + std::to_string(got) + ", one process " + std::to_string(want), where);
+}
+
+int run_pp_actor(ProcessGroupHandle& group, const std::vector<std::string>& cases) {
+  const PipelineStages pp = PipelineStages::over(group);
+  for (const std::string& name : cases) {
+    const std::string where = "pp_actor " + name + " stage " + std::to_string(pp.stage);
+    const ModelConfig config = case_config(name);
+    QwenForCausalLM full(config);
+    init_weights(full, /*seed=*/31, /*initializer_range=*/0.2);
+    std::map<std::string, torch::Tensor> weights;
+    for (const auto& [key, tensor] : full->hf_state()) weights[key] = tensor.detach().clone();
+    QwenForCausalLM stage(config, TensorParallel{}, ExpertParallel{}, pp);
+    stage->load_state(weights, "whole weights");
+
+    ActorTrainer one(full, actor_options());
+    ActorTrainer many(stage, actor_options());
+    TrainBatch batch = seeded_batch(config.vocab_size);
+    const TokenLogprobs old_one = one.compute_logprobs(batch, /*with_entropy=*/true);
+    const TokenLogprobs old_many = many.compute_logprobs(batch, /*with_entropy=*/true);
+    expect_close_to(old_many.logprobs, old_one.logprobs, "old log-probs", where, "one process");
+    expect_close_to(old_many.entropy, old_one.entropy, "entropy", where, "one process");
+    // The reference is a frozen copy of the stage: the same forward-only pass.
+    ReferencePolicy reference_one(full, ReferenceOptions{});
+    ReferencePolicy reference_many(stage, ReferenceOptions{});
+    const torch::Tensor ref_one = reference_one.compute_logprobs(batch);
+    expect_close_to(reference_many.compute_logprobs(batch), ref_one, "reference log-probs",
+                    where, "one process");
+    // Old log-probs off the current ones, the reference further off: every term moves.
+    // Seeded here: building a model draws from the global generator, and stages build
+    // different modules.
+    torch::manual_seed(24);
+    batch.token_columns[columns::kOldLogprobs] = old_one.logprobs + 0.05 * torch::randn_like(ref_one);
+    batch.token_columns[columns::kRefLogprobs] = ref_one + 0.1 * torch::randn_like(ref_one);
+
+    ActorUpdateOptions update;
+    update.mini_batch_size = 4;  // two optimizer steps
+    update.kl_coef = 0.1;
+    const ActorMetrics want = one.update(batch, update);
+    const ActorMetrics got = many.update(batch, update);
+    check_input(want.steps == 2 && got.steps == 2 && got.skipped_steps == 0,
+                "expected two optimizer steps, got " + std::to_string(got.steps), where);
+    check_input(want.grad_norm > 10 * actor_options().trainer.optimizer.max_grad_norm,
+                "the case must clip", where);
+    check_input(got.micro_batches == want.micro_batches && got.micro_batches > 2,
+                "micro-batches " + std::to_string(got.micro_batches) + ", one process " +
+                    std::to_string(want.micro_batches),
+                where);
+    expect_near(got.grad_norm, want.grad_norm, "grad norm", where);
+    expect_near(got.policy_loss, want.policy_loss, "policy loss", where);
+    expect_near(got.kl_loss, want.kl_loss, "kl loss", where);
+    expect_near(got.entropy, want.entropy, "entropy", where);
+    expect_near(got.clip_frac, want.clip_frac, "clip fraction", where);
+    std::map<std::string, torch::Tensor> updated;
+    for (const auto& [key, tensor] : full->hf_state()) updated[key] = tensor.detach();
+    int64_t held = 0;
+    for (const auto& [key, local] : stage->hf_state()) {
+      ++held;
+      check_input(!torch::equal(local, weights.at(key)), key + " did not move", where);
+      expect_close_to(local, updated.at(key), key + " after two steps", where, "one process");
+    }
+    check_input(held > 0 && held < static_cast<int64_t>(updated.size()),
+                "the stage holds " + std::to_string(held) + " of " +
+                    std::to_string(updated.size()) + " parameters",
+                where);
+    std::printf("rank %d pp_actor %s ok\n", group.rank(), name.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+const RegisterWorkerMode kPpActor{{"pp_actor", "pp_actor CASE...", run_pp_actor}};
+
+}  // namespace pipeline_actor_check
+}  // namespace aspen::testing
