@@ -1,6 +1,8 @@
 #include "aspen/agent/environment.h"
 
 #include "aspen/agent/imports.h"
+#include "aspen/tokenizer/chat_message_json.h"
+#include "aspen/util/error.h"
 
 namespace aspen::agent {
 
@@ -20,6 +22,20 @@ std::string environment_fault_name(EnvironmentFault fault) {
       return "refused";
   }
   return "unknown";
+}
+
+std::vector<ChatMessage> conversation_of_row(const nlohmann::ordered_json& row,
+                                             const std::string& where) {
+  if (row.is_object() && row.contains("messages")) {
+    std::vector<ChatMessage> messages = chat_messages_from_json(row["messages"], where + ".messages");
+    check_input(!messages.empty(), "no messages", where + ".messages");
+    return messages;
+  }
+  if (row.is_object() && row.contains("prompt") && row["prompt"].is_string()) {
+    return {{"user", row["prompt"].get<std::string>()}};
+  }
+  throw Error("has neither \"messages\" nor a string \"prompt\"", where,
+              "give each row {\"prompt\": \"...\"} or {\"messages\": [...]}");
 }
 
 StepResult failed_step(EnvironmentFault fault, std::string message) {

@@ -105,4 +105,10 @@ class Environment {
 // A StepResult that ends the trajectory with a fault.
 StepResult failed_step(EnvironmentFault fault, std::string message);
 
+// The conversation a built-in environment starts from: a row's {"messages": [...]}
+// (HF/OpenAI chat messages, chat_message_json.h) or {"prompt": "..."} as one user
+// message. aspen::Error naming `where` for a row with neither (a data bug).
+std::vector<ChatMessage> conversation_of_row(const nlohmann::ordered_json& row,
+                                             const std::string& where);
+
 }  // namespace aspen::agent

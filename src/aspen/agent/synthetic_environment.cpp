@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "aspen/agent/imports.h"
-#include "aspen/tokenizer/chat_message_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
 
@@ -84,15 +83,7 @@ SyntheticEnvironment::SyntheticEnvironment(std::shared_ptr<SyntheticEpisodeSeeds
 ResetResult SyntheticEnvironment::reset(const nlohmann::ordered_json& row) {
   const std::string where = "synthetic environment: data row";
   ResetResult result;
-  if (row.is_object() && row.contains("messages")) {
-    result.messages = chat_messages_from_json(row["messages"], where + ".messages");
-    check_input(!result.messages.empty(), "no messages", where + ".messages");
-  } else if (row.is_object() && row.contains("prompt") && row["prompt"].is_string()) {
-    result.messages = {{"user", row["prompt"].get<std::string>()}};
-  } else {
-    throw Error("has neither \"messages\" nor a string \"prompt\"", where,
-                "give each row {\"prompt\": \"...\"} or {\"messages\": [...]}");
-  }
+  result.messages = conversation_of_row(row, where);
   row_ = row;
   episode_seed_ = seeds_->next(row_key(row));
   active_ = true;

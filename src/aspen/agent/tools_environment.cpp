@@ -11,7 +11,6 @@
 
 #include "aspen/agent/imports.h"
 #include "aspen/agent/tool_call_parser.h"
-#include "aspen/tokenizer/chat_message_json.h"
 #include "aspen/util/error.h"
 #include "aspen/util/seconds_since.h"
 
@@ -78,15 +77,7 @@ ToolsEnvironment::ToolsEnvironment(std::shared_ptr<const ToolBox> tools, AnswerV
 ResetResult ToolsEnvironment::reset(const nlohmann::ordered_json& row) {
   const std::string where = "tools environment: data row";
   ResetResult result;
-  if (row.is_object() && row.contains("messages")) {
-    result.messages = chat_messages_from_json(row["messages"], where + ".messages");
-    check_input(!result.messages.empty(), "no messages", where + ".messages");
-  } else if (row.is_object() && row.contains("prompt") && row["prompt"].is_string()) {
-    result.messages = {{"user", row["prompt"].get<std::string>()}};
-  } else {
-    throw Error("has neither \"messages\" nor a string \"prompt\"", where,
-                "give each row {\"prompt\": \"...\"} or {\"messages\": [...]}");
-  }
+  result.messages = conversation_of_row(row, where);
   result.tools = tools_->schemas();
   row_ = row;
   active_ = true;

@@ -39,7 +39,8 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
   const TokenId eos = setup.eos_token_ids.front();
   // Multi-turn runs: one example per model turn of each demonstration, in the contexts
   // the rollout builds (trajectory_demonstrations.h).
-  if (const auto trajectories = make_trajectory_environments(config, setup)) {
+  const auto trajectories = make_trajectory_environments(config, setup);
+  if (trajectories) {
     for (const auto& example : setup.train_examples) {
       const auto segments =
           demonstration_segments(*trajectories, example, demonstration_turns(setup, example));
@@ -47,14 +48,15 @@ void run_sft_phase(const TrainConfig& config, RlSetup& setup, std::ostream& metr
         examples.push_back(std::move(sft));
       }
     }
-  }
-  for (const auto& example : setup.train_examples) {
-    if (!examples.empty()) break;
-    SftExample sft;
-    for (TokenId t : setup.tokenizer->encode(example.prompt_text)) sft.prompt.push_back(t);
-    for (TokenId t : setup.tokenizer->encode(sft_answer(setup, example))) sft.answer.push_back(t);
-    sft.answer.push_back(eos);
-    examples.push_back(std::move(sft));
+  } else {
+    // Single-turn runs: prompt -> reference answer + EOS.
+    for (const auto& example : setup.train_examples) {
+      SftExample sft;
+      for (TokenId t : setup.tokenizer->encode(example.prompt_text)) sft.prompt.push_back(t);
+      for (TokenId t : setup.tokenizer->encode(sft_answer(setup, example))) sft.answer.push_back(t);
+      sft.answer.push_back(eos);
+      examples.push_back(std::move(sft));
+    }
   }
   TrainSection sft_train = train;
   sft_train.schedule = LrScheduleKind::kCosine;
