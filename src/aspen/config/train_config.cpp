@@ -637,9 +637,8 @@ TrainConfig parse_train_config(Config& config) {
                   std::to_string(result.placement.rollout_tp) + ")",
               config.source() + ": pipeline.partial_rollout",
               "set pipeline.partial_rollout=false or placement.rollout.tp=1");
-  // Multi-turn trajectories are driven by one rank's rollout loop (trajectory_loop.h):
-  // a tensor-parallel instance's followers replay plans that carry no turns, and a cut
-  // unit would have to carry its environment's state to the instance resuming it.
+  // Trajectories are driven by one rank's loop (trajectory_loop.h): a TP instance's
+  // followers replay plans without turns; a cut unit cannot carry its environment.
   const bool trajectories = result.rollout.environment.kind != EnvironmentKind::kNone;
   check_input(!(trajectories && result.placement.rollout_tp > 1),
               "multi-turn trajectories need rollout instances of one rank (placement.rollout.tp " +
@@ -647,18 +646,15 @@ TrainConfig parse_train_config(Config& config) {
               config.source() + ": rollout.environment.kind",
               "set placement.rollout.tp=1 or rollout.environment.kind=none");
   check_input(!(trajectories && result.data.chat_template),
-              "the environment renders the conversation with its own template; data.chat_template "
-              "would render the prompt twice",
-              config.source() + ": data.chat_template",
-              "set data.chat_template=false with rollout.environment");
+              "the environment renders the conversation; this would render the prompt twice",
+              config.source() + ": data.chat_template", "set it to false with rollout.environment");
   check_input(!(trajectories && result.rollout.environment.chat_template.empty() &&
                 result.model.path.empty()),
               "the built-in model has no chat template of its own",
               config.source() + ": rollout.environment.chat_template", "set it to qwen2.5 or qwen3");
   check_input(!(trajectories && result.pipeline.partial_rollout),
               "a cut trajectory cannot carry its environment's state to another instance",
-              config.source() + ": pipeline.partial_rollout",
-              "set pipeline.partial_rollout=false or rollout.environment.kind=none");
+              config.source() + ": pipeline.partial_rollout", "set it to false with rollout.environment");
   check_input(!(async && result.placement.swap && result.pipeline.max_staleness > 0),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
               "leave memory for the rollout (only with pipeline.max_staleness 0 does the "
