@@ -17,6 +17,7 @@
 #include "aspen/agent/imports.h"
 #include "aspen/agent/sandboxed_process.h"
 #include "aspen/util/error.h"
+#include "aspen/util/ignore_sigpipe.h"
 
 extern char** environ;
 
@@ -24,16 +25,6 @@ namespace aspen::agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void ignore_sigpipe_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
-      signal(SIGPIPE, SIG_IGN);
-    }
-  });
-}
 
 // Aspen's environment with `overrides` added or replacing variables of the same name,
 // built before fork (the child may only make async-signal-safe calls).

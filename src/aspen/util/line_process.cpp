@@ -12,19 +12,10 @@
 #include <mutex>
 
 #include "aspen/util/error.h"
+#include "aspen/util/ignore_sigpipe.h"
 
 namespace aspen {
 namespace {
-
-void ignore_sigpipe_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
-      signal(SIGPIPE, SIG_IGN);
-    }
-  });
-}
 
 int milliseconds_until(std::chrono::steady_clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
