@@ -260,29 +260,26 @@ TEST(TrajectoryLoop, AMalformedCallWithMultiByteTextGetsAnErrorObservationAndGoe
 }
 
 // An environment whose reset or step fails the way a broken process does.
+// Which one fails at reset is decided by the row, not by creation order: the loop's
+// threads create pooled environments concurrently and in no fixed order.
 class BrokenEnvironment : public agent::Environment {
  public:
-  explicit BrokenEnvironment(bool throws) : throws_(throws) {}
   std::string kind() const override { return "broken"; }
-  agent::ResetResult reset(const ordered_json&) override {
-    if (throws_) throw Error("cannot read the row", "broken environment");
+  agent::ResetResult reset(const ordered_json& row) override {
+    if (row.value("reset_throws", false)) throw Error("cannot read the row", "broken environment");
     return agent::ResetResult{{{"user", "hi"}}, {}, std::nullopt, 0};
   }
   agent::StepResult step(const std::string&) override {
     return agent::failed_step(agent::EnvironmentFault::kGarbage, "env: reply is not JSON");
   }
-
- private:
-  bool throws_;
 };
 
 TEST(TrajectoryLoop, AFailingEnvironmentEndsOnlyItsTrajectoryWithTheError) {
   const auto tokenizer = qwen3_tokenizer();
-  int made = 0;
-  TrajectoryLoop loop(TrajectoryLoopOptions{}, [&made] {
-    return std::make_unique<BrokenEnvironment>(made++ == 0);
+  TrajectoryLoop loop(TrajectoryLoopOptions{}, [] {
+    return std::make_unique<BrokenEnvironment>();
   }, tokenizer, ChatTemplate::builtin("qwen3"));
-  loop.start({1, 1, 0}, ordered_json::object());  // reset throws
+  loop.start({1, 1, 0}, ordered_json{{"reset_throws", true}});
   loop.start({1, 1, 1}, ordered_json::object());  // step returns garbage
   std::vector<TrajectoryLoop::NextTurn> next;
   std::vector<TrajectoryLoop::Finished> finished;
