@@ -103,6 +103,47 @@ TEST(ArithmeticTask, EverySftTargetScoresFull) {
   }
 }
 
+TEST(ArithmeticTask, SentenceAnswersScoreFullAndTheBareNumberScoresZero) {
+  ArithmeticTask task(nlohmann::json{{"digits", 3}, {"ops", {"*"}}, {"answer_style", "sentence"}});
+  std::unique_ptr<Verifier> verifier = task.make_verifier();
+  for (const TaskExample& e : task.make_split(Split::kEval, 200, 5)) {
+    const std::string number = std::to_string(e.ground_truth.get<int64_t>());
+    ASSERT_EQ(task.sft_target(e), "The answer is " + number);
+    ASSERT_EQ(verifier->score({e.prompt_text, task.sft_target(e), e.ground_truth}), 1.0);
+    ASSERT_EQ(verifier->score({e.prompt_text, "The answer is " + number + "1", e.ground_truth}),
+              0.0);
+    ASSERT_EQ(verifier->score({e.prompt_text, number, e.ground_truth}), 0.0);  // no phrase
+  }
+  EXPECT_THROW(ArithmeticTask(nlohmann::json{{"answer_style", "words"}}), Error);
+}
+
+TEST(ArithmeticTask, ToolDemonstrationsCallTheCalculatorAtTheTeachersRateThenAnswer) {
+  ArithmeticTask task(nlohmann::json{{"digits", 3},
+                                     {"ops", {"*"}},
+                                     {"teacher_tool_rate", 0.4},
+                                     {"answer_style", "sentence"}});
+  int calls = 0;
+  const std::vector<TaskExample> examples = task.make_split(Split::kTrain, 2000, 7);
+  for (const TaskExample& e : examples) {
+    const std::vector<std::string> turns = task.demonstration_turns(e);
+    ASSERT_EQ(turns, task.demonstration_turns(e));  // fixed per problem
+    ASSERT_EQ(turns.back(), task.sft_target(e));
+    if (turns.size() == 1) continue;
+    ASSERT_EQ(turns.size(), 2U);
+    const std::string expression = e.prompt_text.substr(0, e.prompt_text.size() - 1);
+    EXPECT_EQ(turns[0],
+              "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"" +
+                  expression + "\"}}\n</tool_call>");
+    ++calls;
+  }
+  // 2000 draws at p = 0.4: the share is within 4 standard deviations (0.044).
+  EXPECT_NEAR(static_cast<double>(calls) / examples.size(), 0.4, 0.044);
+  ArithmeticTask no_tool(nlohmann::json{{"digits", 3}, {"ops", {"*"}}});
+  for (const TaskExample& e : no_tool.make_split(Split::kTrain, 100, 7)) {
+    EXPECT_EQ(no_tool.demonstration_turns(e), std::vector<std::string>{no_tool.sft_target(e)});
+  }
+}
+
 TEST(CountdownTask, EveryExampleIsSolvedByItsOwnSftTarget) {
   for (bool tags : {false, true}) {
     CountdownTask task(nlohmann::json{{"answer_tags", tags}});

@@ -36,7 +36,12 @@ ArithmeticTask::ArithmeticTask(const nlohmann::json& json) {
   eval_fraction_ = reader.number("eval_fraction", eval_fraction_);
   teacher_carry_slip_ = reader.number("teacher_carry_slip", teacher_carry_slip_);
   teacher_tool_rate_ = reader.number("teacher_tool_rate", teacher_tool_rate_);
+  const std::string answer_style = reader.string("answer_style", "number");
   reader.check_no_unknown_keys();
+  check_input(answer_style == "number" || answer_style == "sentence",
+              "answer_style must be \"number\" or \"sentence\", got \"" + answer_style + "\"",
+              reader.path("answer_style"));
+  sentence_answers_ = answer_style == "sentence";
   check_input(teacher_tool_rate_ >= 0 && teacher_tool_rate_ <= 1,
               "teacher_tool_rate must be in [0, 1]", reader.path("teacher_tool_rate"));
   check_input(teacher_carry_slip_ >= 0 && teacher_carry_slip_ <= 1,
@@ -75,7 +80,17 @@ std::vector<TaskExample> ArithmeticTask::make_split(Split split, int64_t count,
   return collect_split(name(), split, count, seed, eval_fraction_, draw);
 }
 
+nlohmann::json ArithmeticTask::verifier_options() const {
+  if (sentence_answers_) return {{"extract", "auto"}, {"answer_phrase", true}};
+  return {{"extract", "plain"}};
+}
+
 std::string ArithmeticTask::sft_target(const TaskExample& example) const {
+  const std::string number = sft_number(example);
+  return sentence_answers_ ? "The answer is " + number : number;
+}
+
+std::string ArithmeticTask::sft_number(const TaskExample& example) const {
   check_input(example.ground_truth.is_number_integer(),
               "arithmetic ground truth must be an integer, got " + example.ground_truth.dump(),
               example.id);

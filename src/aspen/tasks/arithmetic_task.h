@@ -21,6 +21,15 @@
 //                     demonstrations answer at once, correctly, as a teacher who can
 //                     compute in its head - which a tiny model cannot imitate for large
 //                     operands, so RL must discover that the tool pays (default 0)
+//   answer_style      "number" (the format above) or "sentence": the teacher answers
+//                     "The answer is 85" and the verifier reads the number after "answer
+//                     is" ({"extract": "auto", "answer_phrase": true}). With the tool, a
+//                     sentence makes every direct answer start with the same token, so the
+//                     warmed-up model's greedy first step is "answer at once" unless the
+//                     teacher calls the tool more often than not; with bare numbers that
+//                     first token is spread over the digits, and greedy picks the tool
+//                     call at a tool rate of ~0.15 already (measured, docs/benchmarks.md)
+//                                                                  (default "number")
 // One-digit operands include 0. Canonical problem (the id) = the prompt.
 // Thread safety: immutable; methods may run concurrently.
 #pragma once
@@ -42,11 +51,14 @@ class ArithmeticTask : public Task {
   std::string name() const override { return "arithmetic"; }
   std::vector<TaskExample> make_split(Split split, int64_t count, uint64_t seed) const override;
   std::string verifier_name() const override { return "math"; }
-  nlohmann::json verifier_options() const override { return {{"extract", "plain"}}; }
+  nlohmann::json verifier_options() const override;
   std::string sft_target(const TaskExample& example) const override;
   std::vector<std::string> demonstration_turns(const TaskExample& example) const override;
 
  private:
+  // The teacher's number: the result, or with teacher_carry_slip its slip.
+  std::string sft_number(const TaskExample& example) const;
+
   int64_t min_digits_ = 2;
   int64_t max_digits_ = 2;
   std::vector<char> ops_;
@@ -54,6 +66,7 @@ class ArithmeticTask : public Task {
   double eval_fraction_ = 0.1;
   double teacher_carry_slip_ = 0.0;
   double teacher_tool_rate_ = 0.0;
+  bool sentence_answers_ = false;
 };
 
 }  // namespace aspen::tasks
