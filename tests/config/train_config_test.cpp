@@ -172,6 +172,39 @@ TEST(TrainConfig, PlacementGrid) {
   EXPECT_EQ(placement.rollout_instances, 2);
 }
 
+TEST(TrainConfig, PipelineStagesCountInTheGridAndUnsupportedCombinationsNameTheKey) {
+  Config config = Config::parse(
+      "model: {num_layers: 3}\n"
+      "placement: {mode: disaggregated, train: {pp: 3}, rollout: {instances: 2, tp: 2}}\n",
+      "run.yaml");
+  const Placement placement = parse_train_config(config).placement;
+  EXPECT_EQ(placement.train_pp, 3);
+  EXPECT_EQ(placement.world_size(), 7);
+  EXPECT_EQ(roles_of(placement, 2).train_pp_rank, 2);
+  EXPECT_TRUE(roles_of(placement, 3).serves_rollout);
+  expect_error_at("placement: {train: {pp: 0}}\n", "run.yaml: placement.train.pp");
+  // More stages than the built-in model's layers: one would hold none.
+  expect_error_at("model: {num_layers: 2}\nplacement: {train: {pp: 3}, rollout: {instances: 3}}\n",
+                  "run.yaml: placement.train.pp");
+  // Not supported yet, each refused at placement.train.pp with the other key in the text.
+  for (const char* other : {"train: {pp: 2, tp: 2}, rollout: {instances: 4}",
+                            "train: {pp: 2, dp: 2}, rollout: {instances: 4}",
+                            "train: {pp: 2}, rollout: {instances: 1, tp: 2}"}) {
+    Config refused = Config::parse(std::string("placement: {") + other + "}\n", "run.yaml");
+    try {
+      parse_train_config(refused);
+      ADD_FAILURE() << "expected an error for " << other;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.input(), "run.yaml: placement.train.pp") << e.what();
+      EXPECT_NE(std::string(e.what()).find("placement.train."), std::string::npos) << e.what();
+    }
+  }
+  expect_error_at("algorithm: {name: ppo}\nplacement: {train: {pp: 2}, rollout: {instances: 2}}\n",
+                  "run.yaml: algorithm.name");
+  expect_error_at("train: {lora: {rank: 4}}\nplacement: {train: {pp: 2}, rollout: {instances: 2}}\n",
+                  "run.yaml: train.lora.rank");
+}
+
 // config.json (as_json) is what --resume reads back: every key must round-trip.
 TEST(TrainConfig, AsJsonRoundTripsEveryKey) {
   Config config = Config::parse(

@@ -10,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "aspen/config/train_config.h"
 #include "aspen/io/model_dir.h"
+#include "aspen/model/weights_init.h"
 #include "aspen/pipeline/rl_run.h"
+#include "aspen/pipeline/rl_setup.h"
 #include "parallel/binaries.h"
 #include "parallel/rank_runs.h"
 #include "run_command.h"
@@ -211,6 +214,67 @@ TEST(TrainAcrossRanks, TensorParallelTwoRanksTrainAndResumeLikeOneProcess) {
   expect_resumes_like(two, "tp2_resumed_one", 1, "placement.train.tp=1 placement.rollout.instances=1",
                       one);
   expect_resumes_like(one, "tp2_one_resumed_two", 2, tp2, one);
+}
+
+// A model directory for model.path: tp_rank_run's built-in tokenizer (BPE on the task's
+// text) and a seeded `family` model of its width with `layers` layers, so a run trains an
+// architecture the built-in model.kind does not offer (untied, Qwen2 with biases).
+std::string hf_model_dir(const std::string& name, ModelFamily family, bool tied, int64_t layers) {
+  Config config = Config::empty("test");
+  for (const char* item : {"model.hidden_size=64", "model.head_dim=16", "model.intermediate_size=128",
+                           "model.vocab_multiple=64", "data.train_size=2000", "data.eval_size=16"}) {
+    config.apply_override(item);
+  }
+  RlSetup setup = build_rl_setup(parse_train_config(config));
+  ModelConfig model = setup.model->config;
+  model.family = family;
+  model.tie_word_embeddings = tied;
+  model.attention_bias = family == ModelFamily::kQwen2;
+  model.num_hidden_layers = layers;
+  setup.model = make_random_model(model, /*seed=*/5);
+  const std::string dir = out_dir(name);
+  export_policy(setup, dir);
+  return dir;
+}
+
+// Pipeline parallelism inside aspen train: two stages of one replica train a model
+// loaded from an HF directory by 1F1B (old and reference log-probs through the forward-
+// only pass), the stages' layers gathered into each rank's rollout model after each
+// update. A dense Qwen3 with an untied head over 3 layers (stages of 2 and 1).
+TEST(TrainAcrossRanks, PipelineParallelDenseQwen3TwoStagesTrainLikeOneProcess) {
+  const std::string model = hf_model_dir("pp2_qwen3_model", ModelFamily::kQwen3, false, 3);
+  const std::string output =
+      run_pair("pp2_qwen3", tp_rank_run("model.path=" + model),
+               "placement.train.pp=2 placement.rollout.instances=2");
+  EXPECT_NE(output.find("pipeline stage 0 of 2 trains layers [0, 2) and the embedding"),
+            std::string::npos)
+      << output;
+}
+
+// A tied Qwen2 over two stages (the embedding on the first, its copy as the head on the
+// last, their gradients summed). Its checkpoint after iteration 2 (each stage wrote its
+// share of the AdamW state, the tied embedding's once; the reference gathered) resumes
+// exactly at PP 2 and, by name, in one process; the one-process run's checkpoint
+// resumes at PP 2. Two epochs, as the tensor-parallel resume test above.
+TEST(TrainAcrossRanks, PipelineParallelTiedQwen2TwoStagesTrainAndResumeLikeOneProcess) {
+  const std::string model = hf_model_dir("pp2_qwen2_model", ModelFamily::kQwen2, true, 2);
+  const std::string pp2 = "placement.train.pp=2 placement.rollout.instances=2";
+  run_pair("pp2_qwen2",
+           tp_rank_run("model.path=" + model +
+                       " train.seed=4 train.epochs=2 checkpoint.every=2 checkpoint.keep_last=0"),
+           pp2);
+  const std::string one = dir_of("pp2_qwen2_one");
+  const std::string two = dir_of("pp2_qwen2_two");
+  const std::string checkpoint = two + "/checkpoints/iter_000002";
+  for (const char* file : {"actor_optimizer-00000-of-00002.safetensors",
+                           "actor_optimizer-00001-of-00002.safetensors", "reference.safetensors",
+                           "policy/model.safetensors"}) {
+    EXPECT_TRUE(fs::exists(checkpoint + "/" + file)) << file;
+  }
+  expect_resumes_exactly("pp2_qwen2", 2);
+  expect_resumes_like(two, "pp2_qwen2_resumed_one", 1,
+                      "placement.train.pp=1 placement.rollout.instances=1", one);
+  expect_resumes_like(one, "pp2_qwen2_one_resumed_two", 2, pp2, one);
 }
 
 // Only the first data-parallel replica's TP ranks write (the other holds the same

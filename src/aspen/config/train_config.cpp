@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "aspen/config/imports.h"
+#include "aspen/config/pipeline_parallel_checks.h"
 #include "aspen/config/train_config_fields.h"
 
 namespace aspen::config {
@@ -630,8 +631,7 @@ TrainConfig parse_train_config(Config& config) {
                   std::to_string(result.pipeline.dispatch_chunk) + " samples splits them",
               config.source() + ": pipeline.dispatch_chunk",
               "use auto or 0 (whole groups) with pipeline.over_sample");
-  // A tensor-parallel instance's followers replay the leader's plan, which carries no
-  // cut units nor resumed outputs.
+  // A TP instance's followers replay the leader's plan: it carries no cut units nor resumed outputs.
   check_input(!(result.pipeline.partial_rollout && result.placement.rollout_tp > 1),
               "partial rollouts need instances of one rank (placement.rollout.tp " +
                   std::to_string(result.placement.rollout_tp) + ")",
@@ -661,6 +661,7 @@ TrainConfig parse_train_config(Config& config) {
               "trainer wait for each batch)",
               config.source() + ": placement.swap",
               "set placement.swap=false, pipeline.max_staleness=0 or pipeline.mode=sync");
+  check_pipeline_parallel(result, config.source());
   return result;
 }
 

@@ -594,6 +594,14 @@ void visit_fields(Placement& s, Visitor& v) {
         "then waits for every batch): the trainer's optimizer moments and gradients "
         "(actor and critic) leave memory before each rollout — to a swap file on CPU, "
         "host memory on an accelerator — and come back before the update "
+    train.field("pp", s.train_pp,
+        "pipeline parallelism: the trainer's decoder layers split into `train.pp` "
+        "contiguous stages, one rank each (embedding on the first, norm and head on the "
+        "last), trained by 1F1B over the balanced micro-batches; at most the model's "
+        "layers. A replica is `train.tp x train.pp` ranks, TP fastest. Not yet with "
+        "`train.tp`, `train.ep`, `train.dp` > 1, colocated `rollout.tp` > 1, ppo, LoRA or "
+        "routing replay (refused naming both keys). The rollout instances get the "
+        "stages' layers gathered after each update");
         "(bit-identical training, tested); each RL metrics line then reports "
         "`swapped_bytes`");
 }

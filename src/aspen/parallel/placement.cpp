@@ -10,7 +10,7 @@ const char* name_of(PlacementMode mode) {
 }
 
 int Placement::world_size() const {
-  const int train = train_dp * train_tp;
+  const int train = train_dp * train_replica_size();
   return mode == PlacementMode::kColocated ? train
                                            : train + rollout_instances * rollout_instance_size();
 }
@@ -19,6 +19,22 @@ void Placement::validate(int world, const std::string& where) const {
   check_input(train_dp >= 1, "must be >= 1", where + ".train.dp");
   check_input(train_tp >= 1, "must be >= 1", where + ".train.tp");
   check_input(train_ep >= 1, "must be >= 1", where + ".train.ep");
+  check_input(train_pp >= 1, "must be >= 1", where + ".train.pp");
+  // Pipeline stages run inside the trainer alone (train/pipeline_actor.h) so far: the
+  // model's stages split neither heads (TP) nor experts (EP), the actor's 1F1B pass
+  // has no data-parallel reduction, and the resharder plans DP x TP grids only.
+  const auto refuse_with_pp = [&](bool combined, const std::string& key, const std::string& why) {
+    check_input(train_pp == 1 || !combined,
+                "pipeline stages with placement." + key + " > 1 are not supported yet: " + why,
+                where + ".train.pp",
+                "use placement." + key + "=1 or placement.train.pp=1");
+  };
+  refuse_with_pp(train_tp > 1, "train.tp", "pipeline stages are not split by tensor parallelism");
+  refuse_with_pp(train_ep > 1, "train.ep", "pipeline stages do not exchange experts");
+  refuse_with_pp(train_dp > 1, "train.dp", "the pipeline actor has no data-parallel reduction");
+  refuse_with_pp(mode == PlacementMode::kColocated && rollout_tp > 1, "rollout.tp",
+                 "colocated tensor-parallel instances are resharded from a DP x TP grid "
+                 "(use placement.mode=disaggregated for tensor-parallel instances)");
   // train.tp = 1: EP groups of data-parallel ranks (all-to-all). train.tp > 1: the EP
   // group is the TP group, whose ranks hold the same tokens (one all-reduce).
   check_input(train_tp > 1 || train_dp % train_ep == 0,
@@ -41,11 +57,11 @@ void Placement::validate(int world, const std::string& where) const {
               "an instance splits its experts by EP or its layers by TP, not both: needs "
               "rollout.tp = 1",
               where + ".rollout.ep");
-  const int train = train_dp * train_tp;
+  const int train = train_dp * train_replica_size();
   const int rollout = rollout_instances * rollout_instance_size();
   if (mode == PlacementMode::kColocated) {
     check_input(train == rollout,
-                "colocated: train.dp x train.tp = " + std::to_string(train) +
+                "colocated: train.dp x train.tp x train.pp = " + std::to_string(train) +
                     " must equal rollout.instances x rollout.tp x rollout.ep = " +
                     std::to_string(rollout),
                 where);
@@ -66,11 +82,12 @@ ReshardPlan Placement::reshard_plan(torch::ScalarType dtype) const {
 
 RankRoles roles_of(const Placement& placement, int rank) {
   RankRoles roles;
-  const int train = placement.train_dp * placement.train_tp;
+  const int train = placement.train_dp * placement.train_replica_size();
   if (rank < train) {
     roles.trains = true;
     roles.train_tp_rank = rank % placement.train_tp;
-    roles.train_dp_rank = rank / placement.train_tp;
+    roles.train_pp_rank = (rank / placement.train_tp) % placement.train_pp;
+    roles.train_dp_rank = rank / placement.train_replica_size();
   }
   if (placement.rollout_ep > 1) {
     // Expert-parallel instances: rollout_ep consecutive ranks each (after the

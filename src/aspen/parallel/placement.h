@@ -3,12 +3,18 @@
 //
 //   colocated:      every rank trains AND serves rollout, time-sliced (the trainer's
 //                   optimizer state is swapped out while rollout runs: swap_space.h).
-//                   world = train_dp * train_tp = rollout_instances * rollout_tp * rollout_ep.
-//   disaggregated:  ranks [0, train_dp * train_tp) train; the next
+//                   world = train_dp * train_tp * train_pp
+//                         = rollout_instances * rollout_tp * rollout_ep.
+//   disaggregated:  ranks [0, train_dp * train_tp * train_pp) train; the next
 //                   rollout_instances * rollout_tp * rollout_ep ranks serve rollout.
-//                   world = train_dp * train_tp + rollout_instances * rollout_tp * rollout_ep.
+//                   world = train_dp * train_tp * train_pp + rollout_instances * rollout_tp * rollout_ep.
 // Rank order inside each grid is TP fastest (Megatron's): training rank p has
-// tp_rank p % train_tp and dp_rank p / train_tp; with expert parallelism (train_ep > 1,
+// tp_rank p % train_tp and dp_rank p / train_tp; with pipeline parallelism
+// (train_pp > 1) the stages come next: a data-parallel replica is train_tp * train_pp
+// consecutive ranks (so its rows go to one contiguous block, as under TP alone),
+// pp_rank (p / train_tp) % train_pp and dp_rank p / (train_tp * train_pp). PP is not
+// combined with TP, EP or DP yet, nor with colocated TP instances (the resharder's
+// layouts have no stages): validate() refuses those naming both keys; with expert parallelism (train_ep > 1,
 // train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
 // consecutive ranks that split every MoE layer's experts (each rank still trains its own
 // rows: EP sits inside DP, as in Megatron), and ranks p with the same p % train_ep hold
@@ -52,7 +58,12 @@ struct Placement {
   // holding E / rollout_ep experts of every MoE layer (model/qwen_moe_block.h,
   // replicated tokens). Needs rollout_tp = 1.
   int rollout_ep = 1;
+  // Pipeline parallelism: the trainer's decoder layers split into train_pp contiguous
+  // stages (parallel/pipeline_stages.h), one rank each, inside every replica (above).
+  int train_pp = 1;
 
+  // Ranks of one data-parallel training replica: its TP ranks times its stages.
+  int train_replica_size() const { return train_tp * train_pp; }
   // Ranks of one rollout instance: rollout_tp x rollout_ep (one of them is 1).
   int rollout_instance_size() const { return rollout_tp * rollout_ep; }
   int world_size() const;
@@ -66,6 +77,7 @@ struct RankRoles {
   bool trains = false;
   int train_dp_rank = -1;
   int train_tp_rank = -1;
+  int train_pp_rank = -1;  // the pipeline stage (0 without PP)
   bool serves_rollout = false;
   int rollout_instance = -1;
   int rollout_tp_rank = -1;

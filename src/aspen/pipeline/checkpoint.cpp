@@ -16,6 +16,7 @@
 #include "aspen/pipeline/checkpoint_manifest.h"
 #include "aspen/pipeline/checkpoint_shards.h"
 #include "aspen/pipeline/checkpoint_state.h"
+#include "aspen/pipeline/stage_gather.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/util/error.h"
 #include "aspen/util/file.h"
@@ -123,7 +124,8 @@ std::map<std::string, torch::Tensor> load_actor_optimizer_shares(const fs::path&
   std::map<std::string, torch::Tensor> state;
   for (int r = 0; r < size; ++r) {
     check_input(shares.count(r) == 1, "lacks " + actor_optimizer_file(r, size), root.string(),
-                "an expert-parallel checkpoint has one optimizer file per EP rank");
+                "an expert-parallel checkpoint has one optimizer file per EP rank, a "
+                "pipeline-parallel one per stage");
     for (auto& [name, tensor] : load_safetensors(shares.at(r).string())) {
       // The step counter is in every share; a parameter's state in exactly one.
       check_input(state.emplace(name, tensor).second || name == "optimizer.step_count",
@@ -143,11 +145,15 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   // The ranks that write: the actor's first TP group under tensor parallelism (which
   // is its EP group too when train.ep = train.tp), else the first EP group. Their rank
   // 0 is the run's rank 0: it owns the directory and writes all that is not sharded.
+  // Under pipeline parallelism (alone: the placement refuses it with TP or EP) the first
+  // replica's stages, stage 0 the run's rank 0.
   const QwenForCausalLM& actor = workers.actor->model();
   const TensorParallel& tp = actor->tp;
+  const PipelineStages& pp = actor->pp;
   const bool sharded = tp.enabled();
-  const bool leader = (sharded ? tp.rank : experts.rank) == 0;
-  std::optional<ProcessGroupHandle> group = sharded ? tp.group : experts.group;
+  const bool staged = pp.enabled();
+  const bool leader = (sharded ? tp.rank : staged ? pp.stage : experts.rank) == 0;
+  std::optional<ProcessGroupHandle> group = sharded ? tp.group : staged ? pp.group : experts.group;
   if (leader) {
     fs::remove_all(tmp);
     fs::create_directories(tmp);
@@ -159,10 +165,16 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   // Under LoRA the reference is the policy's base, saved with the policy.
   const bool reference = workers.reference && workers.reference->holds_copy();
   if (reference && !sharded) {
-    // Collective under EP: the reference's experts are spread like the actor's.
-    const auto whole = experts.enabled()
-                           ? gather_expert_parallel_state(workers.reference->model())
-                           : workers.reference->model()->hf_state();
+    // Collective under EP: the reference's experts are spread like the actor's; under
+    // PP its layers like the actor's stages (frozen: gathered only here).
+    std::vector<std::pair<std::string, torch::Tensor>> whole;
+    if (experts.enabled()) {
+      whole = gather_expert_parallel_state(workers.reference->model());
+    } else if (staged) {
+      for (auto& item : gather_pipeline_stages(workers.reference->model())) whole.push_back(item);
+    } else {
+      whole = workers.reference->model()->hf_state();
+    }
     if (leader) write_safetensors((tmp / "reference.safetensors").string(), whole);
   }
   if (group) group->barrier();  // the directory exists
@@ -177,9 +189,17 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
                       workers.actor->optimizer().checkpoint_state(),
                       optimizer_state_holding(actor), tp.rank, tp.size);
   } else {
-    std::function<bool(const std::string&)> mine;  // rank 0: everything it holds
-    if (!leader) mine = is_expert_parameter;
-    write_safetensors((tmp / actor_optimizer_file(experts.rank, experts.size)).string(),
+    // EP rank 0: everything it holds, another EP rank its experts; stage s of P its
+    // stage's parameters (the tied embedding once, from the first stage), as share s.
+    std::function<bool(const std::string&)> mine;
+    if (staged) {
+      mine = [actor](const std::string& name) { return stage_writes(actor, name); };
+    } else if (!leader) {
+      mine = is_expert_parameter;
+    }
+    write_safetensors((tmp / actor_optimizer_file(staged ? pp.stage : experts.rank,
+                                                  staged ? pp.size : experts.size))
+                          .string(),
                       workers.actor->optimizer().checkpoint_state(mine));
   }
   if (group) group->barrier();  // every share is written

@@ -9,8 +9,12 @@
 //                            AdamW moments and steps by parameter name, and the
 //                            schedule step (Optimizer::checkpoint_state): P = 1, or
 //                            train.ep under expert parallelism, where EP rank R's file
-//                            holds its own experts' state (and rank 0's also the rest)
+//                            holds its own experts' state (and rank 0's also the rest),
+//                            or train.pp under pipeline parallelism, where stage R's file
+//                            holds its stage's parameters' state (a tied embedding's in
+//                            the first stage's only); the step counter in every file
 //   reference.safetensors    the frozen reference (when the run has one), every expert
+//                            and every stage's layers (gathered)
 //   actor_optimizer/, reference/   instead, under tensor parallelism (train.tp > 1):
 //                            the AdamW state and the reference as each TP rank of the
 //                            first data-parallel replica holds them, its own shards
@@ -25,9 +29,9 @@
 // while saving leaves the previous checkpoint intact; only keep_last are kept.
 // RNG streams that are not saved are counter-based (sampling seeds derive from the
 // group id, update shuffles from the iteration index), so they need no state.
-// Expert- and tensor-parallel runs: the state is by name (and shard metadata), not by
-// rank, so a checkpoint resumes at any train.ep and train.tp the model allows (and in
-// one process): every rank reads the optimizer files and takes the parameters it
+// Expert-, tensor- and pipeline-parallel runs: the state is by name (and shard
+// metadata), not by rank, so a checkpoint resumes at any train.ep, train.tp and
+// train.pp the model allows (and in one process): every rank reads the optimizer files and takes the parameters it
 // holds, cut or assembled into its own shards; the policy is whole at every layout. Checkpoints of Aspen before the named format (actor_optimizer.pt,
 // critic_optimizer.pt, torch archives) still resume, with the same parameters.
 // Fault injection for tests: ASPEN_FAULT_CHECKPOINT_DELAY_MS=M pauses M ms halfway
@@ -57,7 +61,10 @@ namespace aspen::pipeline {
 // others' schedule_state is not read. Under tensor parallelism (the actor model's TP
 // context, train.tp > 1) it is collective over the actor's first TP group instead
 // (ranks 0..tp-1, the first data-parallel replica; with train.ep = train.tp also its
-// EP group): each writes its shards of the optimizer state and the reference.
+// EP group): each writes its shards of the optimizer state and the reference. Under
+// pipeline parallelism (the actor model's PP context, train.pp > 1) it is collective
+// over the first replica's pipeline group: each stage writes its share of the
+// optimizer state, and the reference is gathered to stage 0 (rank 0).
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
                             int64_t keep_last, const ExpertParallel& experts = {});

@@ -25,7 +25,9 @@ EngineLayout engine_layout(const TrainConfig& config, int rank, int world_size) 
   }
   layout.instances = p.rollout_instances;
   layout.train_tp = p.train_tp;
-  layout.trainers = p.mode == PlacementMode::kColocated ? world_size : p.train_dp * p.train_tp;
+  layout.train_pp = p.train_pp;
+  layout.trainers =
+      p.mode == PlacementMode::kColocated ? world_size : p.train_dp * p.train_replica_size();
   // Instance i is rollout.tp ranks: consecutive after the trainers disaggregated,
   // the inference layout's replica i colocated; its first rank leads.
   const int first = p.mode == PlacementMode::kColocated ? 0 : layout.trainers;

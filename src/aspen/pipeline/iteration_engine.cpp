@@ -80,8 +80,9 @@ IterationEngine::IterationEngine(const EngineContext& context,
     trainer.config = &config_;
     trainer.workers = &rl_workers_;
     trainer.trainers = trainers_;
-    trainer.dp_rank = layout_.rank / layout_.train_tp;
-    trainer.tp = layout_.train_tp;
+    // A replica's TP ranks and pipeline stages all take its share's rows.
+    trainer.dp_rank = layout_.rank / layout_.replica_size();
+    trainer.tp = layout_.replica_size();
     trainer.trace = trace_;
     trainer.track = trainer_track_;
     stages_.emplace(trainer);

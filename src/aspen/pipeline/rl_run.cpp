@@ -14,6 +14,7 @@
 #include "aspen/io/jsonl.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/dist_env.h"
+#include "aspen/parallel/pipeline_stages.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/tensor_parallel.h"
 #include "aspen/pipeline/checkpoint.h"
@@ -134,15 +135,19 @@ void check_multi_rank_placement(const TrainConfig& config, int world_size) {
               "placement.train.dp", hint);
 }
 
-// The training grid's groups (TP fastest, ranks [0, dp x tp) in both modes): the TP
-// group of ranks sharing a data-parallel index, the DP group of ranks sharing a TP
-// index. Collective over `world`; a rollout-only rank (disaggregated) gets neither.
+// The training grid's groups (TP fastest, then the pipeline stages: a data-parallel
+// replica is the train.tp x train.pp consecutive ranks [d x r, (d + 1) x r), in both
+// modes): the TP group of ranks sharing a replica and a stage, the pipeline group of
+// ranks sharing a replica and a TP index (stage s its rank s), the DP group of ranks at
+// the same place in their replicas. Collective over `world`; a rollout-only rank
+// (disaggregated) gets none.
 struct TrainGroups {
   std::optional<ProcessGroupHandle> data_parallel;  // none when train.dp = 1
   TensorParallel tensor_parallel;                   // disabled when train.tp = 1
   ExpertParallel expert_parallel;                   // disabled when train.ep = 1
   // The ranks holding the same experts (train.dp / train.ep of them; none when 1).
   std::optional<ProcessGroupHandle> expert_data_parallel;
+  PipelineStages pipeline;  // disabled when train.pp = 1
 };
 
 // Expert parallelism inside the data-parallel trainers (parallel/placement.h): EP
@@ -166,26 +171,37 @@ void add_expert_groups(ProcessGroupHandle& world, const Placement& p, TrainGroup
 TrainGroups make_train_groups(ProcessGroupHandle& world, const Placement& p) {
   TrainGroups groups;
   const bool every_rank_trains = p.mode == PlacementMode::kColocated;
-  if (p.train_tp == 1 && every_rank_trains) {
+  const int replica = p.train_replica_size();
+  if (replica == 1 && every_rank_trains) {
     groups.data_parallel = world;
     add_expert_groups(world, p, groups);
     return groups;
   }
   for (int d = 0; d < p.train_dp && p.train_tp > 1; ++d) {
-    std::vector<int> ranks;
-    for (int t = 0; t < p.train_tp; ++t) ranks.push_back(d * p.train_tp + t);
-    if (auto group = world.new_subgroup(ranks)) {
-      groups.tensor_parallel = TensorParallel::over(*group);
-      // train.ep = train.tp: the experts split over the TP group, whose ranks hold the
-      // same tokens (model/qwen_moe_block.h); the DP group of a TP index holds the same
-      // experts, so the plain data-parallel reduction is the expert one too.
-      if (p.train_ep > 1) groups.expert_parallel = ExpertParallel::over(*group, true);
+    for (int s = 0; s < p.train_pp; ++s) {
+      std::vector<int> ranks;
+      for (int t = 0; t < p.train_tp; ++t) ranks.push_back(d * replica + s * p.train_tp + t);
+      if (auto group = world.new_subgroup(ranks)) {
+        groups.tensor_parallel = TensorParallel::over(*group);
+        // train.ep = train.tp: the experts split over the TP group, whose ranks hold the
+        // same tokens (model/qwen_moe_block.h); the DP group of a TP index holds the same
+        // experts, so the plain data-parallel reduction is the expert one too.
+        if (p.train_ep > 1) groups.expert_parallel = ExpertParallel::over(*group, true);
+      }
+    }
+  }
+  for (int d = 0; d < p.train_dp && p.train_pp > 1; ++d) {
+    for (int t = 0; t < p.train_tp; ++t) {
+      std::vector<int> ranks;
+      for (int s = 0; s < p.train_pp; ++s) ranks.push_back(d * replica + s * p.train_tp + t);
+      // Collective over the pipeline group only (it forms the tied-embedding pair).
+      if (auto group = world.new_subgroup(ranks)) groups.pipeline = PipelineStages::over(*group);
     }
   }
   if (p.train_dp > 1) {
-    for (int t = 0; t < p.train_tp; ++t) {
+    for (int k = 0; k < replica; ++k) {
       std::vector<int> ranks;
-      for (int d = 0; d < p.train_dp; ++d) ranks.push_back(d * p.train_tp + t);
+      for (int d = 0; d < p.train_dp; ++d) ranks.push_back(d * replica + k);
       if (auto group = world.new_subgroup(ranks)) groups.data_parallel = group;
     }
   }
@@ -341,7 +357,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   }
   RlWorkers workers(config, setup, checkpoint ? &checkpoint->workers : nullptr,
                     groups.data_parallel, groups.tensor_parallel, groups.expert_parallel,
-                    groups.expert_data_parallel);
+                    groups.expert_data_parallel, groups.pipeline);
   if (checkpoint) restore_optimizers(*checkpoint, workers);
   // Rank r > 0 writes its own timeline next to rank 0's (PATH.rank-r).
   const int rank = world ? world->rank() : 0;
@@ -396,10 +412,13 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     // Rank 0 writes the checkpoint (after the metrics line, which a resume keeps); under
     // tensor parallelism the rest of the first TP group writes its shards with it, under
     // expert parallelism alone the rest of the first EP group its experts' optimizer
-    // state (both groups are ranks [0, size): TP is the fastest index, then EP).
+    // state, under pipeline parallelism the other stages of the first replica their
+    // stages' (all three groups are ranks [0, size): TP is the fastest index, then EP
+    // or the stages).
     const bool checkpoints =
         writer || (groups.tensor_parallel.enabled() && rank < config.placement.train_tp) ||
-        (groups.expert_parallel.enabled() && rank < config.placement.train_ep);
+        (groups.expert_parallel.enabled() && rank < config.placement.train_ep) ||
+        (groups.pipeline.enabled() && rank < config.placement.train_replica_size());
     if (checkpoints && config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
                       writer ? nlohmann::json{{"schedule", schedule->state()}, {"evals", evals}}

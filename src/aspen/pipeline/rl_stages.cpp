@@ -45,7 +45,8 @@ void load_named_parameters(torch::nn::Module& module,
 RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved,
                      std::optional<ProcessGroupHandle> data_parallel,
                      const TensorParallel& tensor_parallel, const ExpertParallel& expert_parallel,
-                     std::optional<ProcessGroupHandle> expert_data_parallel)
+                     std::optional<ProcessGroupHandle> expert_data_parallel,
+                     const PipelineStages& pipeline)
     : kl_ctrl(make_kl_controller(config.algorithm)) {
   const TrainSection& train = config.train;
   ActorOptions actor_options;
@@ -63,13 +64,33 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
     check_input(setup.model->config.is_moe(), "needs a mixture-of-experts model",
                 "placement.train.ep", "use placement.train.ep=1 for a dense model");
   }
-  if (tensor_parallel.enabled() || expert_parallel.enabled()) {
-    trained = QwenForCausalLM(setup.model->config, tensor_parallel, expert_parallel);
+  if (pipeline.enabled()) {
+    // The config refuses these (config/pipeline_parallel_checks.h); a model.path
+    // model's layer count is known only here.
+    check_input(config.algorithm.name != AlgorithmName::kPpo,
+                "the critic does not run on pipeline stages", "algorithm.name",
+                "use placement.train.pp=1 for ppo");
+    check_input(pipeline.size <= setup.model->config.num_hidden_layers,
+                "must be at most the model's " +
+                    std::to_string(setup.model->config.num_hidden_layers) +
+                    " decoder layers: every stage holds at least one",
+                "placement.train.pp");
+  }
+  if (tensor_parallel.enabled() || expert_parallel.enabled() || pipeline.enabled()) {
+    trained =
+        QwenForCausalLM(setup.model->config, tensor_parallel, expert_parallel, pipeline);
     if (setup.model->has_lora()) trained->attach_lora(setup.model->lora_options);
     trained->to(setup.train_device);
     std::map<std::string, torch::Tensor> full;
     for (const auto& [name, tensor] : setup.model->hf_state()) full[name] = tensor.detach();
-    trained->load_state(full, "policy, split for tensor and expert parallelism");
+    trained->load_state(full, "policy, split for tensor, expert or pipeline parallelism");
+  }
+  if (pipeline.enabled()) {
+    const LayerRange layers = pipeline.layers(setup.model->config.num_hidden_layers,
+                                              "placement.train.pp");
+    log_info("actor: pipeline stage ", pipeline.stage, " of ", pipeline.size, " trains layers [",
+             layers.begin, ", ", layers.end, ")", pipeline.first() ? " and the embedding" : "",
+             pipeline.last() ? " and the head" : "");
   }
   if (expert_parallel.enabled()) {
     const int64_t experts = setup.model->config.moe.num_experts;

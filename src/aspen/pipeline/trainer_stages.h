@@ -22,7 +22,9 @@
 //
 // Contract: rows.rows holds the batch's rows (metadata), claim order; with several
 // trainers rows.rows.ranks partitions them into data-parallel shares (share d on
-// trainer ranks d*tp .. d*tp+tp-1); rows.scores has one shaped score per row.
+// trainer ranks d*tp .. d*tp+tp-1, tp counting a replica's TP ranks times its pipeline
+// stages: every stage takes the share's rows, as a TP rank does); rows.scores has one
+// shaped score per row.
 // prepare() and update() are collective over the trainers (every rank calls them, an
 // empty share too); with one trainer they touch no process group.
 // Errors: aspen::Error for columns that disagree with the rows' metadata.
@@ -52,7 +54,7 @@ struct TrainerContext {
   RlWorkers* workers = nullptr;
   std::optional<ProcessGroupHandle> trainers;  // several trainers: all of them
   int dp_rank = 0;                             // this rank's share
-  int tp = 1;                                  // trainer ranks per share
+  int tp = 1;                                  // trainer ranks per share (TP x PP)
   TraceWriter* trace = nullptr;                // null: no timeline
   int track = 0;
 };

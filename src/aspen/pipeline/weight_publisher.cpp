@@ -10,6 +10,7 @@
 #include "aspen/model/tp_layout.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_stages.h"
+#include "aspen/pipeline/stage_gather.h"
 #include "aspen/util/seconds_since.h"
 
 namespace aspen::pipeline {
@@ -34,6 +35,7 @@ WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& m
         });
   }
   gathers_experts_ = layout.trains() && config.placement.train_ep > 1;
+  gathers_stages_ = layout.trains() && layout.train_pp > 1;
   if (world_size > 0 && instances_take_resharded_shards(config, world_size)) {
     instance_resharder_ = std::make_unique<Resharder>(
         trainers, config.placement.reshard_plan(torch::kFloat),
@@ -45,6 +47,11 @@ WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& m
 void WeightPublisher::gather_full_policy(QwenForCausalLM actor, QwenForCausalLM full,
                                          int64_t version) {
   torch::NoGradGuard no_grad;
+  if (gathers_stages_) {
+    // train.pp > 1 (alone: the placement refuses PP with TP or EP): the stages' layers.
+    full->load_state(gather_pipeline_stages(actor), "gathered pipeline stages");
+    return;
+  }
   // train.ep > 1: each rank trained its experts; all of them, with the rest, make the
   // full policy again (collective over the EP group).
   const std::vector<std::pair<std::string, torch::Tensor>> trained =

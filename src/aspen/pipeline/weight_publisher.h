@@ -6,7 +6,9 @@
 //   - train.tp > 1 or train.ep > 1: the actor holds shards (TP) or this rank's experts
 //     (EP); gather_full_policy() makes the full policy again, collectively over the
 //     trainers (TP) and the EP group. With neither, the actor trains the full policy
-//     itself and gathers nothing.
+//     itself and gathers nothing. train.pp > 1: each stage holds its layers; every
+//     stage gets the others' (stage_gather.h, collective over the pipeline group), so
+//     every trainer holds the full policy and serves it as below.
 //   - colocated tensor-parallel instances (allgather-swap, engine_layout.h's
 //     instances_take_resharded_shards): publish() reshards the actor's trained shards
 //     into this rank's inference shards, which its instance takes from own_shards();
@@ -52,7 +54,9 @@ class WeightPublisher {
                   std::optional<ProcessGroupHandle> trainers);
 
   // Whether the actor holds less than the full policy (gather_full_policy() has work).
-  bool gathers_full_policy() const { return full_resharder_ != nullptr || gathers_experts_; }
+  bool gathers_full_policy() const {
+    return full_resharder_ != nullptr || gathers_experts_ || gathers_stages_;
+  }
   // (Models are passed as their shared holders.) `full` becomes the policy `actor` trained, version `version`.
   void gather_full_policy(QwenForCausalLM actor, QwenForCausalLM full, int64_t version);
 
@@ -84,6 +88,8 @@ class WeightPublisher {
   std::unique_ptr<Resharder> full_resharder_;
   // train.ep > 1: the actor holds this rank's experts.
   bool gathers_experts_ = false;
+  // train.pp > 1: the actor holds this rank's pipeline stage.
+  bool gathers_stages_ = false;
   std::unique_ptr<Resharder> instance_resharder_;
   std::shared_ptr<WeightHistory> own_shards_;
   int64_t reshard_bytes_moved_ = 0;
