@@ -22,5 +22,12 @@ TEST(PipelineParallelActor, ThreeStagesUpdateLikeOneProcessForQwen3AndTiedQwen2)
   expect_worker_cases_pass("pp_actor", "pp_actor", 3, {"qwen3_dense", "qwen2_tied"});
 }
 
+// PP x TP: 2 stages of 2 tensor-parallel ranks. The pipeline group links the same TP
+// rank of both stages; each TP rank holds its shard of its stage (and of the tied
+// embedding on both ends), the clip norm sums over TP, then PP.
+TEST(PipelineParallelActor, TwoStagesOfTwoTensorParallelRanksUpdateLikeOneProcess) {
+  expect_worker_cases_pass("pp_actor", "pp_actor", 4, {"qwen3_dense@tp2", "qwen2_tied@tp2"});
+}
+
 }  // namespace
 }  // namespace aspen::parallel

@@ -87,8 +87,11 @@ QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config, const Tensor
   check_input(!ep.enabled() || config.is_moe(), "expert parallelism needs a MoE model",
               "expert parallel context");
   pp.validate("pipeline parallel context");
-  check_input(!pp.enabled() || (!tp.enabled() && !ep.enabled()),
-              "pipeline stages with tensor or expert parallelism are not supported",
+  // PP x TP: every stage is a TP model over its own TP group; nothing in a stage's
+  // layers differs from the whole TP model's. PP x EP: not yet (the MoE routing log,
+  // hence the load-balancing loss, does not cross stages).
+  check_input(!pp.enabled() || !ep.enabled(),
+              "pipeline stages with expert parallelism are not supported",
               "pipeline parallel context");
   model = register_module("model", QwenModel(config, tp, ep, pp));
   if (!config.tie_word_embeddings && pp.last()) {

@@ -45,7 +45,10 @@
 // (the caller keeps the two copies equal by pp.sum_tied_gradient on its gradient,
 // train/pipeline_runner.h). A stage computes forward_stage; the whole-model methods
 // (forward, token_logprobs, forward_paged) refuse, since no stage can run them alone.
-// load_state takes a whole checkpoint and copies this stage's part.
+// load_state takes a whole checkpoint and copies this stage's part. With TP too (a
+// grid of PP x TP ranks) a stage is a TP model of its layers: the TP group spans the
+// stage's ranks, the pipeline group the same TP rank of every stage, and the
+// activations between stages are the full (replicated) hidden states.
 //
 // Thread safety: forward/token_logprobs mutate nothing and may run concurrently
 // (e.g. under torch::NoGradGuard in several rollout threads); load_state and
@@ -115,8 +118,8 @@ TORCH_MODULE(QwenModel);
 struct QwenForCausalLMImpl : torch::nn::Module {
   // aspen::Error for an invalid config, a TP size the config cannot split
   // (validate_tp_size names the field) or an inconsistent TP context.
-  // aspen::Error too for a PP size the layers cannot split, or PP with TP or EP
-  // (not supported: the stages' p2p would have to run per TP rank).
+  // aspen::Error too for a PP size the layers cannot split, or PP with EP (not
+  // supported yet). PP with TP: each stage is a TP model over its own TP group.
   explicit QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp = {},
                                const ExpertParallel& ep = {}, const PipelineStages& pp = {});
 

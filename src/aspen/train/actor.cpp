@@ -5,9 +5,7 @@
 #include <optional>
 
 #include "aspen/algo/packed.h"
-#include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/moe_routing.h"
-#include "aspen/model/tp_layout.h"
 #include "aspen/train/expert_lockstep.h"
 #include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
@@ -16,6 +14,7 @@
 #include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 #include "aspen/train/update_steps.h"
+#include "aspen/train/whole_model_norm.h"
 
 namespace aspen::train {
 namespace {
@@ -86,30 +85,10 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       data_parallel_(options.data_parallel, master_) {
   // Pipeline parallelism: this rank trains one stage (train/pipeline_actor.h).
   check_pipeline_actor(model_, options.data_parallel.group.has_value());
-  set_pipeline_clip_norm(optimizer_, model_);
-  if (model_->ep.enabled() && !model_->ep.replicated_tokens) {
-    // Clipping needs the norm of the whole model: an expert is held by one rank of the
-    // EP group, everything else by all of them. (EP over the TP group: the TP norm
-    // below, where an expert counts once as a shard does.)
-    const int size = model_->ep.size;
-    ProcessGroupHandle group = *model_->ep.group;
-    optimizer_.set_sharded_norm(
-        [size](const std::string& name) {
-          return is_expert_parameter(name) ? 1.0 : static_cast<double>(size);
-        },
-        [group](torch::Tensor& sum) mutable { group.all_reduce_sum(sum); });
-  }
-  if (model_->tp.enabled()) {
-    // Clipping needs the norm of the whole model, not of this rank's shards.
-    const ModelConfig config = model_->config;
-    const int size = model_->tp.size;
-    ProcessGroupHandle group = model_->tp.require_group("actor tensor parallelism");
-    optimizer_.set_sharded_norm(
-        [config, size](const std::string& name) {
-          return static_cast<double>(copies_of(qwen_shard_spec(name, config), size));
-        },
-        [group](torch::Tensor& sum) mutable { group.all_reduce_sum(sum); });
-  }
+  // Clipping needs the norm of the whole model, not of this rank's shards, experts or
+  // stage (train/whole_model_norm.h).
+  set_whole_model_clip_norm(optimizer_, model_->config, model_->tp, model_->ep, model_->pp,
+                            model_->config.tie_word_embeddings);
 }
 
 TokenLogprobs ActorTrainer::compute_logprobs(const TrainBatch& batch, bool with_entropy,

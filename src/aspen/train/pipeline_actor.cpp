@@ -77,20 +77,6 @@ void PipelineActorPass::finish(QwenForCausalLM& master) {
   sum_tied_embedding_gradient(master);
 }
 
-void set_pipeline_clip_norm(Optimizer& optimizer, const QwenForCausalLM& model) {
-  const PipelineStages& pp = model->pp;
-  if (!pp.enabled()) return;
-  // Each stage holds its own parameters, except a tied embedding: the first and the
-  // last stage both hold it, with the same (summed) gradient, so each counts half.
-  const bool tied_copy = model->config.tie_word_embeddings && (pp.first() || pp.last());
-  ProcessGroupHandle group = pp.require_group("actor pipeline parallelism");
-  optimizer.set_sharded_norm(
-      [tied_copy](const std::string& name) {
-        return tied_copy && name == "model.embed_tokens.weight" ? 2.0 : 1.0;
-      },
-      [group](torch::Tensor& sum) mutable { group.all_reduce_sum(sum); });
-}
-
 void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& m) {
   const PipelineStages& pp = model->pp;
   if (!pp.enabled()) return;
@@ -120,7 +106,6 @@ void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& m) {
 void check_pipeline_actor(const QwenForCausalLM& model, bool data_parallel) {
   if (!model->pp.enabled()) return;
   const char* key = "placement.train.pp";
-  check_input(!model->tp.enabled(), "does not combine with placement.train.tp > 1 yet", key);
   check_input(!model->ep.enabled(), "does not combine with placement.train.ep > 1 yet", key);
   check_input(!data_parallel, "does not combine with placement.train.dp > 1 yet", key);
 }

@@ -15,11 +15,16 @@
 //
 // After a step's micro-batches (finish), a tied model's first and last stages sum the
 // embedding's gradient (pipeline_runner.h). Clipping uses the norm of the whole model
-// (set_pipeline_clip_norm: squared norms summed over the pipeline group, the tied
-// embedding's two copies counted once), so the step equals one process's. Metrics
-// are the last stage's, broadcast to every stage (share_last_stage_metrics).
+// (train/whole_model_norm.h: squared norms summed over the TP group, then the pipeline
+// group, the tied embedding's two copies counted once), so the step equals one
+// process's. Metrics are the last stage's, broadcast to every stage
+// (share_last_stage_metrics).
 //
-// Not done (the actor refuses, naming the keys): PP with TP, EP, data parallelism,
+// PP x TP: each stage is a TP model (model/qwen_model.h); the pipeline group links
+// the same TP rank of every stage, so each TP rank exchanges its own (identical) copy
+// of the activations and their gradients with its peer (pipeline_runner.h says why).
+//
+// Not done (the actor refuses, naming the keys): PP with EP, data parallelism,
 // streaming accumulation (the async pipeline) and routing replay. Activation recompute
 // is not applied on stages (the same numbers, more activation memory).
 // Thread safety: the trainer's one thread. Errors: aspen::Error for a message that does
@@ -70,10 +75,6 @@ class PipelineActorPass {
   torch::Tensor input_;  // its received activations, while its backward is pending
   std::vector<PendingWork> sends_;
 };
-
-// Clipping by the whole model's gradient norm on a pipeline stage's optimizer (a no-op
-// without PP).
-void set_pipeline_clip_norm(Optimizer& optimizer, const QwenForCausalLM& model);
 
 // Every stage gets the last stage's metrics (the losses exist only there).
 void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& metrics);

@@ -19,8 +19,19 @@
 // parameter they both are.
 //
 // With one stage (model->pp disabled) run_one_f_one_b is the plain loop: forward,
-// loss, backward per micro-batch. Not done: interleaved virtual stages, PP with TP or
-// EP (the model refuses them), MoE routing logs (no load-balancing loss).
+// loss, backward per micro-batch.
+//
+// PP x TP: the pipeline group links the same TP rank of every stage, and each TP rank
+// sends its own copy of the activations (they are replicated over TP: the layers end in
+// an all-reduce) and of their gradients (also replicated: the layers' input copy
+// all-reduces them in backward) to its peer. Chosen over "TP rank 0 sends, the next
+// stage broadcasts over TP": no collective is added on the critical path and the t
+// links carry their messages in parallel, at t times the bytes in total - per micro-batch
+// of T tokens and per direction, t * (T * C * element size + 64 header bytes) (fp32,
+// C = 4096, T = 4096: 64 MiB per link). Megatron's scatter/gather (each TP rank sends
+// 1/t, the receivers all-gather) would cut that to the one copy; not done.
+// Not done: interleaved virtual stages, PP with EP (the model refuses it), MoE routing
+// logs (no load-balancing loss).
 // Errors: aspen::Error for an empty micro-batch list, a message whose shape does not
 // match the micro-batch, or a failed send/receive.
 #pragma once

@@ -1,5 +1,6 @@
-// Pipeline-parallel actor rank program (pipeline group = the whole world, stage = rank):
-//   pp_actor CASE...  for each CASE builds the same seeded 3-layer model whole (one
+// Pipeline-parallel actor rank program:
+//   pp_actor CASE[@LAYOUT]...
+//                     for each CASE builds the same seeded 3-layer model whole (one
 //                     process, on every rank, no collectives) and as this rank's stage,
 //                     and runs through both: old log-probs (compute_logprobs: the
 //                     forward-only pass over the stages), reference log-probs (a
@@ -9,22 +10,32 @@
 //                     KL term in the loss. Every stage must report the one process's
 //                     log-probs, policy loss, KL loss, grad norm and step count, and hold
 //                     its parameters as the one process updated them, within the TP
-//                     tests' tolerances. Prints "rank R pp_actor CASE ok" for each case.
+//                     tests' tolerances. Prints "rank R pp_actor CASE[@LAYOUT] ok".
 //     qwen3_dense     Qwen3 (q/k norms), untied head
 //     qwen2_tied      Qwen2 with biases and a tied embedding: the first and last stage
 //                     both hold it (gradient summed; counted once in the clip norm)
+//   LAYOUT (pp_grid.h): none - the world is the pipeline group, stage = rank;
+//     tpN             stages of N tensor-parallel ranks (PP x TP): each rank holds its
+//                     TP shard of its stage's parameters, checked against the shard of
+//                     the one-process update;
+//     dpN             N pipelines training their balanced shares of the batch (DP x PP):
+//                     the one process trains each global mini-batch (the union of the
+//                     ranks' shares, actor_dp_problem.h) as one optimizer step.
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "actor_dp_problem.h"
 #include "aspen/model/qwen_model.h"
+#include "aspen/model/tp_layout.h"
 #include "aspen/model/weights_init.h"
 #include "aspen/parallel/pipeline_stages.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/reference.h"
 #include "aspen/util/error.h"
+#include "pp_grid.h"
 #include "support/tiny_model_configs.h"
 #include "tensor_checks.h"
 #include "worker_mode.h"
@@ -82,69 +93,108 @@ void expect_near(double got, double want, const std::string& what, const std::st
               what + " " + std::to_string(got) + ", one process " + std::to_string(want), where);
 }
 
-int run_pp_actor(ProcessGroupHandle& group, const std::vector<std::string>& cases) {
-  const PipelineStages pp = PipelineStages::over(group);
-  for (const std::string& name : cases) {
-    const std::string where = "pp_actor " + name + " stage " + std::to_string(pp.stage);
-    const ModelConfig config = case_config(name);
-    QwenForCausalLM full(config);
-    init_weights(full, /*seed=*/31, /*initializer_range=*/0.2);
-    std::map<std::string, torch::Tensor> weights;
-    for (const auto& [key, tensor] : full->hf_state()) weights[key] = tensor.detach().clone();
-    QwenForCausalLM stage(config, TensorParallel{}, ExpertParallel{}, pp);
-    stage->load_state(weights, "whole weights");
+// This rank's part of a one-process parameter: its TP shard under PP x TP.
+torch::Tensor local_part(const torch::Tensor& full, const std::string& key,
+                         const ModelConfig& config, const PpGrid& grid) {
+  if (grid.kind != "tp") return full;
+  return take_shard(full, qwen_shard_spec(key, config), grid.inner_rank, grid.inner_size, key);
+}
 
-    ActorTrainer one(full, actor_options());
-    ActorTrainer many(stage, actor_options());
-    TrainBatch batch = seeded_batch(config.vocab_size);
-    const TokenLogprobs old_one = one.compute_logprobs(batch, /*with_entropy=*/true);
-    const TokenLogprobs old_many = many.compute_logprobs(batch, /*with_entropy=*/true);
-    expect_close_to(old_many.logprobs, old_one.logprobs, "old log-probs", where, "one process");
-    expect_close_to(old_many.entropy, old_one.entropy, "entropy", where, "one process");
-    // The reference is a frozen copy of the stage: the same forward-only pass.
-    ReferencePolicy reference_one(full, ReferenceOptions{});
-    ReferencePolicy reference_many(stage, ReferenceOptions{});
-    const torch::Tensor ref_one = reference_one.compute_logprobs(batch);
-    expect_close_to(reference_many.compute_logprobs(batch), ref_one, "reference log-probs",
-                    where, "one process");
-    // Old log-probs off the current ones, the reference further off: every term moves.
-    // Seeded here: building a model draws from the global generator, and stages build
-    // different modules.
-    torch::manual_seed(24);
-    batch.token_columns[columns::kOldLogprobs] = old_one.logprobs + 0.05 * torch::randn_like(ref_one);
-    batch.token_columns[columns::kRefLogprobs] = ref_one + 0.1 * torch::randn_like(ref_one);
+void run_case(ProcessGroupHandle& world, const std::string& spec) {
+  const size_t at = spec.find('@');
+  const std::string name = spec.substr(0, at);
+  const PpGrid grid = make_pp_grid(world, at == std::string::npos ? "" : spec.substr(at + 1));
+  const PipelineStages& pp = grid.pp;
+  const std::string where = "pp_actor " + spec + " rank " + std::to_string(world.rank());
+  const ModelConfig config = case_config(name);
+  QwenForCausalLM full(config);
+  init_weights(full, /*seed=*/31, /*initializer_range=*/0.2);
+  std::map<std::string, torch::Tensor> weights;
+  for (const auto& [key, tensor] : full->hf_state()) weights[key] = tensor.detach().clone();
+  TensorParallel tp;
+  if (grid.kind == "tp") tp = TensorParallel::over(*grid.inner);
+  QwenForCausalLM stage(config, tp, ExpertParallel{}, pp);
+  stage->load_state(weights, "whole weights");
 
-    ActorUpdateOptions update;
-    update.mini_batch_size = 4;  // two optimizer steps
-    update.kl_coef = 0.1;
-    const ActorMetrics want = one.update(batch, update);
-    const ActorMetrics got = many.update(batch, update);
-    check_input(want.steps == 2 && got.steps == 2 && got.skipped_steps == 0,
-                "expected two optimizer steps, got " + std::to_string(got.steps), where);
-    check_input(want.grad_norm > 10 * actor_options().trainer.optimizer.max_grad_norm,
-                "the case must clip", where);
-    check_input(got.micro_batches == want.micro_batches && got.micro_batches > 2,
-                "micro-batches " + std::to_string(got.micro_batches) + ", one process " +
-                    std::to_string(want.micro_batches),
-                where);
-    expect_near(got.grad_norm, want.grad_norm, "grad norm", where);
-    expect_near(got.policy_loss, want.policy_loss, "policy loss", where);
-    expect_near(got.kl_loss, want.kl_loss, "kl loss", where);
-    expect_near(got.entropy, want.entropy, "entropy", where);
-    expect_near(got.clip_frac, want.clip_frac, "clip fraction", where);
-    std::map<std::string, torch::Tensor> updated;
-    for (const auto& [key, tensor] : full->hf_state()) updated[key] = tensor.detach();
-    int64_t held = 0;
-    for (const auto& [key, local] : stage->hf_state()) {
-      ++held;
-      check_input(!torch::equal(local, weights.at(key)), key + " did not move", where);
-      expect_close_to(local, updated.at(key), key + " after two steps", where, "one process");
+  ActorOptions options = actor_options();
+  ActorTrainer one(full, options);
+  if (grid.kind == "dp") options.data_parallel.group = grid.inner;
+  ActorTrainer many(stage, options);
+  TrainBatch batch = seeded_batch(config.vocab_size);
+  const TokenLogprobs old_one = one.compute_logprobs(batch, /*with_entropy=*/true);
+  // The reference is a frozen copy of the stage: the same forward-only pass.
+  ReferencePolicy reference_one(full, ReferenceOptions{});
+  ReferencePolicy reference_many(stage, ReferenceOptions{});
+  const torch::Tensor ref_one = reference_one.compute_logprobs(batch);
+  // Old log-probs off the current ones, the reference further off: every term moves.
+  // Seeded here: building a model draws from the global generator, and stages build
+  // different modules.
+  torch::manual_seed(24);
+  batch.token_columns[columns::kOldLogprobs] = old_one.logprobs + 0.05 * torch::randn_like(ref_one);
+  batch.token_columns[columns::kRefLogprobs] = ref_one + 0.1 * torch::randn_like(ref_one);
+  // DP x PP: this pipeline's balanced share; its log-probs against the one process's.
+  const TrainBatch local =
+      grid.kind == "dp" ? split_balanced(batch, grid.inner_size).at(static_cast<size_t>(grid.inner_rank))
+                        : batch;
+  const TokenLogprobs old_local = grid.kind == "dp" ? one.compute_logprobs(local, true) : old_one;
+  const TokenLogprobs old_many = many.compute_logprobs(local, /*with_entropy=*/true);
+  expect_close_to(old_many.logprobs, old_local.logprobs, "old log-probs", where, "one process");
+  expect_close_to(old_many.entropy, old_local.entropy, "entropy", where, "one process");
+  expect_close_to(reference_many.compute_logprobs(local), reference_one.compute_logprobs(local),
+                  "reference log-probs", where, "one process");
+
+  ActorUpdateOptions update;
+  update.mini_batch_size = 4;  // two optimizer steps
+  update.kl_coef = 0.1;
+  ActorMetrics want;
+  if (grid.kind == "dp") {
+    // One process: each global mini-batch of the DP run as one step (kDpMiniBatchRows = 4).
+    ActorUpdateOptions step = update;
+    step.mini_batch_size = 0;
+    std::vector<ActorMetrics> steps;
+    for (const TrainBatch& b : dp_global_steps(batch, grid.inner_size)) {
+      steps.push_back(one.update(b, step));
     }
-    check_input(held > 0 && held < static_cast<int64_t>(updated.size()),
-                "the stage holds " + std::to_string(held) + " of " +
-                    std::to_string(updated.size()) + " parameters",
-                where);
-    std::printf("rank %d pp_actor %s ok\n", group.rank(), name.c_str());
+    want = combine(steps);
+  } else {
+    want = one.update(batch, update);
+  }
+  const ActorMetrics got = many.update(local, update);
+  check_input(want.steps == 2 && got.steps == 2 && got.skipped_steps == 0,
+              "expected two optimizer steps, got " + std::to_string(got.steps), where);
+  check_input(want.grad_norm > 10 * actor_options().trainer.optimizer.max_grad_norm,
+              "the case must clip", where);
+  // (DP packs each pipeline's share on its own: the counts need not match one process's.)
+  check_input((grid.kind == "dp" || got.micro_batches == want.micro_batches) &&
+                  got.micro_batches > 2,
+              "micro-batches " + std::to_string(got.micro_batches) + ", one process " +
+                  std::to_string(want.micro_batches),
+              where);
+  expect_near(got.grad_norm, want.grad_norm, "grad norm", where);
+  expect_near(got.policy_loss, want.policy_loss, "policy loss", where);
+  expect_near(got.kl_loss, want.kl_loss, "kl loss", where);
+  expect_near(got.entropy, want.entropy, "entropy", where);
+  expect_near(got.clip_frac, want.clip_frac, "clip fraction", where);
+  std::map<std::string, torch::Tensor> updated;
+  for (const auto& [key, tensor] : full->hf_state()) updated[key] = tensor.detach();
+  int64_t held = 0;
+  for (const auto& [key, tensor] : stage->hf_state()) {
+    ++held;
+    check_input(!torch::equal(tensor, local_part(weights.at(key), key, config, grid)),
+                key + " did not move", where);
+    expect_close_to(tensor, local_part(updated.at(key), key, config, grid), key + " after two steps",
+                    where, "one process");
+  }
+  check_input(held > 0 && held < static_cast<int64_t>(updated.size()),
+              "the stage holds " + std::to_string(held) + " of " + std::to_string(updated.size()) +
+                  " parameters",
+              where);
+}
+
+int run_pp_actor(ProcessGroupHandle& group, const std::vector<std::string>& cases) {
+  for (const std::string& spec : cases) {
+    run_case(group, spec);
+    std::printf("rank %d pp_actor %s ok\n", group.rank(), spec.c_str());
     std::fflush(stdout);
   }
   return 0;
