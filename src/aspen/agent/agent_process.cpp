@@ -214,6 +214,10 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
       run.timed_out = true;
       break;
     }
+    if (limits.cancel != nullptr && limits.cancel->load()) {
+      run.cancelled = true;
+      break;
+    }
   }
   child.kill_and_reap();
   out.drain();

@@ -27,6 +27,7 @@
 // without reading its input must not kill Aspen.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -40,6 +41,9 @@ struct AgentProcessLimits {
   double wall_seconds = 600;
   size_t max_stdout_bytes = size_t{64} << 10;
   size_t max_stderr_bytes = size_t{4} << 10;
+  // Set (by another thread) while the program runs: it is killed as at the deadline,
+  // within the poll interval (a run that ends kills the agents still running).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct AgentProcessRun {
@@ -47,6 +51,7 @@ struct AgentProcessRun {
   int exit_code = -1;
   int signal = 0;       // the signal that ended it, when it did not exit
   bool timed_out = false;
+  bool cancelled = false;  // killed because limits.cancel was set
   std::string out;      // the first max_stdout_bytes of stdout
   size_t out_bytes = 0; // everything it printed on stdout
   std::string err;      // the last max_stderr_bytes of stderr

@@ -56,6 +56,8 @@ std::string agent_fault_metric(AgentFault fault) {
       return "agent_oversized";
     case AgentFault::kNoCalls:
       return "agent_no_calls";
+    case AgentFault::kCancelled:
+      return "agent_cancelled";
   }
   return "";
 }
@@ -97,10 +99,27 @@ AgentProgram::AgentProgram(AgentProgramOptions options, AgentSessions& sessions)
   check_input(options_.timeout_s > 0, "must be > 0", "agent program timeout");
 }
 
-AgentEpisode AgentProgram::run(const nlohmann::ordered_json& row) {
+void AgentProgram::cancel() {
   {
     MutexLock lock(mutex_);
-    while (running_ >= options_.max_concurrent) slot_free_.wait(mutex_);
+    cancelled_ = true;
+  }
+  slot_free_.notify_all();
+}
+
+AgentEpisode AgentProgram::run(const nlohmann::ordered_json& row,
+                               const std::function<void(const std::string& session)>& opened) {
+  {
+    MutexLock lock(mutex_);
+    while (running_ >= options_.max_concurrent && !cancelled_) slot_free_.wait(mutex_);
+    if (cancelled_) {
+      ++metrics_["agent_episodes"];
+      ++metrics_["agent_cancelled"];
+      AgentEpisode episode;
+      episode.fault = AgentFault::kCancelled;
+      episode.error = "agent program not started: the run is over";
+      return episode;
+    }
     ++running_;
   }
   struct Slot {
@@ -115,7 +134,9 @@ AgentEpisode AgentProgram::run(const nlohmann::ordered_json& row) {
   } slot{*this};
 
   const std::string session = sessions_.open();
+  if (opened) opened(session);
   AgentProcessLimits limits;
+  limits.cancel = &cancelled_;
   limits.wall_seconds = options_.timeout_s;
   limits.max_stdout_bytes = options_.max_stdout_bytes;
   limits.max_stderr_bytes = options_.max_stderr_bytes;
@@ -167,6 +188,9 @@ AgentEpisode AgentProgram::finish(const std::string& session, const AgentProcess
     episode.error = "agent program " + std::move(error);
     return episode;
   };
+  if (process.cancelled) {
+    return fail(AgentFault::kCancelled, "was killed: the run is over");
+  }
   if (process.timed_out) {
     return fail(AgentFault::kTimeout,
                 with_stderr("timed out after " + seconds(options_.timeout_s) +
@@ -203,7 +227,8 @@ std::map<std::string, int64_t> AgentProgram::metrics() const {
   MutexLock lock(mutex_);
   std::map<std::string, int64_t> metrics = {{"agent_episodes", 0}, {"agent_timeouts", 0},
                                             {"agent_crashes", 0},  {"agent_garbage", 0},
-                                            {"agent_oversized", 0}, {"agent_no_calls", 0}};
+                                            {"agent_oversized", 0}, {"agent_no_calls", 0},
+                                            {"agent_cancelled", 0}};
   for (const auto& [name, value] : metrics_) metrics[name] = value;
   return metrics;
 }

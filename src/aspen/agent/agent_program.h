@@ -25,6 +25,8 @@
 //   no calls     a reward, but no call with its session id       agent_no_calls
 //                (never called, or called with a wrong session id: those calls were
 //                refused as agent_unknown_session_calls)
+//   cancelled    cancel() (the run is over): killed, or never    agent_cancelled
+//                started
 // An episode with a fault is dropped by the caller (its reward is not a score of its
 // tokens); `segments` still says what was generated.
 //
@@ -33,7 +35,9 @@
 // Thread safety: run() may be called concurrently; metrics() from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -57,7 +61,7 @@ struct AgentProgramOptions {
   size_t max_stderr_bytes = size_t{4} << 10;
 };
 
-enum class AgentFault { kNone, kTimeout, kCrash, kGarbage, kOversized, kNoCalls };
+enum class AgentFault { kNone, kTimeout, kCrash, kGarbage, kOversized, kNoCalls, kCancelled };
 // The metric that counts a fault: "agent_timeouts", "agent_crashes", ... ("" for kNone).
 std::string agent_fault_metric(AgentFault fault);
 
@@ -90,10 +94,17 @@ class AgentProgram {
   AgentProgram(AgentProgramOptions options, AgentSessions& sessions);
 
   // One trajectory: opens a session, runs the program on `row` and closes the session.
-  AgentEpisode run(const nlohmann::ordered_json& row) EXCLUDES(mutex_);
+  // `opened` is called with the session id before the program starts (the rollout side
+  // maps the session's calls to its trajectory).
+  AgentEpisode run(const nlohmann::ordered_json& row,
+                   const std::function<void(const std::string& session)>& opened = {})
+      EXCLUDES(mutex_);
+  // Kills the programs running now and ends those waiting for a slot (their episodes'
+  // fault is kCancelled), and every later run() at once: the run is over.
+  void cancel() EXCLUDES(mutex_);
 
   // Counts since construction: agent_episodes, agent_timeouts, agent_crashes,
-  // agent_garbage, agent_oversized, agent_no_calls.
+  // agent_garbage, agent_oversized, agent_no_calls, agent_cancelled.
   std::map<std::string, int64_t> metrics() const EXCLUDES(mutex_);
   const AgentProgramOptions& options() const { return options_; }
 
@@ -106,6 +117,7 @@ class AgentProgram {
   mutable Mutex mutex_;
   CondVar slot_free_;
   int running_ GUARDED_BY(mutex_) = 0;
+  std::atomic<bool> cancelled_{false};
   std::map<std::string, int64_t> metrics_ GUARDED_BY(mutex_);
 };
 

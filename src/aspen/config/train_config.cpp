@@ -10,6 +10,7 @@
 
 #include "aspen/config/imports.h"
 #include "aspen/config/pipeline_parallel_checks.h"
+#include "aspen/config/trajectory_checks.h"
 #include "aspen/config/train_config_fields.h"
 
 namespace aspen::config {
@@ -408,7 +409,7 @@ RolloutSection read_rollout(ConfigSection s) {
   check_positive(e.max_turns, s.where(env + "max_turns"));
   // Only with an environment: single-turn runs (the simulator's defaults: 16384-token
   // responses) never read it.
-  check_input(e.kind == EnvironmentKind::kNone || e.max_trajectory_tokens >= r.max_tokens,
+  check_input(!r.multi_turn() || e.max_trajectory_tokens >= r.max_tokens,
               "must be at least rollout.max_tokens (" + std::to_string(r.max_tokens) +
                   "): one whole turn",
               s.where(env + "max_trajectory_tokens"));
@@ -582,6 +583,7 @@ const char* name_of(EnvironmentKind value) { return spelling(kEnvironmentKinds, 
 const char* name_of(EnvironmentErrorPolicy value) {
   return spelling(kEnvironmentErrorPolicies, value);
 }
+const char* name_of(AgentPrefixBreak value) { return spelling(kAgentPrefixBreaks, value); }
 const char* name_of(SimulateBaseline value) { return spelling(kSimulateBaselines, value); }
 
 int64_t dispatch_chunk(const TrainConfig& config, int64_t instances) {
@@ -637,24 +639,7 @@ TrainConfig parse_train_config(Config& config) {
                   std::to_string(result.placement.rollout_tp) + ")",
               config.source() + ": pipeline.partial_rollout",
               "set pipeline.partial_rollout=false or placement.rollout.tp=1");
-  // Trajectories are driven by one rank's loop (trajectory_loop.h): a TP instance's
-  // followers replay plans without turns; a cut unit cannot carry its environment.
-  const bool trajectories = result.rollout.environment.kind != EnvironmentKind::kNone;
-  check_input(!(trajectories && result.placement.rollout_tp > 1),
-              "multi-turn trajectories need rollout instances of one rank (placement.rollout.tp " +
-                  std::to_string(result.placement.rollout_tp) + ")",
-              config.source() + ": rollout.environment.kind",
-              "set placement.rollout.tp=1 or rollout.environment.kind=none");
-  check_input(!(trajectories && result.data.chat_template),
-              "the environment renders the conversation; this would render the prompt twice",
-              config.source() + ": data.chat_template", "set it to false with rollout.environment");
-  check_input(!(trajectories && result.rollout.environment.chat_template.empty() &&
-                result.model.path.empty()),
-              "the built-in model has no chat template of its own",
-              config.source() + ": rollout.environment.chat_template", "set it to qwen2.5 or qwen3");
-  check_input(!(trajectories && result.pipeline.partial_rollout),
-              "a cut trajectory cannot carry its environment's state to another instance",
-              config.source() + ": pipeline.partial_rollout", "set it to false with rollout.environment");
+  check_trajectories(result, config.source());
   check_input(!(async && result.placement.swap && result.pipeline.max_staleness > 0),
               "the async pipeline trains while the rollout runs, so the optimizer state cannot "
               "leave memory for the rollout (only with pipeline.max_staleness 0 does the "

@@ -60,6 +60,9 @@ enum class WeightSync { kFull, kDelta };
 enum class EnvironmentKind { kNone, kTools, kCommand, kHttp, kSynthetic };
 // rollout.environment.on_error: a trajectory the environment failed (crash, hang, garbage).
 enum class EnvironmentErrorPolicy { kZero, kDrop };
+// rollout.agent.on_prefix_break: an agent's call that does not extend its session's
+// context splits the session or is refused (agent/session_ledger.h).
+enum class AgentPrefixBreak { kSplit, kRefuse };
 // pipeline.dispatch: the rollout instance a prompt group goes to
 // (pipeline/dispatch_policy.h implements each policy).
 enum class DispatchPolicyKind { kRoundRobin, kLeastRequests, kQueueAware };
@@ -78,6 +81,7 @@ const char* name_of(PipelineMode value);
 const char* name_of(InstanceFailurePolicy value);
 const char* name_of(WeightSync value);
 const char* name_of(EnvironmentKind value);
+const char* name_of(AgentPrefixBreak value);
 const char* name_of(EnvironmentErrorPolicy value);
 
 struct ModelSection {
@@ -201,6 +205,16 @@ struct EnvironmentSection {
   int64_t observation_tokens = 32;  // tokens of each tool message's content
 };
 
+// rollout.agent: bring your own agent (issue #35; docs/agents.md, pipeline/agent_loop.h).
+// rollout.environment's max_turns, on_error and chat_template apply to its trajectories
+// too; rollout.max_tokens caps each call.
+struct AgentSection {
+  std::string command;         // the program run per trajectory; empty: off
+  int64_t max_concurrent = 8;  // programs at once per rollout instance
+  double timeout_s = 300;      // per program run
+  AgentPrefixBreak on_prefix_break = AgentPrefixBreak::kSplit;
+};
+
 struct RolloutSection {
   int64_t n = 8;  // samples per prompt (group size)
   int64_t prompts_per_iteration = 16;
@@ -222,6 +236,11 @@ struct RolloutSection {
   // Plain cuda is cuda:LOCAL_RANK under aspen launch (parallel/device.h).
   DeviceSpec device;
   EnvironmentSection environment;
+  AgentSection agent;
+  // Rows are multi-turn trajectories: an environment's or an agent program's.
+  bool multi_turn() const {
+    return environment.kind != EnvironmentKind::kNone || !agent.command.empty();
+  }
 };
 
 struct TrainSection {

@@ -73,6 +73,8 @@ inline const EnumNames<EnvironmentKind> kEnvironmentKinds = {
     {"synthetic", EnvironmentKind::kSynthetic}};
 inline const EnumNames<EnvironmentErrorPolicy> kEnvironmentErrorPolicies = {
     {"zero", EnvironmentErrorPolicy::kZero}, {"drop", EnvironmentErrorPolicy::kDrop}};
+inline const EnumNames<AgentPrefixBreak> kAgentPrefixBreaks = {
+    {"split", AgentPrefixBreak::kSplit}, {"refuse", AgentPrefixBreak::kRefuse}};
 inline const EnumNames<OffPolicy> kOffPolicies = {{"auto", OffPolicy::kAuto},
                                                   {"none", OffPolicy::kNone},
                                                   {"decoupled", OffPolicy::kDecoupled},
@@ -372,6 +374,23 @@ void visit_fields(RolloutSection& s, Visitor& v) {
         "`synthetic`: tokens of each tool message's content (that many digits, one token "
         "each under the Qwen pre-tokenizer), plus the template's wrapping");
   });
+  v.nested("agent", [&](auto& agent) {
+    AgentSection& a = s.agent;
+    agent.field("command", a.command,
+        "bring your own agent (docs/agents.md): a shell command run once per trajectory, "
+        "with OPENAI_BASE_URL (the rollout instance's own endpoint), OPENAI_API_KEY and "
+        "ASPEN_SESSION set and the data row on stdin; it prints `{\"reward\": x}`. Its "
+        "calls' tokens are trained; `rollout.environment`'s max_turns, on_error and "
+        "chat_template apply, and `rollout.max_tokens` caps each call. Empty: off");
+    agent.field("max_concurrent", a.max_concurrent,
+        "agent programs running at once per rollout instance");
+    agent.field("timeout_s", a.timeout_s,
+        "seconds per program run; a program past it is killed and its trajectory fails");
+    agent.enum_field("on_prefix_break", a.on_prefix_break, kAgentPrefixBreaks,
+        "a call that does not extend its session's context: `split` starts a new segment "
+        "(the trajectory trains on the last one), `refuse` answers it with HTTP 400; "
+        "counted in agent_prefix_breaks");
+  });
 }
 
 template <typename Visitor>
@@ -575,6 +594,14 @@ void visit_fields(Placement& s, Visitor& v) {
         "divide `train.dp`. With `train.tp` > 1 it must equal `train.tp`: each TP group "
         "splits attention by heads and the experts, whole, over the same ranks. The "
         "rollout instances get the experts gathered after each update");
+    train.field("pp", s.train_pp,
+        "pipeline parallelism: the trainer's decoder layers split into `train.pp` "
+        "contiguous stages, one rank each (embedding on the first, norm and head on the "
+        "last), trained by 1F1B over the balanced micro-batches; at most the model's "
+        "layers. A replica is `train.tp x train.pp` ranks, TP fastest. Not yet with "
+        "`train.tp`, `train.ep`, `train.dp` > 1, colocated `rollout.tp` > 1, ppo, LoRA or "
+        "routing replay (refused naming both keys). The rollout instances get the "
+        "stages' layers gathered after each update");
   });
   v.nested("rollout", [&](auto& rollout) {
     rollout.field("instances", s.rollout_instances,
@@ -594,14 +621,6 @@ void visit_fields(Placement& s, Visitor& v) {
         "then waits for every batch): the trainer's optimizer moments and gradients "
         "(actor and critic) leave memory before each rollout — to a swap file on CPU, "
         "host memory on an accelerator — and come back before the update "
-    train.field("pp", s.train_pp,
-        "pipeline parallelism: the trainer's decoder layers split into `train.pp` "
-        "contiguous stages, one rank each (embedding on the first, norm and head on the "
-        "last), trained by 1F1B over the balanced micro-batches; at most the model's "
-        "layers. A replica is `train.tp x train.pp` ranks, TP fastest. Not yet with "
-        "`train.tp`, `train.ep`, `train.dp` > 1, colocated `rollout.tp` > 1, ppo, LoRA or "
-        "routing replay (refused naming both keys). The rollout instances get the "
-        "stages' layers gathered after each update");
         "(bit-identical training, tested); each RL metrics line then reports "
         "`swapped_bytes`");
 }

@@ -249,7 +249,7 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
   phase.add_phase(busy);
   nlohmann::json bubbles = phase.to_json(seconds);
   bubbles["work"] = work;
-  if (config_.rollout.environment.kind != EnvironmentKind::kNone) {
+  if (config_.rollout.multi_turn()) {
     bubbles["tool_wait"] = instances_.empty() || seconds <= 0
                                ? 0.0
                                : tool_wait / (seconds * static_cast<double>(instances_.size()));
@@ -277,7 +277,7 @@ nlohmann::json Admission::instance_metrics() {
                             {"partial_cut_tokens", cut_tokens},
                             {"partial_resumed_samples", resumed}};
   status_age_max_s_ = 0.0;
-  if (config_.rollout.environment.kind != EnvironmentKind::kNone) {
+  if (config_.rollout.multi_turn()) {
     metrics["environment_errors"] = environment_errors;  // cumulative (trajectory_loop.h)
   }
   return metrics;

@@ -18,6 +18,7 @@ namespace aspen::parallel {}
 namespace aspen::report {}
 namespace aspen::reward {}
 namespace aspen::rollout {}
+namespace aspen::serve {}
 namespace aspen::tasks {}
 namespace aspen::tokenizer {}
 namespace aspen::train {}
@@ -33,6 +34,7 @@ using namespace aspen::parallel;
 using namespace aspen::report;
 using namespace aspen::reward;
 using namespace aspen::rollout;
+using namespace aspen::serve;
 using namespace aspen::tasks;
 using namespace aspen::tokenizer;
 using namespace aspen::train;

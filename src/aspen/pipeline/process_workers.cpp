@@ -75,7 +75,7 @@ ProcessWorkers::ProcessWorkers(const TrainConfig& config, RlSetup& setup,
   const int64_t kv_cache_bytes =
       rollout_kv_cache_bytes(config, setup, static_cast<int64_t>(layout.instances_here.size()));
   const std::shared_ptr<const TrajectoryEnvironments> trajectories =
-      layout.instances_here.empty() ? nullptr : make_trajectory_environments(config, setup);
+      layout.instances_here.empty() ? nullptr : make_rollout_trajectories(config, setup);
   for (const int instance : layout.instances_here) {
     RolloutWorkerOptions worker;
     worker.trajectories = trajectories;

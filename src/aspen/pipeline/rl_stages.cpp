@@ -108,7 +108,7 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
   actor = std::make_unique<ActorTrainer>(trained, actor_options);
   schema.with_routing = setup.model->config.is_moe();
   schema.with_partial = config.pipeline.partial_rollout;
-  schema.with_trajectory = config.rollout.environment.kind != EnvironmentKind::kNone;
+  schema.with_trajectory = config.rollout.multi_turn();
   if (config.algorithm.kl_coef != 0.0 || config.algorithm.kl_in_reward) {
     reference = std::make_unique<ReferencePolicy>(trained, ReferenceOptions{});
     // Under LoRA the reference is the policy's base: nothing of its own was saved.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "aspen/parallel/object_collectives.h"
+#include "aspen/pipeline/agent_loop.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rollout_claims.h"
@@ -38,7 +39,12 @@ RolloutWorker::RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
       engine_(std::move(model), options_.engine, tokenizer),
       weights_(config.pipeline.weight_sync),
       step_delay_ms_(std::max<int64_t>(0, environment_int("ASPEN_FAULT_STEP_DELAY_MS", 0))) {
-  if (options_.trajectories) {
+  if (options_.trajectories && options_.trajectories->agent) {
+    AgentLoopOptions agent = *options_.trajectories->agent;
+    agent.max_model_len = options_.engine.max_model_len;
+    loop_ = std::make_unique<AgentLoop>(agent, std::move(tokenizer),
+                                        *options_.trajectories->chat_template);
+  } else if (options_.trajectories) {
     const TrajectoryEnvironments& t = *options_.trajectories;
     loop_ = std::make_unique<TrajectoryLoop>(t.loop, t.make_environment, std::move(tokenizer),
                                              *t.chat_template);

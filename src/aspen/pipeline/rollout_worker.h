@@ -67,7 +67,11 @@
 //            its trajectories have: their response (model and observation tokens), loss
 //            mask, turns and rewards go to the dock with the rendered prompt
 //            (rl_rows.h); under rollout.environment.on_error drop a claim with a
-//            failed trajectory leaves the dock whole instead.
+//            failed trajectory leaves the dock whole instead. With rollout.agent.command
+//            the same code drives an AgentLoop (agent_loop.h): each trajectory is a run
+//            of the agent program, whose calls to the instance's own endpoint are its
+//            turns; a claim whose programs all ended gives up the turns it still has in
+//            the engine (a program that printed its reward mid-call).
 // Tensor-parallel instances (rollout.tp = t > 1): the instance's t ranks each hold
 // their shards of the model and step one engine replica together (the model's
 // collectives over `peers`). The leader (peer rank 0) runs the loop above; before
@@ -102,6 +106,7 @@
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/trajectory_environments.h"
 #include "aspen/pipeline/trajectory_loop.h"
+#include "aspen/pipeline/trajectory_source.h"
 #include "aspen/pipeline/weight_receiver.h"
 #include "aspen/rollout/engine.h"
 
@@ -219,7 +224,9 @@ class RolloutWorker {
   RolloutWorkerOptions options_;
   RolloutEngine engine_;
   WeightReceiver weights_;  // pipeline.weight_sync: full sets or deltas from the dock
-  std::unique_ptr<TrajectoryLoop> loop_;  // rollout.environment; null: single-turn rows
+  // rollout.environment (TrajectoryLoop) or rollout.agent (AgentLoop); null: single-turn
+  // rows.
+  std::unique_ptr<TrajectorySource> loop_;
   static constexpr int64_t kMaxFailedClaims = 16;  // see finish_trajectory_claim
   int64_t consecutive_failed_claims_ = 0;
   int track_ = 0;

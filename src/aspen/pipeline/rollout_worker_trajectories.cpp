@@ -1,6 +1,6 @@
 // RolloutWorker's multi-turn trajectories (rollout_worker.h, "turns"): claimed rows
-// started in the TrajectoryLoop, their turns added to the engine, finished claims
-// written to the dock.
+// started in the trajectory source (TrajectoryLoop or AgentLoop), their turns added to
+// the engine, finished claims written to the dock.
 #include <algorithm>
 
 #include "aspen/pipeline/imports.h"
@@ -53,13 +53,23 @@ void RolloutWorker::drive_trajectories() {
     request.prompt = std::move(turn.context);
     request.params =
         turn_sampling(config_, turn.key.group, turn.turn, turn.max_tokens, loop_->end_of_turn());
+    if (turn.params) {  // an agent's call: its own sampling, the same budget and stop
+      SamplingParams own = *turn.params;
+      own.max_tokens = request.params.max_tokens;
+      own.min_tokens = 0;
+      own.stop_token_ids.push_back(loop_->end_of_turn());
+      if (!own.seed) own.seed = request.params.seed;
+      request.params = std::move(own);
+    }
     request.sample_indices = {turn.key.sample};
     const std::string id = request.id;
     try {
       engine_.add_request(std::move(request));
     } catch (const Error& e) {
-      // A context the engine cannot hold (longer than its KV cache or model length): the
-      // group leaves the dock when its claim finishes, as a refused single-turn row does.
+      // A context the engine cannot hold (longer than its KV cache or model length): an
+      // agent's call gets the error; otherwise the group leaves the dock when its claim
+      // finishes, as a refused single-turn row does.
+      if (loop_->turn_refused(turn.key, e.what())) continue;
       log_error("rollout instance ", options_.instance, ": trajectory ", id, " dropped: ", e.what());
       held->second.aborted = true;
       Trajectory ended;
@@ -85,7 +95,13 @@ void RolloutWorker::drive_trajectories() {
     if (held.trajectories.size() == held.claim.rows.size()) whole.push_back(lease);
   }
   for (int64_t lease : whole) {
-    finish_trajectory_claim(held_.at(lease));
+    HeldClaim& held = held_.at(lease);
+    // Turns still generating belong to agent programs that ended during their call.
+    for (const std::string& id : held.requests) {
+      engine_.abort_request(id);
+      origins_.erase(id);
+    }
+    finish_trajectory_claim(held);
     held_.erase(lease);
   }
 }
@@ -114,8 +130,11 @@ void RolloutWorker::finish_trajectory_claim(HeldClaim& held) {
   check_input(consecutive_failed_claims_ < kMaxFailedClaims,
               "every trajectory of the last " + std::to_string(kMaxFailedClaims) +
                   " claims failed; the last: " + error,
-              "rollout.environment (" + std::string(name_of(config_.rollout.environment.kind)) + ")",
-              "fix the environment; a flaky one may fail some trajectories, not all");
+              config_.rollout.agent.command.empty()
+                  ? "rollout.environment (" +
+                        std::string(name_of(config_.rollout.environment.kind)) + ")"
+                  : "rollout.agent.command",
+              "fix the environment or agent; a flaky one may fail some trajectories, not all");
   if (discard) {
     log_warn("rollout instance ", options_.instance, ": the groups of lease ", held.claim.lease,
              " leave the dock (a trajectory failed or was refused)");

@@ -7,6 +7,7 @@
 #include "aspen/agent/python_tool.h"
 #include "aspen/agent/synthetic_environment.h"
 #include "aspen/agent/tools_environment.h"
+#include "aspen/pipeline/rollout_requests.h"
 #include "aspen/util/error.h"
 
 namespace aspen::pipeline {
@@ -40,10 +41,13 @@ double score_final_answer(const RlSetup& setup, const nlohmann::ordered_json& ro
       .score(RewardInput{example.prompt_text, answer, example.ground_truth, {{"id", example.id}}});
 }
 
-std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
-    const TrainConfig& config, const RlSetup& setup) {
+namespace {
+
+// The template, the loop's limits and the data rows: the same under an environment and
+// under an agent program.
+std::shared_ptr<TrajectoryEnvironments> trajectory_basics(const TrainConfig& config,
+                                                          const RlSetup& setup) {
   const EnvironmentSection& e = config.rollout.environment;
-  if (e.kind == EnvironmentKind::kNone) return nullptr;
   auto out = std::make_shared<TrajectoryEnvironments>();
   out->chat_template = std::make_shared<const ChatTemplate>(
       e.chat_template.empty() ? ChatTemplate::from_config(config.model.path)
@@ -67,6 +71,35 @@ std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
     row["verifier"] = example.verifier;
     return row;
   };
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const TrajectoryEnvironments> make_rollout_trajectories(const TrainConfig& config,
+                                                                       const RlSetup& setup) {
+  const AgentSection& a = config.rollout.agent;
+  if (a.command.empty()) return make_trajectory_environments(config, setup);
+  std::shared_ptr<TrajectoryEnvironments> out = trajectory_basics(config, setup);
+  AgentLoopOptions agent;
+  agent.command = a.command;
+  agent.timeout_s = a.timeout_s;
+  agent.max_concurrent = static_cast<int>(a.max_concurrent);
+  agent.limits.max_turns = config.rollout.environment.max_turns;
+  agent.on_break =
+      a.on_prefix_break == AgentPrefixBreak::kRefuse ? PrefixBreak::kRefuse : PrefixBreak::kSplit;
+  agent.max_turn_tokens = config.rollout.max_tokens;
+  agent.sampling = rollout_sampling(config, 0);  // its temperature, top-p and top-k
+  out->agent = agent;
+  return out;
+}
+
+std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
+    const TrainConfig& config, const RlSetup& setup) {
+  const EnvironmentSection& e = config.rollout.environment;
+  if (e.kind == EnvironmentKind::kNone) return nullptr;
+  std::shared_ptr<TrajectoryEnvironments> out = trajectory_basics(config, setup);
+  const RlSetup* run = &setup;
   switch (e.kind) {
     case EnvironmentKind::kTools: {
       const std::shared_ptr<const ToolBox> tools = make_tool_box(e);

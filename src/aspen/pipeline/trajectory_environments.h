@@ -16,8 +16,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/agent_loop.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/rl_setup.h"
 #include "aspen/pipeline/trajectory_loop.h"
@@ -35,6 +37,9 @@ struct TrajectoryEnvironments {
   std::function<const TaskExample&(int64_t index)> example;
   std::shared_ptr<const ChatTemplate> chat_template;
   TrajectoryLoopOptions loop;
+  // rollout.agent.command: the rollout instances run agent programs (agent_loop.h), not
+  // make_environment (null then); max_model_len is the instance's to set.
+  std::optional<AgentLoopOptions> agent;
 };
 
 // The verifier's score of `answer` (a trajectory's last turn) for the example a data
@@ -46,5 +51,12 @@ double score_final_answer(const RlSetup& setup, const nlohmann::ordered_json& ro
 // or tool that cannot be had. `setup` must outlive what this returns.
 std::shared_ptr<const TrajectoryEnvironments> make_trajectory_environments(
     const TrainConfig& config, const RlSetup& setup);
+
+// What the rollout instances run: make_trajectory_environments, or under
+// rollout.agent.command the agent programs' options (with the template and data rows).
+// Null for single-turn runs. The SFT warm-up and the evaluations use
+// make_trajectory_environments: an agent run warms up and evaluates single-turn.
+std::shared_ptr<const TrajectoryEnvironments> make_rollout_trajectories(const TrainConfig& config,
+                                                                       const RlSetup& setup);
 
 }  // namespace aspen::pipeline

@@ -76,6 +76,17 @@ void TrajectoryLoop::turn_finished(const TrajectoryKey& key, const Completion& t
   jobs_cv_.notify_one();
 }
 
+bool TrajectoryLoop::turn_refused(const TrajectoryKey& key, const std::string&) {
+  // Nothing of it is in flight (its environment waits for this turn): the environment
+  // serves the next trajectory, as when one ends.
+  auto it = states_.find(key);
+  if (it == states_.end()) return false;
+  MutexLock lock(mutex_);
+  idle_.push_back(std::move(it->second->environment));
+  states_.erase(it);
+  return false;
+}
+
 void TrajectoryLoop::poll(std::vector<NextTurn>& next, std::vector<Finished>& finished) {
   MutexLock lock(mutex_);
   for (NextTurn& turn : next_) next.push_back(std::move(turn));

@@ -53,20 +53,12 @@
 #include "aspen/agent/environment.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/trajectory.h"
+#include "aspen/pipeline/trajectory_source.h"
 #include "aspen/tokenizer/chat_template.h"
 #include "aspen/tokenizer/tokenizer.h"
 #include "aspen/util/mutex.h"
 
 namespace aspen::pipeline {
-
-struct TrajectoryKey {
-  int64_t lease = 0;
-  int64_t group = 0;
-  int64_t sample = 0;
-  bool operator<(const TrajectoryKey& o) const {
-    return std::tie(lease, group, sample) < std::tie(o.lease, o.group, o.sample);
-  }
-};
 
 struct TrajectoryLoopOptions {
   int64_t max_turns = 8;                // model turns per trajectory
@@ -78,41 +70,30 @@ struct TrajectoryLoopOptions {
 
 using EnvironmentFactory = std::function<std::unique_ptr<agent::Environment>()>;
 
-class TrajectoryLoop {
+class TrajectoryLoop : public TrajectorySource {
  public:
-  struct NextTurn {
-    TrajectoryKey key;
-    std::vector<TokenId> context;
-    int64_t max_tokens = 0;
-    int64_t turn = 0;  // 0 for the first
-  };
-  struct Finished {
-    TrajectoryKey key;
-    Trajectory trajectory;
-  };
 
   // aspen::Error for options out of range or a tokenizer without the template's
   // end-of-turn token ("<|im_end|>").
   TrajectoryLoop(TrajectoryLoopOptions options, EnvironmentFactory factory,
                  std::shared_ptr<const Tokenizer> tokenizer, ChatTemplate chat_template);
-  ~TrajectoryLoop();
+  ~TrajectoryLoop() override;
   TrajectoryLoop(const TrajectoryLoop&) = delete;
   TrajectoryLoop& operator=(const TrajectoryLoop&) = delete;
 
-  void start(const TrajectoryKey& key, nlohmann::ordered_json row);
-  void turn_finished(const TrajectoryKey& key, const Completion& turn);
-  // Moves out what became ready since the last poll.
-  void poll(std::vector<NextTurn>& next, std::vector<Finished>& finished);
-  // Blocks up to `seconds` for something to become ready (an idle engine's wait).
-  void wait_ready(double seconds);
+  void start(const TrajectoryKey& key, nlohmann::ordered_json row) override;
+  void turn_finished(const TrajectoryKey& key, const Completion& turn) override;
+  // The worker ends the trajectory (its context outgrew the engine).
+  bool turn_refused(const TrajectoryKey& key, const std::string& error) override;
+  void poll(std::vector<NextTurn>& next, std::vector<Finished>& finished) override;
+  void wait_ready(double seconds) override;
   // Trajectories inside the environment now (reset or step in flight, or ready but not
   // yet polled).
-  int64_t waiting() const;
+  int64_t waiting() const override;
   // Drops every trajectory of `lease` (its claim was given up); a call in flight
   // finishes on its worker and is discarded.
   void forget(int64_t lease);
-  // The end-of-turn token the turns stop at.
-  TokenId end_of_turn() const { return end_of_turn_; }
+  TokenId end_of_turn() const override { return end_of_turn_; }
 
  private:
   struct State {

@@ -82,6 +82,7 @@ class AgentCall {
   }
   AgentCall(const AgentCall&) = delete;
   AgentCall& operator=(const AgentCall&) = delete;
+  const std::string& session() const { return session_; }
   void finish(const Completion& completion, int64_t tool_calls = 0, int64_t tool_errors = 0) {
     if (done_) return;
     done_ = true;

@@ -30,21 +30,22 @@
 #include <vector>
 
 #include "aspen/rollout/engine.h"
+#include "aspen/serve/generation_service.h"
 #include "aspen/serve/imports.h"
 #include "aspen/serve/request_stream.h"
 #include "aspen/util/mutex.h"
 
 namespace aspen::serve {
 
-class EngineService {
+class EngineService : public GenerationService {
  public:
   explicit EngineService(std::unique_ptr<RolloutEngine> engine);
-  ~EngineService();
+  ~EngineService() override;
   EngineService(const EngineService&) = delete;
   EngineService& operator=(const EngineService&) = delete;
 
-  std::shared_ptr<RequestStream> submit(std::vector<GenerationRequest> requests);
-  void cancel(const RequestStream& stream);
+  std::shared_ptr<RequestStream> submit(std::vector<GenerationRequest> requests) override;
+  void cancel(const RequestStream& stream) override;
   void abort_all(const std::string& reason);
 
   // Read-only facts of the engine, fixed at construction.

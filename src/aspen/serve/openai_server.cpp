@@ -116,10 +116,10 @@ struct StreamState {
 
 }  // namespace
 
-OpenAiServer::OpenAiServer(ServeContext context, EngineService& service, ServerOptions options)
+OpenAiServer::OpenAiServer(ServeContext context, GenerationService& service, ServerOptions options)
     : OpenAiServer(std::move(context), service, {}, std::move(options)) {}
 
-OpenAiServer::OpenAiServer(ServeContext context, EngineService& service,
+OpenAiServer::OpenAiServer(ServeContext context, GenerationService& service,
                            std::map<std::string, EngineService*> adapters, ServerOptions options)
     : context_(std::move(context)),
       service_(service),
@@ -169,7 +169,7 @@ void OpenAiServer::end_connections() {
 
 void OpenAiServer::stop() { server_->stop(); }
 
-EngineService& OpenAiServer::service_for(const std::string& model) {
+GenerationService& OpenAiServer::service_for(const std::string& model) {
   if (model == context_.model_name) return service_;
   return *adapter_services_.at(model);
 }
@@ -249,8 +249,12 @@ void OpenAiServer::register_routes() {
     header.endpoint = endpoint;
     header.created = unix_seconds();
     header.model = request.model;
-    EngineService& service = service_for(request.model);
-    auto stream = service.submit(generation_requests(request, context_));
+    GenerationService& service = service_for(request.model);
+    std::vector<GenerationRequest> generations = generation_requests(request, context_);
+    // The agent endpoint's service learns each call's session from its request's id
+    // (generation_service.h).
+    if (agent_call) generations.front().id = agent_call->session();
+    auto stream = service.submit(std::move(generations));
     header.id = (endpoint == Endpoint::kCompletions ? "cmpl-" : "chatcmpl-") +
                 stream->request_ids().front();
     const int64_t num_choices = request.n * static_cast<int64_t>(request.prompts.size());

@@ -6,7 +6,8 @@
 //   POST /v1/completions       openai_request.h / openai_response.h
 //   POST /v1/chat/completions  with the model's chat template
 // Every connection is answered by a thread of its own (ConnectionThreads), which
-// submits the prompts to the shared EngineService and waits for (or streams, as
+// submits the prompts to the shared GenerationService (an EngineService, or a rollout
+// instance's agent endpoint: generation_service.h) and waits for (or streams, as
 // server-sent events ending in "data: [DONE]") the samples; concurrent requests
 // therefore share the continuous batch. The request's "model" picks the engine: the
 // base model's, or the engine of the LoRA adapter of that name (each adapter has its
@@ -35,6 +36,7 @@
 
 #include "aspen/serve/agent_endpoint.h"
 #include "aspen/serve/engine_service.h"
+#include "aspen/serve/generation_service.h"
 #include "aspen/serve/imports.h"
 #include "aspen/serve/openai_request.h"
 
@@ -61,11 +63,11 @@ constexpr std::chrono::milliseconds kClientCheckInterval{100};
 
 class OpenAiServer {
  public:
-  OpenAiServer(ServeContext context, EngineService& service, ServerOptions options);
+  OpenAiServer(ServeContext context, GenerationService& service, ServerOptions options);
   // Serving LoRA adapters too: `adapters` holds the engine of each adapter
   // context.adapters names (aspen::Error naming the adapter for one without an engine
   // or an engine without an adapter). The services outlive the server.
-  OpenAiServer(ServeContext context, EngineService& service,
+  OpenAiServer(ServeContext context, GenerationService& service,
                std::map<std::string, EngineService*> adapters, ServerOptions options);
   ~OpenAiServer();
 
@@ -84,10 +86,10 @@ class OpenAiServer {
  private:
   void register_routes();
   // The engine of a served name (one that parse_*_request accepted).
-  EngineService& service_for(const std::string& model);
+  GenerationService& service_for(const std::string& model);
 
   ServeContext context_;
-  EngineService& service_;
+  GenerationService& service_;
   std::map<std::string, EngineService*> adapter_services_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> server_;

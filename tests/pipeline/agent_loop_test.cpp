@@ -1,0 +1,203 @@
+// AgentLoop (pipeline/agent_loop.h) with a real engine: bring-your-own-agent programs
+// written with the official `openai` client (tests/pipeline/data/byo_agent.py) call the
+// loop's endpoint while this test steps a RolloutEngine exactly as a rollout worker's
+// thread does (poll, add the next turns, step, hand the finished turns back). The dock
+// row of each trajectory (trajectory_columns) holds exactly the tokens and log-probs
+// the client was shown, with the user message's tokens between the turns masked out;
+// faulty programs end their own trajectory with an error and counted metrics, never
+// the loop; destroying the loop kills the programs still running.
+#include "aspen/pipeline/agent_loop.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "aspen/model/weights_init.h"
+#include "aspen/pipeline/rl_rows.h"
+#include "support/oracles.h"
+#include "support/tiny_model_configs.h"
+
+namespace aspen::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<const Tokenizer> qwen3_tokenizer() {
+  static const auto tokenizer = std::make_shared<const Tokenizer>(
+      Tokenizer::from_file(testing::qwen3_tokenizer_json()));
+  return tokenizer;
+}
+
+std::unique_ptr<RolloutEngine> tiny_engine() {
+  // The whole Qwen3 vocabulary: the chat template's tokens are in the prompt.
+  ModelConfig config = testing::tiny_model_config(ModelFamily::kQwen3, {151936, 32, 48, 2, 4, 2, 8});
+  config.tie_word_embeddings = true;
+  EngineConfig engine;
+  engine.num_blocks = 512;
+  engine.block_size = 8;
+  engine.max_num_seqs = 8;
+  engine.max_model_len = 1024;
+  return std::make_unique<RolloutEngine>(make_random_model(config, 3), engine, qwen3_tokenizer());
+}
+
+std::string agent_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("aspen-agent-loop-" + std::to_string(getpid()) + "-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+AgentLoopOptions agent_options(const std::string& mode, const std::string& dir) {
+  AgentLoopOptions options;
+  options.command = testing::python() + " " + ASPEN_SOURCE_DIR +
+                    "/tests/pipeline/data/byo_agent.py " + mode + " " + dir;
+  options.timeout_s = 20;
+  options.max_concurrent = 4;
+  options.max_turn_tokens = 6;
+  options.max_model_len = 1024;
+  options.limits.max_turns = 4;
+  return options;
+}
+
+// Steps `engine` for `loop` as RolloutWorker does until `count` trajectories ended.
+std::vector<TrajectorySource::Finished> drive(AgentLoop& loop, RolloutEngine& engine,
+                                              size_t count) {
+  std::vector<TrajectorySource::Finished> ended;
+  std::map<std::string, TrajectoryKey> keys;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (ended.size() < count && Clock::now() < deadline) {
+    std::vector<TrajectorySource::NextTurn> next;
+    if (!engine.has_unfinished()) loop.wait_ready(0.05);
+    loop.poll(next, ended);
+    for (TrajectorySource::NextTurn& turn : next) {
+      GenerationRequest request;
+      request.id = std::to_string(turn.key.sample) + "/t" + std::to_string(turn.turn);
+      request.prompt = turn.context;
+      request.params = *turn.params;
+      request.params.max_tokens = turn.max_tokens;
+      request.params.stop_token_ids.push_back(loop.end_of_turn());
+      if (!request.params.seed) request.params.seed = 7 + turn.turn;
+      keys[request.id] = turn.key;
+      engine.add_request(std::move(request));
+    }
+    if (!engine.has_unfinished()) continue;
+    for (const Completion& c : engine.step()) loop.turn_finished(keys.at(c.request_id), c);
+  }
+  EXPECT_EQ(ended.size(), count) << "trajectories still running after 60 s";
+  return ended;
+}
+
+ordered_json read_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ordered_json::parse(text.str());
+}
+
+TEST(AgentLoop, TheDockRowsHoldExactlyTheTokensTheOpenAiClientSaw) {
+  const std::string dir = agent_dir("seen");
+  std::unique_ptr<RolloutEngine> engine = tiny_engine();
+  AgentLoop loop(agent_options("two_turns", dir), qwen3_tokenizer(),
+                 ChatTemplate::from_config(testing::qwen3_tokenizer_dir()));
+  EXPECT_EQ(loop.base_url().rfind("http://127.0.0.1:", 0), 0U) << loop.base_url();
+  for (int64_t sample = 0; sample < 3; ++sample) {
+    loop.start({1, 5, sample}, {{"prompt", "What is 2 + " + std::to_string(sample) + "?"}});
+  }
+  std::vector<TrajectorySource::Finished> ended = drive(loop, *engine, 3);
+  std::vector<Trajectory> trajectories;
+  const Tokenizer& tokenizer = *qwen3_tokenizer();
+  for (const auto& done : ended) trajectories.push_back(done.trajectory);
+  const std::vector<ColumnData> columns = trajectory_columns(trajectories);
+  const ColumnData& response = find_column(columns, rl_columns::kResponse);
+  const ColumnData& mask = find_column(columns, rl_columns::kLossMask);
+  const ColumnData& logprobs = find_column(columns, rl_columns::kRolloutLogprobs);
+  // Each program wrote what its client saw, by session: the files, in any order.
+  std::vector<ordered_json> seen;
+  for (const auto& entry : fs::directory_iterator(dir)) seen.push_back(read_json(entry.path()));
+  ASSERT_EQ(seen.size(), 3U);
+  for (size_t row = 0; row < trajectories.size(); ++row) {
+    const Trajectory& t = trajectories[row];
+    ASSERT_EQ(t.end, TrajectoryEnd::kDone) << t.error;
+    EXPECT_TRUE(t.has_reward);
+    ASSERT_EQ(t.turns(), 2);
+    // The row's trained tokens (mask 1), as token texts, in order, and their log-probs.
+    const torch::Tensor tokens = response.values[row].to(torch::kInt64);
+    const torch::Tensor masked = mask.values[row].to(torch::kFloat);
+    const torch::Tensor rollout = logprobs.values[row].to(torch::kFloat);
+    ASSERT_EQ(tokens.numel(), static_cast<int64_t>(t.response.size()));
+    std::vector<std::string> trained;
+    std::vector<float> trained_logprobs;
+    int64_t observation = 0;
+    for (int64_t i = 0; i < tokens.numel(); ++i) {
+      if (masked[i].item<float>() == 0.0F) {
+        ++observation;
+        continue;
+      }
+      trained.push_back(tokenizer.decode({static_cast<TokenId>(tokens[i].item<int64_t>())}));
+      trained_logprobs.push_back(rollout[i].item<float>());
+    }
+    EXPECT_GT(observation, 0) << "the user message between the turns";
+    // The client's view of the same episode: the file whose tokens match.
+    bool matched = false;
+    for (const ordered_json& episode : seen) {
+      std::vector<std::string> shown;
+      std::vector<float> shown_logprobs;
+      for (const auto& turn : episode["seen"]) {
+        for (const auto& token : turn["tokens"]) shown.push_back(token.get<std::string>());
+        for (const auto& lp : turn["logprobs"]) shown_logprobs.push_back(lp.get<float>());
+      }
+      if (shown != trained) continue;
+      matched = true;
+      for (size_t i = 0; i < shown.size(); ++i) {
+        EXPECT_NEAR(trained_logprobs[i], shown_logprobs[i], 1e-5) << "token " << i;
+      }
+    }
+    EXPECT_TRUE(matched) << "row " << row << ": no client saw these tokens";
+  }
+  const std::map<std::string, int64_t> counters = loop.counters();
+  EXPECT_EQ(counters.at("agent_calls"), 6);
+  EXPECT_EQ(counters.at("agent_episodes"), 3);
+  EXPECT_EQ(loop.waiting(), 0);
+  fs::remove_all(dir);
+}
+
+TEST(AgentLoop, AFaultyProgramEndsItsOwnTrajectoryWithItsErrorAndAMetric) {
+  const std::string dir = agent_dir("faults");
+  std::unique_ptr<RolloutEngine> engine = tiny_engine();
+  AgentLoopOptions options = agent_options("broken", dir);
+  AgentLoop broken(options, qwen3_tokenizer(), ChatTemplate::from_config(testing::qwen3_tokenizer_dir()));
+  broken.start({1, 1, 0}, {{"prompt", "Hi"}});
+  const std::vector<TrajectorySource::Finished> ended = drive(broken, *engine, 1);
+  ASSERT_EQ(ended.size(), 1U);
+  EXPECT_EQ(ended[0].trajectory.end, TrajectoryEnd::kEnvironment);
+  EXPECT_EQ(ended[0].trajectory.turns(), 0);
+  EXPECT_NE(ended[0].trajectory.error.find("not a reward"), std::string::npos)
+      << ended[0].trajectory.error;
+  EXPECT_EQ(broken.counters().at("agent_garbage"), 1);
+  fs::remove_all(dir);
+}
+
+TEST(AgentLoop, DestroyingTheLoopKillsTheProgramsStillRunning) {
+  const std::string dir = agent_dir("hang");
+  AgentLoopOptions options = agent_options("silent_hang", dir);
+  options.command = "sleep 60";
+  const auto start = Clock::now();
+  {
+    AgentLoop loop(options, qwen3_tokenizer(), ChatTemplate::from_config(testing::qwen3_tokenizer_dir()));
+    loop.start({1, 1, 0}, {{"prompt", "Hi"}});
+    loop.wait_ready(0.2);
+    EXPECT_EQ(loop.waiting(), 1);
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace aspen::pipeline

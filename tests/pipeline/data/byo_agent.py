@@ -1,0 +1,76 @@
+"""A bring-your-own-agent program written with the official `openai` client, as the
+runs of tests/pipeline/agent_run_test.cpp start it (rollout.agent.command): two calls
+per episode through OPENAI_BASE_URL with the session id as `user`, each reply carried
+back verbatim and a user message added between them.
+
+argv: MODE OUT_DIR. stdin: the data row (one JSON line). stdout: {"reward": x}, the
+length of the last reply's text over 20 (capped at 1): rewards that differ within a group.
+It writes what the client saw (each reply's token texts and log-probs) to
+OUT_DIR/<session>.json for the test to compare with what Aspen trained.
+
+MODE "two_turns" is that; the others misbehave, for the fault tests:
+  flaky     crashes (exit 3) after its first call in one episode out of three
+  broken    prints garbage without calling
+  mixed     each episode one of: silent (never calls), late (calls after its reward),
+            crash, hang, garbage, flood (10 MB on stdout), wrong_session, or two_turns
+"""
+import json
+import os
+import random
+import sys
+import time
+
+import openai
+
+
+def main():
+    mode, out_dir = sys.argv[1], sys.argv[2]
+    row = json.loads(sys.stdin.readline())
+    session = os.environ["ASPEN_SESSION"]
+    if mode == "mixed":
+        mode = random.choice(["silent", "late", "crash", "hang", "garbage", "flood",
+                              "wrong_session", "two_turns", "two_turns", "two_turns"])
+    if mode == "flaky":
+        mode = "crash" if random.random() < 1 / 3 else "two_turns"
+    if mode == "broken":
+        print("not a reward")
+        return
+    if mode == "silent":
+        print(json.dumps({"reward": 1.0}))
+        return
+    client = openai.OpenAI(base_url=os.environ["OPENAI_BASE_URL"],
+                           api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
+    if mode == "wrong_session":
+        session = "f" * 32
+    messages = [{"role": "user", "content": row["prompt"]}]
+    seen = []
+    if mode == "late":
+        print(json.dumps({"reward": 0.5}), flush=True)
+    try:
+        for turn in range(2):
+            reply = client.chat.completions.create(
+                model="policy", messages=messages, user=session, max_tokens=6, logprobs=True)
+            choice = reply.choices[0]
+            seen.append({"tokens": [t.token for t in choice.logprobs.content],
+                         "logprobs": [t.logprob for t in choice.logprobs.content]})
+            messages.append({"role": "assistant", "content": choice.message.content or ""})
+            if mode == "crash":
+                sys.exit(3)
+            if mode == "hang":
+                time.sleep(3600)
+            if turn == 0:
+                messages.append({"role": "user", "content": "Once more."})
+    except openai.APIStatusError as error:
+        seen.append({"error": error.status_code})
+    with open(os.path.join(out_dir, os.environ["ASPEN_SESSION"] + ".json"), "w") as out:
+        json.dump({"mode": mode, "seen": seen}, out)
+    if mode == "garbage":
+        print("the answer is 42")
+    elif mode == "flood":
+        sys.stdout.write("x" * (10 << 20))
+    elif mode != "late":
+        print(json.dumps({"reward": min(1.0, len(messages[-1]["content"]) / 20)}))
+
+
+if __name__ == "__main__":
+    main()
