@@ -1,7 +1,8 @@
 // The actor trainer on pipeline stages (worker/pp_actor_modes.cpp): old and reference
 // log-probs through the forward-only pass, then one update of two clipped AdamW steps
-// with a KL term, over 2 and 3 stages, equal one process - loss, grad norm and every
-// stage's weights - for a dense Qwen3 and a tied-embedding Qwen2.
+// with a KL term, over 2 and 3 stages and over 4 ranks as PP x TP and DP x PP, equal one
+// process - loss, grad norm and every stage's weights - for a dense Qwen3 and a
+// tied-embedding Qwen2.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -27,6 +28,13 @@ TEST(PipelineParallelActor, ThreeStagesUpdateLikeOneProcessForQwen3AndTiedQwen2)
 // embedding on both ends), the clip norm sums over TP, then PP.
 TEST(PipelineParallelActor, TwoStagesOfTwoTensorParallelRanksUpdateLikeOneProcess) {
   expect_worker_cases_pass("pp_actor", "pp_actor", 4, {"qwen3_dense@tp2", "qwen2_tied@tp2"});
+}
+
+// DP x PP: 2 pipelines of 2 stages, each training its balanced share of the rows; each
+// stage's gradients are summed over its DP group (after the tied-embedding sum), the clip
+// norm over the pipeline only.
+TEST(PipelineParallelActor, TwoPipelinesOfTwoStagesTrainTheirSharesLikeOneProcess) {
+  expect_worker_cases_pass("pp_actor", "pp_actor", 4, {"qwen3_dense@dp2", "qwen2_tied@dp2"});
 }
 
 }  // namespace

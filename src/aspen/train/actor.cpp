@@ -84,7 +84,7 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       optimizer_(master_.master(), options.trainer.optimizer),
       data_parallel_(options.data_parallel, master_) {
   // Pipeline parallelism: this rank trains one stage (train/pipeline_actor.h).
-  check_pipeline_actor(model_, options.data_parallel.group.has_value());
+  check_pipeline_actor(model_);
   // Clipping needs the norm of the whole model, not of this rank's shards, experts or
   // stage (train/whole_model_norm.h).
   set_whole_model_clip_norm(optimizer_, model_->config, model_->tp, model_->ep, model_->pp,
@@ -200,7 +200,9 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       for (const LayerRouting& layer : routing.layers) load.push_back(layer.assignments.to(torch::kDouble));
       if (!load.empty()) sums.add(sums.expert_load, torch::stack(load));
     }
-    if (i == last_backward) data_parallel_.before_last_backward();
+    // Not on pipeline stages: the tied embedding's gradient is summed after the last
+    // backward, and an armed reducer would all-reduce it before (pipeline_actor.h).
+    if (i == last_backward && !pipeline) data_parallel_.before_last_backward();
     if (pipeline) {
       pipeline->backward(loss);
     } else {

@@ -24,7 +24,14 @@
 // the same TP rank of every stage, so each TP rank exchanges its own (identical) copy
 // of the activations and their gradients with its peer (pipeline_runner.h says why).
 //
-// Not done (the actor refuses, naming the keys): PP with EP, data parallelism,
+// DP x PP (ActorOptions::data_parallel's group: the ranks of the SAME stage in the d
+// pipelines): every pipeline trains its own rows, and each stage's gradients are summed
+// over its DP group after the step's backwards and the tied-embedding sum - not
+// overlapped with the last backward (an armed reducer would read the tied embedding's
+// gradient before its sum) - so the stages of all pipelines step like one process on the
+// union of the rows; the clip norm needs no DP reduction (DP ranks hold equal grads).
+//
+// Not done (the actor refuses, naming the keys): PP with EP, a MoE model on stages,
 // streaming accumulation (the async pipeline) and routing replay. Activation recompute
 // is not applied on stages (the same numbers, more activation memory).
 // Thread safety: the trainer's one thread. Errors: aspen::Error for a message that does
@@ -81,6 +88,6 @@ void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& metric
 
 // aspen::Error naming placement.train.pp and the other key for a combination the actor
 // does not run on stages (see above).
-void check_pipeline_actor(const QwenForCausalLM& model, bool data_parallel);
+void check_pipeline_actor(const QwenForCausalLM& model);
 
 }  // namespace aspen::train
