@@ -513,6 +513,14 @@ TEST(TrainAcrossRanks, UnsupportedPlacementsAreRefusedNamingTheField) {
   auto odd = run_command(launch + " placement.train.tp=2 placement.rollout.instances=2");
   EXPECT_NE(odd.exit_code, 0);
   EXPECT_NE(odd.output.find("vocab_size = 259"), std::string::npos) << odd.output;
+  // Two pipeline stages of the 1-layer model: one would hold no layer (checked at the
+  // start, before the SFT warm-up).
+  auto stages = run_command(launch + " placement.train.pp=2 placement.rollout.instances=2");
+  EXPECT_NE(stages.exit_code, 0);
+  EXPECT_NE(stages.output.find("placement.train.pp: must be at most the model's 1 decoder layers"),
+            std::string::npos)
+      << stages.output;
+  EXPECT_EQ(stages.output.find("eval greedy accuracy"), std::string::npos) << stages.output;
   auto dp = run_command(launch);  // the default one-rank placement under two ranks
   EXPECT_NE(dp.exit_code, 0);
   EXPECT_NE(dp.output.find("placement.train.dp"), std::string::npos) << dp.output;

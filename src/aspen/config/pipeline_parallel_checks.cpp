@@ -1,30 +1,42 @@
 #include "aspen/config/pipeline_parallel_checks.h"
 
+#include <string>
+
 #include "aspen/config/imports.h"
 #include "aspen/util/error.h"
 
 namespace aspen::config {
 
-void check_pipeline_parallel(const TrainConfig& config, const std::string& source) {
-  const int pp = config.placement.train_pp;
-  if (pp == 1) return;
-  const std::string with = "placement.train.pp " + std::to_string(pp) + " with ";
-  const std::string hint = " or placement.train.pp=1";
-  // The critic has no stage model yet; the actor refuses routing replay on stages
-  // (the routing log does not cross stages); LoRA on stages is not tested end to end.
-  check_input(config.algorithm.name != AlgorithmName::kPpo,
-              with + "ppo is not supported yet: the critic does not run on pipeline stages",
-              source + ": algorithm.name", "use grpo (or another critic-free algorithm)" + hint);
-  check_input(!config.algorithm.rollout_correction.routing_replay,
-              with + "routing replay is not supported yet",
-              source + ": algorithm.rollout_correction.routing_replay", "set it to false" + hint);
-  check_input(!config.train.lora.enabled(), with + "LoRA adapters is not supported yet",
-              source + ": train.lora.rank", "set it to 0" + hint);
-  // A stage without a layer would only forward messages (pipeline_stages.h).
-  check_input(!config.model.path.empty() || pp <= config.model.num_layers,
-              "must be at most model.num_layers (" + std::to_string(config.model.num_layers) +
-                  "): every stage holds at least one decoder layer",
-              source + ": placement.train.pp");
+void check_trainer_pipeline(const TrainConfig& config, int64_t model_layers) {
+  const Placement& p = config.placement;
+  if (p.train_pp == 1) return;
+  const std::string key = "placement.train.pp";
+  const std::string with = key + " " + std::to_string(p.train_pp) + " with ";
+  const auto refuse = [&](bool combined, const std::string& other, const std::string& why,
+                          const std::string& hint) {
+    check_input(!combined, with + other + " is not supported yet: " + why, key + " and " + other,
+                hint + " or " + key + "=1");
+  };
+  refuse(p.train_tp > 1, "placement.train.tp > 1",
+         "pipeline stages are not split by tensor parallelism", "placement.train.tp=1");
+  refuse(p.train_ep > 1, "placement.train.ep > 1", "pipeline stages do not exchange experts",
+         "placement.train.ep=1");
+  refuse(p.train_dp > 1, "placement.train.dp > 1",
+         "the pipeline actor has no data-parallel reduction", "placement.train.dp=1");
+  refuse(p.mode == PlacementMode::kColocated && p.rollout_tp > 1, "placement.rollout.tp > 1",
+         "colocated tensor-parallel instances are resharded from a DP x TP grid",
+         "placement.mode=disaggregated (its instances take the gathered policy)");
+  refuse(config.algorithm.name == AlgorithmName::kPpo, "algorithm.name ppo",
+         "the critic does not run on pipeline stages", "a critic-free algorithm (grpo, ...)");
+  refuse(config.train.lora.enabled(), "train.lora.rank > 0",
+         "LoRA adapters are not tested on pipeline stages", "train.lora.rank=0");
+  refuse(config.algorithm.rollout_correction.routing_replay,
+         "algorithm.rollout_correction.routing_replay",
+         "the routing log does not cross pipeline stages", "routing_replay=false");
+  check_input(p.train_pp <= model_layers,
+              "must be at most the model's " + std::to_string(model_layers) +
+                  " decoder layers: every stage holds at least one",
+              key);
 }
 
 }  // namespace aspen::config

@@ -1,19 +1,24 @@
-// The checks of placement.train.pp that need more of the config than the placement
-// (parallel/placement.h checks the grid itself: sizes, and PP refused with TP, EP, DP
-// and colocated TP instances): what the trainer cannot yet run on pipeline stages, and
-// stages the built-in model's layers cannot fill. A model.path model's layer count is
-// checked when the stages are built (parallel/pipeline_stages.h), naming the key too.
-// Errors: aspen::Error naming placement.train.pp and the other key, `source` first.
-// Thread safety: pure.
+// What `aspen train` runs on pipeline stages (placement.train.pp > 1) so far, checked
+// when a run starts, before any work. Not at config parsing: the simulator (`aspen
+// simulate`) models every DP x PP x TP grid, so the config itself takes them
+// (parallel/placement.h checks the grid's sizes).
+// Refused, naming placement.train.pp and the other key: PP with train.tp, train.ep or
+// train.dp > 1 (the stages split neither heads nor experts, and the pipeline actor has
+// no data-parallel reduction yet), with colocated rollout.tp > 1 (the resharder plans
+// DP x TP grids only; disaggregated tensor-parallel instances take the gathered
+// policy), with ppo (no critic on stages), LoRA (not tested on stages), routing
+// replay (the routing log does not cross stages), and more stages than the model's
+// `model_layers` decoder layers (a stage without a layer would only forward messages).
+// Errors: aspen::Error. Thread safety: pure.
 #pragma once
 
-#include <string>
+#include <cstdint>
 
 #include "aspen/config/imports.h"
 #include "aspen/config/train_config.h"
 
 namespace aspen::config {
 
-void check_pipeline_parallel(const TrainConfig& config, const std::string& source);
+void check_trainer_pipeline(const TrainConfig& config, int64_t model_layers);
 
 }  // namespace aspen::config

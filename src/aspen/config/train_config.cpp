@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "aspen/config/imports.h"
-#include "aspen/config/pipeline_parallel_checks.h"
 #include "aspen/config/trajectory_checks.h"
 #include "aspen/config/train_config_fields.h"
 
@@ -646,7 +645,6 @@ TrainConfig parse_train_config(Config& config) {
               "trainer wait for each batch)",
               config.source() + ": placement.swap",
               "set placement.swap=false, pipeline.max_staleness=0 or pipeline.mode=sync");
-  check_pipeline_parallel(result, config.source());
   return result;
 }
 

@@ -600,7 +600,8 @@ void visit_fields(Placement& s, Visitor& v) {
         "last), trained by 1F1B over the balanced micro-batches; at most the model's "
         "layers. A replica is `train.tp x train.pp` ranks, TP fastest. Not yet with "
         "`train.tp`, `train.ep`, `train.dp` > 1, colocated `rollout.tp` > 1, ppo, LoRA or "
-        "routing replay (refused naming both keys). The rollout instances get the "
+        "routing replay in `aspen train` (refused at its start naming both keys; `aspen "
+        "simulate` models any grid). The rollout instances get the "
         "stages' layers gathered after each update");
   });
   v.nested("rollout", [&](auto& rollout) {

@@ -20,21 +20,6 @@ void Placement::validate(int world, const std::string& where) const {
   check_input(train_tp >= 1, "must be >= 1", where + ".train.tp");
   check_input(train_ep >= 1, "must be >= 1", where + ".train.ep");
   check_input(train_pp >= 1, "must be >= 1", where + ".train.pp");
-  // Pipeline stages run inside the trainer alone (train/pipeline_actor.h) so far: the
-  // model's stages split neither heads (TP) nor experts (EP), the actor's 1F1B pass
-  // has no data-parallel reduction, and the resharder plans DP x TP grids only.
-  const auto refuse_with_pp = [&](bool combined, const std::string& key, const std::string& why) {
-    check_input(train_pp == 1 || !combined,
-                "pipeline stages with placement." + key + " > 1 are not supported yet: " + why,
-                where + ".train.pp",
-                "use placement." + key + "=1 or placement.train.pp=1");
-  };
-  refuse_with_pp(train_tp > 1, "train.tp", "pipeline stages are not split by tensor parallelism");
-  refuse_with_pp(train_ep > 1, "train.ep", "pipeline stages do not exchange experts");
-  refuse_with_pp(train_dp > 1, "train.dp", "the pipeline actor has no data-parallel reduction");
-  refuse_with_pp(mode == PlacementMode::kColocated && rollout_tp > 1, "rollout.tp",
-                 "colocated tensor-parallel instances are resharded from a DP x TP grid "
-                 "(use placement.mode=disaggregated for tensor-parallel instances)");
   // train.tp = 1: EP groups of data-parallel ranks (all-to-all). train.tp > 1: the EP
   // group is the TP group, whose ranks hold the same tokens (one all-reduce).
   check_input(train_tp > 1 || train_dp % train_ep == 0,

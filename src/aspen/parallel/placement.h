@@ -12,10 +12,10 @@
 // tp_rank p % train_tp and dp_rank p / train_tp; with pipeline parallelism
 // (train_pp > 1) the stages come next: a data-parallel replica is train_tp * train_pp
 // consecutive ranks (so its rows go to one contiguous block, as under TP alone),
-// pp_rank (p / train_tp) % train_pp and dp_rank p / (train_tp * train_pp). PP is not
-// combined with TP, EP or DP yet, nor with colocated TP instances (the resharder's
-// layouts have no stages): validate() refuses those naming both keys; with expert parallelism (train_ep > 1,
-// train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
+// pp_rank (p / train_tp) % train_pp and dp_rank p / (train_tp * train_pp). (The
+// simulator models every such grid; what `aspen train` runs on stages so far is
+// checked where it starts, config/pipeline_parallel_checks.h.) With expert
+// parallelism (train_ep > 1, train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
 // consecutive ranks that split every MoE layer's experts (each rank still trains its own
 // rows: EP sits inside DP, as in Megatron), and ranks p with the same p % train_ep hold
 // the same experts (the expert-data-parallel group); with train_tp > 1 too, train_ep

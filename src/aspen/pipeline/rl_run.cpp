@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "aspen/config/pipeline_parallel_checks.h"
 #include "aspen/io/jsonl.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/dist_env.h"
@@ -269,6 +270,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   // rank is one rollout instance and one data-parallel training rank.
   const int world_size = dist_env_present() ? read_dist_env().world_size : 1;
   check_multi_rank_placement(config, world_size);
+  check_trainer_pipeline(config, setup.model->config.num_hidden_layers);
   std::optional<ProcessGroupHandle> world;
   if (world_size > 1) world = init_process_group(read_dist_env());
   const bool writer = !world || world->rank() == 0;  // rank 0 owns the run directory

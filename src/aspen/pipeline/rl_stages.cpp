@@ -6,6 +6,7 @@
 
 #include "aspen/model/expert_parallel_state.h"
 #include "aspen/algo/algo.h"
+#include "aspen/config/pipeline_parallel_checks.h"
 #include "aspen/pipeline/imports.h"
 #include "aspen/pipeline/sft_phase.h"
 #include "aspen/util/error.h"
@@ -64,18 +65,8 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
     check_input(setup.model->config.is_moe(), "needs a mixture-of-experts model",
                 "placement.train.ep", "use placement.train.ep=1 for a dense model");
   }
-  if (pipeline.enabled()) {
-    // The config refuses these (config/pipeline_parallel_checks.h); a model.path
-    // model's layer count is known only here.
-    check_input(config.algorithm.name != AlgorithmName::kPpo,
-                "the critic does not run on pipeline stages", "algorithm.name",
-                "use placement.train.pp=1 for ppo");
-    check_input(pipeline.size <= setup.model->config.num_hidden_layers,
-                "must be at most the model's " +
-                    std::to_string(setup.model->config.num_hidden_layers) +
-                    " decoder layers: every stage holds at least one",
-                "placement.train.pp");
-  }
+  // What the trainer runs on stages so far (run_rl checked it before any work too).
+  if (pipeline.enabled()) check_trainer_pipeline(config, setup.model->config.num_hidden_layers);
   if (tensor_parallel.enabled() || expert_parallel.enabled() || pipeline.enabled()) {
     trained =
         QwenForCausalLM(setup.model->config, tensor_parallel, expert_parallel, pipeline);

@@ -116,8 +116,9 @@ ClusterShape configured_cluster(const TrainConfig& config) {
   const Placement& p = config.placement;
   // Each side's device count before any product of them is taken in int.
   const std::string devices_why = "no cluster has a million accelerators";
-  check_simulated_size(static_cast<int64_t>(p.train_dp) * p.train_tp, kMaxSimulatedDevices,
-                       "placement.train.dp x placement.train.tp", devices_why);
+  check_simulated_size(static_cast<int64_t>(p.train_dp) * p.train_tp * p.train_pp,
+                       kMaxSimulatedDevices,
+                       "placement.train.dp x placement.train.tp x placement.train.pp", devices_why);
   check_simulated_size(p.rollout_instances, kMaxSimulatedInstances,
                        "placement.rollout.instances",
                        "the simulator visits every instance at each admission");
@@ -135,6 +136,7 @@ ClusterShape configured_cluster(const TrainConfig& config) {
   }
   c.train_dp = p.train_dp;
   c.train_tp = p.train_tp;
+  c.train_pp = p.train_pp;  // the trainer's 1F1B stages (cost_model.h: bubble, p2p)
   c.rollout_tp = p.rollout_instance_size();
   c.instances = p.rollout_instances;
   c.colocated = p.mode == PlacementMode::kColocated;
