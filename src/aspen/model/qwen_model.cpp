@@ -61,6 +61,32 @@ torch::Tensor QwenModelImpl::forward(const torch::Tensor& input_ids,
   return forward_stage(input_ids, cu_seqlens, positions, log);
 }
 
+torch::Tensor QwenModelImpl::checked_forward_stage(const torch::Tensor& input,
+                                                   const torch::Tensor& cu_seqlens,
+                                                   const torch::Tensor& positions) {
+  const std::string where = "pipeline stage " + std::to_string(pp.stage) + " input";
+  std::vector<int64_t> offsets;
+  if (pp.first()) {
+    offsets = check_packed_batch(input, cu_seqlens, config.vocab_size);
+  } else {
+    check_input(input.dim() == 2 && input.size(1) == config.hidden_size,
+                "expected hidden states [T, " + std::to_string(config.hidden_size) + "], got " +
+                    c10::str(input.sizes()),
+                where);
+    // The ids only size the check: every id 0 is valid.
+    offsets = check_packed_batch(
+        torch::zeros({input.size(0)}, torch::TensorOptions(torch::kLong).device(input.device())),
+        cu_seqlens, config.vocab_size);
+  }
+  if (!positions.defined()) {
+    return forward_stage(input, cu_seqlens, packed_positions(offsets, input.device()));
+  }
+  check_input(positions.dim() == 1 && positions.scalar_type() == torch::kLong &&
+                  positions.size(0) == input.size(0),
+              "expected [T] int64 positions, one per token", "positions");
+  return forward_stage(input, cu_seqlens, positions);
+}
+
 torch::Tensor QwenModelImpl::embed(const torch::Tensor& input_ids) {
   return vocab_parallel_embedding(input_ids, embed_tokens->weight, vocab_begin, tp);
 }
@@ -121,27 +147,7 @@ torch::Tensor QwenForCausalLMImpl::forward(const torch::Tensor& input_ids,
 torch::Tensor QwenForCausalLMImpl::forward_stage(const torch::Tensor& input,
                                                  const torch::Tensor& cu_seqlens,
                                                  const torch::Tensor& positions) {
-  const std::string where = "pipeline stage " + std::to_string(pp.stage) + " input";
-  std::vector<int64_t> offsets;
-  if (pp.first()) {
-    offsets = check_packed_batch(input, cu_seqlens, config.vocab_size);
-  } else {
-    check_input(input.dim() == 2 && input.size(1) == config.hidden_size,
-                "expected hidden states [T, " + std::to_string(config.hidden_size) + "], got " +
-                    c10::str(input.sizes()),
-                where);
-    // The ids only size the check: every id 0 is valid.
-    offsets = check_packed_batch(
-        torch::zeros({input.size(0)}, torch::TensorOptions(torch::kLong).device(input.device())),
-        cu_seqlens, config.vocab_size);
-  }
-  if (!positions.defined()) {
-    return model->forward_stage(input, cu_seqlens, packed_positions(offsets, input.device()));
-  }
-  check_input(positions.dim() == 1 && positions.scalar_type() == torch::kLong &&
-                  positions.size(0) == input.size(0),
-              "expected [T] int64 positions, one per token", "positions");
-  return model->forward_stage(input, cu_seqlens, positions);
+  return model->checked_forward_stage(input, cu_seqlens, positions);
 }
 
 void QwenForCausalLMImpl::require_whole_model(const std::string& method) const {

@@ -90,6 +90,11 @@ struct QwenModelImpl : torch::nn::Module {
   // stage's layers (and the final norm on the last stage). With one stage: forward.
   torch::Tensor forward_stage(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
                               const torch::Tensor& positions, MoeRoutingLog* log = nullptr);
+  // forward_stage with the batch checked (ids in range on the first stage, [T, C]
+  // hidden states elsewhere, offsets that pack T tokens; aspen::Error otherwise) and
+  // undefined `positions` meaning 0, 1, ... restarting at every sequence.
+  torch::Tensor checked_forward_stage(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
+                                      const torch::Tensor& positions = {});
   // The decoder layers this model runs, in order: all of them, or its stage's.
   std::vector<QwenDecoderLayerImpl*> stage_layers() const;
   // The token embedding, input_ids [T] -> [T, C]: vocab-parallel under TP (one

@@ -15,6 +15,13 @@
 // Data parallelism: as the actor's (actor.h, trainer_data_parallel.h) - given a group,
 // update() takes this rank's local rows, mini_batch_size is global, denominators and
 // gradients are summed over ranks and the metrics are global (identical on every rank).
+// Pipeline parallelism (a critic built on a stage): as the actor's (pipeline_actor.h) -
+// the last stage keeps the loop (values, value loss, metrics) over the pass's messages
+// (train/pipeline_pass.h), the other stages run their 1F1B part; compute_values takes
+// the forward-only pass and every stage returns the last stage's values; clipping uses
+// the whole critic's norm (whole_model_norm.h); the metrics are the last stage's. With
+// a DP group too (DP x PP), each stage's gradients are summed over its DP group after
+// the step's backwards. Not done: the critic under TP or EP (it has neither).
 //
 // Shapes: T = packed tokens, C = hidden size, R = response tokens.
 // Thread safety: not thread-safe; one trainer thread. Errors: aspen::Error for
@@ -41,20 +48,26 @@
 namespace aspen::train {
 
 struct CriticModelImpl : torch::nn::Module {
-  explicit CriticModelImpl(const ModelConfig& config);
+  // With `pp` of size p > 1 the critic is one pipeline stage: its decoder holds the
+  // stage's layers (model/qwen_model.h; the embedding on the first stage, never a tied
+  // copy on the last), the value head only the last stage.
+  explicit CriticModelImpl(const ModelConfig& config, const PipelineStages& pp = {});
 
-  // Values [R] fp32 (fp64 for an fp64 model) at micro_batch.hidden_index.
+  // Values [R] fp32 (fp64 for an fp64 model) at micro_batch.hidden_index. The whole
+  // critic only (aspen::Error on a stage).
   torch::Tensor response_values(const MicroBatch& micro_batch, bool recompute);
+  // The value head on the decoder's hidden states [T, C] of `micro_batch`: [R] as above.
+  torch::Tensor score_values(const MicroBatch& micro_batch, const torch::Tensor& hidden);
 
   ModelConfig config;
   QwenModel model{nullptr};
-  torch::nn::Linear score{nullptr};  // C -> 1, with bias
+  torch::nn::Linear score{nullptr};  // C -> 1, with bias; null on a stage but the last
 };
 TORCH_MODULE(CriticModel);
 
 // A critic whose decoder starts from `policy`'s decoder weights and whose value head
 // starts at zero (initial values 0: a neutral baseline, and no random projection of
-// an untrained head to unlearn).
+// an untrained head to unlearn). A policy stage gives the critic's same stage.
 CriticModel critic_from_policy(const QwenForCausalLM& policy);
 
 struct CriticUpdateOptions {

@@ -4,76 +4,26 @@
 #include <string>
 #include <utility>
 
-#include "aspen/parallel/pipeline_p2p.h"
 #include "aspen/train/imports.h"
 #include "aspen/train/pipeline_runner.h"
 #include "aspen/util/error.h"
 
 namespace aspen::train {
-namespace {
-
-std::string stage_name(const QwenForCausalLM& model) {
-  return "pipeline stage " + std::to_string(model->pp.stage);
-}
-
-}  // namespace
 
 PipelineActorPass::PipelineActorPass(QwenForCausalLM model,
                                      const std::vector<MicroBatch>& micro_batches)
-    : model_(std::move(model)) {
-  group_ = model_->pp.require_group(stage_name(model_));
-  for (const MicroBatch& mb : micro_batches) {
-    if (mb.num_response_tokens > 0) trained_.push_back(mb);
-  }
-}
-
-void PipelineActorPass::run_stage() {
-  check_input(!last_stage(), "the last stage runs the actor's own loop", stage_name(model_));
-  if (trained_.empty()) return;  // the last stage skips the step too
-  run_one_f_one_b(model_, trained_, [this](QwenForCausalLM&, size_t, const torch::Tensor&) {
-    check_input(false, "only the last stage computes a loss", stage_name(model_));
-    return torch::Tensor();
-  });
-}
+    : model_(std::move(model)), pass_(stage_forward(model_), micro_batches) {}
 
 TokenLogprobs PipelineActorPass::response_logprobs(const MicroBatch& micro_batch,
                                                    const LogprobHeadOptions& head) {
-  const std::string where = stage_name(model_);
-  check_input(last_stage() && !input_.defined() && next_ < trained_.size() &&
-                  trained_[next_].num_tokens == micro_batch.num_tokens,
-              "micro-batches out of the pipeline's order", where);
-  input_ = recv_tensor(*group_, model_->pp.stage - 1, kActivationTag,
-                       micro_batch.input_ids.device());
-  check_input(input_.dim() == 2 && input_.size(0) == micro_batch.num_tokens,
-              "received activations of shape " + c10::str(input_.sizes()) + " for " +
-                  std::to_string(micro_batch.num_tokens) + " tokens",
-              where);
-  input_.requires_grad_(true);
-  const torch::Tensor hidden = model_->forward_stage(input_, micro_batch.cu_seqlens);
+  const torch::Tensor hidden = pass_.forward(micro_batch);
   return model_->head_logprobs(hidden.index_select(0, micro_batch.hidden_index),
                                micro_batch.target_ids, head);
 }
 
-void PipelineActorPass::backward(const torch::Tensor& loss) {
-  check_input(input_.defined(), "backward without a forward", stage_name(model_));
-  loss.backward();
-  // No path from the input to the loss would leave it without a gradient; the previous
-  // stage still waits for one.
-  const torch::Tensor grad =
-      input_.grad().defined() ? input_.grad() : torch::zeros_like(input_);
-  sends_.push_back(send_tensor(*group_, grad, model_->pp.stage - 1, kGradientTag));
-  input_ = torch::Tensor();
-  ++next_;
-}
-
 void PipelineActorPass::finish(QwenForCausalLM& master) {
-  for (PendingWork& work : sends_) work.wait();
-  sends_.clear();
-  check_input(!last_stage() || next_ == trained_.size(),
-              "ran " + std::to_string(next_) + " of " + std::to_string(trained_.size()) +
-                  " micro-batches",
-              stage_name(model_));
-  if (trained_.empty()) return;  // no backward ran: nothing to sum
+  pass_.finish();
+  if (pass_.empty()) return;  // no backward ran: nothing to sum
   sum_tied_embedding_gradient(master);
 }
 

@@ -50,6 +50,7 @@
 #include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
 #include "aspen/train/optimizer.h"
+#include "aspen/train/pipeline_pass.h"
 
 namespace aspen::train {
 
@@ -58,16 +59,16 @@ class PipelineActorPass {
   // `micro_batches`: the step's, as the actor plans them (all stages the same).
   PipelineActorPass(QwenForCausalLM model, const std::vector<MicroBatch>& micro_batches);
 
-  bool last_stage() const { return model_->pp.last(); }
+  bool last_stage() const { return pass_.last_stage(); }
 
   // Stages but the last: their forwards and backwards of the whole step.
-  void run_stage();
+  void run_stage() { pass_.run_stage(); }
 
   // The last stage, for each micro-batch with response tokens in order: the response
   // tokens' log-probs (with the autograd graph back to the received activations), then
   // backward(loss) with that micro-batch's scalar loss.
   TokenLogprobs response_logprobs(const MicroBatch& micro_batch, const LogprobHeadOptions& head);
-  void backward(const torch::Tensor& loss);
+  void backward(const torch::Tensor& loss) { pass_.backward(loss); }
 
   // Every stage, after the step's micro-batches and the master gradients' accumulation:
   // waits for the sends and sums the tied embedding's gradient on `master` (the model
@@ -76,11 +77,7 @@ class PipelineActorPass {
 
  private:
   QwenForCausalLM model_;
-  std::vector<MicroBatch> trained_;  // the micro-batches with response tokens
-  std::optional<ProcessGroupHandle> group_;
-  size_t next_ = 0;      // the last stage's next micro-batch
-  torch::Tensor input_;  // its received activations, while its backward is pending
-  std::vector<PendingWork> sends_;
+  PipelinePass pass_;  // train/pipeline_pass.h
 };
 
 // Every stage gets the last stage's metrics (the losses exist only there).

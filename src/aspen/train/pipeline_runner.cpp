@@ -19,9 +19,29 @@ struct InFlight {
 
 }  // namespace
 
+StageForward stage_forward(QwenForCausalLM model) {
+  const PipelineStages pp = model->pp;
+  return {pp, [model](const torch::Tensor& input, const torch::Tensor& cu_seqlens) mutable {
+            return model->forward_stage(input, cu_seqlens);
+          }};
+}
+
+StageForward stage_forward(QwenModel decoder) {
+  const PipelineStages pp = decoder->pp;
+  return {pp, [decoder](const torch::Tensor& input, const torch::Tensor& cu_seqlens) mutable {
+            return decoder->checked_forward_stage(input, cu_seqlens);
+          }};
+}
+
 void run_one_f_one_b(QwenForCausalLM& model, const std::vector<MicroBatch>& micro_batches,
                      const StageLoss& loss) {
-  const PipelineStages& pp = model->pp;
+  run_one_f_one_b(stage_forward(model), micro_batches,
+                  [&](size_t index, const torch::Tensor& hidden) { return loss(model, index, hidden); });
+}
+
+void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& micro_batches,
+                     const HiddenLoss& loss) {
+  const PipelineStages& pp = stage.pp;
   const std::string where = "pipeline stage " + std::to_string(pp.stage);
   check_input(!micro_batches.empty(), "no micro-batches to run", where);
   std::optional<ProcessGroupHandle> group;
@@ -44,9 +64,9 @@ void run_one_f_one_b(QwenForCausalLM& model, const std::vector<MicroBatch>& micr
       state.input.requires_grad_(true);
       input = state.input;
     }
-    torch::Tensor hidden = model->forward_stage(input, mb.cu_seqlens);
+    torch::Tensor hidden = stage.forward(input, mb.cu_seqlens);
     if (pp.last()) {
-      state.output = loss(model, i, hidden);
+      state.output = loss(i, hidden);
     } else {
       sends.push_back(send_tensor(*group, hidden.detach(), pp.stage + 1, kActivationTag));
       state.output = hidden;

@@ -48,11 +48,26 @@
 
 namespace aspen::train {
 
-// The last stage's loss of micro-batch `index` from its hidden states [T, C] (after the
-// final norm; score them with model->head_logprobs), as a scalar to backward.
+// One stage as the runner sees it: its place in the pipeline and its layers' forward
+// (input ids [T] on the first stage, the previous stage's hidden [T, C] elsewhere ->
+// hidden [T, C], after the final norm on the last stage), so that any model built on
+// stages - the policy, the critic's decoder - runs the same schedule.
+struct StageForward {
+  PipelineStages pp;
+  std::function<torch::Tensor(const torch::Tensor& input, const torch::Tensor& cu_seqlens)> forward;
+};
+StageForward stage_forward(QwenForCausalLM model);
+StageForward stage_forward(QwenModel decoder);
+
+// The last stage's loss of micro-batch `index` from its hidden states [T, C], as a
+// scalar to backward.
+using HiddenLoss = std::function<torch::Tensor(size_t index, const torch::Tensor& hidden)>;
+void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& micro_batches,
+                     const HiddenLoss& loss);
+
+// The policy's: the hidden states are scored with model->head_logprobs.
 using StageLoss = std::function<torch::Tensor(QwenForCausalLM& model, size_t index,
                                               const torch::Tensor& hidden)>;
-
 void run_one_f_one_b(QwenForCausalLM& model, const std::vector<MicroBatch>& micro_batches,
                      const StageLoss& loss);
 

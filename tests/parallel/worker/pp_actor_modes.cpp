@@ -11,9 +11,7 @@
 //                     log-probs, policy loss, KL loss, grad norm and step count, and hold
 //                     its parameters as the one process updated them, within the TP
 //                     tests' tolerances. Prints "rank R pp_actor CASE[@LAYOUT] ok".
-//     qwen3_dense     Qwen3 (q/k norms), untied head
-//     qwen2_tied      Qwen2 with biases and a tied embedding: the first and last stage
-//                     both hold it (gradient summed; counted once in the clip norm)
+//     qwen3_dense, qwen2_tied (pp_cases.h)
 //   LAYOUT (pp_grid.h): none - the world is the pipeline group, stage = rank;
 //     tpN             stages of N tensor-parallel ranks (PP x TP): each rank holds its
 //                     TP shard of its stage's parameters, checked against the shard of
@@ -35,6 +33,7 @@
 #include "aspen/train/actor.h"
 #include "aspen/train/reference.h"
 #include "aspen/util/error.h"
+#include "pp_cases.h"
 #include "pp_grid.h"
 #include "support/tiny_model_configs.h"
 #include "tensor_checks.h"
@@ -48,32 +47,7 @@ using namespace aspen::train;
 // Named, not anonymous: the unity build compiles this file with the other modes.
 namespace pipeline_actor_check {
 
-ModelConfig case_config(const std::string& name) {
-  check_input(name == "qwen2_tied" || name == "qwen3_dense", "unknown case", "pp_actor " + name);
-  ModelConfig c = name == "qwen2_tied"
-                      ? tiny_parallel_config(ModelFamily::kQwen2, 4, 2, 8, /*tied=*/true)
-                      : tiny_parallel_config(ModelFamily::kQwen3, 4, 2, 12, /*tied=*/false);
-  c.num_hidden_layers = 3;
-  return c;
-}
-
-// 8 rows of unequal lengths; the advantages per token.
-TrainBatch seeded_batch(int64_t vocab) {
-  torch::manual_seed(23);
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{3, 5}, {4, 2}, {2, 7}, {5, 4},
-                                                           {1, 3}, {6, 2}, {2, 4}, {4, 6}};
-  TrainBatch batch;
-  int64_t tokens = 0;
-  for (const auto& [prompt, response] : shapes) {
-    const torch::Tensor ids = torch::randint(vocab, {prompt + response}, torch::kLong);
-    const int64_t* p = ids.data_ptr<int64_t>();
-    batch.prompts.emplace_back(p, p + prompt);
-    batch.responses.emplace_back(p + prompt, p + prompt + response);
-    tokens += response;
-  }
-  batch.token_columns[columns::kAdvantages] = torch::randn({tokens});
-  return batch;
-}
+using namespace pipeline_cases;
 
 ActorOptions actor_options() {
   ActorOptions options;
@@ -86,11 +60,6 @@ ActorOptions actor_options() {
   options.trainer.max_tokens_per_micro_batch = 12;  // 2-4 micro-batches per mini-batch
   options.head.chunk_size = 7;
   return options;
-}
-
-void expect_near(double got, double want, const std::string& what, const std::string& where) {
-  check_input(std::abs(got - want) <= 1e-4 * std::abs(want) + 1e-6,
-              what + " " + std::to_string(got) + ", one process " + std::to_string(want), where);
 }
 
 // This rank's part of a one-process parameter: its TP shard under PP x TP.
@@ -106,7 +75,7 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   const PpGrid grid = make_pp_grid(world, at == std::string::npos ? "" : spec.substr(at + 1));
   const PipelineStages& pp = grid.pp;
   const std::string where = "pp_actor " + spec + " rank " + std::to_string(world.rank());
-  const ModelConfig config = case_config(name);
+  const ModelConfig config = case_config(name, "pp_actor");
   QwenForCausalLM full(config);
   init_weights(full, /*seed=*/31, /*initializer_range=*/0.2);
   std::map<std::string, torch::Tensor> weights;
