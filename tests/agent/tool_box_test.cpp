@@ -24,12 +24,11 @@ TEST(CalculatorToolTest, SchemaIsAnOpenAIFunction) {
   EXPECT_EQ(calculator.name(), "calculator");
   EXPECT_EQ(python_json_dumps(calculator.schema()),
             "{\"type\": \"function\", \"function\": {\"name\": \"calculator\", \"description\": "
-            "\"Evaluates an arithmetic expression exactly, with integers of any size (up to 10000 "
-            "digits). Operators: + - * / // % ** and parentheses, as in Python, except that / is "
-            "exact division: a result that is not whole is a fraction such as 7/2.\", "
+            "\"Evaluates an arithmetic expression exactly: integers of any size, the operators "
+            "+ - * / // % ** and parentheses as in Python, / giving an exact fraction.\", "
             "\"parameters\": {\"type\": \"object\", \"properties\": {\"expression\": {\"type\": "
-            "\"string\", \"description\": \"The expression, for example (123456789 * 987654321) ** "
-            "2 // 7\"}}, \"required\": [\"expression\"]}}}");
+            "\"string\", \"description\": \"The expression to evaluate\"}}, \"required\": "
+            "[\"expression\"]}}}");
 }
 
 TEST(CalculatorToolTest, ResultsAndErrorObservations) {

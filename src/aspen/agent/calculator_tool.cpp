@@ -9,17 +9,19 @@ CalculatorTool::CalculatorTool(CalculatorLimits limits) : limits_(limits) {
       {"type", "function"},
       {"function",
        {{"name", name_},
+        // No digits in the schema: every prompt carries it, and a small model learning
+        // to copy the user's operands into a call was misled by the example numbers an
+        // earlier description had (docs/benchmarks.md, "Multi-turn RL with a tool"). The
+        // size limit is stated in the error a too-large result gets.
         {"description",
-         "Evaluates an arithmetic expression exactly, with integers of any size (up to " +
-             std::to_string(limits_.max_digits) +
-             " digits). Operators: + - * / // % ** and parentheses, as in Python, except that "
-             "/ is exact division: a result that is not whole is a fraction such as 7/2."},
+         "Evaluates an arithmetic expression exactly: integers of any size, the operators "
+         "+ - * / // % ** and parentheses as in Python, / giving an exact fraction."},
         {"parameters",
          {{"type", "object"},
           {"properties",
            {{"expression",
              {{"type", "string"},
-              {"description", "The expression, for example (123456789 * 987654321) ** 2 // 7"}}}}},
+              {"description", "The expression to evaluate"}}}}},
           {"required", {"expression"}}}}}}};
 }
 
