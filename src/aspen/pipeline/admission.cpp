@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "aspen/pipeline/imports.h"
@@ -259,7 +260,11 @@ nlohmann::json Admission::rollout_bubbles(double seconds) {
 
 nlohmann::json Admission::instance_metrics() {
   int64_t failed = 0, stolen = 0, cut = 0, cut_tokens = 0, resumed = 0, environment_errors = 0;
+  std::map<std::string, int64_t> trajectory_counters;
   for (const InstanceView& view : instances_) {
+    for (const auto& [name, value] : view.status.trajectory_counters) {
+      trajectory_counters[name] += value;
+    }
     failed += view.failed ? 1 : 0;
     stolen += view.status.stolen_groups;
     cut += view.status.cut_samples;
@@ -279,6 +284,8 @@ nlohmann::json Admission::instance_metrics() {
   status_age_max_s_ = 0.0;
   if (config_.rollout.multi_turn()) {
     metrics["environment_errors"] = environment_errors;  // cumulative (trajectory_loop.h)
+    // cumulative: an agent loop's calls, refusals and faults (agent_loop.h)
+    for (const auto& [name, value] : trajectory_counters) metrics[name] = value;
   }
   return metrics;
 }

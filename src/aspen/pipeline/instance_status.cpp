@@ -34,7 +34,8 @@ std::string encode_instance_status(const InstanceStatus& s) {
                         {"scheduled_tokens", s.scheduled_tokens},
                         {"steps", s.steps},
                         {"version", s.version},
-                        {"exited", s.exited}}
+                        {"exited", s.exited},
+                        {"trajectory_counters", s.trajectory_counters}}
       .dump();
 }
 
@@ -65,6 +66,9 @@ InstanceStatus decode_instance_status(const std::string& encoded) {
     s.steps = j.at("steps").get<int64_t>();
     s.version = j.at("version").get<int64_t>();
     s.exited = j.at("exited").get<bool>();
+    if (j.contains("trajectory_counters")) {
+      s.trajectory_counters = j.at("trajectory_counters").get<std::map<std::string, int64_t>>();
+    }
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed: ") + e.what(), "instance status");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "aspen/pipeline/imports.h"
@@ -33,6 +34,9 @@ struct InstanceStatus {
   // environments (the tool_wait bubble), cumulative.
   double tool_wait_seconds = 0.0;
   int64_t environment_errors = 0;  // trajectories its environments failed, cumulative
+  // Its trajectory source's counters (TrajectorySource::counters: an agent loop's
+  // agent_* metrics), cumulative; absent from older encodings.
+  std::map<std::string, int64_t> trajectory_counters;
   int64_t scheduled_tokens = 0;  // EngineStats::scheduled_tokens
   int64_t steps = 0;             // EngineStats::steps
   int64_t version = 0;           // policy version of the weights it runs

@@ -41,7 +41,7 @@ RolloutWorker::RolloutWorker(const TrainConfig& config, QwenForCausalLM model,
       step_delay_ms_(std::max<int64_t>(0, environment_int("ASPEN_FAULT_STEP_DELAY_MS", 0))) {
   if (options_.trajectories && options_.trajectories->agent) {
     AgentLoopOptions agent = *options_.trajectories->agent;
-    agent.max_model_len = options_.engine.max_model_len;
+    agent.max_model_len = engine_.config().max_model_len;  // resolved from the model
     loop_ = std::make_unique<AgentLoop>(agent, std::move(tokenizer),
                                         *options_.trajectories->chat_template);
   } else if (options_.trajectories) {
@@ -380,6 +380,7 @@ void RolloutWorker::post_status(bool exited) {
   status_.steps = engine_.stats().steps;
   status_.version = engine_.policy_version();
   status_.exited = exited;
+  if (loop_) status_.trajectory_counters = loop_->counters();
   dock_.post_status(instance_status_key(options_.instance), encode_instance_status(status_));
   last_status_ = Clock::now();
   if (options_.trace != nullptr) {

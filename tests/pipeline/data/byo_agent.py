@@ -12,7 +12,8 @@ MODE "two_turns" is that; the others misbehave, for the fault tests:
   flaky     crashes (exit 3) after its first call in one episode out of three
   broken    prints garbage without calling
   mixed     each episode one of: silent (never calls), late (calls after its reward),
-            crash, hang, garbage, flood (10 MB on stdout), wrong_session, or two_turns
+            crash, garbage, flood (10 MB on stdout), wrong_session, or two_turns
+  hang      sleeps after its first call (killed at rollout.agent.timeout_s)
 """
 import json
 import os
@@ -20,16 +21,14 @@ import random
 import sys
 import time
 
-import openai
-
 
 def main():
     mode, out_dir = sys.argv[1], sys.argv[2]
     row = json.loads(sys.stdin.readline())
     session = os.environ["ASPEN_SESSION"]
     if mode == "mixed":
-        mode = random.choice(["silent", "late", "crash", "hang", "garbage", "flood",
-                              "wrong_session", "two_turns", "two_turns", "two_turns"])
+        mode = random.choice(["silent", "late", "crash", "garbage", "flood", "wrong_session",
+                              "two_turns", "two_turns", "two_turns", "two_turns"])
     if mode == "flaky":
         mode = "crash" if random.random() < 1 / 3 else "two_turns"
     if mode == "broken":
@@ -38,6 +37,8 @@ def main():
     if mode == "silent":
         print(json.dumps({"reward": 1.0}))
         return
+    import openai  # here: the modes above exit at once, without its import's second
+
     client = openai.OpenAI(base_url=os.environ["OPENAI_BASE_URL"],
                            api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
     if mode == "wrong_session":
@@ -61,7 +62,7 @@ def main():
             if turn == 0:
                 messages.append({"role": "user", "content": "Once more."})
     except openai.APIStatusError as error:
-        seen.append({"error": error.status_code})
+        seen.append({"error": error.status_code, "message": str(error)})
     with open(os.path.join(out_dir, os.environ["ASPEN_SESSION"] + ".json"), "w") as out:
         json.dump({"mode": mode, "seen": seen}, out)
     if mode == "garbage":
