@@ -277,6 +277,34 @@ TEST(TrainAcrossRanks, PipelineParallelTiedQwen2TwoStagesTrainAndResumeLikeOnePr
   expect_resumes_like(one, "pp2_qwen2_one_resumed_two", 2, pp2, one);
 }
 
+// PP x TP: two stages, each a TP 2 model, over four ranks (TP fastest: stage 0 on
+// ranks 0-1); each stage's TP group gathers its layers' shards, then the stages gather
+// their layers into every rank's rollout model. Dense Qwen3 and tied Qwen2. The Qwen2
+// case at lr 1e-4: its key biases' gradient sits at rounding level (softmax ignores
+// what a bias adds to every key of a query, up to RoPE), AdamW turns a sign flip there
+// into a step of ~lr, and TP rounds differently: at lr 1e-3 plain TP 2 (no stages)
+// already ends 4.4e-4 from one process after one iteration (measured), and the next
+// iteration's small KL-only gradient then differs by 0.8%.
+TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) {
+  const std::string qwen3 = hf_model_dir("pp2tp2_qwen3_model", ModelFamily::kQwen3, false, 2);
+  const std::string qwen2 = hf_model_dir("pp2tp2_qwen2_model", ModelFamily::kQwen2, true, 2);
+  const std::string grid = "placement.train.pp=2 placement.train.tp=2 placement.rollout.instances=4";
+  run_pair("pp2tp2_qwen3", tp_rank_run("model.path=" + qwen3), grid, 4);
+  run_pair("pp2tp2_qwen2", tp_rank_run("model.path=" + qwen2 + " train.seed=4 train.lr=1e-4"),
+           grid, 4);
+}
+
+// DP x PP: two pipelines of two stages, each training its own rows (the stages' gradients
+// summed over the ranks holding the same stage), the first pipeline's stages writing
+// the checkpoint, which resumes in one process. The built-in (tied) Qwen3.
+TEST(TrainAcrossRanks, DataTimesPipelineParallelFourRanksTrainAndResumeLikeOneProcess) {
+  run_pair("dp2pp2", tp_rank_run("train.seed=4 checkpoint.every=2 checkpoint.keep_last=0"),
+           "placement.train.dp=2 placement.train.pp=2 placement.rollout.instances=4", 4);
+  expect_resumes_like(dir_of("dp2pp2_two"), "dp2pp2_resumed_one", 1,
+                      "placement.train.dp=1 placement.train.pp=1 placement.rollout.instances=1",
+                      dir_of("dp2pp2_one"));
+}
+
 // Only the first data-parallel replica's TP ranks write (the other holds the same
 // shards); the checkpoint resumes in one process. Seed 4: a gradient before the
 // checkpoint (see above).

@@ -152,6 +152,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   const PipelineStages& pp = actor->pp;
   const bool sharded = tp.enabled();
   const bool staged = pp.enabled();
+  check_input(!(sharded && staged), "is not written for pipeline stages that are tensor-parallel",
+              "checkpoint.every", "config/pipeline_parallel_checks.h refuses it at the start");
   const bool leader = (sharded ? tp.rank : staged ? pp.stage : experts.rank) == 0;
   std::optional<ProcessGroupHandle> group = sharded ? tp.group : staged ? pp.group : experts.group;
   if (leader) {

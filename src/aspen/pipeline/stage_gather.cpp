@@ -24,11 +24,15 @@ bool stage_writes(const QwenForCausalLM& model, const std::string& name) {
   return model->pp.first() || name != kEmbedding;
 }
 
+
 std::map<std::string, torch::Tensor> gather_pipeline_stages(const QwenForCausalLM& model) {
+  return gather_stage_tensors(model->pp, model->hf_state());
+}
+
+std::map<std::string, torch::Tensor> gather_stage_tensors(
+    const PipelineStages& pp, const std::vector<std::pair<std::string, torch::Tensor>>& held) {
   torch::NoGradGuard no_grad;
   std::map<std::string, torch::Tensor> whole;
-  const std::vector<std::pair<std::string, torch::Tensor>> held = model->hf_state();
-  const PipelineStages& pp = model->pp;
   if (!pp.enabled()) {
     for (const auto& [name, tensor] : held) whole[name] = tensor.detach().clone();
     return whole;
@@ -42,7 +46,7 @@ std::map<std::string, torch::Tensor> gather_pipeline_stages(const QwenForCausalL
     std::vector<torch::Tensor> mine;
     if (s == pp.stage) {
       for (const auto& [name, tensor] : held) {
-        if (!stage_writes(model, name)) continue;
+        if (!pp.first() && name == kEmbedding) continue;  // the tied head's copy
         listing.push_back({name, tensor.sizes().vec(), static_cast<int>(tensor.scalar_type())});
         mine.push_back(tensor.detach());
       }

@@ -18,6 +18,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aspen/model/qwen_model.h"
 #include "aspen/pipeline/imports.h"
@@ -25,6 +27,10 @@
 namespace aspen::pipeline {
 
 std::map<std::string, torch::Tensor> gather_pipeline_stages(const QwenForCausalLM& model);
+// The same for tensors `held` by this stage of `pp` under their HF names (whole: a
+// tensor-parallel stage gathers its shards first), e.g. what a TP gather returned.
+std::map<std::string, torch::Tensor> gather_stage_tensors(
+    const PipelineStages& pp, const std::vector<std::pair<std::string, torch::Tensor>>& held);
 
 // Whether a stage's optimizer state or weights of `name` belong in its own checkpoint
 // share: every tensor it holds except the last stage's copy of a tied embedding (the

@@ -21,7 +21,9 @@ WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& m
     : weight_sync_(config.pipeline.weight_sync) {
   if (layout.trains() && layout.train_tp > 1) {
     ReshardPlan plan;
-    plan.train_dp = config.placement.train_dp;
+    // The trainers as TP groups of consecutive ranks: one per replica and stage (a
+    // stage's TP group gathers the shards of its own layers only).
+    plan.train_dp = config.placement.train_dp * config.placement.train_pp;
     plan.train_tp = config.placement.train_tp;
     plan.infer_tp = 1;
     plan.dtype = torch::kFloat;  // the rollout engines compute in fp32
@@ -47,8 +49,8 @@ WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& m
 void WeightPublisher::gather_full_policy(QwenForCausalLM actor, QwenForCausalLM full,
                                          int64_t version) {
   torch::NoGradGuard no_grad;
-  if (gathers_stages_) {
-    // train.pp > 1 (alone: the placement refuses PP with TP or EP): the stages' layers.
+  if (gathers_stages_ && !full_resharder_) {
+    // train.pp > 1: the stages' layers (PP with EP is refused).
     full->load_state(gather_pipeline_stages(actor), "gathered pipeline stages");
     return;
   }
@@ -59,6 +61,12 @@ void WeightPublisher::gather_full_policy(QwenForCausalLM actor, QwenForCausalLM 
   if (full_resharder_) {
     // train.tp > 1: the TP shards gathered too (collective over the trainers).
     const std::shared_ptr<const WeightSet> gathered = full_resharder_->reshard(trained, version);
+    if (gathers_stages_) {
+      // PP x TP: each stage's layers whole after its TP gather, then the stages'.
+      full->load_state(gather_stage_tensors(actor->pp, gathered->tensors),
+                       "gathered tensor-parallel pipeline stages");
+      return;
+    }
     full->load_state(
         std::map<std::string, torch::Tensor>(gathered->tensors.begin(), gathered->tensors.end()),
         "gathered policy");

@@ -8,7 +8,8 @@
 //     trainers (TP) and the EP group. With neither, the actor trains the full policy
 //     itself and gathers nothing. train.pp > 1: each stage holds its layers; every
 //     stage gets the others' (stage_gather.h, collective over the pipeline group), so
-//     every trainer holds the full policy and serves it as below.
+//     every trainer holds the full policy and serves it as below; with train.tp > 1
+//     too each stage's TP group first gathers its own layers' shards.
 //   - colocated tensor-parallel instances (allgather-swap, engine_layout.h's
 //     instances_take_resharded_shards): publish() reshards the actor's trained shards
 //     into this rank's inference shards, which its instance takes from own_shards();
