@@ -17,6 +17,13 @@ TEST(PipelineParallelActor, TwoStagesUpdateLikeOneProcessForQwen3AndTiedQwen2) {
   expect_worker_cases_pass("pp_actor", "pp_actor", 2, {"qwen3_dense", "qwen2_tied"});
 }
 
+// Qwen3-MoE with a load-balancing loss: its value needs every stage's routing and each
+// stage's routers their gradient from the whole forward's expert counts
+// (train/pipeline_routing.h). Over 3 stages the middle one (the dense layer 1) relays.
+TEST(PipelineParallelActor, MoeLoadBalancingLossCrossesStagesLikeOneProcess) {
+  expect_worker_cases_pass("pp_actor", "pp_actor", 3, {"qwen3_moe"});
+}
+
 // A middle stage: it only relays activations and gradients, and stays out of the tied
 // embedding's gradient sum and its clip-norm share.
 TEST(PipelineParallelActor, ThreeStagesUpdateLikeOneProcessForQwen3AndTiedQwen2) {

@@ -63,7 +63,8 @@ torch::Tensor QwenModelImpl::forward(const torch::Tensor& input_ids,
 
 torch::Tensor QwenModelImpl::checked_forward_stage(const torch::Tensor& input,
                                                    const torch::Tensor& cu_seqlens,
-                                                   const torch::Tensor& positions) {
+                                                   const torch::Tensor& positions,
+                                                   MoeRoutingLog* log) {
   const std::string where = "pipeline stage " + std::to_string(pp.stage) + " input";
   std::vector<int64_t> offsets;
   if (pp.first()) {
@@ -79,12 +80,12 @@ torch::Tensor QwenModelImpl::checked_forward_stage(const torch::Tensor& input,
         cu_seqlens, config.vocab_size);
   }
   if (!positions.defined()) {
-    return forward_stage(input, cu_seqlens, packed_positions(offsets, input.device()));
+    return forward_stage(input, cu_seqlens, packed_positions(offsets, input.device()), log);
   }
   check_input(positions.dim() == 1 && positions.scalar_type() == torch::kLong &&
                   positions.size(0) == input.size(0),
               "expected [T] int64 positions, one per token", "positions");
-  return forward_stage(input, cu_seqlens, positions);
+  return forward_stage(input, cu_seqlens, positions, log);
 }
 
 torch::Tensor QwenModelImpl::embed(const torch::Tensor& input_ids) {
@@ -114,8 +115,8 @@ QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config, const Tensor
               "expert parallel context");
   pp.validate("pipeline parallel context");
   // PP x TP: every stage is a TP model over its own TP group; nothing in a stage's
-  // layers differs from the whole TP model's. PP x EP: not yet (the MoE routing log,
-  // hence the load-balancing loss, does not cross stages).
+  // layers differs from the whole TP model's. PP x EP: not yet (the EP ranks' lockstep
+  // passes would have to run through the pipeline).
   check_input(!pp.enabled() || !ep.enabled(),
               "pipeline stages with expert parallelism are not supported",
               "pipeline parallel context");
@@ -146,8 +147,9 @@ torch::Tensor QwenForCausalLMImpl::forward(const torch::Tensor& input_ids,
 
 torch::Tensor QwenForCausalLMImpl::forward_stage(const torch::Tensor& input,
                                                  const torch::Tensor& cu_seqlens,
-                                                 const torch::Tensor& positions) {
-  return model->checked_forward_stage(input, cu_seqlens, positions);
+                                                 const torch::Tensor& positions,
+                                                 MoeRoutingLog* log) {
+  return model->checked_forward_stage(input, cu_seqlens, positions, log);
 }
 
 void QwenForCausalLMImpl::require_whole_model(const std::string& method) const {

@@ -92,9 +92,11 @@ struct QwenModelImpl : torch::nn::Module {
                               const torch::Tensor& positions, MoeRoutingLog* log = nullptr);
   // forward_stage with the batch checked (ids in range on the first stage, [T, C]
   // hidden states elsewhere, offsets that pack T tokens; aspen::Error otherwise) and
-  // undefined `positions` meaning 0, 1, ... restarting at every sequence.
+  // undefined `positions` meaning 0, 1, ... restarting at every sequence. `log`: where
+  // this stage's sparse layers record their routing (appended to what it holds).
   torch::Tensor checked_forward_stage(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
-                                      const torch::Tensor& positions = {});
+                                      const torch::Tensor& positions = {},
+                                      MoeRoutingLog* log = nullptr);
   // The decoder layers this model runs, in order: all of them, or its stage's.
   std::vector<QwenDecoderLayerImpl*> stage_layers() const;
   // The token embedding, input_ids [T] -> [T, C]: vocab-parallel under TP (one
@@ -138,7 +140,7 @@ struct QwenForCausalLMImpl : torch::nn::Module {
   // This pipeline stage's forward (QwenModelImpl::forward_stage), batch checked as in
   // forward; positions undefined means 0, 1, ... per sequence.
   torch::Tensor forward_stage(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
-                              const torch::Tensor& positions = {});
+                              const torch::Tensor& positions = {}, MoeRoutingLog* log = nullptr);
   // Rollout step over the paged KV cache (see QwenModelImpl::forward_paged).
   // Inference only; ids are trusted (the engine validated them on admission).
   // `log`: the sparse layers' routing of the step's tokens (null: not recorded).

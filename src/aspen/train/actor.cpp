@@ -140,8 +140,12 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       continue;
     }
     MoeRoutingLog routing;
-    if (options.routing_replay) routing = routing_replay_log(compute_, mb);
-    TokenLogprobs current = pipeline ? pipeline->response_logprobs(mb, head)
+    if (options.routing_replay) {
+      check_input(!pipeline, "does not run on pipeline stages (placement.train.pp > 1)",
+                  "algorithm.rollout_correction.routing_replay");
+      routing = routing_replay_log(compute_, mb);
+    }
+    TokenLogprobs current = pipeline ? pipeline->response_logprobs(mb, head, moe ? &routing : nullptr)
                                      : response_logprobs(compute_, mb, head,
                                                          options_.trainer.recompute,
                                                          moe ? &routing : nullptr);
@@ -181,6 +185,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     if (options.entropy_coef != 0.0) {
       loss = loss - options.entropy_coef * entropy_loss(current.entropy, packed, policy.agg);
     }
+    double aux_scale = 0.0;  // the load-balancing loss's factor in `loss`
     if (moe) {
       // This micro-batch's share of the mini-batch, in the aggregation's unit.
       const double share =
@@ -189,7 +194,10 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
               : static_cast<double>(mb.response_cu_seqlens.size(0) - 1) /
                     policy.agg.global_seqs.value_or(1.0);
       const torch::Tensor aux = load_balancing_loss(routing).to(loss.scalar_type()) * share;
-      if (options.router_aux_loss_coef != 0.0) loss = loss + options.router_aux_loss_coef * aux;
+      if (options.router_aux_loss_coef != 0.0) {
+        loss = loss + options.router_aux_loss_coef * aux;
+        aux_scale = options.router_aux_loss_coef * share;
+      }
       sums.add(sums.router_aux_loss, aux);
       const auto routed = mb.token_columns.find(columns::kBehaviourRoutedExperts);
       if (measure_mismatch && routed != mb.token_columns.end()) {
@@ -204,7 +212,7 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     // backward, and an armed reducer would all-reduce it before (pipeline_actor.h).
     if (i == last_backward && !pipeline) data_parallel_.before_last_backward();
     if (pipeline) {
-      pipeline->backward(loss);
+      pipeline->backward(loss, aux_scale);  // the other stages back their aux terms with it
     } else {
       loss.backward();
     }

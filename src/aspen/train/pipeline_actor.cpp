@@ -15,8 +15,9 @@ PipelineActorPass::PipelineActorPass(QwenForCausalLM model,
     : model_(std::move(model)), pass_(stage_forward(model_), micro_batches) {}
 
 TokenLogprobs PipelineActorPass::response_logprobs(const MicroBatch& micro_batch,
-                                                   const LogprobHeadOptions& head) {
-  const torch::Tensor hidden = pass_.forward(micro_batch);
+                                                   const LogprobHeadOptions& head,
+                                                   MoeRoutingLog* routing) {
+  const torch::Tensor hidden = pass_.forward(micro_batch, routing);
   return model_->head_logprobs(hidden.index_select(0, micro_batch.hidden_index),
                                micro_batch.target_ids, head);
 }
@@ -57,12 +58,6 @@ void check_pipeline_actor(const QwenForCausalLM& model) {
   if (!model->pp.enabled()) return;
   const char* key = "placement.train.pp";
   check_input(!model->ep.enabled(), "does not combine with placement.train.ep > 1 yet", key);
-  // The routing log of a forward stays on its stage: the last stage's load-balancing
-  // loss and router metrics would count its own layers only.
-  check_input(!model->config.is_moe(),
-              "does not train a MoE model yet (the load-balancing loss would miss the other "
-              "stages' layers)",
-              key);
 }
 
 }  // namespace aspen::train

@@ -31,8 +31,14 @@
 // gradient before its sum) - so the stages of all pipelines step like one process on the
 // union of the rows; the clip norm needs no DP reduction (DP ranks hold equal grads).
 //
-// Not done (the actor refuses, naming the keys): PP with EP, a MoE model on stages,
-// streaming accumulation (the async pipeline) and routing replay. Activation recompute
+// A MoE model (Qwen3-MoE without EP): the load-balancing loss crosses the stages as
+// train/pipeline_routing.h says - the last stage sees every layer's routing (the aux
+// value, the router load and top-k mismatch metrics as one process), each other stage
+// backs up its own layers' term with the feedback - so the routers' gradients equal one
+// process's.
+//
+// Not done (the actor refuses, naming the keys): PP with EP, streaming accumulation
+// (the async pipeline) and routing replay. Activation recompute
 // is not applied on stages (the same numbers, more activation memory).
 // Thread safety: the trainer's one thread. Errors: aspen::Error for a message that does
 // not match its micro-batch or a call out of order.
@@ -67,8 +73,14 @@ class PipelineActorPass {
   // The last stage, for each micro-batch with response tokens in order: the response
   // tokens' log-probs (with the autograd graph back to the received activations), then
   // backward(loss) with that micro-batch's scalar loss.
-  TokenLogprobs response_logprobs(const MicroBatch& micro_batch, const LogprobHeadOptions& head);
-  void backward(const torch::Tensor& loss) { pass_.backward(loss); }
+  // A MoE model needs `routing`: it gets every stage's sparse layers' routing of the
+  // forward (train/pipeline_routing.h), and `aux_scale` is the factor its
+  // load-balancing loss had in `loss`.
+  TokenLogprobs response_logprobs(const MicroBatch& micro_batch, const LogprobHeadOptions& head,
+                                  MoeRoutingLog* routing = nullptr);
+  void backward(const torch::Tensor& loss, double aux_scale = 0.0) {
+    pass_.backward(loss, aux_scale);
+  }
 
   // Every stage, after the step's micro-batches and the master gradients' accumulation:
   // waits for the sends and sums the tied embedding's gradient on `master` (the model

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "aspen/parallel/pipeline_p2p.h"
+#include "aspen/train/pipeline_routing.h"
 #include "aspen/train/imports.h"
 #include "aspen/util/error.h"
 
@@ -34,7 +35,7 @@ void PipelinePass::run_stage() {
   });
 }
 
-torch::Tensor PipelinePass::forward(const MicroBatch& micro_batch) {
+torch::Tensor PipelinePass::forward(const MicroBatch& micro_batch, MoeRoutingLog* log) {
   const std::string where = stage_name(stage_.pp);
   check_input(last_stage() && !input_.defined() && next_ < trained_.size() &&
                   trained_[next_].num_tokens == micro_batch.num_tokens,
@@ -46,16 +47,26 @@ torch::Tensor PipelinePass::forward(const MicroBatch& micro_batch) {
                   std::to_string(micro_batch.num_tokens) + " tokens",
               where);
   input_.requires_grad_(true);
-  return stage_.forward(input_, micro_batch.cu_seqlens);
+  if (!stage_.routes()) return stage_.forward(input_, micro_batch.cu_seqlens, nullptr);
+  check_input(log != nullptr, "a MoE stage's forward needs a routing log", where);
+  *log = recv_routing(*group_, stage_.pp.stage - 1, micro_batch.num_tokens, input_.device());
+  const torch::Tensor hidden = stage_.forward(input_, micro_batch.cu_seqlens, log);
+  routing_ = *log;
+  return hidden;
 }
 
-void PipelinePass::backward(const torch::Tensor& loss) {
+void PipelinePass::backward(const torch::Tensor& loss, double aux_scale) {
   check_input(input_.defined(), "backward without a forward", stage_name(stage_.pp));
   loss.backward();
   // No path from the input to the loss would leave it without a gradient; the previous
   // stage still waits for one.
   const torch::Tensor grad = input_.grad().defined() ? input_.grad() : torch::zeros_like(input_);
   sends_.push_back(send_tensor(*group_, grad, stage_.pp.stage - 1, kGradientTag));
+  if (stage_.routes()) {
+    sends_.push_back(send_tensor(*group_, routing_feedback(routing_, aux_scale),
+                                 stage_.pp.stage - 1, kGradientTag));
+  }
+  routing_ = MoeRoutingLog{};
   input_ = torch::Tensor();
   ++next_;
 }
@@ -86,7 +97,7 @@ void pipeline_forward_only(
                       " for a micro-batch of " + std::to_string(mb.num_tokens) + " tokens",
                   where);
     }
-    const torch::Tensor hidden = stage.forward(input, mb.cu_seqlens);
+    const torch::Tensor hidden = stage.forward(input, mb.cu_seqlens, nullptr);
     if (pp.last()) {
       score(mb, hidden);
     } else {

@@ -17,6 +17,7 @@
 // through the stages in order (no backward, so no 1F1B interleaving); on the last stage
 // `score` gets each one's hidden states. Every stage of the pipeline group calls it with
 // the same micro-batches; results exist on the last stage only (callers broadcast them).
+// No routing is exchanged (no loss, so no load-balancing term).
 //
 // Thread safety: the trainer's one thread. Errors: aspen::Error for a message that does
 // not match its micro-batch or a call out of order.
@@ -46,9 +47,13 @@ class PipelinePass {
   // Stages but the last: their forwards and backwards of the whole step.
   void run_stage();
   // The last stage, for each micro-batch with response tokens in order: its hidden
-  // states, then backward(loss) with that micro-batch's scalar loss.
-  torch::Tensor forward(const MicroBatch& micro_batch);
-  void backward(const torch::Tensor& loss);
+  // states, then backward(loss) with that micro-batch's scalar loss. A MoE stage
+  // (stage.routes()) needs `log`: it receives the earlier stages' routing and this
+  // stage's layers append theirs, so it holds the whole forward's
+  // (train/pipeline_routing.h); `aux_scale` is the factor the load-balancing loss of
+  // that log had in `loss` (0: none), sent back with the gradient.
+  torch::Tensor forward(const MicroBatch& micro_batch, MoeRoutingLog* log = nullptr);
+  void backward(const torch::Tensor& loss, double aux_scale = 0.0);
   // Every stage, after the step's micro-batches: waits for the sends. aspen::Error when
   // the last stage left micro-batches unrun.
   void finish();
@@ -59,6 +64,7 @@ class PipelinePass {
   std::optional<ProcessGroupHandle> group_;
   size_t next_ = 0;      // the last stage's next micro-batch
   torch::Tensor input_;  // its received activations, while its backward is pending
+  MoeRoutingLog routing_;  // the whole forward's routing, while its backward is pending
   std::vector<PendingWork> sends_;
 };
 

@@ -5,6 +5,7 @@
 
 #include "aspen/parallel/pipeline_p2p.h"
 #include "aspen/train/imports.h"
+#include "aspen/train/pipeline_routing.h"
 #include "aspen/train/pipeline_schedule.h"
 #include "aspen/util/error.h"
 
@@ -15,22 +16,34 @@ namespace {
 struct InFlight {
   torch::Tensor input;   // the received activation (a leaf whose .grad goes back); none on stage 0
   torch::Tensor output;  // the hidden states sent on, or the last stage's loss
+  MoeRoutingLog own;     // this stage's sparse layers' routing (MoE)
+  torch::Tensor feedback;  // the load-balancing feedback to pass back (MoE)
 };
 
 }  // namespace
 
 StageForward stage_forward(QwenForCausalLM model) {
-  const PipelineStages pp = model->pp;
-  return {pp, [model](const torch::Tensor& input, const torch::Tensor& cu_seqlens) mutable {
-            return model->forward_stage(input, cu_seqlens);
-          }};
+  StageForward stage;
+  stage.pp = model->pp;
+  if (model->config.is_moe()) {
+    stage.num_experts = model->config.moe.num_experts;
+    stage.top_k = model->config.moe.num_experts_per_tok;
+  }
+  stage.forward = [model](const torch::Tensor& input, const torch::Tensor& cu_seqlens,
+                          MoeRoutingLog* log) mutable {
+    return model->forward_stage(input, cu_seqlens, {}, log);
+  };
+  return stage;
 }
 
 StageForward stage_forward(QwenModel decoder) {
-  const PipelineStages pp = decoder->pp;
-  return {pp, [decoder](const torch::Tensor& input, const torch::Tensor& cu_seqlens) mutable {
-            return decoder->checked_forward_stage(input, cu_seqlens);
-          }};
+  StageForward stage;
+  stage.pp = decoder->pp;
+  stage.forward = [decoder](const torch::Tensor& input, const torch::Tensor& cu_seqlens,
+                            MoeRoutingLog* log) mutable {
+    return decoder->checked_forward_stage(input, cu_seqlens, {}, log);
+  };
+  return stage;
 }
 
 void run_one_f_one_b(QwenForCausalLM& model, const std::vector<MicroBatch>& micro_batches,
@@ -46,6 +59,10 @@ void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& m
   check_input(!micro_batches.empty(), "no micro-batches to run", where);
   std::optional<ProcessGroupHandle> group;
   if (pp.enabled()) group = pp.require_group(where);
+  check_input(!stage.routes() || !pp.last(),
+              "the last stage of a MoE pipeline computes its load-balancing loss in a "
+              "trainer's loop (PipelinePass)",
+              where);
   const torch::Device device = micro_batches.front().input_ids.device();
   std::vector<InFlight> in_flight(micro_batches.size());
   std::vector<PendingWork> sends;  // waited at the end: Gloo sends complete on the peer's recv
@@ -64,11 +81,23 @@ void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& m
       state.input.requires_grad_(true);
       input = state.input;
     }
-    torch::Tensor hidden = stage.forward(input, mb.cu_seqlens);
+    // The earlier stages' routing, then this stage's layers append theirs.
+    MoeRoutingLog routing;
+    if (stage.routes() && !pp.first()) routing = recv_routing(*group, pp.stage - 1, mb.num_tokens, device);
+    const size_t earlier = routing.layers.size();
+    torch::Tensor hidden = stage.forward(input, mb.cu_seqlens, stage.routes() ? &routing : nullptr);
     if (pp.last()) {
       state.output = loss(i, hidden);
     } else {
       sends.push_back(send_tensor(*group, hidden.detach(), pp.stage + 1, kActivationTag));
+      if (stage.routes()) {
+        for (PendingWork& work : send_routing(*group, routing, stage.num_experts, stage.top_k,
+                                              mb.num_tokens, pp.stage + 1)) {
+          sends.push_back(work);
+        }
+        state.own.layers.assign(routing.layers.begin() + static_cast<std::ptrdiff_t>(earlier),
+                                routing.layers.end());
+      }
       state.output = hidden;
     }
   };
@@ -83,7 +112,18 @@ void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& m
                   "received a gradient of shape " + c10::str(grad.sizes()) + " for activations " +
                       c10::str(state.output.sizes()),
                   where);
-      torch::autograd::backward({state.output}, {grad});
+      torch::Tensor feedback;
+      if (stage.routes()) feedback = recv_tensor(*group, pp.stage + 1, kGradientTag, torch::kCPU);
+      const torch::Tensor aux = feedback.defined() ? stage_aux_loss(state.own, feedback)
+                                                   : torch::Tensor();
+      if (aux.defined()) {
+        torch::autograd::backward({state.output, aux}, {grad, torch::ones_like(aux)});
+      } else {
+        torch::autograd::backward({state.output}, {grad});
+      }
+      if (feedback.defined() && !pp.first()) {
+        state.feedback = feedback;  // passed on after the activations' gradient
+      }
     }
     if (!pp.first()) {
       // No path from the input to the output's graph would leave it without a gradient;
@@ -91,6 +131,9 @@ void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& m
       torch::Tensor grad = state.input.grad().defined() ? state.input.grad()
                                                         : torch::zeros_like(state.input);
       sends.push_back(send_tensor(*group, grad, pp.stage - 1, kGradientTag));
+      if (state.feedback.defined()) {
+        sends.push_back(send_tensor(*group, state.feedback, pp.stage - 1, kGradientTag));
+      }
     }
     state = InFlight{};  // frees the activations (the sends keep their own references)
   };

@@ -30,8 +30,7 @@
 // of T tokens and per direction, t * (T * C * element size + 64 header bytes) (fp32,
 // C = 4096, T = 4096: 64 MiB per link). Megatron's scatter/gather (each TP rank sends
 // 1/t, the receivers all-gather) would cut that to the one copy; not done.
-// Not done: interleaved virtual stages, PP with EP (the model refuses it), MoE routing
-// logs (no load-balancing loss).
+// Not done: interleaved virtual stages, PP with EP (the model refuses it).
 // Errors: aspen::Error for an empty micro-batch list, a message whose shape does not
 // match the micro-batch, or a failed send/receive.
 #pragma once
@@ -52,15 +51,28 @@ namespace aspen::train {
 // (input ids [T] on the first stage, the previous stage's hidden [T, C] elsewhere ->
 // hidden [T, C], after the final norm on the last stage), so that any model built on
 // stages - the policy, the critic's decoder - runs the same schedule.
+// `log` (may be null): where the stage's sparse layers record their routing.
+// num_experts > 0: a MoE policy whose load-balancing loss crosses the stages
+// (train/pipeline_routing.h): the stages exchange routing messages with the
+// activations and feedback with their gradients.
 struct StageForward {
   PipelineStages pp;
-  std::function<torch::Tensor(const torch::Tensor& input, const torch::Tensor& cu_seqlens)> forward;
+  std::function<torch::Tensor(const torch::Tensor& input, const torch::Tensor& cu_seqlens,
+                              MoeRoutingLog* log)>
+      forward;
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  bool routes() const { return num_experts > 0; }
 };
 StageForward stage_forward(QwenForCausalLM model);
+// The critic's decoder: no load-balancing loss, no routing messages.
 StageForward stage_forward(QwenModel decoder);
 
 // The last stage's loss of micro-batch `index` from its hidden states [T, C], as a
-// scalar to backward.
+// scalar to backward. With routing (a MoE stage) the other stages back up their part
+// of the load-balancing loss with the feedback the last stage sends; run_one_f_one_b's
+// own last stage does not compute one (aspen::Error: a trainer's last stage uses
+// PipelinePass, train/pipeline_pass.h).
 using HiddenLoss = std::function<torch::Tensor(size_t index, const torch::Tensor& hidden)>;
 void run_one_f_one_b(const StageForward& stage, const std::vector<MicroBatch>& micro_batches,
                      const HiddenLoss& loss);

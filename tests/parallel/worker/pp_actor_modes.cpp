@@ -11,7 +11,9 @@
 //                     log-probs, policy loss, KL loss, grad norm and step count, and hold
 //                     its parameters as the one process updated them, within the TP
 //                     tests' tolerances. Prints "rank R pp_actor CASE[@LAYOUT] ok".
-//     qwen3_dense, qwen2_tied (pp_cases.h)
+//     qwen3_dense, qwen2_tied, qwen3_moe (pp_cases.h); the MoE case trains with a
+//                     load-balancing loss (router_aux_loss_coef 0.5) and also checks its
+//                     value and the router load metrics
 //   LAYOUT (pp_grid.h): none - the world is the pipeline group, stage = rank;
 //     tpN             stages of N tensor-parallel ranks (PP x TP): each rank holds its
 //                     TP shard of its stage's parameters, checked against the shard of
@@ -115,6 +117,7 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   ActorUpdateOptions update;
   update.mini_batch_size = 4;  // two optimizer steps
   update.kl_coef = 0.1;
+  if (config.is_moe()) update.router_aux_loss_coef = 0.5;
   ActorMetrics want;
   if (grid.kind == "dp") {
     // One process: each global mini-batch of the DP run as one step (kDpMiniBatchRows = 4).
@@ -144,6 +147,12 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   expect_near(got.kl_loss, want.kl_loss, "kl loss", where);
   expect_near(got.entropy, want.entropy, "entropy", where);
   expect_near(got.clip_frac, want.clip_frac, "clip fraction", where);
+  if (config.is_moe()) {
+    check_input(want.router_aux_loss > 0.0, "the MoE case has a load-balancing loss", where);
+    expect_near(got.router_aux_loss, want.router_aux_loss, "load-balancing loss", where);
+    expect_near(got.router_load_max, want.router_load_max, "router load max", where);
+    expect_near(got.router_load_mean, want.router_load_mean, "router load mean", where);
+  }
   std::map<std::string, torch::Tensor> updated;
   for (const auto& [key, tensor] : full->hf_state()) updated[key] = tensor.detach();
   int64_t held = 0;

@@ -21,8 +21,12 @@ namespace aspen::testing::pipeline_cases {
 //   qwen3_dense  Qwen3 (q/k norms), untied head
 //   qwen2_tied   Qwen2 with biases and a tied embedding: the first and last stage both
 //                hold it (gradient summed; counted once in the clip norm)
+//   qwen3_moe    Qwen3-MoE, layers 0 and 2 sparse (top-2 of 4 experts), layer 1 dense:
+//                over 3 stages the middle one has no router but relays the routing
 inline io::ModelConfig case_config(const std::string& name, const std::string& mode) {
-  check_input(name == "qwen2_tied" || name == "qwen3_dense", "unknown case", mode + " " + name);
+  check_input(name == "qwen2_tied" || name == "qwen3_dense" || name == "qwen3_moe",
+              "unknown case", mode + " " + name);
+  if (name == "qwen3_moe") return tiny_parallel_moe_config(3);
   io::ModelConfig c = name == "qwen2_tied"
                           ? tiny_parallel_config(io::ModelFamily::kQwen2, 4, 2, 8, /*tied=*/true)
                           : tiny_parallel_config(io::ModelFamily::kQwen3, 4, 2, 12, /*tied=*/false);
