@@ -107,10 +107,10 @@ TEST(AgentLoop, TheDockRowsHoldExactlyTheTokensTheOpenAiClientSaw) {
   AgentLoop loop(agent_options("two_turns", dir), qwen3_tokenizer(),
                  ChatTemplate::from_config(testing::qwen3_tokenizer_dir()));
   EXPECT_EQ(loop.base_url().rfind("http://127.0.0.1:", 0), 0U) << loop.base_url();
-  for (int64_t sample = 0; sample < 3; ++sample) {
+  for (int64_t sample = 0; sample < 2; ++sample) {
     loop.start({1, 5, sample}, {{"prompt", "What is 2 + " + std::to_string(sample) + "?"}});
   }
-  std::vector<TrajectorySource::Finished> ended = drive(loop, *engine, 3);
+  std::vector<TrajectorySource::Finished> ended = drive(loop, *engine, 2);
   std::vector<Trajectory> trajectories;
   const Tokenizer& tokenizer = *qwen3_tokenizer();
   for (const auto& done : ended) trajectories.push_back(done.trajectory);
@@ -121,7 +121,7 @@ TEST(AgentLoop, TheDockRowsHoldExactlyTheTokensTheOpenAiClientSaw) {
   // Each program wrote what its client saw, by session: the files, in any order.
   std::vector<ordered_json> seen;
   for (const auto& entry : fs::directory_iterator(dir)) seen.push_back(read_json(entry.path()));
-  ASSERT_EQ(seen.size(), 3U);
+  ASSERT_EQ(seen.size(), 2U);
   for (size_t row = 0; row < trajectories.size(); ++row) {
     const Trajectory& t = trajectories[row];
     ASSERT_EQ(t.end, TrajectoryEnd::kDone) << t.error;
@@ -162,25 +162,41 @@ TEST(AgentLoop, TheDockRowsHoldExactlyTheTokensTheOpenAiClientSaw) {
     EXPECT_TRUE(matched) << "row " << row << ": no client saw these tokens";
   }
   const std::map<std::string, int64_t> counters = loop.counters();
-  EXPECT_EQ(counters.at("agent_calls"), 6);
-  EXPECT_EQ(counters.at("agent_episodes"), 3);
+  EXPECT_EQ(counters.at("agent_calls"), 4);
+  EXPECT_EQ(counters.at("agent_episodes"), 2);
   EXPECT_EQ(loop.waiting(), 0);
   fs::remove_all(dir);
 }
 
-TEST(AgentLoop, AFaultyProgramEndsItsOwnTrajectoryWithItsErrorAndAMetric) {
+// Programs that fail at once (no `openai` import: fast); the faults that need a call
+// first (late, wrong session, crash or garbage after a call) are the runs' and the
+// endpoint's tests (agent_run_test.cpp, tests/serve/agent_endpoint_test.cpp).
+TEST(AgentLoop, EachFaultyProgramEndsItsOwnTrajectoryWithItsErrorAndAMetric) {
   const std::string dir = agent_dir("faults");
   std::unique_ptr<RolloutEngine> engine = tiny_engine();
-  AgentLoopOptions options = agent_options("broken", dir);
-  AgentLoop broken(options, qwen3_tokenizer(), ChatTemplate::from_config(testing::qwen3_tokenizer_dir()));
-  broken.start({1, 1, 0}, {{"prompt", "Hi"}});
-  const std::vector<TrajectorySource::Finished> ended = drive(broken, *engine, 1);
-  ASSERT_EQ(ended.size(), 1U);
-  EXPECT_EQ(ended[0].trajectory.end, TrajectoryEnd::kEnvironment);
-  EXPECT_EQ(ended[0].trajectory.turns(), 0);
-  EXPECT_NE(ended[0].trajectory.error.find("not a reward"), std::string::npos)
-      << ended[0].trajectory.error;
-  EXPECT_EQ(broken.counters().at("agent_garbage"), 1);
+  AgentLoop loop(agent_options("two_turns", dir), qwen3_tokenizer(),
+                 ChatTemplate::from_config(testing::qwen3_tokenizer_dir()));
+  const std::vector<std::pair<std::string, std::string>> faults = {
+      {"broken", "not a reward"},
+      {"silent", "made no call with its session id"},
+      {"flood_now", "bytes on stdout"},
+      {"crash_now", "exited with status 3"}};
+  for (size_t i = 0; i < faults.size(); ++i) {
+    loop.start({1, 1, static_cast<int64_t>(i)}, {{"prompt", "Hi"}, {"mode", faults[i].first}});
+  }
+  const std::vector<TrajectorySource::Finished> ended = drive(loop, *engine, faults.size());
+  ASSERT_EQ(ended.size(), faults.size());
+  for (const TrajectorySource::Finished& done : ended) {
+    const std::string& expected = faults.at(static_cast<size_t>(done.key.sample)).second;
+    EXPECT_EQ(done.trajectory.end, TrajectoryEnd::kEnvironment) << expected;
+    EXPECT_EQ(done.trajectory.turns(), 0) << expected;
+    EXPECT_NE(done.trajectory.error.find(expected), std::string::npos) << done.trajectory.error;
+  }
+  const std::map<std::string, int64_t> counters = loop.counters();
+  for (const char* metric : {"agent_garbage", "agent_no_calls", "agent_oversized", "agent_crashes"}) {
+    EXPECT_EQ(counters.at(metric), 1) << metric;
+  }
+  EXPECT_EQ(loop.waiting(), 0);
   fs::remove_all(dir);
 }
 

@@ -2,13 +2,14 @@
 // runs whose trajectories are runs of an agent program written with the official
 // `openai` client (tests/pipeline/data/byo_agent.py) against the rollout instance's own
 // endpoint train for two iterations in sync and async mode and report turns, tool calls
-// and the agent's counters; faulty programs (silent, late, crashing, garbage, 10 MB,
-// wrong session) fail their own trajectories, which train with reward 0 (or, failing
-// before their first call, drop their group), and a
-// broken program ends the run with its error instead of hanging; the config refuses
-// what an agent run cannot do, naming the key. (agent_loop_test.cpp checks that the
-// dock rows hold exactly the tokens the client saw and that a hanging program is
-// killed; tests/agent/agent_program_test.cpp each fault's error, timeouts included.)
+// and the agent's counters; a program that crashes mid-episode fails its own trajectory,
+// which trains with reward 0; a broken program ends the run with its error instead of
+// hanging; the config refuses what an agent run cannot do, naming the key.
+// agent_loop_test.cpp checks that the dock rows hold exactly the tokens the client saw,
+// the faults of programs that never call (garbage, silent, 10 MB, crash) and that a
+// hanging program is killed; tests/agent/agent_program_test.cpp and
+// tests/serve/agent_endpoint_test.cpp each fault's error (timeouts, late and
+// wrong-session calls included).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -58,62 +59,51 @@ std::vector<nlohmann::json> rl_lines(const std::string& run_dir) {
   return lines;
 }
 
+// The first program of each run crashes after its first call: its trajectory trains with
+// reward 0 (rollout.environment.on_error zero, the default) and counts as an error.
 TEST(AgentRun, AnOpenAiClientAgentTrainsTwoIterationsInSyncAndAsyncMode) {
   for (const std::string mode : {"sync", "async"}) {
     const std::string dir = fresh_dir(mode);
     const TrainConfig config =
-        agent_run(agent_command("two_turns", dir + "/seen"), {"pipeline.mode=" + mode});
+        agent_run(agent_command("once_crash", dir + "/seen"), {"pipeline.mode=" + mode});
     RlSetup setup = build_rl_setup(config);
     run_rl(config, setup, RunOptions{dir + "/run"});
     const std::vector<nlohmann::json> lines = rl_lines(dir + "/run");
     ASSERT_EQ(lines.size(), 2U) << mode;
+    int64_t failed = 0;
     for (const nlohmann::json& line : lines) {
-      // Two calls per episode; a call the template renders differently from what the
-      // engine saw splits the session, and the trajectory trains on its last segment.
-      EXPECT_GT(line.at("turns_mean").get<double>(), 1.0) << mode;
+      // Two calls per episode (one for the crashed one); a call the template renders
+      // differently from what the engine saw splits the session, and the trajectory
+      // trains on its last segment.
+      EXPECT_GE(line.at("turns_mean").get<double>(), 1.0) << mode;
       EXPECT_LE(line.at("turns_mean").get<double>(), 2.0) << mode;
       EXPECT_EQ(line.at("tool_calls_mean").get<double>(), 0.0) << mode << ": it offers no tools";
       EXPECT_TRUE(line.at("bubbles").contains("tool_wait")) << mode;
-      EXPECT_EQ(line.at("trajectory_end_environment_error").get<int64_t>(), 0) << mode;
-      EXPECT_GE(line.at("agent_calls").get<int64_t>(), 4) << mode << ": 2 per trajectory";
-      EXPECT_EQ(line.at("agent_crashes").get<int64_t>(), 0) << mode;
+      EXPECT_GT(line.at("agent_calls").get<int64_t>(), 0) << mode;
+      failed += line.at("trajectory_end_environment_error").get<int64_t>();
     }
-    // Every program that ran wrote what its client saw (the metrics line counts those
-    // that had ended when it was written).
+    EXPECT_LE(failed, 1) << mode << ": only the first program failed";
+    if (mode == "sync") EXPECT_EQ(failed, 1) << "the first group is the first batch";
+    EXPECT_GT(std::max(lines[0].at("turns_mean").get<double>(),
+                       lines[1].at("turns_mean").get<double>()),
+              1.0)
+        << mode;
+    // Every program that called wrote what its client saw (the metrics line counts
+    // those that had ended when it was written).
     int64_t episodes = 0;
-    for (const auto& entry : fs::directory_iterator(dir + "/seen")) episodes += entry.is_regular_file();
-    EXPECT_GE(episodes, lines.back().at("agent_episodes").get<int64_t>()) << mode;
-    EXPECT_GE(episodes, 4) << mode << ": 2 iterations of one group of 2";
+    for (const auto& entry : fs::directory_iterator(dir + "/seen")) {
+      episodes += entry.path().extension() == ".seen";
+    }
+    EXPECT_GE(episodes, 3) << mode << ": 2 iterations of one group of 2, one crashed";
+    EXPECT_GE(episodes + 1, lines.back().at("agent_episodes").get<int64_t>()) << mode;
   }
 }
 
-TEST(AgentRun, FaultyAgentsFailTheirOwnTrajectoriesWhichTrainWithRewardZero) {
-  const std::string dir = fresh_dir("mixed");
-  const TrainConfig config = agent_run(agent_command("mixed", dir + "/seen"),
-                                       {"rollout.environment.on_error=zero"});
-  RlSetup setup = build_rl_setup(config);
-  run_rl(config, setup, RunOptions{dir + "/run"});
-  const std::vector<nlohmann::json> lines = rl_lines(dir + "/run");
-  ASSERT_EQ(lines.size(), 2U);
-  int64_t failed = 0, done = 0;
-  for (const nlohmann::json& line : lines) {
-    failed += line.at("trajectory_end_environment_error").get<int64_t>();
-    done += line.at("trajectory_end_done").get<int64_t>();
-  }
-  EXPECT_GT(done, 0) << "the well-behaved episodes";
-  const nlohmann::json& last = lines.back();
-  int64_t faults = 0;
-  for (const char* metric : {"agent_timeouts", "agent_crashes", "agent_garbage", "agent_oversized",
-                             "agent_no_calls"}) {
-    faults += last.at(metric).get<int64_t>();
-  }
-  EXPECT_GT(faults, 0) << last.dump();
-  EXPECT_GE(faults, failed) << "every failed trajectory trained was an agent's fault";
-}
-
+// A program that never calls has no turn: its group leaves the dock under `drop` and
+// `zero` alike (finish_trajectory_claim), so one policy covers both.
 TEST(AgentRun, ABrokenAgentEndsTheRunWithItsErrorInsteadOfHanging) {
   const std::string dir = fresh_dir("broken");
-  for (const std::string on_error : {"drop", "zero"}) {
+  for (const std::string on_error : {"zero"}) {
     TrainConfig config = agent_run(agent_command("broken", dir + "/seen"),
                                    {"rollout.environment.on_error=" + on_error});
     config.train.iterations = 50;  // more claims than the bound: it must end on its own
@@ -146,6 +136,21 @@ TEST(AgentRun, TheConfigRefusesWhatAnAgentRunCannotDoNamingTheKey) {
   refused({"rollout.agent.on_prefix_break=maybe"}, "rollout.agent.on_prefix_break");
   refused({"rollout.environment.chat_template="}, "rollout.environment.chat_template");
   EXPECT_TRUE(agent_run("true", {}).rollout.multi_turn());
+}
+
+// The run configuration docs/agents.md shows reads as written.
+TEST(AgentRun, TheDocumentedAgentConfigIsAValidRunConfig) {
+  std::ifstream docs(std::string(ASPEN_SOURCE_DIR) + "/docs/agents.md");
+  const std::string text((std::istreambuf_iterator<char>(docs)), std::istreambuf_iterator<char>());
+  const size_t section = text.find("## Bring your own agent");
+  const size_t begin = text.find("```yaml\n", section);
+  ASSERT_NE(begin, std::string::npos) << "docs/agents.md lost its agent run config";
+  const size_t code = begin + 8;
+  Config yaml = Config::parse(text.substr(code, text.find("```", code) - code), "docs/agents.md");
+  const TrainConfig config = parse_train_config(yaml);
+  EXPECT_EQ(config.rollout.agent.command, "python my_agent.py");
+  EXPECT_EQ(config.rollout.agent.max_concurrent, 8);
+  EXPECT_TRUE(config.rollout.multi_turn());
 }
 
 }  // namespace

@@ -8,16 +8,19 @@ length of the last reply's text over 20 (capped at 1): rewards that differ withi
 It writes what the client saw (each reply's token texts and log-probs) to
 OUT_DIR/<session>.json for the test to compare with what Aspen trained.
 
-MODE "two_turns" is that; the others misbehave, for the fault tests:
-  flaky     crashes (exit 3) after its first call in one episode out of three
-  broken    prints garbage without calling
-  mixed     each episode one of: silent (never calls), late (calls after its reward),
-            crash, garbage, flood (10 MB on stdout), wrong_session, or two_turns
-  hang      sleeps after its first call (killed at rollout.agent.timeout_s)
+MODE "two_turns" is that (a row's "mode" field, when present, replaces argv's); the
+others misbehave, for the fault tests:
+  once_crash  the first episode of OUT_DIR (it creates OUT_DIR/crashed) exits 3 after its
+              first call; the others are two_turns
+  broken      prints garbage without calling
+  silent      prints a reward without calling
+  flood_now   prints 10 MB at once, without calling
+  crash_now   exits 3 at once
+  crash, garbage, flood (10 MB on stdout), late (calls after its reward),
+  wrong_session, hang (sleeps after its first call): the same after their first call
 """
 import json
 import os
-import random
 import sys
 import time
 
@@ -25,18 +28,25 @@ import time
 def main():
     mode, out_dir = sys.argv[1], sys.argv[2]
     row = json.loads(sys.stdin.readline())
+    mode = row.get("mode", mode)
     session = os.environ["ASPEN_SESSION"]
-    if mode == "mixed":
-        mode = random.choice(["silent", "late", "crash", "garbage", "flood", "wrong_session",
-                              "two_turns", "two_turns", "two_turns", "two_turns"])
-    if mode == "flaky":
-        mode = "crash" if random.random() < 1 / 3 else "two_turns"
+    if mode == "once_crash":
+        try:
+            os.close(os.open(os.path.join(out_dir, "crashed"), os.O_CREAT | os.O_EXCL))
+            mode = "crash"
+        except FileExistsError:
+            mode = "two_turns"
     if mode == "broken":
         print("not a reward")
         return
     if mode == "silent":
         print(json.dumps({"reward": 1.0}))
         return
+    if mode == "flood_now":
+        sys.stdout.write("x" * (10 << 20))
+        return
+    if mode == "crash_now":
+        sys.exit(3)
     import openai  # here: the modes above exit at once, without its import's second
 
     client = openai.OpenAI(base_url=os.environ["OPENAI_BASE_URL"],
@@ -63,7 +73,7 @@ def main():
                 messages.append({"role": "user", "content": "Once more."})
     except openai.APIStatusError as error:
         seen.append({"error": error.status_code, "message": str(error)})
-    with open(os.path.join(out_dir, os.environ["ASPEN_SESSION"] + ".json"), "w") as out:
+    with open(os.path.join(out_dir, os.environ["ASPEN_SESSION"] + ".seen"), "w") as out:
         json.dump({"mode": mode, "seen": seen}, out)
     if mode == "garbage":
         print("the answer is 42")
