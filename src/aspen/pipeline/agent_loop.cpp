@@ -48,6 +48,16 @@ Trajectory episode_trajectory(const AgentEpisode& episode, double engine_s) {
   return t;
 }
 
+// A call's failure: the program's fault (HTTP 400) or the run ending (503).
+serve::StreamEvent call_failure(const std::string& error, bool unavailable) {
+  serve::StreamEvent event;
+  event.kind = serve::StreamEvent::Kind::kFailed;
+  event.error = error;
+  event.client_error = !unavailable;
+  event.unavailable = unavailable;
+  return event;
+}
+
 }  // namespace
 
 // Everything behind the loop: the endpoint (whose GenerationService it is), the runner
@@ -123,12 +133,8 @@ class AgentLoop::State : public serve::GenerationService {
     const auto key = keys_.find(request.id);
     if (stopping_ || key == keys_.end()) {
       // Its program printed its reward between the ledger's check and here.
-      serve::StreamEvent event;
-      event.kind = serve::StreamEvent::Kind::kFailed;
-      event.error = stopping_ ? "the run is over" : "the session closed during the call";
-      event.client_error = !stopping_;
-      event.unavailable = stopping_;
-      stream->push(std::move(event));
+      stream->push(call_failure(
+          stopping_ ? "the run is over" : "the session closed during the call", stopping_));
       return stream;
     }
     Running& trajectory = running_.at(key->second);
@@ -246,12 +252,7 @@ class AgentLoop::State : public serve::GenerationService {
   void fail_call(Running& trajectory, const std::string& error, bool unavailable)
       REQUIRES(mutex_) {
     if (!trajectory.call) return;
-    serve::StreamEvent event;
-    event.kind = serve::StreamEvent::Kind::kFailed;
-    event.error = error;
-    event.client_error = !unavailable;
-    event.unavailable = unavailable;
-    trajectory.call->push(std::move(event));
+    trajectory.call->push(call_failure(error, unavailable));
     trajectory.call.reset();
   }
 
