@@ -207,12 +207,10 @@ TEST(TrainConfig, TrainerPipelineRefusesWhatStagesDoNotRunYetNamingBothKeys) {
   const std::string pp2 = "placement: {train: {pp: 2}, rollout: {instances: 2}}\n";
   Config fine = Config::parse(pp2, "run.yaml");
   EXPECT_NO_THROW(check_trainer_pipeline(parse_train_config(fine), 2));
-  // DP x PP and PP x TP train; checkpoints of PP x TP are not written yet.
-  const std::string pp2tp2 = "placement: {train: {pp: 2, tp: 2}, rollout: {instances: 4}}\n";
+  // DP x PP and PP x TP train (and checkpoint).
   Config grid = Config::parse(
       "placement: {train: {dp: 2, pp: 2, tp: 2}, rollout: {instances: 8}}\n", "run.yaml");
   EXPECT_NO_THROW(check_trainer_pipeline(parse_train_config(grid), 2));
-  refused("checkpoint: {every: 2}\n" + pp2tp2, 4, "checkpoint.every");
   refused("placement: {train: {dp: 2, pp: 2, ep: 2}, rollout: {instances: 4}}\n", 4,
           "placement.train.ep");
   refused("placement: {train: {pp: 2}, rollout: {instances: 1, tp: 2}}\n", 4, "placement.rollout.tp");

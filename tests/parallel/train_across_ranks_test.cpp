@@ -279,7 +279,9 @@ TEST(TrainAcrossRanks, PipelineParallelTiedQwen2TwoStagesTrainAndResumeLikeOnePr
 
 // PP x TP: two stages, each a TP 2 model, over four ranks (TP fastest: stage 0 on
 // ranks 0-1); each stage's TP group gathers its layers' shards, then the stages gather
-// their layers into every rank's rollout model. Dense Qwen3 and tied Qwen2. The Qwen2
+// their layers into every rank's rollout model. Dense Qwen3 and tied Qwen2; the Qwen3
+// run's checkpoint after iteration 2 (a directory of TP shards per stage) resumes
+// exactly at PP 2 x TP 2 and in one process like the one-process run. The Qwen2
 // case at lr 1e-4: its key biases' gradient sits at rounding level (softmax ignores
 // what a bias adds to every key of a query, up to RoPE), AdamW turns a sign flip there
 // into a step of ~lr, and TP rounds differently: at lr 1e-3 plain TP 2 (no stages)
@@ -289,7 +291,20 @@ TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) 
   const std::string qwen3 = hf_model_dir("pp2tp2_qwen3_model", ModelFamily::kQwen3, false, 2);
   const std::string qwen2 = hf_model_dir("pp2tp2_qwen2_model", ModelFamily::kQwen2, true, 2);
   const std::string grid = "placement.train.pp=2 placement.train.tp=2 placement.rollout.instances=4";
-  run_pair("pp2tp2_qwen3", tp_rank_run("model.path=" + qwen3), grid, 4);
+  run_pair("pp2tp2_qwen3",
+           tp_rank_run("model.path=" + qwen3 +
+                       " train.epochs=2 checkpoint.every=2 checkpoint.keep_last=0"),
+           grid, 4);
+  // Its checkpoint: each stage's TP group wrote its own shards' directory.
+  const std::string optimizer = dir_of("pp2tp2_qwen3_two") + "/checkpoints/iter_000002/actor_optimizer";
+  for (const char* file : {"stage-00000-of-00002/tp-1-of-2.safetensors",
+                           "stage-00001-of-00002/tp-0-of-2.safetensors"}) {
+    EXPECT_TRUE(fs::exists(optimizer + "/" + file)) << file;
+  }
+  expect_resumes_exactly("pp2tp2_qwen3", 4);
+  expect_resumes_like(dir_of("pp2tp2_qwen3_two"), "pp2tp2_qwen3_resumed_one", 1,
+                      "placement.train.pp=1 placement.train.tp=1 placement.rollout.instances=1",
+                      dir_of("pp2tp2_qwen3_one"));
   run_pair("pp2tp2_qwen2", tp_rank_run("model.path=" + qwen2 + " train.seed=4 train.lr=1e-4"),
            grid, 4);
 }

@@ -19,9 +19,6 @@ void check_trainer_pipeline(const TrainConfig& config, int64_t model_layers) {
   };
   refuse(p.train_ep > 1, "placement.train.ep > 1", "pipeline stages do not exchange experts",
          "placement.train.ep=1");
-  refuse(p.train_tp > 1 && config.checkpoint.every > 0, "placement.train.tp > 1 and checkpoint.every",
-         "the sharded checkpoint format has one file per TP rank, not per stage and TP rank",
-         "checkpoint.every=0, placement.train.tp=1");
   refuse(p.mode == PlacementMode::kColocated && p.rollout_tp > 1, "placement.rollout.tp > 1",
          "colocated tensor-parallel instances are resharded from a DP x TP grid",
          "placement.mode=disaggregated (its instances take the gathered policy)");

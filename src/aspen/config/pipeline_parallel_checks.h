@@ -3,9 +3,8 @@
 // simulate`) models every DP x PP x TP grid, so the config itself takes them
 // (parallel/placement.h checks the grid's sizes).
 // Refused, naming placement.train.pp and the other key: PP with train.ep > 1 (the
-// stages do not exchange experts), checkpoints of PP x TP (checkpoint.every > 0 with
-// train.tp > 1: the sharded format has one file per TP rank, and the stages' TP ranks
-// would collide; DP x PP and PP x TP train), with colocated rollout.tp > 1 (the resharder plans
+// stages do not exchange experts; DP x PP and PP x TP train), with colocated
+// rollout.tp > 1 (the resharder plans
 // DP x TP grids only; disaggregated tensor-parallel instances take the gathered
 // policy), with ppo (no critic on stages), LoRA (not tested on stages), routing
 // replay (the routing log does not cross stages), and more stages than the model's

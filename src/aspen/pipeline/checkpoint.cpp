@@ -152,10 +152,24 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   const PipelineStages& pp = actor->pp;
   const bool sharded = tp.enabled();
   const bool staged = pp.enabled();
-  check_input(!(sharded && staged), "is not written for pipeline stages that are tensor-parallel",
-              "checkpoint.every", "config/pipeline_parallel_checks.h refuses it at the start");
-  const bool leader = (sharded ? tp.rank : staged ? pp.stage : experts.rank) == 0;
+  // PP x TP: the first replica's every stage and TP rank; stage 0's TP rank 0 leads.
+  const bool leader =
+      (sharded ? tp.rank == 0 && pp.stage == 0 : (staged ? pp.stage : experts.rank) == 0);
   std::optional<ProcessGroupHandle> group = sharded ? tp.group : staged ? pp.group : experts.group;
+  // Under PP x TP no one group spans the writers: a barrier over the pipeline group (a
+  // TP index's stages) and one over the TP group (a stage's ranks), in the order that
+  // orders every writer after the leader (sync_ranks) or the leader after every writer
+  // (sync_ranks with `after_writes`).
+  const auto sync_ranks = [&](bool after_writes) {
+    if (sharded && staged) {
+      ProcessGroupHandle stages = *pp.group;
+      if (after_writes) group->barrier();
+      stages.barrier();
+      if (!after_writes) group->barrier();
+    } else if (group) {
+      group->barrier();
+    }
+  };
   if (leader) {
     fs::remove_all(tmp);
     fs::create_directories(tmp);
@@ -179,16 +193,26 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
     }
     if (leader) write_safetensors((tmp / "reference.safetensors").string(), whole);
   }
-  if (group) group->barrier();  // the directory exists
+  sync_ranks(false);  // the directory exists
   if (sharded) {
-    // Each TP rank its own shards (and experts): nothing is gathered.
+    // Each TP rank its own shards (and experts): nothing is gathered. Stages write a
+    // directory each, their own layers (the tied embedding once).
+    const auto state_dir = [&](const char* name) {
+      const std::string dir = (tmp / name).string();
+      return staged ? stage_shards_dir(dir, pp.stage, pp.size) : dir;
+    };
+    std::function<bool(const std::string&)> mine;
+    if (staged) mine = [actor](const std::string& name) { return stage_writes(actor, name); };
     if (reference) {
       const QwenForCausalLM& frozen = workers.reference->model();
-      write_rank_shards((tmp / kShardedReference).string(), frozen->hf_state(),
-                        parameter_holding(frozen), tp.rank, tp.size);
+      std::vector<std::pair<std::string, torch::Tensor>> held;
+      for (auto& item : frozen->hf_state()) {
+        if (!mine || mine(item.first)) held.push_back(item);
+      }
+      write_rank_shards(state_dir(kShardedReference), held, parameter_holding(frozen), tp.rank,
+                        tp.size);
     }
-    write_rank_shards((tmp / kShardedOptimizer).string(),
-                      workers.actor->optimizer().checkpoint_state(),
+    write_rank_shards(state_dir(kShardedOptimizer), workers.actor->optimizer().checkpoint_state(mine),
                       optimizer_state_holding(actor), tp.rank, tp.size);
   } else {
     // EP rank 0: everything it holds, another EP rank its experts; stage s of P its
@@ -204,7 +228,7 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
                           .string(),
                       workers.actor->optimizer().checkpoint_state(mine));
   }
-  if (group) group->barrier();  // every share is written
+  sync_ranks(true);  // every share is written
   if (!leader) return final_dir.string();
   if (workers.critic) {
     write_safetensors((tmp / "critic.safetensors").string(),

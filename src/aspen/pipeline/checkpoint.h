@@ -18,7 +18,8 @@
 //   actor_optimizer/, reference/   instead, under tensor parallelism (train.tp > 1):
 //                            the AdamW state and the reference as each TP rank of the
 //                            first data-parallel replica holds them, its own shards
-//                            written by itself (pipeline/checkpoint_shards.h)
+//                            written by itself (pipeline/checkpoint_shards.h); with
+//                            pipeline stages too, a directory per stage in each
 //   critic.safetensors       critic parameters (ppo)
 //   critic_optimizer.safetensors  (ppo)
 //   state.json               {"iteration": N, "schedule": {...}}: prompt order and
@@ -64,7 +65,9 @@ namespace aspen::pipeline {
 // EP group): each writes its shards of the optimizer state and the reference. Under
 // pipeline parallelism (the actor model's PP context, train.pp > 1) it is collective
 // over the first replica's pipeline group: each stage writes its share of the
-// optimizer state, and the reference is gathered to stage 0 (rank 0).
+// optimizer state, and the reference is gathered to stage 0 (rank 0). Both (PP x TP):
+// every stage's TP group writes its stage's directory of shards; the barriers run over
+// the TP and the pipeline groups, stage 0's TP rank 0 leading.
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
                             int64_t keep_last, const ExpertParallel& experts = {});

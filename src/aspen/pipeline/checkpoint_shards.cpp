@@ -110,8 +110,43 @@ void write_rank_shards(const std::string& dir,
   }
 }
 
+std::string stage_shards_dir(const std::string& dir, int stage, int stages) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "stage-%05d-of-%05d", stage, stages);
+  return (fs::path(dir) / name).string();
+}
+
 std::map<std::string, torch::Tensor> read_rank_shards(const std::string& dir,
                                                       const HoldingOf& holding) {
+  // Pipeline stages that are tensor-parallel: one state directory per stage, each
+  // with the names of its stage's layers (the step counter in every one).
+  std::map<int, std::string> stages;
+  int count = -1;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    int s = 0, p = 0;
+    char tail[8] = {0};
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() ||
+        std::sscanf(name.c_str(), "stage-%5d-of-%5d%7s", &s, &p, tail) != 2 ||
+        stage_shards_dir(dir, s, p) != entry.path().string()) {
+      continue;
+    }
+    check_input(count == -1 || count == p,
+                "holds the states of " + std::to_string(count) + " and of " + std::to_string(p) +
+                    " pipeline stages",
+                dir);
+    count = p;
+    stages[s] = entry.path().string();
+  }
+  if (count > 0) {
+    std::map<std::string, torch::Tensor> out;
+    for (int s = 0; s < count; ++s) {
+      check_input(stages.count(s) == 1, "lacks " + stage_shards_dir(dir, s, count), dir,
+                  "every stage of the first pipeline writes its own directory");
+      for (auto& item : read_rank_shards(stages.at(s), holding)) out.insert(std::move(item));
+    }
+    return out;
+  }
   std::map<std::string, torch::Tensor> out;
   for (auto& [name, tensor] :
        load_sharded(dir, [&](const std::string& name, const ShardSpec&) { return holding(name); })) {

@@ -11,6 +11,11 @@
 //   experts-RRRRR-of-TTTTT.safetensors
 //       only under expert parallelism over the TP group (train.ep = train.tp): the
 //       tensors TP rank R alone holds, whole, by name - its routed experts'
+//   stage-SSSSS-of-PPPPP/
+//       instead, when the tensor-parallel ranks are pipeline stages (train.pp > 1): each
+//       stage's TP group writes the state of its stage's layers as above into its own
+//       directory (stage_shards_dir; the tied embedding's state from the first stage
+//       only), and a reader takes what it holds from all of them.
 // A tensor's holding (parallel::ShardHolding) says how a rank holds it: its shard of
 // the TP layout, or whole (size 1: without TP, or an expert-parallel rank's own
 // expert). Writing needs the writer's holdings; reading takes the reader's, so a state
@@ -58,7 +63,11 @@ void write_rank_shards(const std::string& dir,
                        const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                        const HoldingOf& holding, int tp_rank, int tp_size);
 
-// The tensors of `dir` this rank holds, as `holding` says it holds them (copies).
+// Where stage `stage` of `stages` writes its shards under `dir` (above).
+std::string stage_shards_dir(const std::string& dir, int stage, int stages);
+
+// The tensors of `dir` this rank holds, as `holding` says it holds them (copies); of
+// every stage directory when `dir` has them.
 std::map<std::string, torch::Tensor> read_rank_shards(const std::string& dir,
                                                       const HoldingOf& holding);
 
