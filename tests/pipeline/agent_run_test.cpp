@@ -61,61 +61,62 @@ std::vector<nlohmann::json> rl_lines(const std::string& run_dir) {
 
 // The first program of each run crashes after its first call: its trajectory trains with
 // reward 0 (rollout.environment.on_error zero, the default) and counts as an error.
-TEST(AgentRun, AnOpenAiClientAgentTrainsTwoIterationsInSyncAndAsyncMode) {
-  for (const std::string mode : {"sync", "async"}) {
-    const std::string dir = fresh_dir(mode);
-    const TrainConfig config =
-        agent_run(agent_command("once_crash", dir + "/seen"), {"pipeline.mode=" + mode});
-    RlSetup setup = build_rl_setup(config);
-    run_rl(config, setup, RunOptions{dir + "/run"});
-    const std::vector<nlohmann::json> lines = rl_lines(dir + "/run");
-    ASSERT_EQ(lines.size(), 2U) << mode;
-    int64_t failed = 0;
-    for (const nlohmann::json& line : lines) {
-      // Two calls per episode (one for the crashed one); a call the template renders
-      // differently from what the engine saw splits the session, and the trajectory
-      // trains on its last segment.
-      EXPECT_GE(line.at("turns_mean").get<double>(), 1.0) << mode;
-      EXPECT_LE(line.at("turns_mean").get<double>(), 2.0) << mode;
-      EXPECT_EQ(line.at("tool_calls_mean").get<double>(), 0.0) << mode << ": it offers no tools";
-      EXPECT_TRUE(line.at("bubbles").contains("tool_wait")) << mode;
-      EXPECT_GT(line.at("agent_calls").get<int64_t>(), 0) << mode;
-      failed += line.at("trajectory_end_environment_error").get<int64_t>();
-    }
-    EXPECT_LE(failed, 1) << mode << ": only the first program failed";
-    if (mode == "sync") EXPECT_EQ(failed, 1) << "the first group is the first batch";
-    EXPECT_GT(std::max(lines[0].at("turns_mean").get<double>(),
-                       lines[1].at("turns_mean").get<double>()),
-              1.0)
-        << mode;
-    // Every program that called wrote what its client saw (the metrics line counts
-    // those that had ended when it was written).
-    int64_t episodes = 0;
-    for (const auto& entry : fs::directory_iterator(dir + "/seen")) {
-      episodes += entry.path().extension() == ".seen";
-    }
-    EXPECT_GE(episodes, 3) << mode << ": 2 iterations of one group of 2, one crashed";
-    EXPECT_GE(episodes + 1, lines.back().at("agent_episodes").get<int64_t>()) << mode;
+void expect_agent_run_trains(const std::string& mode) {
+  const std::string dir = fresh_dir(mode);
+  const TrainConfig config =
+      agent_run(agent_command("once_crash", dir + "/seen"), {"pipeline.mode=" + mode});
+  RlSetup setup = build_rl_setup(config);
+  run_rl(config, setup, RunOptions{dir + "/run"});
+  const std::vector<nlohmann::json> lines = rl_lines(dir + "/run");
+  ASSERT_EQ(lines.size(), 2U) << mode;
+  int64_t failed = 0;
+  for (const nlohmann::json& line : lines) {
+    // Two calls per episode (one for the crashed one); a call the template renders
+    // differently from what the engine saw splits the session, and the trajectory
+    // trains on its last segment.
+    EXPECT_GE(line.at("turns_mean").get<double>(), 1.0) << mode;
+    EXPECT_LE(line.at("turns_mean").get<double>(), 2.0) << mode;
+    EXPECT_EQ(line.at("tool_calls_mean").get<double>(), 0.0) << mode << ": it offers no tools";
+    EXPECT_TRUE(line.at("bubbles").contains("tool_wait")) << mode;
+    EXPECT_GT(line.at("agent_calls").get<int64_t>(), 0) << mode;
+    failed += line.at("trajectory_end_environment_error").get<int64_t>();
   }
+  EXPECT_LE(failed, 1) << mode << ": only the first program failed";
+  if (mode == "sync") EXPECT_EQ(failed, 1) << "the first group is the first batch";
+  EXPECT_GT(std::max(lines[0].at("turns_mean").get<double>(),
+                     lines[1].at("turns_mean").get<double>()),
+            1.0)
+      << mode;
+  // Every program that called wrote what its client saw (the metrics line counts
+  // those that had ended when it was written).
+  int64_t episodes = 0;
+  for (const auto& entry : fs::directory_iterator(dir + "/seen")) {
+    episodes += entry.path().extension() == ".seen";
+  }
+  EXPECT_GE(episodes, 3) << mode << ": 2 iterations of one group of 2, one crashed";
+  EXPECT_GE(episodes + 1, lines.back().at("agent_episodes").get<int64_t>()) << mode;
 }
 
-// A program that never calls has no turn: its group leaves the dock under `drop` and
-// `zero` alike (finish_trajectory_claim), so one policy covers both.
+TEST(AgentRun, AnOpenAiClientAgentTrainsTwoIterationsInSyncMode) { expect_agent_run_trains("sync"); }
+
+TEST(AgentRun, AnOpenAiClientAgentTrainsTwoIterationsInAsyncMode) {
+  expect_agent_run_trains("async");
+}
+
+// A program that never calls has no turn: its group leaves the dock under on_error `drop`
+// and `zero` (the default) alike (finish_trajectory_claim), so one policy covers both.
 TEST(AgentRun, ABrokenAgentEndsTheRunWithItsErrorInsteadOfHanging) {
   const std::string dir = fresh_dir("broken");
-  for (const std::string on_error : {"zero"}) {
-    TrainConfig config = agent_run(agent_command("broken", dir + "/seen"),
-                                   {"rollout.environment.on_error=" + on_error});
-    config.train.iterations = 50;  // more claims than the bound: it must end on its own
-    RlSetup setup = build_rl_setup(config);
-    try {
-      run_rl(config, setup, RunOptions{dir + "/run_" + on_error});
-      ADD_FAILURE() << on_error << ": a broken agent trained";
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("rollout.agent.command"), std::string::npos) << what;
-      EXPECT_NE(what.find("not a reward"), std::string::npos) << what;
-    }
+  TrainConfig config = agent_run(agent_command("broken", dir + "/seen"), {});
+  config.train.iterations = 50;  // more claims than the bound: it must end on its own
+  RlSetup setup = build_rl_setup(config);
+  try {
+    run_rl(config, setup, RunOptions{dir + "/run"});
+    ADD_FAILURE() << "a broken agent trained";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rollout.agent.command"), std::string::npos) << what;
+    EXPECT_NE(what.find("not a reward"), std::string::npos) << what;
   }
 }
 
