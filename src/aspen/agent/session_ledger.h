@@ -28,8 +28,9 @@
 // <think> block of an earlier turn (enable_thinking=false) or the reasoning of turns
 // before the last user message. Then, per PrefixBreak:
 //   kSplit  (default): the segment ends and a new one starts from this call's prompt,
-//           encoded afresh; prefix_breaks() counts it (metric agent_prefix_breaks). Each
-//           segment trains as a trajectory of its own with the session's reward.
+//           encoded afresh; prefix_breaks() counts it (metric agent_prefix_breaks). A run
+//           trains the last segment with the session's reward (a dock row is one
+//           sequence: pipeline/agent_loop.h) and counts the others.
 //   kRefuse: begin_call throws PrefixBroken; the call is answered with an error and the
 //           session keeps its segment as it was.
 //
