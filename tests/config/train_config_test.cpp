@@ -214,7 +214,8 @@ TEST(TrainConfig, TrainerPipelineRefusesWhatStagesDoNotRunYetNamingBothKeys) {
   refused("placement: {train: {dp: 2, pp: 2, ep: 2}, rollout: {instances: 4}}\n", 4,
           "placement.train.ep");
   refused("placement: {train: {pp: 2}, rollout: {instances: 1, tp: 2}}\n", 4, "placement.rollout.tp");
-  refused("algorithm: {name: ppo}\n" + pp2, 4, "algorithm.name");
+  refused("algorithm: {name: ppo}\nplacement: {train: {pp: 2, tp: 2}, rollout: {instances: 4}}\n",
+          4, "algorithm.name");
   refused("train: {lora: {rank: 4}}\n" + pp2, 4, "train.lora.rank");
   refused(pp2, 1, "decoder layers");  // one layer cannot make two stages
 }

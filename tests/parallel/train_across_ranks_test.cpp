@@ -319,6 +319,25 @@ TEST(TrainAcrossRanks, PipelineParallelMoeTwoStagesTrainTheAuxLossLikeOneProcess
            "placement.train.pp=2 placement.rollout.instances=2");
 }
 
+// PPO on stages: the critic is a stage of the policy's (values through the forward-only
+// pass, its update by 1F1B), with the reference and KL in the reward. Its checkpoint
+// after iteration 2 (the critic gathered, its optimizer state a share per stage)
+// resumes exactly at PP 2 and in one process like the one-process run.
+TEST(TrainAcrossRanks, PipelineParallelPpoWithCriticTwoStagesTrainAndResumeLikeOneProcess) {
+  run_pair("pp2_ppo",
+           tp_rank_run("algorithm.name=ppo algorithm.kl_in_reward=true train.seed=4 "
+                       "train.epochs=2 checkpoint.every=2 checkpoint.keep_last=0"),
+           "placement.train.pp=2 placement.rollout.instances=2");
+  const std::string checkpoint = dir_of("pp2_ppo_two") + "/checkpoints/iter_000002";
+  for (const char* file : {"critic.safetensors", "critic_optimizer-00000-of-00002.safetensors",
+                           "critic_optimizer-00001-of-00002.safetensors"}) {
+    EXPECT_TRUE(fs::exists(checkpoint + "/" + file)) << file;
+  }
+  expect_resumes_exactly("pp2_ppo", 2);
+  expect_resumes_like(dir_of("pp2_ppo_two"), "pp2_ppo_resumed_one", 1,
+                      "placement.train.pp=1 placement.rollout.instances=1", dir_of("pp2_ppo_one"));
+}
+
 // DP x PP: two pipelines of two stages, each training its own rows (the stages' gradients
 // summed over the ranks holding the same stage), the first pipeline's stages writing
 // the checkpoint, which resumes in one process. The built-in (tied) Qwen3.

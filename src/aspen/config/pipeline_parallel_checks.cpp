@@ -22,8 +22,8 @@ void check_trainer_pipeline(const TrainConfig& config, int64_t model_layers) {
   refuse(p.mode == PlacementMode::kColocated && p.rollout_tp > 1, "placement.rollout.tp > 1",
          "colocated tensor-parallel instances are resharded from a DP x TP grid",
          "placement.mode=disaggregated (its instances take the gathered policy)");
-  refuse(config.algorithm.name == AlgorithmName::kPpo, "algorithm.name ppo",
-         "the critic does not run on pipeline stages", "a critic-free algorithm (grpo, ...)");
+  refuse(config.algorithm.name == AlgorithmName::kPpo && p.train_tp > 1, "algorithm.name ppo",
+         "the critic is not tensor-parallel", "placement.train.tp=1");
   refuse(config.train.lora.enabled(), "train.lora.rank > 0",
          "LoRA adapters are not tested on pipeline stages", "train.lora.rank=0");
   refuse(config.algorithm.rollout_correction.routing_replay,

@@ -6,7 +6,8 @@
 // stages do not exchange experts; DP x PP and PP x TP train), with colocated
 // rollout.tp > 1 (the resharder plans
 // DP x TP grids only; disaggregated tensor-parallel instances take the gathered
-// policy), with ppo (no critic on stages), LoRA (not tested on stages), routing
+// policy), with ppo under TP (the critic is not tensor-parallel), LoRA (not tested on
+// stages), routing
 // replay (the routing log does not cross stages), and more stages than the model's
 // `model_layers` decoder layers (a stage without a layer would only forward messages).
 // Errors: aspen::Error. Thread safety: pure.

@@ -91,25 +91,31 @@ void checkpoint_fault_delay() {
   if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
 }
 
-// "actor_optimizer-RRRRR-of-PPPPP.safetensors": EP rank R of P's share of the actor's
-// optimizer state.
-std::string actor_optimizer_file(int rank, int size) {
+// "PREFIX-RRRRR-of-PPPPP.safetensors": share R of P of an optimizer state, PREFIX
+// "actor_optimizer" (EP rank or pipeline stage R) or "critic_optimizer" (stage R).
+std::string share_file(const std::string& prefix, int rank, int size) {
   char name[64];
-  std::snprintf(name, sizeof(name), "actor_optimizer-%05d-of-%05d.safetensors", rank, size);
-  return name;
+  std::snprintf(name, sizeof(name), "-%05d-of-%05d.safetensors", rank, size);
+  return prefix + name;
+}
+std::string actor_optimizer_file(int rank, int size) {
+  return share_file("actor_optimizer", rank, size);
 }
 
-// The actor's optimizer state from every share of a checkpoint, by name; aspen::Error
-// naming the checkpoint when a share is missing or two shares disagree on their count.
-std::map<std::string, torch::Tensor> load_actor_optimizer_shares(const fs::path& root) {
+// An optimizer state from every share of a checkpoint, by name; aspen::Error naming
+// the checkpoint when a share is missing or two shares disagree on their count; empty
+// when `optional` and there is no share.
+std::map<std::string, torch::Tensor> load_optimizer_shares(const fs::path& root,
+                                                           const std::string& prefix,
+                                                           bool optional = false) {
   std::map<int, fs::path> shares;
   int size = -1;
   for (const auto& entry : fs::directory_iterator(root)) {
     int r = 0, p = 0;
     char tail[32] = {0};
     const std::string name = entry.path().filename().string();
-    if (std::sscanf(name.c_str(), "actor_optimizer-%5d-of-%5d%31s", &r, &p, tail) != 3 ||
-        std::string(tail) != ".safetensors" || name != actor_optimizer_file(r, p)) {
+    if (std::sscanf(name.c_str(), (prefix + "-%5d-of-%5d%31s").c_str(), &r, &p, tail) != 3 ||
+        std::string(tail) != ".safetensors" || name != share_file(prefix, r, p)) {
       continue;
     }
     check_input(size == -1 || size == p,
@@ -119,11 +125,11 @@ std::map<std::string, torch::Tensor> load_actor_optimizer_shares(const fs::path&
     size = p;
     shares[r] = entry.path();
   }
-  check_input(size > 0, "has no actor optimizer state (actor_optimizer-*.safetensors)",
-              root.string());
+  if (optional && size == -1) return {};
+  check_input(size > 0, "has no optimizer state (" + prefix + "-*.safetensors)", root.string());
   std::map<std::string, torch::Tensor> state;
   for (int r = 0; r < size; ++r) {
-    check_input(shares.count(r) == 1, "lacks " + actor_optimizer_file(r, size), root.string(),
+    check_input(shares.count(r) == 1, "lacks " + share_file(prefix, r, size), root.string(),
                 "an expert-parallel checkpoint has one optimizer file per EP rank, a "
                 "pipeline-parallel one per stage");
     for (auto& [name, tensor] : load_safetensors(shares.at(r).string())) {
@@ -228,12 +234,24 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
                           .string(),
                       workers.actor->optimizer().checkpoint_state(mine));
   }
+  // A critic on stages (ppo under PP): its layers gathered to the leader, its
+  // optimizer state a share per stage, the embedding's from the first stage only (a
+  // tied model's last critic stage may hold an unused copy).
+  std::vector<std::pair<std::string, torch::Tensor>> critic;
+  if (workers.critic && staged) {
+    for (auto& item : gather_stage_tensors(pp, module_tensors(*workers.critic->model())))
+      critic.push_back(item);
+    write_safetensors((tmp / share_file("critic_optimizer", pp.stage, pp.size)).string(),
+                      workers.critic->optimizer().checkpoint_state(
+                          [actor](const std::string& name) { return stage_writes(actor, name); }));
+  } else if (workers.critic) {
+    critic = module_tensors(*workers.critic->model());
+  }
   sync_ranks(true);  // every share is written
   if (!leader) return final_dir.string();
   if (workers.critic) {
-    write_safetensors((tmp / "critic.safetensors").string(),
-                      module_tensors(*workers.critic->model()));
-    workers.critic->optimizer().save((tmp / "critic_optimizer.safetensors").string());
+    write_safetensors((tmp / "critic.safetensors").string(), critic);
+    if (!staged) workers.critic->optimizer().save((tmp / "critic_optimizer.safetensors").string());
   }
   const nlohmann::json state = {{"iteration", iteration}, {"schedule", schedule_state}};
   write_file_atomic((tmp / "state.json").string(), state.dump(1));
@@ -308,7 +326,8 @@ void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) 
   } else {
     // Whole tensors by name: cut into this rank's shards under TP.
     optimizer.restore_state(
-        as_held(load_actor_optimizer_shares(root), optimizer_state_holding(actor), checkpoint.dir),
+        as_held(load_optimizer_shares(root, "actor_optimizer"), optimizer_state_holding(actor),
+                checkpoint.dir),
         checkpoint.dir);
   }
   if (workers.reference && workers.reference->holds_copy()) {
@@ -318,9 +337,15 @@ void restore_optimizers(const LoadedCheckpoint& checkpoint, RlWorkers& workers) 
   if (workers.critic) {
     const fs::path named = root / "critic_optimizer.safetensors";
     const fs::path legacy = root / "critic_optimizer.pt";
-    check_input(fs::exists(named) || fs::exists(legacy),
+    // A run on stages wrote a share per stage; each stage takes its parameters' state.
+    const auto shares = load_optimizer_shares(root, "critic_optimizer", /*optional=*/true);
+    check_input(fs::exists(named) || fs::exists(legacy) || !shares.empty(),
                 "the run trains a critic but the checkpoint has none", checkpoint.dir);
-    workers.critic->optimizer().load((fs::exists(named) ? named : legacy).string());
+    if (!shares.empty()) {
+      workers.critic->optimizer().restore_state(shares, checkpoint.dir);
+    } else {
+      workers.critic->optimizer().load((fs::exists(named) ? named : legacy).string());
+    }
   }
 }
 

@@ -107,8 +107,18 @@ RlWorkers::RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorke
       reference->model()->load_state(saved->reference, "checkpoint reference");
   }
   if (config.algorithm.name == AlgorithmName::kPpo) {
-    CriticModel critic_model = critic_from_policy(setup.model);
-    if (saved != nullptr) load_named_parameters(*critic_model, saved->critic, "checkpoint critic");
+    // On stages (PP): the critic's same stage of the policy's (train/critic.h).
+    CriticModel critic_model = critic_from_policy(pipeline.enabled() ? trained : setup.model);
+    if (saved != nullptr) {
+      // A stage takes its part of the saved (whole) critic.
+      std::map<std::string, torch::Tensor> held;
+      for (const auto& item : critic_model->named_parameters(/*recurse=*/true)) {
+        const auto it = saved->critic.find(item.key());
+        if (it != saved->critic.end()) held.insert(*it);
+      }
+      load_named_parameters(*critic_model, pipeline.enabled() ? held : saved->critic,
+                            "checkpoint critic");
+    }
     DataParallelConfig critic_dp;
     critic_dp.group = data_parallel;
     critic = std::make_unique<CriticTrainer>(
