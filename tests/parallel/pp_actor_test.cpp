@@ -1,8 +1,8 @@
 // The actor trainer on pipeline stages (worker/pp_actor_modes.cpp): old and reference
 // log-probs through the forward-only pass, then one update of two clipped AdamW steps
-// with a KL term, over 2 and 3 stages and over 4 ranks as PP x TP and DP x PP, equal one
-// process - loss, grad norm and every stage's weights - for a dense Qwen3 and a
-// tied-embedding Qwen2.
+// with a KL term, over 2 and 3 stages and over 4 ranks as PP x TP, DP x PP and PP x EP,
+// equal one process - loss, grad norm and every stage's weights - for a dense Qwen3, a
+// tied-embedding Qwen2 and a Qwen3-MoE.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -42,6 +42,13 @@ TEST(PipelineParallelActor, TwoStagesOfTwoTensorParallelRanksUpdateLikeOneProces
 // norm over the pipeline only.
 TEST(PipelineParallelActor, TwoPipelinesOfTwoStagesTrainTheirSharesLikeOneProcess) {
   expect_worker_cases_pass("pp_actor", "pp_actor", 4, {"qwen3_dense@dp2", "qwen2_tied@dp2"});
+}
+
+// PP x EP: 2 pipelines of 2 stages, each stage's 4 experts split over its 2 EP ranks
+// (data-parallel ranks with their own experts). The ranks get 6 and 2 rows, so the one
+// with fewer micro-batches runs padding passes through its stages.
+TEST(PipelineParallelActor, TwoStagesOfTwoExpertParallelRanksUpdateLikeOneProcess) {
+  expect_worker_cases_pass("pp_actor", "pp_actor", 4, {"qwen3_moe@ep2"});
 }
 
 }  // namespace

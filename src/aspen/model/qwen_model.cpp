@@ -115,11 +115,8 @@ QwenForCausalLMImpl::QwenForCausalLMImpl(const ModelConfig& config, const Tensor
               "expert parallel context");
   pp.validate("pipeline parallel context");
   // PP x TP: every stage is a TP model over its own TP group; nothing in a stage's
-  // layers differs from the whole TP model's. PP x EP: not yet (the EP ranks' lockstep
-  // passes would have to run through the pipeline).
-  check_input(!pp.enabled() || !ep.enabled(),
-              "pipeline stages with expert parallelism are not supported",
-              "pipeline parallel context");
+  // layers differs from the whole TP model's. PP x EP likewise over the stage's EP
+  // group (its sparse layers' experts split, their all-to-alls within the stage).
   model = register_module("model", QwenModel(config, tp, ep, pp));
   if (!config.tie_word_embeddings && pp.last()) {
     const int64_t vocab_rows = shard_range(qwen_shard_spec("lm_head.weight", config),

@@ -125,8 +125,8 @@ TORCH_MODULE(QwenModel);
 struct QwenForCausalLMImpl : torch::nn::Module {
   // aspen::Error for an invalid config, a TP size the config cannot split
   // (validate_tp_size names the field) or an inconsistent TP context.
-  // aspen::Error too for a PP size the layers cannot split, or PP with EP (not
-  // supported yet). PP with TP: each stage is a TP model over its own TP group.
+  // aspen::Error too for a PP size the layers cannot split. PP with TP (or EP): each
+  // stage is a TP (EP) model over its own TP (EP) group.
   explicit QwenForCausalLMImpl(const ModelConfig& config, const TensorParallel& tp = {},
                                const ExpertParallel& ep = {}, const PipelineStages& pp = {});
 

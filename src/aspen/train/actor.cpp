@@ -83,8 +83,8 @@ ActorTrainer::ActorTrainer(QwenForCausalLM model, const ActorOptions& options)
       master_(trainable_params(*model_), trainable_params(*compute_)),
       optimizer_(master_.master(), options.trainer.optimizer),
       data_parallel_(options.data_parallel, master_) {
-  // Pipeline parallelism: this rank trains one stage (train/pipeline_actor.h).
-  check_pipeline_actor(model_);
+  // Pipeline parallelism: this rank trains one stage (train/pipeline_actor.h), with TP,
+  // EP and DP in any combination.
   // Clipping needs the norm of the whole model, not of this rank's shards, experts or
   // stage (train/whole_model_norm.h).
   set_whole_model_clip_norm(optimizer_, model_->config, model_->tp, model_->ep, model_->pp,
@@ -115,12 +115,22 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
   head.with_entropy = true;  // reported always; in the loss only with entropy_coef
   // Expert parallelism: agree on the pass count before any pass's collectives.
   const int64_t passes = static_cast<int64_t>(micro_batches.size());
-  const int64_t target = lockstep_count(compute_, passes);
+  int64_t target = passes;
   // Pipeline parallelism: the last stage runs this loop over the pass's messages, the
-  // other stages their part of the 1F1B schedule (train/pipeline_actor.h).
+  // other stages their part of the 1F1B schedule (train/pipeline_actor.h). Under EP
+  // the padding passes go through the stages too, after the real ones.
   std::optional<PipelineActorPass> pipeline;
+  std::vector<MicroBatch> padding;
   if (compute_->pp.enabled()) {
-    pipeline.emplace(compute_, micro_batches);
+    int64_t trained = 0;
+    for (const MicroBatch& mb : micro_batches) trained += mb.num_response_tokens > 0 ? 1 : 0;
+    const int64_t trained_target = lockstep_count(compute_, trained);
+    std::vector<MicroBatch> run = micro_batches;
+    for (int64_t k = trained; k < trained_target; ++k) {
+      padding.push_back(padding_micro_batch(param_device(*compute_)));
+      run.push_back(padding.back());
+    }
+    pipeline.emplace(compute_, run);
     if (!pipeline->last_stage()) {
       for (const MicroBatch& mb : micro_batches) metrics.tokens += mb.num_tokens;
       metrics.micro_batches += passes;
@@ -129,6 +139,8 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       pipeline->finish(model_);
       return;
     }
+  } else {
+    target = lockstep_count(compute_, passes);
   }
   for (size_t i = 0; i < micro_batches.size(); ++i) {
     const MicroBatch& mb = micro_batches[i];
@@ -136,7 +148,9 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
     ++metrics.micro_batches;
     if (mb.num_response_tokens == 0) {
       // An expert-parallel model's passes are collectives: join the other ranks'.
-      if (in_expert_lockstep(compute_)) padding_pass(compute_, head, options_.trainer.recompute);
+      if (in_expert_lockstep(compute_) && !pipeline) {
+        padding_pass(compute_, head, options_.trainer.recompute);
+      }
       continue;
     }
     MoeRoutingLog routing;
@@ -237,6 +251,12 @@ void ActorTrainer::backward_micro_batches(const std::vector<MicroBatch>& micro_b
       sums.rollout_ratio_min =
           sums.rollout_ratio_min.defined() ? torch::minimum(sums.rollout_ratio_min, low) : low;
     }
+  }
+  for (const MicroBatch& mb : padding) {
+    // Through the stages like a real pass; every gradient it adds is zero.
+    MoeRoutingLog routing;
+    const TokenLogprobs out = pipeline->response_logprobs(mb, head, moe ? &routing : nullptr);
+    pipeline->backward(out.logprobs.sum() * 0.0, /*aux_scale=*/0.0);
   }
   if (pipeline) pipeline->finish(model_);
   // Expert parallelism: as many passes as the EP rank with the most micro-batches.

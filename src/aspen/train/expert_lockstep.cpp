@@ -17,11 +17,15 @@ int64_t lockstep_count(const QwenForCausalLM& model, int64_t local_count) {
   return count.item<int64_t>();
 }
 
-void padding_pass(QwenForCausalLM& model, const LogprobHeadOptions& head, bool recompute) {
+MicroBatch padding_micro_batch(torch::Device device) {
   TrainBatch padding;
   padding.prompts = {{0}};
   padding.responses = {{0}};
-  const MicroBatch mb = pack_rows(padding, {0}, model->lm_head_weight().device());
+  return pack_rows(padding, {0}, device);
+}
+
+void padding_pass(QwenForCausalLM& model, const LogprobHeadOptions& head, bool recompute) {
+  const MicroBatch mb = padding_micro_batch(model->lm_head_weight().device());
   MoeRoutingLog routing;  // recorded, as the real passes do, then unused
   const TokenLogprobs out = response_logprobs(model, mb, head, recompute, &routing);
   if (torch::GradMode::is_enabled() && out.logprobs.requires_grad()) {

@@ -24,12 +24,17 @@
 #include "aspen/kernels/logprob_head.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/train/imports.h"
+#include "aspen/train/micro_batches.h"
 
 namespace aspen::train {
 
 // Whether the model's passes must be kept in step with its EP group's (above).
 bool in_expert_lockstep(const QwenForCausalLM& model);
 int64_t lockstep_count(const QwenForCausalLM& model, int64_t local_count);
+
+// The padding pass's one-row micro-batch, for a pipeline of stages, which runs padding
+// passes through its stages like real micro-batches (train/pipeline_actor.h).
+MicroBatch padding_micro_batch(torch::Device device);
 
 // One padding forward of `model` through response_logprobs (with `recompute` as the
 // real micro-batches use it); under grad mode, its zero-weighted backward too.

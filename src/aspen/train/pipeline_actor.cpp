@@ -54,10 +54,4 @@ void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& m) {
   }
 }
 
-void check_pipeline_actor(const QwenForCausalLM& model) {
-  if (!model->pp.enabled()) return;
-  const char* key = "placement.train.pp";
-  check_input(!model->ep.enabled(), "does not combine with placement.train.ep > 1 yet", key);
-}
-
 }  // namespace aspen::train

@@ -37,8 +37,14 @@
 // backs up its own layers' term with the feedback - so the routers' gradients equal one
 // process's.
 //
-// Not done (the actor refuses, naming the keys): PP with EP, streaming accumulation
-// (the async pipeline) and routing replay. Activation recompute
+// PP x EP (a stage's EP group: its ranks in the pipelines, data-parallel ranks with
+// their own experts): the EP ranks of a stage must run the same passes, so the step's
+// pass count is agreed over the EP group (lockstep_count, expert_lockstep.h) and the
+// ranks with fewer run padding passes through their stages after the real ones (the
+// forward-only pass likewise); the clip norm sums over the EP group, then the pipeline.
+//
+// Not done (refused, naming the keys): streaming accumulation (the async pipeline) and
+// routing replay. Activation recompute
 // is not applied on stages (the same numbers, more activation memory).
 // Thread safety: the trainer's one thread. Errors: aspen::Error for a message that does
 // not match its micro-batch or a call out of order.
@@ -95,8 +101,5 @@ class PipelineActorPass {
 // Every stage gets the last stage's metrics (the losses exist only there).
 void share_last_stage_metrics(const QwenForCausalLM& model, ActorMetrics& metrics);
 
-// aspen::Error naming placement.train.pp and the other key for a combination the actor
-// does not run on stages (see above).
-void check_pipeline_actor(const QwenForCausalLM& model);
 
 }  // namespace aspen::train

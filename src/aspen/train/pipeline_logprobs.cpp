@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "aspen/train/expert_lockstep.h"
 #include "aspen/train/pipeline_pass.h"
 #include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
@@ -28,8 +29,17 @@ TokenLogprobs pipeline_batch_logprobs(QwenForCausalLM& model, const TrainBatch& 
   if (head.with_entropy) out.entropy = torch::zeros({batch.num_response_tokens()}, options);
   std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
   std::iota(rows.begin(), rows.end(), 0);
-  pipeline_forward_only(stage_forward(model), make_micro_batches(batch, rows, max_tokens, device),
+  std::vector<MicroBatch> micro_batches = make_micro_batches(batch, rows, max_tokens, device);
+  // Expert parallelism: as many passes as the EP rank with the most, padding last.
+  int64_t real = 0;
+  for (const MicroBatch& mb : micro_batches) real += mb.num_response_tokens > 0 ? 1 : 0;
+  for (int64_t k = real, target = lockstep_count(model, real); k < target; ++k) {
+    micro_batches.push_back(padding_micro_batch(device));
+  }
+  int64_t scored = 0;
+  pipeline_forward_only(stage_forward(model), micro_batches,
                         device, [&](const MicroBatch& mb, const torch::Tensor& hidden) {
+                          if (scored++ >= real) return;  // a padding pass
                           const TokenLogprobs part = model->head_logprobs(
                               hidden.index_select(0, mb.hidden_index), mb.target_ids, head);
                           out.logprobs.index_copy_(0, mb.batch_token_index,

@@ -15,7 +15,9 @@
 //
 // Shapes as batch_logprobs: [R_total] in the batch's token-column order.
 // Thread safety: as batch_logprobs; the pipeline group's one thread.
-// Errors: aspen::Error for routing replay (MoE, which PP refuses) or a bad message.
+// Expert parallelism (PP x EP): the EP ranks of a stage run as many passes as the one
+// with the most micro-batches, padding passes (expert_lockstep.h) after the real ones.
+// Errors: aspen::Error for a bad message.
 #pragma once
 
 #include <torch/torch.h>

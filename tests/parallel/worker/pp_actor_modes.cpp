@@ -20,7 +20,10 @@
 //                     the one-process update;
 //     dpN             N pipelines training their balanced shares of the batch (DP x PP):
 //                     the one process trains each global mini-batch (the union of the
-//                     ranks' shares, actor_dp_problem.h) as one optimizer step.
+//                     ranks' shares, actor_dp_problem.h) as one optimizer step;
+//     epN             as dpN with each stage's sparse layers' experts split over its N
+//                     ranks (PP x EP, qwen3_moe): every rank holds its own experts as the
+//                     one process updated them.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "actor_dp_problem.h"
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/model/qwen_model.h"
 #include "aspen/model/tp_layout.h"
 #include "aspen/model/weights_init.h"
@@ -71,6 +75,31 @@ torch::Tensor local_part(const torch::Tensor& full, const std::string& key,
   return take_shard(full, qwen_shard_spec(key, config), grid.inner_rank, grid.inner_size, key);
 }
 
+// Each inner rank's rows: the balanced shares (dp), or under EP the first six rows to
+// rank 0 and the rest to rank 1, so their micro-batch counts differ and the rank with
+// fewer runs padding passes through the stages (expert_lockstep.h).
+std::vector<std::vector<int64_t>> shares_of(const TrainBatch& batch, const PpGrid& grid) {
+  if (grid.kind != "ep") return balanced_share_rows(batch, grid.inner_size);
+  check_input(grid.inner_size == 2, "the uneven EP shares are for 2 ranks", "pp_actor ep");
+  return {{0, 1, 2, 3, 4, 5}, {6, 7}};
+}
+
+// The global mini-batches those shares train on, step by step (as dp_global_steps).
+std::vector<TrainBatch> global_steps(const TrainBatch& batch, const PpGrid& grid) {
+  const int64_t n = batch.num_rows();
+  std::vector<std::vector<int64_t>> steps(static_cast<size_t>(dp_steps_per_epoch(n, kDpMiniBatchRows)));
+  for (const auto& share : shares_of(batch, grid)) {
+    const auto local = dp_mini_batch_rows(static_cast<int64_t>(share.size()), n,
+                                          kDpMiniBatchRows, false, 0, 0);
+    for (size_t j = 0; j < local.size(); ++j) {
+      for (int64_t i : local[j]) steps[j].push_back(share[static_cast<size_t>(i)]);
+    }
+  }
+  std::vector<TrainBatch> out;
+  for (const auto& rows : steps) out.push_back(select_rows(batch, rows));
+  return out;
+}
+
 void run_case(ProcessGroupHandle& world, const std::string& spec) {
   const size_t at = spec.find('@');
   const std::string name = spec.substr(0, at);
@@ -84,12 +113,17 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   for (const auto& [key, tensor] : full->hf_state()) weights[key] = tensor.detach().clone();
   TensorParallel tp;
   if (grid.kind == "tp") tp = TensorParallel::over(*grid.inner);
-  QwenForCausalLM stage(config, tp, ExpertParallel{}, pp);
+  ExpertParallel ep;
+  if (grid.kind == "ep") ep = ExpertParallel::over(*grid.inner);
+  QwenForCausalLM stage(config, tp, ep, pp);
   stage->load_state(weights, "whole weights");
 
   ActorOptions options = actor_options();
   ActorTrainer one(full, options);
-  if (grid.kind == "dp") options.data_parallel.group = grid.inner;
+  // EP ranks are data-parallel ranks whose experts are their own (actor.h).
+  const bool own_rows = grid.kind == "dp" || grid.kind == "ep";
+  if (own_rows) options.data_parallel.group = grid.inner;
+  if (grid.kind == "ep") options.data_parallel.is_expert = is_expert_parameter;
   ActorTrainer many(stage, options);
   TrainBatch batch = seeded_batch(config.vocab_size);
   const TokenLogprobs old_one = one.compute_logprobs(batch, /*with_entropy=*/true);
@@ -105,9 +139,9 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   batch.token_columns[columns::kRefLogprobs] = ref_one + 0.1 * torch::randn_like(ref_one);
   // DP x PP: this pipeline's balanced share; its log-probs against the one process's.
   const TrainBatch local =
-      grid.kind == "dp" ? split_balanced(batch, grid.inner_size).at(static_cast<size_t>(grid.inner_rank))
+      own_rows ? select_rows(batch, shares_of(batch, grid).at(static_cast<size_t>(grid.inner_rank)))
                         : batch;
-  const TokenLogprobs old_local = grid.kind == "dp" ? one.compute_logprobs(local, true) : old_one;
+  const TokenLogprobs old_local = own_rows ? one.compute_logprobs(local, true) : old_one;
   const TokenLogprobs old_many = many.compute_logprobs(local, /*with_entropy=*/true);
   expect_close_to(old_many.logprobs, old_local.logprobs, "old log-probs", where, "one process");
   expect_close_to(old_many.entropy, old_local.entropy, "entropy", where, "one process");
@@ -117,14 +151,16 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   ActorUpdateOptions update;
   update.mini_batch_size = 4;  // two optimizer steps
   update.kl_coef = 0.1;
-  if (config.is_moe()) update.router_aux_loss_coef = 0.5;
+  // Not with own rows: the load-balancing loss is a product of per-forward sums, so it
+  // depends on how rows are packed into micro-batches and ranks (actor.h).
+  if (config.is_moe() && !own_rows) update.router_aux_loss_coef = 0.5;
   ActorMetrics want;
-  if (grid.kind == "dp") {
+  if (own_rows) {
     // One process: each global mini-batch of the DP run as one step (kDpMiniBatchRows = 4).
     ActorUpdateOptions step = update;
     step.mini_batch_size = 0;
     std::vector<ActorMetrics> steps;
-    for (const TrainBatch& b : dp_global_steps(batch, grid.inner_size)) {
+    for (const TrainBatch& b : global_steps(batch, grid)) {
       steps.push_back(one.update(b, step));
     }
     want = combine(steps);
@@ -137,7 +173,7 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   check_input(want.grad_norm > 10 * actor_options().trainer.optimizer.max_grad_norm,
               "the case must clip", where);
   // (DP packs each pipeline's share on its own: the counts need not match one process's.)
-  check_input((grid.kind == "dp" || got.micro_batches == want.micro_batches) &&
+  check_input((own_rows || got.micro_batches == want.micro_batches) &&
                   got.micro_batches > 2,
               "micro-batches " + std::to_string(got.micro_batches) + ", one process " +
                   std::to_string(want.micro_batches),
@@ -147,7 +183,7 @@ void run_case(ProcessGroupHandle& world, const std::string& spec) {
   expect_near(got.kl_loss, want.kl_loss, "kl loss", where);
   expect_near(got.entropy, want.entropy, "entropy", where);
   expect_near(got.clip_frac, want.clip_frac, "clip fraction", where);
-  if (config.is_moe()) {
+  if (config.is_moe() && !own_rows) {
     check_input(want.router_aux_loss > 0.0, "the MoE case has a load-balancing loss", where);
     expect_near(got.router_aux_loss, want.router_aux_loss, "load-balancing loss", where);
     expect_near(got.router_load_max, want.router_load_max, "router load max", where);
