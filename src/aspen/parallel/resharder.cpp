@@ -21,10 +21,11 @@ torch::ScalarType wire_dtype(torch::ScalarType dtype) {
 }  // namespace
 
 void ReshardPlan::validate(int world_size) const {
-  check_input(train_dp >= 1 && train_tp >= 1 && infer_tp >= 1,
-              "train_dp, train_tp and infer_tp must be >= 1", "reshard plan");
-  check_input(train_dp * train_tp == world_size,
-              "train_dp x train_tp = " + std::to_string(train_dp * train_tp) +
+  check_input(train_dp >= 1 && train_pp >= 1 && train_tp >= 1 && infer_tp >= 1,
+              "train_dp, train_pp, train_tp and infer_tp must be >= 1", "reshard plan");
+  check_input(train_dp * train_pp * train_tp == world_size,
+              "train_dp x train_pp x train_tp = " +
+                  std::to_string(train_dp * train_pp * train_tp) +
                   " does not equal the world size " + std::to_string(world_size),
               "reshard plan");
   check_input(train_tp % infer_tp == 0 || infer_tp % train_tp == 0,
@@ -39,16 +40,16 @@ void ReshardPlan::validate(int world_size) const {
 
 InferencePlacement inference_placement(const ReshardPlan& plan, int rank) {
   const int r = rank % plan.train_tp;
-  const int dp_index = rank / plan.train_tp;
+  const int column = rank / plan.train_tp;  // dp_index * train_pp + stage
   InferencePlacement placement;
   if (plan.infer_tp <= plan.train_tp) {
     const int k = plan.train_tp / plan.infer_tp;
     placement.tp_rank = r / k;
-    placement.replica = dp_index * k + r % k;
+    placement.replica = column * k + r % k;
   } else {
     const int k = plan.infer_tp / plan.train_tp;
-    placement.tp_rank = r * k + dp_index % k;
-    placement.replica = dp_index / k;
+    placement.tp_rank = r * k + column % k;
+    placement.replica = column / k;
   }
   return placement;
 }
@@ -59,16 +60,31 @@ Resharder::Resharder(std::optional<ProcessGroupHandle> world, ReshardPlan plan, 
   rank_ = world ? world->rank() : 0;
   plan_.validate(world_size);
   train_tp_rank_ = rank_ % plan_.train_tp;
+  stage_ = (rank_ / plan_.train_tp) % plan_.train_pp;
   placement_ = inference_placement(plan_, rank_);
   const int k = plan_.train_tp / plan_.infer_tp;
+  const int columns = plan_.train_dp * plan_.train_pp;
+  // Every rank creates every subgroup, in the same order (c10d's rule).
   if (plan_.infer_tp < plan_.train_tp && k > 1) {
-    // Every rank creates every subgroup, in the same order (c10d's rule).
-    for (int d = 0; d < plan_.train_dp; ++d) {
+    for (int c = 0; c < columns; ++c) {
       for (int s = 0; s < plan_.infer_tp; ++s) {
         std::vector<int> members;
-        for (int j = 0; j < k; ++j) members.push_back(d * plan_.train_tp + s * k + j);
+        for (int j = 0; j < k; ++j) members.push_back(c * plan_.train_tp + s * k + j);
         auto group = world->new_subgroup(members);
         if (group) gather_group_ = std::move(group);
+      }
+    }
+  }
+  if (plan_.train_pp > 1) {
+    const int replica_size = plan_.train_pp * plan_.train_tp;
+    for (int d = 0; d < plan_.train_dp; ++d) {
+      for (int r = 0; r < plan_.train_tp; ++r) {
+        std::vector<int> members;
+        for (int t = 0; t < plan_.train_pp; ++t) {
+          members.push_back(d * replica_size + t * plan_.train_tp + r);
+        }
+        auto group = world->new_subgroup(members);
+        if (group) stage_group_ = std::move(group);
       }
     }
   }
@@ -80,6 +96,7 @@ std::shared_ptr<const WeightSet> Resharder::reshard(
   stats_ = {};
   std::shared_ptr<WeightSet> weights =
       gather_group_ ? gather_case(train_shards) : split_case(train_shards);
+  if (stage_group_) weights = exchange_stages(train_shards, *weights);
   weights->version = version;
   weights->tp_rank = placement_.tp_rank;
   weights->tp_size = plan_.infer_tp;

@@ -1,20 +1,35 @@
 // The resharder: MindSpeed-RL's "allgather" half of allgather-swap. It turns the
-// training layout (DP x TP_train ranks, fp32 master shards) into the inference
-// layout (TP_infer, compute dtype) and returns this rank's inference shard as a
-// versioned WeightSet (parallel/weight_set.h).
+// training layout (DP x PP x TP_train ranks, fp32 master shards) into the inference
+// layout (TP_infer, compute dtype) and returns this rank's inference shard of the WHOLE
+// model as a versioned WeightSet (parallel/weight_set.h).
 //
 // Placement (colocated: every process is a training rank AND an inference rank):
-//   world rank p = dp_index * TP_train + r  (TP fastest, as Megatron orders ranks)
+//   world rank p = dp_index * (PP * TP_train) + stage * TP_train + r (TP fastest, then
+//   the pipeline stages, as Megatron orders ranks and parallel/placement.h states);
+//   column c = dp_index * PP + stage (one stage's TP_train ranks of one replica; c =
+//   dp_index without PP).
 //   TP_infer divides TP_train (k = TP_train / TP_infer, gather case):
-//     inference TP rank s = r / k; the k training ranks {dp_index*TP_train + s*k + j}
-//     together hold exactly inference shard s, so they form one gather subgroup and
-//     all-gather ONLY their own shards (in the compute dtype, one flat buffer per
-//     publish): each rank receives (k-1)/k of its inference shard, never the model.
-//     Replicated tensors (norms) and blocks the subgroup holds as replicas are not sent.
+//     inference TP rank s = r / k; the k training ranks {column c's s*k + j}
+//     together hold exactly inference shard s of their stage, so they form one gather
+//     subgroup and all-gather ONLY their own shards (in the compute dtype, one flat
+//     buffer per publish): each rank receives (k-1)/k of its inference shard, never the
+//     model. Replicated tensors (norms) and blocks the subgroup holds as replicas are
+//     not sent. Inference replica = c * k + r % k.
 //   TP_infer a multiple of TP_train (k = TP_infer / TP_train, split case):
-//     inference TP rank s = r * k + dp_index % k; its shard lies inside the training
+//     inference TP rank s = r * k + c % k; its shard lies inside the training
 //     shard it already holds, so it is sliced locally: zero bytes move. Needs
-//     world % TP_infer == 0 (whole inference groups).
+//     world % TP_infer == 0 (whole inference groups). Inference replica = c / k.
+//   Pipeline stages (PP > 1, resharder_stages.cpp): each rank first does the step above
+//   for its own stage's tensors; then the PP ranks of one replica with the same r (the
+//   "stage group") exchange: stage t sends member u inference shard s(u) of the tensors
+//   t owns, so every rank ends with shard s of every layer (a rollout instance needs
+//   them all). In the gather case s(u) is the shard t already assembled; in the split
+//   case t slices s(u) from its training shard. The plan is computed from names: every
+//   stage broadcasts its tensors' names and full shapes (a few KB); a name several
+//   stages hold (the tied embedding: a copy on the last stage) is taken from the first
+//   holder by stages without one, and the last stage keeps its own copy, so it is never
+//   sent twice. Only inference shards move; bytes_moved counts them.
+//   Output order: stage 0's tensors, then stage 1's, ... (each stage's in its order).
 // The layout of each tensor comes from `layout(name)` (for Qwen: qwen_shard_spec),
 // so nothing here knows the model.
 //
@@ -49,6 +64,7 @@ struct ReshardPlan {
   int train_tp = 1;
   int infer_tp = 1;
   torch::ScalarType dtype = torch::kBFloat16;  // inference compute dtype
+  int train_pp = 1;  // pipeline stages of a training replica (last: positional inits stay valid)
 
   void validate(int world_size) const;  // aspen::Error naming the field
 };
@@ -68,8 +84,8 @@ struct ReshardStats {
 
 class Resharder {
  public:
-  // world: the group of all train_dp * train_tp ranks; nullopt for one process
-  // (train_dp = train_tp = 1). Collective: creates the gather subgroups.
+  // world: the group of all train_dp * train_pp * train_tp ranks; nullopt for one
+  // process (all three 1). Collective: creates the gather and stage subgroups.
   Resharder(std::optional<ProcessGroupHandle> world, ReshardPlan plan, ShardLayout layout);
 
   std::shared_ptr<const WeightSet> reshard(
@@ -84,6 +100,10 @@ class Resharder {
       const std::vector<std::pair<std::string, torch::Tensor>>& train_shards);
   std::shared_ptr<WeightSet> split_case(
       const std::vector<std::pair<std::string, torch::Tensor>>& train_shards);
+  // PP > 1: this stage's inference shards -> the whole model's (resharder_stages.cpp).
+  std::shared_ptr<WeightSet> exchange_stages(
+      const std::vector<std::pair<std::string, torch::Tensor>>& train_shards,
+      const WeightSet& stage_weights);
 
   ReshardPlan plan_;
   ShardLayout layout_;
@@ -91,6 +111,8 @@ class Resharder {
   int train_tp_rank_ = 0;
   InferencePlacement placement_;
   std::optional<ProcessGroupHandle> gather_group_;  // gather case with k > 1
+  std::optional<ProcessGroupHandle> stage_group_;   // PP > 1: group rank = stage
+  int stage_ = 0;
   ReshardStats stats_;
 };
 
