@@ -16,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "aspen/model/weights_init.h"
+#include "agent_loop_driver.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "support/oracles.h"
 #include "support/tiny_model_configs.h"
@@ -27,32 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
-
-std::shared_ptr<const Tokenizer> qwen3_tokenizer() {
-  static const auto tokenizer = std::make_shared<const Tokenizer>(
-      Tokenizer::from_file(testing::qwen3_tokenizer_json()));
-  return tokenizer;
-}
-
-std::unique_ptr<RolloutEngine> tiny_engine() {
-  // The whole Qwen3 vocabulary: the chat template's tokens are in the prompt.
-  ModelConfig config = testing::tiny_model_config(ModelFamily::kQwen3, {151936, 32, 48, 2, 4, 2, 8});
-  config.tie_word_embeddings = true;
-  EngineConfig engine;
-  engine.num_blocks = 512;
-  engine.block_size = 8;
-  engine.max_num_seqs = 8;
-  engine.max_model_len = 1024;
-  return std::make_unique<RolloutEngine>(make_random_model(config, 3), engine, qwen3_tokenizer());
-}
-
-std::string agent_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("aspen-agent-loop-" + std::to_string(getpid()) + "-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using agent_loop_testing::agent_dir;
+using agent_loop_testing::drive;
+using agent_loop_testing::qwen3_tokenizer;
+using agent_loop_testing::tiny_engine;
 
 AgentLoopOptions agent_options(const std::string& mode, const std::string& dir) {
   AgentLoopOptions options;
@@ -64,34 +42,6 @@ AgentLoopOptions agent_options(const std::string& mode, const std::string& dir) 
   options.max_model_len = 1024;
   options.limits.max_turns = 4;
   return options;
-}
-
-// Steps `engine` for `loop` as RolloutWorker does until `count` trajectories ended.
-std::vector<TrajectorySource::Finished> drive(AgentLoop& loop, RolloutEngine& engine,
-                                              size_t count) {
-  std::vector<TrajectorySource::Finished> ended;
-  std::map<std::string, TrajectoryKey> keys;
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (ended.size() < count && Clock::now() < deadline) {
-    std::vector<TrajectorySource::NextTurn> next;
-    if (!engine.has_unfinished()) loop.wait_ready(0.05);
-    loop.poll(next, ended);
-    for (TrajectorySource::NextTurn& turn : next) {
-      GenerationRequest request;
-      request.id = std::to_string(turn.key.sample) + "/t" + std::to_string(turn.turn);
-      request.prompt = turn.context;
-      request.params = *turn.params;
-      request.params.max_tokens = turn.max_tokens;
-      request.params.stop_token_ids.push_back(loop.end_of_turn());
-      if (!request.params.seed) request.params.seed = 7 + turn.turn;
-      keys[request.id] = turn.key;
-      engine.add_request(std::move(request));
-    }
-    if (!engine.has_unfinished()) continue;
-    for (const Completion& c : engine.step()) loop.turn_finished(keys.at(c.request_id), c);
-  }
-  EXPECT_EQ(ended.size(), count) << "trajectories still running after 60 s";
-  return ended;
 }
 
 ordered_json read_json(const std::string& path) {
@@ -169,8 +119,9 @@ TEST(AgentLoop, TheDockRowsHoldExactlyTheTokensTheOpenAiClientSaw) {
 }
 
 // Programs that fail at once (no `openai` import: fast); the faults that need a call
-// first (late, wrong session, crash or garbage after a call) are the runs' and the
-// endpoint's tests (agent_run_test.cpp, tests/serve/agent_endpoint_test.cpp).
+// first are agent_loop_faults_test.cpp's (timeout, late and wrong-session calls), the
+// runs' (a crash after a call: agent_run_test.cpp) and the endpoint's
+// (tests/serve/agent_endpoint_test.cpp).
 TEST(AgentLoop, EachFaultyProgramEndsItsOwnTrajectoryWithItsErrorAndAMetric) {
   const std::string dir = agent_dir("faults");
   std::unique_ptr<RolloutEngine> engine = tiny_engine();

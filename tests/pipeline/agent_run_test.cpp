@@ -3,11 +3,13 @@
 // `openai` client (tests/pipeline/data/byo_agent.py) against the rollout instance's own
 // endpoint train for two iterations in sync and async mode and report turns, tool calls
 // and the agent's counters; a program that crashes mid-episode fails its own trajectory,
-// which trains with reward 0; a broken program ends the run with its error instead of
-// hanging; the config refuses what an agent run cannot do, naming the key.
+// which trains with reward 0; under on_error `drop` a program that never calls takes
+// only its own group out of the dock; a broken program ends the run with its error
+// instead of hanging; the config refuses what an agent run cannot do, naming the key.
 // agent_loop_test.cpp checks that the dock rows hold exactly the tokens the client saw,
 // the faults of programs that never call (garbage, silent, 10 MB, crash) and that a
-// hanging program is killed; tests/agent/agent_program_test.cpp and
+// hanging program is killed; agent_loop_faults_test.cpp a hanging program's timeout and
+// late and wrong-session calls among good programs; tests/agent/agent_program_test.cpp and
 // tests/serve/agent_endpoint_test.cpp each fault's error (timeouts, late and
 // wrong-session calls included).
 #include <gtest/gtest.h>
@@ -117,6 +119,59 @@ TEST(AgentRun, ABrokenAgentEndsTheRunWithItsErrorInsteadOfHanging) {
     const std::string what = e.what();
     EXPECT_NE(what.find("rollout.agent.command"), std::string::npos) << what;
     EXPECT_NE(what.find("not a reward"), std::string::npos) << what;
+  }
+}
+
+// Under on_error `drop`, the first program never calls (tests/pipeline/data/urllib_agent.py
+// once_silent: plain urllib, no `openai` import). Its group leaves the dock and is
+// refilled; nothing else is lost: every other episode trains, and the counts add up.
+TEST(AgentRun, UnderDropANoCallProgramsGroupLeavesTheDockAndTheOthersAllTrain) {
+  const std::string dir = fresh_dir("drop");
+  const std::string command = testing::python() + " " + ASPEN_SOURCE_DIR +
+                              "/tests/pipeline/data/urllib_agent.py " + dir + "/seen once_silent";
+  const TrainConfig config =
+      agent_run(command, {"rollout.environment.on_error=drop", "pipeline.mode=sync"});
+  RlSetup setup = build_rl_setup(config);
+  run_rl(config, setup, RunOptions{dir + "/run"});
+  const std::vector<nlohmann::json> lines = rl_lines(dir + "/run");
+  ASSERT_EQ(lines.size(), 2U);
+  for (const nlohmann::json& line : lines) {
+    EXPECT_EQ(line.at("trained_groups").get<int64_t>(), 1) << line.dump();
+    EXPECT_EQ(line.at("trained_rows").get<int64_t>(), 2) << line.dump();
+    EXPECT_EQ(line.at("trajectory_end_done").get<int64_t>(), 2) << line.dump();
+    EXPECT_EQ(line.at("trajectory_end_environment_error").get<int64_t>(), 0) << line.dump();
+    EXPECT_EQ(line.at("turns_mean").get<double>(), 1.0) << line.dump();
+  }
+  const nlohmann::json& last = lines.back();
+  EXPECT_EQ(last.at("agent_no_calls").get<int64_t>(), 1);
+  EXPECT_EQ(last.at("environment_errors").get<int64_t>(), 1);
+  // Sync mode: the dropped group (2 episodes, one silent) and the two trained groups
+  // (2 episodes each, one call each); no other episode ran, none failed otherwise. The
+  // programs' own record (urllib_agent.py's files) says the same; a program the next
+  // claim started as the run ended was told so (503) and trained nothing.
+  int64_t answered = 0;
+  for (const auto& entry : fs::directory_iterator(dir + "/seen")) {
+    if (entry.path().extension() != ".calls") continue;
+    std::ifstream calls(entry.path());
+    std::string line;
+    ASSERT_TRUE(std::getline(calls, line));
+    const nlohmann::json call = nlohmann::json::parse(line);
+    if (call.at("status").get<int>() == 200) {
+      ++answered;
+    } else {
+      EXPECT_EQ(call.at("status").get<int>(), 503) << line;
+      EXPECT_NE(line.find("the run is over"), std::string::npos) << line;
+    }
+    EXPECT_FALSE(std::getline(calls, line)) << "one call per program";
+  }
+  EXPECT_EQ(answered, 5);
+  EXPECT_TRUE(fs::exists(dir + "/seen/silenced"));
+  EXPECT_EQ(last.at("agent_episodes").get<int64_t>(), 6);
+  EXPECT_EQ(last.at("agent_calls").get<int64_t>(), 5);
+  for (const char* metric : {"agent_timeouts", "agent_crashes", "agent_garbage",
+                             "agent_oversized", "agent_cancelled", "agent_late_calls",
+                             "agent_unknown_session_calls"}) {
+    EXPECT_EQ(last.at(metric).get<int64_t>(), 0) << metric;
   }
 }
 

@@ -94,6 +94,10 @@ void RolloutWorker::drive_trajectories() {
   for (auto& [lease, held] : held_) {
     if (held.trajectories.size() == held.claim.rows.size()) whole.push_back(lease);
   }
+  // The status (the loop's counters: episodes, calls, faults) goes out before the rows
+  // do, so the metrics line of the batch that trains them counts every trajectory in it;
+  // the periodic status alone lags a claim behind.
+  if (!whole.empty()) post_status(false);
   for (int64_t lease : whole) {
     HeldClaim& held = held_.at(lease);
     // Turns still generating belong to agent programs that ended during their call.
