@@ -57,7 +57,7 @@ def main():
     if mode == "late":
         # Aspen closes the session when it reads the reward line; give it that moment,
         # so that this call is late, not one the reward races.
-        time.sleep(0.3)
+        time.sleep(0.5)
         call(session, messages + [{"role": "user", "content": "And once more?"}])
 
 
