@@ -12,6 +12,7 @@
 #include "aspen/model/tp_layout.h"
 #include "aspen/parallel/dist_env.h"
 #include "aspen/parallel/launcher.h"
+#include "aspen/parallel/pipeline_stages.h"
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/resharder.h"
 #include "aspen/parallel/swap_space.h"
@@ -40,15 +41,33 @@ ModelConfig bench_config(const ReshardBenchOptions& options) {
   return c;
 }
 
-// This rank's fp32 master shards, built from the full model once and then the full
-// model is dropped (and its memory returned) before anything is measured.
-NamedParams training_shards(const ModelConfig& config, int tp_rank, int tp_size) {
+// Whether pipeline stage `stage` of `stages` holds `name` (docs/design.md "Pipeline
+// parallelism": its decoder layers, the embedding on the first stage, the final norm and
+// the head on the last, a tied embedding's copy on the last too).
+bool stage_holds(const std::string& name, const ModelConfig& config, int stage, int stages) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) == 0) {
+    return stage_layers(config.num_hidden_layers, stages, stage, "bench reshard --train-pp")
+        .contains(std::stoll(name.substr(prefix.size())));
+  }
+  if (name == "model.embed_tokens.weight") {
+    return stage == 0 || (config.tie_word_embeddings && stage == stages - 1);
+  }
+  return stage == stages - 1;
+}
+
+// This rank's fp32 master shards (of its stage's tensors), built from the full model
+// once and then the full model is dropped (and its memory returned) before anything is
+// measured.
+NamedParams training_shards(const ModelConfig& config, int tp_rank, int tp_size, int stage,
+                            int stages) {
   NamedParams shards;
   {
     torch::NoGradGuard no_grad;
     torch::manual_seed(5);
     QwenForCausalLM full(config);
     for (const auto& [name, tensor] : full->hf_state()) {
+      if (!stage_holds(name, config, stage, stages)) continue;
       torch::Tensor shard =
           take_shard(tensor, qwen_shard_spec(name, config), tp_rank, tp_size, name).clone();
       shards.emplace_back(name, shard.set_requires_grad(true));
@@ -69,8 +88,10 @@ void rollout_window(Resharder& resharder, const NamedParams& shards, int64_t wor
 }  // namespace
 
 void ReshardBenchOptions::validate() const {
-  check_input(train_dp >= 1 && train_tp >= 1 && infer_tp >= 1, "must be >= 1",
-              "bench reshard --train-dp/--train-tp/--infer-tp");
+  check_input(train_dp >= 1 && train_pp >= 1 && train_tp >= 1 && infer_tp >= 1, "must be >= 1",
+              "bench reshard --train-dp/--train-pp/--train-tp/--infer-tp");
+  check_input(train_pp <= num_layers, "must not exceed --layers (a stage needs a layer)",
+              "bench reshard --train-pp");
   check_input(hidden_size >= 64 && hidden_size % 64 == 0, "must be a multiple of 64",
               "bench reshard --hidden-size");
   check_input(num_layers >= 1, "must be >= 1", "bench reshard --layers");
@@ -87,8 +108,11 @@ void run_reshard_bench_worker(const ReshardBenchOptions& options, const std::str
   const ModelConfig config = bench_config(options);
   validate_tp_size(config, options.train_tp);
   validate_tp_size(config, options.infer_tp);
-  const ReshardPlan plan{options.train_dp, options.train_tp, options.infer_tp, torch::kBFloat16};
-  NamedParams shards = training_shards(config, group.rank() % options.train_tp, options.train_tp);
+  ReshardPlan plan{options.train_dp, options.train_tp, options.infer_tp, torch::kBFloat16};
+  plan.train_pp = options.train_pp;
+  const int stage = (group.rank() / options.train_tp) % options.train_pp;
+  NamedParams shards = training_shards(config, group.rank() % options.train_tp, options.train_tp,
+                                       stage, options.train_pp);
 
   // A real AdamW state: one step on random gradients.
   OptimizerOptions optimizer_options;
@@ -169,6 +193,7 @@ void run_reshard_bench_worker(const ReshardBenchOptions& options, const std::str
       {"peak_exact", exact},
       {"workload",
        {{"train_dp", options.train_dp},
+        {"train_pp", options.train_pp},
         {"train_tp", options.train_tp},
         {"infer_tp", options.infer_tp},
         {"hidden_size", options.hidden_size},
@@ -186,7 +211,7 @@ nlohmann::json run_reshard_bench(const ReshardBenchOptions& options, const std::
       fs::temp_directory_path() / ("aspen_bench_reshard_" + std::to_string(getpid()) + ".json");
   fs::remove(out);
   LaunchOptions launch_options;
-  launch_options.nproc_per_node = options.train_dp * options.train_tp;
+  launch_options.nproc_per_node = options.train_dp * options.train_pp * options.train_tp;
   launch_options.master_port = 0;
   launch_options.command = {self_exe,
                             "bench",
@@ -196,6 +221,8 @@ nlohmann::json run_reshard_bench(const ReshardBenchOptions& options, const std::
                             out.string(),
                             "--train-dp",
                             std::to_string(options.train_dp),
+                            "--train-pp",
+                            std::to_string(options.train_pp),
                             "--train-tp",
                             std::to_string(options.train_tp),
                             "--infer-tp",

@@ -1,8 +1,10 @@
 // `aspen bench reshard`: the allgather-swap flow of MindSpeed-RL, measured.
 //
-// The launcher starts train_dp x train_tp rank processes (fresh processes: peak RSS
-// is per process). Each rank holds fp32 master shards of a Qwen model in the
-// training layout (model/tp_layout.h) and a real AdamW state (one step taken), then
+// The launcher starts train_dp x train_pp x train_tp rank processes (fresh processes:
+// peak RSS is per process). Each rank holds fp32 master shards of its pipeline stage's
+// tensors of a Qwen model in the training layout (model/tp_layout.h; with train_pp > 1
+// the resharder also gathers the other stages' layers, parallel/resharder.h) and a real
+// AdamW state (one step taken), then
 // runs one colocated "rollout window" twice:
 //   no swap:   reshard to the inference layout (bf16) -> allocate and touch the
 //              rollout workspace (a KV-cache-sized buffer) -> release both;
@@ -31,6 +33,7 @@ namespace aspen::bench {
 
 struct ReshardBenchOptions {
   int train_dp = 1;
+  int train_pp = 1;
   int train_tp = 2;
   int infer_tp = 1;
   int64_t hidden_size = 512;

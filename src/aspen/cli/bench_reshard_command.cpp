@@ -1,5 +1,5 @@
-// `aspen bench reshard [--train-dp N] [--train-tp N] [--infer-tp N] [--hidden-size N]
-//  [--layers N] [--vocab-size N] [--rollout-workspace-mb N] [--reps N] [--swap-dir DIR]
+// `aspen bench reshard [--train-dp N] [--train-pp N] [--train-tp N] [--infer-tp N]
+//  [--hidden-size N] [--layers N] [--vocab-size N] [--rollout-workspace-mb N] [--reps N] [--swap-dir DIR]
 //  --json`: allgather-swap timing, bytes moved and peak memory with and without swap
 // (bench/reshard_bench.h). It re-invokes this executable (/proc/self/exe) under the
 // launcher as `aspen bench reshard --worker --out FILE ...`: the internal interface.
@@ -23,6 +23,9 @@ void setup(CLI::App& root) {
   CLI::App* command = bench_group(root).add_subcommand(
       "reshard", "Training -> inference layout (allgather) with and without optimizer swap");
   command->add_option("--train-dp", options->train_dp, "training data-parallel ranks")
+      ->capture_default_str();
+  command->add_option("--train-pp", options->train_pp,
+                      "training pipeline stages (each rank holds its stage's layers)")
       ->capture_default_str();
   command->add_option("--train-tp", options->train_tp, "training tensor-parallel size")
       ->capture_default_str();
