@@ -36,13 +36,8 @@ void check_agent(const TrainConfig& config, const std::string& source) {
 void check_trajectories(const TrainConfig& config, const std::string& source) {
   check_agent(config, source);
   const bool multi_turn = config.rollout.multi_turn();
-  // Trajectories are driven by one rank's loop (trajectory_loop.h): a TP instance's
-  // followers replay plans without turns; a cut unit cannot carry its environment.
-  check_input(!(multi_turn && config.placement.rollout_tp > 1),
-              "multi-turn trajectories need rollout instances of one rank (placement.rollout.tp " +
-                  std::to_string(config.placement.rollout_tp) + ")",
-              source + ": rollout.environment.kind",
-              "set placement.rollout.tp=1 or rollout.environment.kind=none");
+  // A TP instance's leader drives the trajectories and plans each turn for its
+  // followers (pipeline/rollout_worker.h); a cut unit cannot carry its environment.
   check_input(!(multi_turn && config.data.chat_template),
               "the environment renders the conversation; this would render the prompt twice",
               source + ": data.chat_template", "set it to false with rollout.environment");

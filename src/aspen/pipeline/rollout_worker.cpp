@@ -456,7 +456,7 @@ void RolloutWorker::follow() {
       request.prompt = planned.at("prompt").get<std::vector<TokenId>>();
       request.sample_indices = planned.at("samples").get<std::vector<int64_t>>();
       request.n = static_cast<int64_t>(request.sample_indices.size());
-      request.params = rollout_sampling(config_, planned.at("group").get<int64_t>());
+      request.params = planned_sampling(planned);
       engine_.add_request(std::move(request));  // the leader's took it: so does this one
     }
     if (plan.at("stop").get<bool>()) return;

@@ -79,7 +79,11 @@
 // or, colocated, only their version: each peer takes that version of the shards its
 // own rank resharded, `own_shards`), the requests it added, step or stop - and the
 // followers (follow()) apply it in the same order, so every replica schedules exactly
-// the same batches.
+// the same batches. Multi-turn trajectories run their loop and environments on the
+// leader alone: each turn it adds to the engine is planned like a single-turn request
+// (with its turn and token budget, from which a follower derives the same sampling),
+// so followers need neither. Agent programs still refuse TP (their endpoint's calls
+// carry sampling the plan does not, config/trajectory_checks.cpp).
 // Fault injection for tests: ASPEN_FAULT_STEP_DELAY_MS=M sleeps a uniformly random
 // 0..M ms after every engine step (a slow or jittery instance);
 // ASPEN_FAULT_SIGKILL_RANK=R with ASPEN_FAULT_SIGKILL_AFTER_STEPS=S makes the process
@@ -212,6 +216,9 @@ class RolloutWorker {
   void drive_trajectories();
   // Every trajectory of the claim ended: its rows go to the dock (or leave it).
   void finish_trajectory_claim(HeldClaim& held);
+  // A TP follower: the sampling of a request the leader planned - a trajectory's turn
+  // (the plan names its turn and budget) or a single-turn group's.
+  SamplingParams planned_sampling(const nlohmann::json& planned) const;
   // The engine's load plus the trajectories waiting on their environments.
   QueueState load() const;
   void post_status(bool exited);
