@@ -119,5 +119,48 @@ TEST(Resharder, PlacementCoversEveryInferenceRankOnce) {
   }
 }
 
+TEST(Resharder, PlanWithStagesNamesTrainPp) {
+  ReshardPlan plan;
+  plan.train_pp = 2;
+  try {
+    plan.validate(1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train_dp x train_pp x train_tp = 2"), std::string::npos)
+        << e.what();
+  }
+  plan.validate(2);
+  plan.train_pp = 0;
+  EXPECT_THROW(plan.validate(0), Error);
+}
+
+// With stages every rank is an inference rank too (rank = dp * pp * tp + stage * tp + r),
+// and a rank's inference shard lies inside what its stage peers (same dp, same r) can
+// supply: the gather case's peers hold the same shard, the split case's shard is inside
+// the training shard r every peer holds.
+TEST(Resharder, PlacementWithStagesCoversEveryInferenceRankOnce) {
+  for (auto [dp, pp, tp, infer] : std::vector<std::tuple<int, int, int, int>>{
+           {1, 2, 1, 1}, {1, 2, 1, 2}, {1, 2, 2, 1}, {1, 2, 2, 4}, {2, 2, 1, 4}, {1, 4, 2, 1}}) {
+    ReshardPlan plan{dp, tp, infer};
+    plan.train_pp = pp;
+    plan.validate(dp * pp * tp);
+    std::set<std::pair<int, int>> seen;
+    for (int rank = 0; rank < dp * pp * tp; ++rank) {
+      const InferencePlacement p = inference_placement(plan, rank);
+      EXPECT_TRUE(seen.insert({p.replica, p.tp_rank}).second)
+          << dp << "x" << pp << "x" << tp << "->" << infer;
+      EXPECT_LT(p.tp_rank, infer);
+      const int r = rank % tp;
+      if (infer <= tp) {
+        const int stage0_peer = rank - ((rank / tp) % pp) * tp;
+        EXPECT_EQ(p.tp_rank, inference_placement(plan, stage0_peer).tp_rank);
+      } else {
+        EXPECT_EQ(p.tp_rank / (infer / tp), r);
+      }
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), dp * pp * tp);
+  }
+}
+
 }  // namespace
 }  // namespace aspen::parallel
