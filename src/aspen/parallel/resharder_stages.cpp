@@ -112,10 +112,10 @@ std::shared_ptr<WeightSet> Resharder::exchange_stages(
         // Split case: u's shard lies inside this rank's training shard (same r).
         check_input(plan_.infer_tp > plan_.train_tp, "a stage peer needs another shard",
                     tensor->name);
-        piece = assemble_shard(layout_(tensor->name), tensor->full,
-                               {{train_shard.at(tensor->name).detach(), train_tp_rank_,
-                                 plan_.train_tp}},
-                               target, plan_.infer_tp, plan_.dtype, tensor->name);
+        piece = assemble_shard(
+            layout_(tensor->name), tensor->full,
+            {{train_shard.at(tensor->name).detach(), train_tp_rank_, plan_.train_tp}}, target,
+            plan_.infer_tp, plan_.dtype, tensor->name);
       }
       pieces.push_back(piece.contiguous().view({-1}));
     }
@@ -130,9 +130,8 @@ std::shared_ptr<WeightSet> Resharder::exchange_stages(
     int64_t total = 0;
     std::vector<std::vector<int64_t>> shapes;
     for (const StageTensor* tensor : list) {
-      shapes.push_back(resharder_stages::shard_shape(layout_(tensor->name), tensor->full,
-                                                     placement_.tp_rank, plan_.infer_tp,
-                                                     tensor->name));
+      shapes.push_back(resharder_stages::shard_shape(
+          layout_(tensor->name), tensor->full, placement_.tp_rank, plan_.infer_tp, tensor->name));
       total += resharder_stages::numel_of(shapes.back());
     }
     torch::Tensor flat = torch::empty({total}, torch::TensorOptions().dtype(wire));
@@ -142,8 +141,7 @@ std::shared_ptr<WeightSet> Resharder::exchange_stages(
     int64_t offset = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
       const int64_t n = resharder_stages::numel_of(shapes[i]);
-      received[static_cast<size_t>(t)][list[i]->name] =
-          flat.narrow(0, offset, n).view(shapes[i]);
+      received[static_cast<size_t>(t)][list[i]->name] = flat.narrow(0, offset, n).view(shapes[i]);
       offset += n;
     }
   }
@@ -154,8 +152,8 @@ std::shared_ptr<WeightSet> Resharder::exchange_stages(
     for (const StageTensor* tensor : owned[static_cast<size_t>(t)]) {
       const bool local = held[static_cast<size_t>(stage_)].count(tensor->name) > 0;
       weights->tensors.emplace_back(
-          tensor->name, local ? mine.at(tensor->name)
-                              : received[static_cast<size_t>(t)].at(tensor->name));
+          tensor->name,
+          local ? mine.at(tensor->name) : received[static_cast<size_t>(t)].at(tensor->name));
     }
   }
   return weights;
