@@ -97,6 +97,8 @@ std::shared_ptr<WeightSet> Resharder::exchange_stages(
     return inference_placement(plan_, first_member + u * stage_stride).tp_rank;
   };
   const torch::ScalarType wire = resharder_stages::on_wire(plan_.dtype);
+  const torch::Device device =
+      train_shards.empty() ? torch::Device(torch::kCPU) : train_shards.front().second.device();
   // 2. Send member u shard target_of(u) of what it needs from this stage, one flat buffer.
   std::vector<PendingWork> sends;
   for (int u = 0; u < stages; ++u) {
@@ -134,7 +136,8 @@ std::shared_ptr<WeightSet> Resharder::exchange_stages(
           layout_(tensor->name), tensor->full, placement_.tp_rank, plan_.infer_tp, tensor->name));
       total += resharder_stages::numel_of(shapes.back());
     }
-    torch::Tensor flat = torch::empty({total}, torch::TensorOptions().dtype(wire));
+    // On the shards' device, as the sender's buffer is (NCCL moves CUDA tensors).
+    torch::Tensor flat = torch::empty({total}, torch::TensorOptions().dtype(wire).device(device));
     group.recv(flat, t);
     flat = flat.view(plan_.dtype);
     stats_.bytes_moved += flat.numel() * flat.element_size();
