@@ -81,6 +81,27 @@ TEST(SyntheticEnvironmentTest, SeedsAreDeterministicPerRowAndOccurrence) {
   EXPECT_NE(other.next("x"), a0);
 }
 
+TEST(SyntheticEnvironmentTest, AnEpisodeIdGivesTheSameDrawsInAnyStartOrder) {
+  SyntheticEnvironmentOptions options;
+  options.turns = 2;
+  options.tool_latency_ms = 0;
+  options.observation_tokens = 12;
+  auto observation = [&](SyntheticEnvironment& env, int64_t group, int64_t sample) {
+    env.reset_episode(row("r"), EpisodeId{group, sample});
+    return env.step("t").observations.at(0).content;
+  };
+  // One pool starts (g 4, s 0) then (4, 1); another the other way round, after an
+  // unrelated episode: each trajectory draws what it drew in the first.
+  SyntheticEnvironment first(std::make_shared<SyntheticEpisodeSeeds>(5), exact_answer(), options);
+  SyntheticEnvironment second(std::make_shared<SyntheticEpisodeSeeds>(5), exact_answer(), options);
+  const std::string s0 = observation(first, 4, 0), s1 = observation(first, 4, 1);
+  second.reset(row("r"));
+  EXPECT_EQ(observation(second, 4, 1), s1);
+  EXPECT_EQ(observation(second, 4, 0), s0);
+  EXPECT_NE(s0, s1);
+  EXPECT_NE(observation(first, 5, 0), s0);  // another group draws anew
+}
+
 TEST(SyntheticEnvironmentTest, EpisodeHasItsTurnsToolCallsAndVerifierReward) {
   SyntheticEnvironmentOptions options;
   options.turns = 3;

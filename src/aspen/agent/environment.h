@@ -90,6 +90,14 @@ struct StepResult {
   StepMetrics metrics;
 };
 
+// Which trajectory an episode is: the dock's group id and the sample's index within its
+// group. Both are the same in every run of a config and on every rank, unlike the order
+// in which a pool's environments happen to start episodes.
+struct EpisodeId {
+  int64_t group = 0;
+  int64_t sample = 0;
+};
+
 class Environment {
  public:
   virtual ~Environment() = default;
@@ -98,6 +106,13 @@ class Environment {
   // `row`: one data row. ordered_json: its messages may hold tool-call arguments whose key
   // order the prompt keeps, and the command and http environments pass it on as it is.
   virtual ResetResult reset(const nlohmann::ordered_json& row) = 0;
+  // reset() for the trajectory `episode` (the trajectory loop calls this one). An
+  // environment whose episodes draw randomness seeds it from `episode`, so a run's
+  // trajectories are the same whatever order they start in; the default ignores it.
+  virtual ResetResult reset_episode(const nlohmann::ordered_json& row, const EpisodeId& episode) {
+    (void)episode;
+    return reset(row);
+  }
   // `turn`: the model's turn as decoded text (without the end-of-turn token).
   virtual StepResult step(const std::string& turn) = 0;
 };

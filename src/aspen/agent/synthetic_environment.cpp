@@ -56,6 +56,14 @@ uint64_t SyntheticEpisodeSeeds::next(const std::string& row_key) {
   return splitmix64(splitmix64(seed_ ^ hash_text(row_key)) + occurrence);
 }
 
+uint64_t SyntheticEpisodeSeeds::of_episode(const std::string& row_key,
+                                           const EpisodeId& episode) const {
+  // The (group, sample) stream is apart from next()'s occurrence counts by a salt.
+  const uint64_t row_seed = splitmix64(seed_ ^ hash_text(row_key) ^ 0x9e3779b97f4a7c15ull);
+  return splitmix64(splitmix64(row_seed + static_cast<uint64_t>(episode.group)) +
+                    static_cast<uint64_t>(episode.sample));
+}
+
 double synthetic_tool_latency_s(const SyntheticEnvironmentOptions& options,
                                 uint64_t episode_seed, int call) {
   const uint64_t index = 2 * static_cast<uint64_t>(call);
@@ -81,11 +89,21 @@ SyntheticEnvironment::SyntheticEnvironment(std::shared_ptr<SyntheticEpisodeSeeds
 }
 
 ResetResult SyntheticEnvironment::reset(const nlohmann::ordered_json& row) {
+  return start_episode(row, seeds_->next(row_key(row)));
+}
+
+ResetResult SyntheticEnvironment::reset_episode(const nlohmann::ordered_json& row,
+                                                const EpisodeId& episode) {
+  return start_episode(row, seeds_->of_episode(row_key(row), episode));
+}
+
+ResetResult SyntheticEnvironment::start_episode(const nlohmann::ordered_json& row,
+                                                uint64_t episode_seed) {
   const std::string where = "synthetic environment: data row";
   ResetResult result;
   result.messages = conversation_of_row(row, where);
   row_ = row;
-  episode_seed_ = seeds_->next(row_key(row));
+  episode_seed_ = episode_seed;
   active_ = true;
   turns_ = 0;
   return result;

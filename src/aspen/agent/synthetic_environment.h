@@ -19,11 +19,12 @@
 //     whose final_reward means what it means without tools.
 // No tool schemas are offered: the prompt is the one the model sees without tools.
 //
-// Seeds (deterministic, so the sync and async sides of a benchmark wait the same): the
-// episode's seed is a hash of the options' seed, the data row's "id" (or its dump) and
-// how many episodes of that row the shared SyntheticEpisodeSeeds has started before: the
-// k-th trajectory of an example gets the same latencies and observations in every run,
-// whatever order the instances start them in within a group.
+// Seeds (deterministic, so the sync and async sides of a benchmark wait the same): under
+// the trajectory loop (reset_episode) the episode's seed is a hash of the options' seed,
+// the data row's "id" (or its dump), the group id and the sample index, so each
+// trajectory gets the same latencies and observations in every run, on every rank and
+// whatever order the instances start them in. A bare reset() (no episode id) counts
+// instead: the k-th episode of a row the shared SyntheticEpisodeSeeds has started.
 //
 // Data rows: as the tools environment's ({"prompt": ...} or {"messages": [...]}); a row
 // with neither throws aspen::Error naming the field. A verifier that throws ends the
@@ -57,6 +58,8 @@ class SyntheticEpisodeSeeds {
   explicit SyntheticEpisodeSeeds(uint64_t seed) : seed_(seed) {}
   // A fresh episode of the row named `row_key`: its seed.
   uint64_t next(const std::string& row_key);
+  // The episode `episode` of the row named `row_key`: its seed (counts nothing).
+  uint64_t of_episode(const std::string& row_key, const EpisodeId& episode) const;
 
  private:
   uint64_t seed_;
@@ -78,9 +81,12 @@ class SyntheticEnvironment : public Environment {
 
   std::string kind() const override { return "synthetic"; }
   ResetResult reset(const nlohmann::ordered_json& row) override;
+  ResetResult reset_episode(const nlohmann::ordered_json& row, const EpisodeId& episode) override;
   StepResult step(const std::string& turn) override;
 
  private:
+  ResetResult start_episode(const nlohmann::ordered_json& row, uint64_t episode_seed);
+
   std::shared_ptr<SyntheticEpisodeSeeds> seeds_;
   AnswerVerifier verifier_;
   SyntheticEnvironmentOptions options_;

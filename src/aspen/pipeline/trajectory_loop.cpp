@@ -151,7 +151,8 @@ void TrajectoryLoop::run_job(Job& job) {
   // conversation) ends this trajectory with the error rather than the instance.
   try {
     if (job.reset) {
-      const agent::ResetResult reset = state.environment->reset(state.row);
+      const agent::ResetResult reset =
+          state.environment->reset_episode(state.row, {job.key.group, job.key.sample});
       t.tool_wait_s += reset.wait_seconds;
       if (reset.error) {
         t.end = TrajectoryEnd::kEnvironment;
