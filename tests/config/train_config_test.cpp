@@ -211,8 +211,15 @@ TEST(TrainConfig, TrainerPipelineRefusesWhatStagesDoNotRunYetNamingBothKeys) {
   Config grid = Config::parse(
       "placement: {train: {dp: 2, pp: 2, tp: 2}, rollout: {instances: 8}}\n", "run.yaml");
   EXPECT_NO_THROW(check_trainer_pipeline(parse_train_config(grid), 2));
-  refused("placement: {train: {dp: 2, pp: 2, ep: 2}, rollout: {instances: 4}}\n", 4,
+  // PP x EP inside DP trains; EP over a stage's TP group, and a critic on EP stages, not.
+  Config experts = Config::parse(
+      "placement: {train: {dp: 2, pp: 2, ep: 2}, rollout: {instances: 4}}\n", "run.yaml");
+  EXPECT_NO_THROW(check_trainer_pipeline(parse_train_config(experts), 2));
+  refused("placement: {train: {pp: 2, tp: 2, ep: 2}, rollout: {instances: 4}}\n", 4,
           "placement.train.ep");
+  refused("algorithm: {name: ppo}\nplacement: {train: {dp: 2, pp: 2, ep: 2}, rollout: "
+          "{instances: 4}}\n",
+          4, "algorithm.name");
   refused("placement: {train: {pp: 2}, rollout: {instances: 1, tp: 2}}\n", 4, "placement.rollout.tp");
   refused("algorithm: {name: ppo}\nplacement: {train: {pp: 2, tp: 2}, rollout: {instances: 4}}\n",
           4, "algorithm.name");

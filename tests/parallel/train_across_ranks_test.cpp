@@ -349,6 +349,41 @@ TEST(TrainAcrossRanks, DataTimesPipelineParallelFourRanksTrainAndResumeLikeOnePr
                       dir_of("dp2pp2_one"));
 }
 
+// PP x EP: two pipelines of two stages over four ranks, each stage's 4 experts split
+// over its EP group (that stage in both pipelines: data-parallel ranks with their own
+// experts and rows, EP inside DP, the built-in Qwen3-MoE). Each stage gathers its
+// experts over its EP group, then the stages are gathered into every rank's rollout
+// model. Without the load-balancing loss: it is per forward and the pipelines pack
+// other micro-batches than one process (actor.h), as under DP x EP. Its checkpoint
+// after iteration 2 (EP rank e of stage s wrote share 2s + e of the AdamW state: the
+// stage's parameters from EP rank 0, its experts from the other) resumes exactly at
+// its layout and in one process like the one-process run. Two epochs, as the DP x EP
+// resume test below.
+TEST(TrainAcrossRanks, PipelineTimesExpertParallelMoeFourRanksTrainAndResumeLikeOneProcess) {
+  const std::string output = run_pair(
+      "pp2ep2_moe",
+      tiny_rank_run("model.kind=qwen3_moe model.num_layers=2 model.num_experts=4 "
+                    "model.moe_intermediate_size=32 algorithm.kl_coef=0.01 train.epochs=2 "
+                    "checkpoint.every=2 checkpoint.keep_last=0"),
+      "placement.train.dp=2 placement.train.pp=2 placement.train.ep=2 "
+      "placement.rollout.instances=4",
+      4);
+  for (const char* line : {"pipeline stage 1 of 2 trains layers [1, 2) and the head",
+                           "expert-parallel rank 1 of 2 trains experts [2, 4) of 4"}) {
+    EXPECT_NE(output.find(line), std::string::npos) << output;
+  }
+  const std::string checkpoint = dir_of("pp2ep2_moe_two") + "/checkpoints/iter_000002";
+  for (const char* file : {"actor_optimizer-00000-of-00004.safetensors",
+                           "actor_optimizer-00003-of-00004.safetensors", "reference.safetensors"}) {
+    EXPECT_TRUE(fs::exists(checkpoint + "/" + file)) << file;
+  }
+  expect_resumes_exactly("pp2ep2_moe", 4);
+  expect_resumes_like(dir_of("pp2ep2_moe_two"), "pp2ep2_moe_resumed_one", 1,
+                      "placement.train.dp=1 placement.train.pp=1 placement.train.ep=1 "
+                      "placement.rollout.instances=1",
+                      dir_of("pp2ep2_moe_one"));
+}
+
 // Only the first data-parallel replica's TP ranks write (the other holds the same
 // shards); the checkpoint resumes in one process. Seed 4: a gradient before the
 // checkpoint (see above).

@@ -17,8 +17,14 @@ void check_trainer_pipeline(const TrainConfig& config, int64_t model_layers) {
     check_input(!combined, with + other + " is not supported yet: " + why, key + " and " + other,
                 hint + " or " + key + "=1");
   };
-  refuse(p.train_ep > 1, "placement.train.ep > 1", "pipeline stages do not exchange experts",
-         "placement.train.ep=1");
+  // PP x EP trains with EP inside DP (each stage's experts split over its data-parallel
+  // ranks); EP over a stage's TP group (train.ep = train.tp) is not tested on stages.
+  refuse(p.train_ep > 1 && p.train_tp > 1, "placement.train.ep > 1 and placement.train.tp > 1",
+         "tensor-parallel experts are not tested on pipeline stages", "placement.train.tp=1");
+  // The critic on stages is the policy's stage (train/critic.h): its experts would be
+  // split with no expert-aware gradient reduction.
+  refuse(config.algorithm.name == AlgorithmName::kPpo && p.train_ep > 1, "algorithm.name ppo",
+         "the critic's experts are not expert-parallel", "placement.train.ep=1");
   refuse(p.mode == PlacementMode::kColocated && p.rollout_tp > 1, "placement.rollout.tp > 1",
          "colocated tensor-parallel instances are resharded from a DP x TP grid",
          "placement.mode=disaggregated (its instances take the gathered policy)");

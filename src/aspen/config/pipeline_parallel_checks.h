@@ -2,8 +2,10 @@
 // when a run starts, before any work. Not at config parsing: the simulator (`aspen
 // simulate`) models every DP x PP x TP grid, so the config itself takes them
 // (parallel/placement.h checks the grid's sizes).
-// Refused, naming placement.train.pp and the other key: PP with train.ep > 1 (the
-// stages do not exchange experts; DP x PP and PP x TP train), with colocated
+// Refused, naming placement.train.pp and the other key: PP with train.ep > 1 under
+// train.tp > 1 (experts split over a stage's TP group are not tested on stages; DP x PP,
+// PP x TP and PP x EP inside DP train), with ppo under EP (the critic's experts are not
+// expert-parallel), with colocated
 // rollout.tp > 1 (the resharder plans
 // DP x TP grids only; disaggregated tensor-parallel instances take the gathered
 // policy), with ppo under TP (the critic is not tensor-parallel), LoRA (not tested on

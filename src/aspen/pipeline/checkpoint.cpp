@@ -151,23 +151,26 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   // The ranks that write: the actor's first TP group under tensor parallelism (which
   // is its EP group too when train.ep = train.tp), else the first EP group. Their rank
   // 0 is the run's rank 0: it owns the directory and writes all that is not sharded.
-  // Under pipeline parallelism (alone: the placement refuses it with TP or EP) the first
-  // replica's stages, stage 0 the run's rank 0.
+  // Under pipeline parallelism the first replica's stages, stage 0 the run's rank 0;
+  // with EP too (PP x EP) the stages of the first EP group's replicas.
   const QwenForCausalLM& actor = workers.actor->model();
   const TensorParallel& tp = actor->tp;
   const PipelineStages& pp = actor->pp;
   const bool sharded = tp.enabled();
   const bool staged = pp.enabled();
   // PP x TP: the first replica's every stage and TP rank; stage 0's TP rank 0 leads.
-  const bool leader =
-      (sharded ? tp.rank == 0 && pp.stage == 0 : (staged ? pp.stage : experts.rank) == 0);
-  std::optional<ProcessGroupHandle> group = sharded ? tp.group : staged ? pp.group : experts.group;
-  // Under PP x TP no one group spans the writers: a barrier over the pipeline group (a
-  // TP index's stages) and one over the TP group (a stage's ranks), in the order that
-  // orders every writer after the leader (sync_ranks) or the leader after every writer
-  // (sync_ranks with `after_writes`).
+  // PP x EP: stage 0's EP rank 0 leads.
+  const bool leader = sharded ? tp.rank == 0 && pp.stage == 0
+                              : (staged ? pp.stage : 0) == 0 && experts.rank == 0;
+  // A stage's ranks: its TP group, or its EP group (EP alone: the one group).
+  std::optional<ProcessGroupHandle> group =
+      sharded ? tp.group : experts.enabled() ? experts.group : pp.group;
+  // Under PP x TP and PP x EP no one group spans the writers: a barrier over the
+  // pipeline group (a TP or EP index's stages) and one over `group` (a stage's ranks),
+  // in the order that orders every writer after the leader (sync_ranks) or the leader
+  // after every writer (sync_ranks with `after_writes`).
   const auto sync_ranks = [&](bool after_writes) {
-    if (sharded && staged) {
+    if (staged && (sharded || experts.enabled())) {
       ProcessGroupHandle stages = *pp.group;
       if (after_writes) group->barrier();
       stages.barrier();
@@ -188,12 +191,12 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   const bool reference = workers.reference && workers.reference->holds_copy();
   if (reference && !sharded) {
     // Collective under EP: the reference's experts are spread like the actor's; under
-    // PP its layers like the actor's stages (frozen: gathered only here).
+    // PP its layers like the actor's stages (frozen: gathered only here); PP x EP both.
     std::vector<std::pair<std::string, torch::Tensor>> whole;
-    if (experts.enabled()) {
-      whole = gather_expert_parallel_state(workers.reference->model());
-    } else if (staged) {
+    if (staged) {
       for (auto& item : gather_pipeline_stages(workers.reference->model())) whole.push_back(item);
+    } else if (experts.enabled()) {
+      whole = gather_expert_parallel_state(workers.reference->model());
     } else {
       whole = workers.reference->model()->hf_state();
     }
@@ -223,14 +226,21 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   } else {
     // EP rank 0: everything it holds, another EP rank its experts; stage s of P its
     // stage's parameters (the tied embedding once, from the first stage), as share s.
+    // PP x EP: both - EP rank e of stage s of P writes share s * ep + e of P * ep, its
+    // stage's parameters (EP rank 0) or its stage's experts (the others). The names are
+    // global (an expert's its index over all EP ranks), so a reader of any layout takes
+    // what it holds from the union of the shares.
+    const bool others_experts = experts.enabled() && experts.rank > 0;
     std::function<bool(const std::string&)> mine;
     if (staged) {
-      mine = [actor](const std::string& name) { return stage_writes(actor, name); };
+      mine = [actor, others_experts](const std::string& name) {
+        return stage_writes(actor, name) && (!others_experts || is_expert_parameter(name));
+      };
     } else if (!leader) {
       mine = is_expert_parameter;
     }
-    write_safetensors((tmp / actor_optimizer_file(staged ? pp.stage : experts.rank,
-                                                  staged ? pp.size : experts.size))
+    const int share = (staged ? pp.stage : 0) * experts.size + experts.rank;
+    write_safetensors((tmp / actor_optimizer_file(share, (staged ? pp.size : 1) * experts.size))
                           .string(),
                       workers.actor->optimizer().checkpoint_state(mine));
   }

@@ -12,7 +12,10 @@
 //                            holds its own experts' state (and rank 0's also the rest),
 //                            or train.pp under pipeline parallelism, where stage R's file
 //                            holds its stage's parameters' state (a tied embedding's in
-//                            the first stage's only); the step counter in every file
+//                            the first stage's only), or train.pp x train.ep under both,
+//                            where share s * ep + e is EP rank e of stage s (the stage's
+//                            parameters from EP rank 0, its experts from the others);
+//                            the step counter in every file
 //   reference.safetensors    the frozen reference (when the run has one), every expert
 //                            and every stage's layers (gathered)
 //   actor_optimizer/, reference/   instead, under tensor parallelism (train.tp > 1):
@@ -67,7 +70,11 @@ namespace aspen::pipeline {
 // over the first replica's pipeline group: each stage writes its share of the
 // optimizer state, and the reference is gathered to stage 0 (rank 0). Both (PP x TP):
 // every stage's TP group writes its stage's directory of shards; the barriers run over
-// the TP and the pipeline groups, stage 0's TP rank 0 leading.
+// the TP and the pipeline groups, stage 0's TP rank 0 leading. PP x EP (`experts` then
+// the stage's EP group): collective over the first EP group's pipelines; each stage's
+// EP rank writes its share, the reference is gathered over the EP groups and then the
+// stages; the barriers run over the EP and the pipeline groups, stage 0's EP rank 0
+// leading.
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
                             int64_t keep_last, const ExpertParallel& experts = {});

@@ -152,20 +152,27 @@ struct TrainGroups {
 };
 
 // Expert parallelism inside the data-parallel trainers (parallel/placement.h): EP
-// groups of train.ep consecutive training ranks, and the expert-data-parallel groups
-// of the ranks at the same place in theirs. Collective over `world`.
+// groups of train.ep consecutive data-parallel replicas, and the expert-data-parallel
+// groups of the ranks at the same place in theirs. Under PP (a replica is train.pp
+// ranks) the groups are per stage: the same stage of those replicas, which hold the
+// same layers. Collective over `world`.
 void add_expert_groups(ProcessGroupHandle& world, const Placement& p, TrainGroups& groups) {
   if (p.train_ep == 1 || p.train_tp > 1) return;  // EP over the TP group: made with it
   const int ep_groups = p.train_dp / p.train_ep;
-  for (int g = 0; g < ep_groups; ++g) {
-    std::vector<int> ranks;
-    for (int e = 0; e < p.train_ep; ++e) ranks.push_back(g * p.train_ep + e);
-    if (auto group = world.new_subgroup(ranks)) groups.expert_parallel = ExpertParallel::over(*group);
-  }
-  for (int e = 0; e < p.train_ep && ep_groups > 1; ++e) {
-    std::vector<int> ranks;
-    for (int g = 0; g < ep_groups; ++g) ranks.push_back(g * p.train_ep + e);
-    if (auto group = world.new_subgroup(ranks)) groups.expert_data_parallel = group;
+  const int replica = p.train_replica_size();  // train.pp: train.tp is 1 here
+  for (int s = 0; s < replica; ++s) {
+    for (int g = 0; g < ep_groups; ++g) {
+      std::vector<int> ranks;
+      for (int e = 0; e < p.train_ep; ++e) ranks.push_back((g * p.train_ep + e) * replica + s);
+      if (auto group = world.new_subgroup(ranks)) {
+        groups.expert_parallel = ExpertParallel::over(*group);
+      }
+    }
+    for (int e = 0; e < p.train_ep && ep_groups > 1; ++e) {
+      std::vector<int> ranks;
+      for (int g = 0; g < ep_groups; ++g) ranks.push_back((g * p.train_ep + e) * replica + s);
+      if (auto group = world.new_subgroup(ranks)) groups.expert_data_parallel = group;
+    }
   }
 }
 
@@ -416,11 +423,14 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     // expert parallelism alone the rest of the first EP group its experts' optimizer
     // state, under pipeline parallelism the other stages of the first replica their
     // stages' (all three groups are ranks [0, size): TP is the fastest index, then EP
-    // or the stages).
+    // or the stages); under PP x EP the stages of the first EP group's train.ep
+    // replicas (ranks [0, ep * pp)).
+    const bool ep_in_dp = groups.expert_parallel.enabled() && !groups.tensor_parallel.enabled();
     const bool checkpoints =
         writer || (groups.tensor_parallel.enabled() && rank < config.placement.train_tp) ||
         (groups.expert_parallel.enabled() && rank < config.placement.train_ep) ||
-        (groups.pipeline.enabled() && rank < config.placement.train_replica_size());
+        (groups.pipeline.enabled() &&
+         rank < config.placement.train_replica_size() * (ep_in_dp ? config.placement.train_ep : 1));
     if (checkpoints && config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
                       writer ? nlohmann::json{{"schedule", schedule->state()}, {"evals", evals}}

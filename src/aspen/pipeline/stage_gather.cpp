@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "aspen/model/expert_parallel_state.h"
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/pipeline/imports.h"
 
@@ -24,9 +25,10 @@ bool stage_writes(const QwenForCausalLM& model, const std::string& name) {
   return model->pp.first() || name != kEmbedding;
 }
 
-
 std::map<std::string, torch::Tensor> gather_pipeline_stages(const QwenForCausalLM& model) {
-  return gather_stage_tensors(model->pp, model->hf_state());
+  // PP x EP: each stage whole over its EP group first (as EP alone publishes), so every
+  // EP rank's pipeline then exchanges whole stages; without EP this is hf_state().
+  return gather_stage_tensors(model->pp, gather_expert_parallel_state(model));
 }
 
 std::map<std::string, torch::Tensor> gather_stage_tensors(

@@ -9,7 +9,11 @@
 // flat buffer per dtype, so every stage ends with the same whole state (as
 // QwenForCausalLM::hf_state of the one-process model: the tied head is the first
 // stage's embedding, the last stage's copy of it is not sent again). Without PP it
-// returns hf_state()'s tensors (copies) and touches no group.
+// returns hf_state()'s tensors (copies) and touches no group. Under PP x EP (the EP
+// group a stage's data-parallel ranks, each holding some of the stage's experts) each
+// stage first gathers its experts over its EP group (gather_expert_parallel_state),
+// then the stages are gathered as above over each EP rank's pipeline group: collective
+// over both, every rank of the stage's EP group and of its pipeline group calls it.
 // Errors: aspen::Error from a failed collective. Thread safety: the pipeline group's
 // one thread.
 #pragma once
