@@ -18,6 +18,8 @@
 #include <fstream>
 
 #include "aspen/pipeline/rl_run.h"
+#include "aspen/pipeline/trajectory_environments.h"
+#include "aspen/pipeline/trajectory_eval.h"
 #include "support/oracles.h"
 #include "tiny_run.h"
 
@@ -173,6 +175,34 @@ TEST(AgentRun, UnderDropANoCallProgramsGroupLeavesTheDockAndTheOthersAllTrain) {
                              "agent_unknown_session_calls"}) {
     EXPECT_EQ(last.at(metric).get<int64_t>(), 0) << metric;
   }
+}
+
+// `aspen eval` of an agent run: each sample is one run of the program against an
+// endpoint the evaluation's engine answers, scored by the reward the program prints.
+TEST(AgentRun, EvaluationPlaysTheAgentProgramOncePerSampleAndScoresItsReward) {
+  const std::string dir = fresh_dir("eval");
+  const TrainConfig config = agent_run(agent_command("two_turns", dir + "/seen"), {});
+  RlSetup setup = build_rl_setup(config);
+  const auto trajectories = make_rollout_trajectories(config, setup);
+  ASSERT_TRUE(trajectories && trajectories->agent);
+  SamplingParams greedy;
+  greedy.temperature = 0.0;
+  greedy.max_tokens = 8;
+  const TrajectoryEvalResult result =
+      evaluate_trajectories(setup, *trajectories, setup.eval_examples, greedy, /*n=*/2);
+  ASSERT_EQ(result.pass.examples, 2);
+  EXPECT_EQ(result.environment_error_fraction, 0.0);
+  // Two calls per episode; a call the template renders differently splits the session
+  // and the trajectory keeps its last segment.
+  EXPECT_GE(result.turns_mean, 1.0);
+  EXPECT_LE(result.turns_mean, 2.0);
+  EXPECT_GE(result.pass.mean_score, 0.0);
+  EXPECT_LE(result.pass.mean_score, 1.0);
+  int64_t episodes = 0;
+  for (const auto& entry : fs::directory_iterator(dir + "/seen")) {
+    episodes += entry.path().extension() == ".seen";
+  }
+  EXPECT_EQ(episodes, 4) << "2 examples x 2 samples, one program each";
 }
 
 TEST(AgentRun, TheConfigRefusesWhatAnAgentRunCannotDoNamingTheKey) {

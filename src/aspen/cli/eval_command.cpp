@@ -91,7 +91,7 @@ int run_eval(const EvalOptions& options) {
   params.validate("aspen eval");
   // rollout.environment: every example is a multi-turn trajectory with the run's tools
   // or environment (docs/agents.md), scored by its environment or its last turn.
-  const auto trajectories = make_trajectory_environments(config, setup);
+  const auto trajectories = make_rollout_trajectories(config, setup);
   std::optional<TrajectoryEvalResult> agent;
   if (trajectories) {
     agent = evaluate_trajectories(setup, *trajectories, setup.eval_examples, params, options.n);

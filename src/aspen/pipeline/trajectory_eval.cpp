@@ -2,12 +2,35 @@
 #include "aspen/pipeline/imports.h"
 
 #include <map>
+#include <memory>
 
+#include "aspen/pipeline/agent_loop.h"
 #include "aspen/pipeline/trajectory_loop.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/util/error.h"
 
 namespace aspen::pipeline {
+namespace {
+
+// The trajectories: the environments' loop, or (rollout.agent.command) the agent
+// programs, whose calls the evaluation's engine answers at the evaluation's sampling.
+std::unique_ptr<TrajectorySource> evaluation_source(const RlSetup& setup,
+                                                    const TrajectoryEnvironments& envs,
+                                                    const SamplingParams& params) {
+  if (envs.agent) {
+    AgentLoopOptions options = *envs.agent;
+    options.sampling = params;
+    options.max_turn_tokens = params.max_tokens;
+    return std::make_unique<AgentLoop>(options, setup.tokenizer, *envs.chat_template);
+  }
+  TrajectoryLoopOptions loop_options = envs.loop;
+  loop_options.max_turn_tokens = params.max_tokens;
+  loop_options.max_trajectory_tokens = std::max(loop_options.max_trajectory_tokens, params.max_tokens);
+  return std::make_unique<TrajectoryLoop>(loop_options, envs.make_environment, setup.tokenizer,
+                                          *envs.chat_template);
+}
+
+}  // namespace
 
 TrajectoryEvalResult evaluate_trajectories(RlSetup& setup, const TrajectoryEnvironments& envs,
                                            const std::vector<TaskExample>& examples,
@@ -22,10 +45,8 @@ TrajectoryEvalResult evaluate_trajectories(RlSetup& setup, const TrajectoryEnvir
   torch::NoGradGuard no_grad;
   RolloutEngine engine(setup.model, evaluation_engine_config(setup, kv_cache_bytes),
                        setup.tokenizer);
-  TrajectoryLoopOptions loop_options = envs.loop;
-  loop_options.max_turn_tokens = params.max_tokens;
-  loop_options.max_trajectory_tokens = std::max(loop_options.max_trajectory_tokens, params.max_tokens);
-  TrajectoryLoop loop(loop_options, envs.make_environment, setup.tokenizer, *envs.chat_template);
+  const std::unique_ptr<TrajectorySource> source = evaluation_source(setup, envs, params);
+  TrajectorySource& loop = *source;
   // Key: group = example, sample = its sample index (lease unused).
   std::map<std::pair<int64_t, int64_t>, nlohmann::ordered_json> rows;
   for (size_t e = 0; e < examples.size(); ++e) {
@@ -38,23 +59,26 @@ TrajectoryEvalResult evaluate_trajectories(RlSetup& setup, const TrajectoryEnvir
   const int64_t total = static_cast<int64_t>(examples.size()) * n;
   int64_t done = 0, turns = 0, calls = 0, failed = 0;
   double score_sum = 0.0;
-  std::vector<TrajectoryLoop::NextTurn> next;
-  std::vector<TrajectoryLoop::Finished> finished;
+  std::vector<TrajectorySource::NextTurn> next;
+  std::vector<TrajectorySource::Finished> finished;
   std::map<std::string, TrajectoryKey> origins;  // by engine request id
   while (done < total) {
     next.clear();
     finished.clear();
     if (!engine.has_unfinished()) loop.wait_ready(0.05);
     loop.poll(next, finished);
-    for (TrajectoryLoop::NextTurn& turn : next) {
+    for (TrajectorySource::NextTurn& turn : next) {
       GenerationRequest request;
       request.id = std::to_string(turn.key.group) + ":" + std::to_string(turn.key.sample) + "/t" +
                    std::to_string(turn.turn);
       request.prompt = std::move(turn.context);
-      request.params = params;
+      // An agent's call carries its own sampling (the evaluation's, with the call's
+      // seed and stop strings); the budget and the end-of-turn stop are the turn's.
+      request.params = turn.params ? *turn.params : params;
       request.params.max_tokens = turn.max_tokens;
+      request.params.min_tokens = 0;
       request.params.stop_token_ids.push_back(loop.end_of_turn());
-      if (params.seed) {
+      if (params.seed && !(turn.params && turn.params->seed)) {
         request.params.seed = *params.seed + static_cast<uint64_t>(turn.key.group * n + turn.key.sample) +
                               static_cast<uint64_t>(turn.turn) * 0x9E3779B97F4A7C15ULL;
       }
@@ -62,7 +86,7 @@ TrajectoryEvalResult evaluate_trajectories(RlSetup& setup, const TrajectoryEnvir
       origins[request.id] = turn.key;
       engine.add_request(std::move(request));
     }
-    for (TrajectoryLoop::Finished& f : finished) {
+    for (TrajectorySource::Finished& f : finished) {
       const Trajectory& t = f.trajectory;
       double score = 0.0;
       if (t.end == TrajectoryEnd::kEnvironment) {

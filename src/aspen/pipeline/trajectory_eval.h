@@ -1,6 +1,8 @@
 // Evaluation of a multi-turn run (rollout.environment): every example played as a whole
 // trajectory, n samples each, by one RolloutEngine on the policy as it is and the run's
-// environments (the same TrajectoryLoop and token contexts as training), each sample
+// environments (the same TrajectoryLoop and token contexts as training) or, when `envs`
+// has agent options (rollout.agent.command, make_rollout_trajectories), the run's agent
+// program once per sample against an endpoint this engine answers (AgentLoop), each sample
 // scored by its environment's reward or, when the environment gives none, the
 // verifier's score of its last turn (score_final_answer). A sample is correct when it
 // scores >= 1. pass@k as pass_at_k.h computes it; also the mean turns and tool calls
