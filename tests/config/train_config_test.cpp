@@ -220,7 +220,11 @@ TEST(TrainConfig, TrainerPipelineRefusesWhatStagesDoNotRunYetNamingBothKeys) {
   refused("algorithm: {name: ppo}\nplacement: {train: {dp: 2, pp: 2, ep: 2}, rollout: "
           "{instances: 4}}\n",
           4, "algorithm.name");
-  refused("placement: {train: {pp: 2}, rollout: {instances: 1, tp: 2}}\n", 4, "placement.rollout.tp");
+  // Colocated tensor-parallel instances take their shards of every stage's layers
+  // (the resharder's stage exchange).
+  Config rollout_tp = Config::parse(
+      "placement: {train: {pp: 2}, rollout: {instances: 1, tp: 2}}\n", "run.yaml");
+  EXPECT_NO_THROW(check_trainer_pipeline(parse_train_config(rollout_tp), 2));
   refused("algorithm: {name: ppo}\nplacement: {train: {pp: 2, tp: 2}, rollout: {instances: 4}}\n",
           4, "algorithm.name");
   refused("train: {lora: {rank: 4}}\n" + pp2, 4, "train.lora.rank");

@@ -309,6 +309,23 @@ TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) 
            grid, 4);
 }
 
+// A PP trainer serving a colocated TP instance: the built-in tied Qwen3's two stages
+// (a layer each) are the two ranks of one rollout instance of TP 2 (the split case:
+// inference TP rank = stage). Each stage slices its own layers' inference shards and
+// sends its peer's (the resharder's stage exchange), so each rank's engine holds its
+// shard of the whole model; the optimizer state is swapped out while rollout runs.
+// Seed 4: iterations 2 and 3 have a gradient (the default seed's first two none).
+TEST(TrainAcrossRanks, PipelineStagesReshardIntoAColocatedTensorParallelInstance) {
+  run_pair("pp2_rollout_tp2", tp_rank_run("train.seed=4"),
+           "placement.train.pp=2 placement.rollout.instances=1 placement.rollout.tp=2 "
+           "placement.swap=true");
+  const auto bytes = reshard_bytes("pp2_rollout_tp2");
+  ASSERT_EQ(bytes.size(), 3u);
+  for (int64_t moved : bytes) EXPECT_GT(moved, 0) << "rank 0 receives layer 1's shard";
+  EXPECT_GT(read_rl_metrics(dir_of("pp2_rollout_tp2_two")).back()["swapped_bytes"].get<int64_t>(),
+            0);
+}
+
 // Qwen3-MoE (built-in) over two stages with the load-balancing loss trained: the
 // stages pass their routing on (train/pipeline_routing.h), the experts are gathered
 // with their stage's layers. Measured: weights within 8.4e-6 of one process.

@@ -25,9 +25,6 @@ void check_trainer_pipeline(const TrainConfig& config, int64_t model_layers) {
   // split with no expert-aware gradient reduction.
   refuse(config.algorithm.name == AlgorithmName::kPpo && p.train_ep > 1, "algorithm.name ppo",
          "the critic's experts are not expert-parallel", "placement.train.ep=1");
-  refuse(p.mode == PlacementMode::kColocated && p.rollout_tp > 1, "placement.rollout.tp > 1",
-         "colocated tensor-parallel instances are resharded from a DP x TP grid",
-         "placement.mode=disaggregated (its instances take the gathered policy)");
   refuse(config.algorithm.name == AlgorithmName::kPpo && p.train_tp > 1, "algorithm.name ppo",
          "the critic is not tensor-parallel", "placement.train.tp=1");
   refuse(config.train.lora.enabled(), "train.lora.rank > 0",

@@ -5,11 +5,8 @@
 // Refused, naming placement.train.pp and the other key: PP with train.ep > 1 under
 // train.tp > 1 (experts split over a stage's TP group are not tested on stages; DP x PP,
 // PP x TP and PP x EP inside DP train), with ppo under EP (the critic's experts are not
-// expert-parallel), with colocated
-// rollout.tp > 1 (the resharder plans
-// DP x TP grids only; disaggregated tensor-parallel instances take the gathered
-// policy), with ppo under TP (the critic is not tensor-parallel), LoRA (not tested on
-// stages), routing
+// expert-parallel), with ppo under TP (the
+// critic is not tensor-parallel), LoRA (not tested on stages), routing
 // replay (the routing log does not cross stages), and more stages than the model's
 // `model_layers` decoder layers (a stage without a layer would only forward messages).
 // Errors: aspen::Error. Thread safety: pure.

@@ -514,15 +514,19 @@ void visit_fields(Placement& s, Visitor& v) {
         "contiguous stages, one rank each (embedding on the first, norm and head on the "
         "last), trained by 1F1B over the balanced micro-batches; at most the model's "
         "layers. A replica is `train.tp x train.pp` ranks, TP fastest; with `train.dp` "
-        "replicas. Not yet with `train.ep` > 1, colocated `rollout.tp` > 1, "
+        "replicas. With `train.ep` > 1 each stage's experts split over its EP group (EP "
+        "inside DP: that stage of `train.ep` replicas). Not yet with `train.ep` > 1 "
+        "under `train.tp` > 1, ppo with `train.ep` > 1, "
         "ppo with `train.tp` > 1, LoRA or routing replay in `aspen train` "
         "(refused at its start naming both keys; `aspen simulate` models any grid). The rollout instances get the "
-        "stages' layers gathered after each update");
+        "stages' layers gathered after each update; colocated `rollout.tp` > 1 "
+        "instances get their TP shards of every stage's layers from the resharder "
+        "instead");
   });
   v.nested("rollout", [&](auto& rollout) {
     rollout.field("instances", s.rollout_instances,
         "rollout instances and the TP size of each; colocated needs `train.dp x "
-        "train.tp = rollout.instances x rollout.tp` and `rollout.tp` dividing or a "
+        "train.tp x train.pp = rollout.instances x rollout.tp` and `rollout.tp` dividing or a "
         "multiple of `train.tp` (the resharder's layouts)");
     rollout.field("tp", s.rollout_tp, "the tensor-parallel size of each rollout instance");
     rollout.field("ep", s.rollout_ep,

@@ -62,7 +62,9 @@ void Placement::validate(int world, const std::string& where) const {
 }
 
 ReshardPlan Placement::reshard_plan(torch::ScalarType dtype) const {
-  return ReshardPlan{train_dp, train_tp, rollout_tp, dtype};
+  // With stages, each rank reshards its own stage's layers and the stage group
+  // exchanges them: every rollout rank gets its shard of the whole model.
+  return ReshardPlan{train_dp, train_tp, rollout_tp, dtype, train_pp};
 }
 
 RankRoles roles_of(const Placement& placement, int rank) {

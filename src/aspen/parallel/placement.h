@@ -69,7 +69,7 @@ struct Placement {
   int world_size() const;
   // aspen::Error naming `where`.field when the grid is inconsistent with world_size.
   void validate(int world_size, const std::string& where) const;
-  // The resharder plan of a colocated placement (train grid -> rollout TP).
+  // The resharder plan of a colocated placement (the DP x PP x TP train grid -> rollout TP).
   ReshardPlan reshard_plan(torch::ScalarType dtype) const;
 };
 

@@ -81,6 +81,8 @@ void WeightPublisher::publish(QwenForCausalLM actor, const QwenForCausalLM& full
                               int64_t version, TransferDock& dock) {
   if (instance_resharder_) {
     // Collective over the trainers (every rank, colocated): each gets its own shard.
+    // On a pipeline stage hf_state() is the stage's tensors; the resharder's stage
+    // exchange adds the other stages' (resharder.h).
     own_shards_->publish(instance_resharder_->reshard(actor->hf_state(), version));
     reshard_bytes_moved_ = instance_resharder_->last_stats().bytes_moved;
     return;

@@ -13,7 +13,10 @@
 //   - colocated tensor-parallel instances (allgather-swap, engine_layout.h's
 //     instances_take_resharded_shards): publish() reshards the actor's trained shards
 //     into this rank's inference shards, which its instance takes from own_shards();
-//     nothing goes through the dock.
+//     nothing goes through the dock. train.pp > 1: each rank passes its own stage's
+//     (TP-sharded) tensors and the resharder's stage step (plan.train_pp, from
+//     Placement::reshard_plan) sends each rank its inference shard of the other
+//     stages' layers, so every instance gets the whole model, not the gathered one.
 //   - otherwise publish() puts the full policy's weight set on the dock's weight board,
 //     in this rank's warehouse, where its instances (or rollout-only ranks) fetch it.
 //     With pipeline.weight_sync: delta it also puts the delta from the set it
