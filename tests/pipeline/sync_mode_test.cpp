@@ -16,6 +16,7 @@
 #include "aspen/pipeline/iteration_engine.h"
 #include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_run.h"
+#include "dynamic_sampling_checks.h"
 #include "swap_check.h"
 #include "tiny_run.h"
 
@@ -107,30 +108,13 @@ TEST(DynamicSampling, TrainsOnlyInformativeGroupsAndRefillsTheBatch) {
     std::map<int64_t, int64_t> example_of;
     for (const PromptGroup& group : order.next(400)) example_of[group.group_id] = group.example;
     auto engine = std::make_unique<IterationEngine>(context, std::nullopt);
-    std::set<int64_t> trained;
-    int64_t dropped = 0;
+    testing::DynamicSamplingTally tally;
     for (int64_t i = 0; i < config.train.iterations; ++i) {
-      const nlohmann::json line = engine->iteration(i);
-      const int64_t kept = line["trained_groups"].get<int64_t>();
-      const int64_t rounds = line["sampling_rounds"].get<int64_t>();
-      EXPECT_GE(rounds, 1);
-      EXPECT_LE(rounds, 4);
-      if (kept < 4) EXPECT_EQ(rounds, 4) << "a short batch only after the last round";
-      EXPECT_EQ(line["rows"].get<int64_t>(), (kept + line["dropped_groups"].get<int64_t>()) * 4);
-      EXPECT_EQ(line["trained_rows"].get<int64_t>(), kept * 4);
-      dropped += line["dropped_groups"].get<int64_t>();
-      for (int64_t group : line["batch_groups"]) {
-        const auto& example = setup.train_examples[static_cast<size_t>(example_of.at(group))];
-        EXPECT_FALSE(HalfInformativeVerifier::uninformative(example.prompt_text))
-            << "group " << group << " has equal rewards and was trained";
-        EXPECT_TRUE(trained.insert(group).second) << "group " << group << " trained twice";
-      }
-      for (const auto& [behind, rows] : line["bubbles"]["staleness_histogram"].items()) {
-        EXPECT_LE(std::stoll(behind), mode == "sync" ? 0 : 1);
-      }
+      testing::expect_dynamic_sampling_iteration(engine->iteration(i), config, setup, example_of,
+                                                 HalfInformativeVerifier::uninformative, tally);
     }
     engine->stop();
-    EXPECT_GT(dropped, 0) << "half the prompts are uninformative: some must have been drawn";
+    EXPECT_GT(tally.dropped, 0) << "half the prompts are uninformative: some must have been drawn";
   }
 }
 
