@@ -50,6 +50,16 @@ std::vector<int64_t> reshard_bytes(const std::string& name) {
   return bytes;
 }
 
+// Whether each RL line of the launched run `name` timed a gather of the full policy
+// (rank 0's lines; every trainer decides alike, weight_publisher.h).
+std::vector<bool> full_policy_gathers(const std::string& name) {
+  std::vector<bool> gathers;
+  for (const auto& line : read_rl_metrics(dir_of(name + "_two"))) {
+    gathers.push_back(line.at("stage_seconds").contains("gather"));
+  }
+  return gathers;
+}
+
 // Returns the launched run's output.
 std::string run_pair(const std::string& name, const std::string& config,
                      const std::string& placement =
@@ -249,6 +259,8 @@ TEST(TrainAcrossRanks, PipelineParallelDenseQwen3TwoStagesTrainLikeOneProcess) {
   EXPECT_NE(output.find("pipeline stage 0 of 2 trains layers [0, 2) and the embedding"),
             std::string::npos)
       << output;
+  // Each version goes on the board as the whole policy: gathered in every iteration.
+  EXPECT_EQ(full_policy_gathers("pp2_qwen3"), std::vector<bool>(3, true));
 }
 
 // A tied Qwen2 over two stages (the embedding on the first, its copy as the head on the
@@ -315,8 +327,12 @@ TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) 
 // sends its peer's (the resharder's stage exchange), so each rank's engine holds its
 // shard of the whole model; the optimizer state is swapped out while rollout runs.
 // Seed 4: iterations 2 and 3 have a gradient (the default seed's first two none).
+// The whole policy is gathered only for its readers: iteration 2's checkpoint (whose
+// policy/ is the one process's) and iteration 3's evaluation and final/, not for
+// iteration 1, which only publishes resharded shards.
 TEST(TrainAcrossRanks, PipelineStagesReshardIntoAColocatedTensorParallelInstance) {
-  run_pair("pp2_rollout_tp2", tp_rank_run("train.seed=4"),
+  run_pair("pp2_rollout_tp2",
+           tp_rank_run("train.seed=4 checkpoint.every=2 checkpoint.keep_last=0"),
            "placement.train.pp=2 placement.rollout.instances=1 placement.rollout.tp=2 "
            "placement.swap=true");
   const auto bytes = reshard_bytes("pp2_rollout_tp2");
@@ -324,6 +340,14 @@ TEST(TrainAcrossRanks, PipelineStagesReshardIntoAColocatedTensorParallelInstance
   for (int64_t moved : bytes) EXPECT_GT(moved, 0) << "rank 0 receives layer 1's shard";
   EXPECT_GT(read_rl_metrics(dir_of("pp2_rollout_tp2_two")).back()["swapped_bytes"].get<int64_t>(),
             0);
+  EXPECT_EQ(full_policy_gathers("pp2_rollout_tp2"), (std::vector<bool>{false, true, true}));
+  const std::string policy = "/checkpoints/iter_000002/policy";
+  const auto expected = load_model_weights(dir_of("pp2_rollout_tp2_one") + policy);
+  const auto saved = load_model_weights(dir_of("pp2_rollout_tp2_two") + policy);
+  ASSERT_EQ(saved.size(), expected.size());
+  for (const auto& [name, tensor] : expected) {
+    EXPECT_TRUE(torch::allclose(saved.at(name), tensor, 1e-4, 1e-4)) << name;
+  }
 }
 
 // Qwen3-MoE (built-in) over two stages with the load-balancing loss trained: the
@@ -581,6 +605,8 @@ TEST(TrainAcrossRanks, TensorParallelRolloutTrainsLikeOneProcess) {
   run_pair("train_tp2_rollout_tp2", tp_rank_run(),
            "placement.train.tp=2 placement.rollout.instances=1 placement.rollout.tp=2");
   EXPECT_EQ(reshard_bytes("train_tp2_rollout_tp2"), std::vector<int64_t>(3, 0));
+  // The TP shards are gathered whole only for the last iteration's evaluation and final/.
+  EXPECT_EQ(full_policy_gathers("train_tp2_rollout_tp2"), (std::vector<bool>{false, false, true}));
 }
 
 // Train TP 4 -> two instances of TP 2: each pair of training ranks all-gathers its

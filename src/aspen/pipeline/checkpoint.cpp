@@ -182,8 +182,9 @@ std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const
   if (leader) {
     fs::remove_all(tmp);
     fs::create_directories(tmp);
-    // setup.model holds the whole policy on every layout (gathered after each update
-    // under TP and EP), so the policy is one HF directory that loads at any layout.
+    // setup.model holds the whole policy on every layout (under TP, EP and PP the run
+    // driver has the trainers gather it before a checkpoint: rl_run.cpp), so the
+    // policy is one HF directory that loads at any layout.
     export_policy(setup, (tmp / "policy").string());
     checkpoint_fault_delay();
   }

@@ -74,7 +74,9 @@ namespace aspen::pipeline {
 // the stage's EP group): collective over the first EP group's pipelines; each stage's
 // EP rank writes its share, the reference is gathered over the EP groups and then the
 // stages; the barriers run over the EP and the pipeline groups, stage 0's EP rank 0
-// leading.
+// leading. setup.model must hold the policy trained so far (policy/ is written from it):
+// under TP, EP or PP the caller has the trainers gather it first
+// (IterationEngine::ensure_full_policy, rl_run.cpp).
 std::string save_checkpoint(const std::string& run_dir, int64_t iteration, const RlSetup& setup,
                             RlWorkers& workers, const nlohmann::json& schedule_state,
                             int64_t keep_last, const ExpertParallel& experts = {});

@@ -30,6 +30,7 @@ IterationEngine::IterationEngine(const EngineContext& context,
       rl_workers_(context.workers),
       trace_(context.trace),
       inject_delay_(context.inject_delay),
+      reads_full_policy_after_(context.reads_full_policy_after),
       world_(std::move(world)),
       layout_(
           engine_layout(config_, world_ ? world_->rank() : 0, world_ ? world_->world_size() : 1)) {
@@ -236,13 +237,17 @@ nlohmann::json IterationEngine::iteration(int64_t index) {
   }
   record.stage_seconds["wait"] = wait.idle_s;
   ++version_;
-  // Evaluation and export read setup.model after every iteration.
-  if (publisher_->gathers_full_policy()) {
-    timed_stage(record.stage_seconds, "gather", trace_, trainer_track_, [&] {
-      publisher_->gather_full_policy(rl_workers_.actor->model(), setup_.model, version_);
-    });
+  // The full policy only for what reads it (weight_publisher.h): the board's weight
+  // set when this version is published there, the driver's readers after this
+  // iteration. Both follow from the config and the index, so every trainer agrees.
+  const bool publishes = version_ % config_.pipeline.sync_every == 0;
+  const bool read_after = !reads_full_policy_after_ || reads_full_policy_after_(index);
+  if (((publishes && publisher_->publishes_full_policy()) || read_after) &&
+      publisher_->full_policy_stale(version_)) {
+    timed_stage(record.stage_seconds, "gather", trace_, trainer_track_,
+                [&] { ensure_full_policy(); });
   }
-  if (version_ % config_.pipeline.sync_every == 0) {
+  if (publishes) {
     timed_stage(record.stage_seconds, "publish", trace_, trainer_track_, [&] {
       publish();
       if (is_admitter()) admission_->admit();
@@ -323,8 +328,15 @@ void IterationEngine::restore(const nlohmann::json& state) {
   trained_tokens_ = state.at("trained_tokens").get<int64_t>();
   samples_ = state.at("samples").get<int64_t>();
   rl_workers_.kl_ctrl.restore(state.at("kl_reward_coef").get<double>());
-  publish();  // setup.model is the restored full policy
+  // setup.model is the restored full policy, which the actor was loaded from.
+  publisher_->full_policy_loaded(version_);
+  publish();
   if (is_admitter()) admission_->restore(state, version_);
+}
+
+bool IterationEngine::ensure_full_policy() {
+  if (!layout_.trains()) return false;  // a rollout-only rank holds no policy to gather
+  return publisher_->ensure_full_policy(rl_workers_.actor->model(), setup_.model, version_);
 }
 
 void IterationEngine::stop() {

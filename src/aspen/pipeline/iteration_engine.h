@@ -96,6 +96,12 @@ struct EngineContext {
   // Test hook: called by a role ("collector" per finished group, "trainer" before
   // each update) so tests can inject random delays; empty in real runs.
   std::function<void(const std::string& role)> inject_delay = {};
+  // Whether the driver reads setup.model (the full policy) after iteration `index`:
+  // an evaluation, a checkpoint, the export. The engine then gathers it within that
+  // iteration (its "gather" stage) when the trainers hold less than the full policy
+  // (weight_publisher.h). It must answer from the config and the index alone, the
+  // same on every rank (the gather is collective). Empty: after every iteration.
+  std::function<bool(int64_t index)> reads_full_policy_after = {};
 };
 
 class IterationEngine {
@@ -110,6 +116,12 @@ class IterationEngine {
   // What a checkpoint needs; restore() before the first iteration.
   nlohmann::json state() const;
   void restore(const nlohmann::json& state);
+  // Makes setup.model the trainers' policy of the current version for a reader (a
+  // no-op when it already is, or when the actor trains setup.model itself); returns
+  // whether it gathered. Collective over the trainers when it gathers: every trainer
+  // calls it at the same points; iteration() already did for the iterations that
+  // reads_full_policy_after names, so there it only guards.
+  bool ensure_full_policy();
   // Ends the workers; called once after the last iteration (idempotent).
   void stop();
   int64_t samples() const { return samples_; }                 // rows drawn into batches
@@ -142,6 +154,7 @@ class IterationEngine {
   RlWorkers& rl_workers_;
   TraceWriter* trace_;
   std::function<void(const std::string&)> inject_delay_;
+  std::function<bool(int64_t)> reads_full_policy_after_;
   std::optional<ProcessGroupHandle> world_;
   EngineLayout layout_;
   std::optional<ProcessGroupHandle> trainers_;  // trainer ranks (several trainers only)

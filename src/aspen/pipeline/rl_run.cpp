@@ -270,6 +270,27 @@ double record_eval(nlohmann::json& evals, const std::string& key, const GreedyEv
   return eval.accuracy;
 }
 
+// What the driver does after RL iteration `i` (0-based). From the config and the index
+// alone, so every rank agrees: the full policy's gather for these readers is collective
+// over the trainers (IterationEngine::ensure_full_policy).
+struct AfterIteration {
+  bool evaluates = false;    // greedy evaluation: every logging.eval_every, and the last
+  bool checkpoints = false;  // checkpoint.every
+  bool last = false;         // final/ is exported after it
+  // Each of them reads setup.model: evaluation's engines, a checkpoint's policy/ (one
+  // whole HF directory, which loads at any layout), final/.
+  bool reads_full_policy() const { return evaluates || checkpoints || last; }
+};
+
+AfterIteration after_iteration(const TrainConfig& config, int64_t i) {
+  AfterIteration after;
+  after.last = i + 1 == config.train.iterations;
+  after.evaluates =
+      after.last || (config.logging.eval_every > 0 && (i + 1) % config.logging.eval_every == 0);
+  after.checkpoints = config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0;
+  return after;
+}
+
 }  // namespace
 
 nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOptions& options) {
@@ -377,6 +398,10 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
   TraceWriter trace(trace_path, rank + 1, "rank " + std::to_string(rank));
   EngineContext context{config, setup, workers};
   if (!config.logging.trace.empty()) context.trace = &trace;
+  // The trainers gather the full policy only in the iterations whose readers need it.
+  context.reads_full_policy_after = [&config](int64_t i) {
+    return after_iteration(config, i).reads_full_policy();
+  };
   // Every mode and layout is the one engine (sync: eta = 0).
   auto schedule = std::make_unique<IterationEngine>(context, world);
   const int64_t first = checkpoint ? checkpoint->iteration : 0;
@@ -401,8 +426,11 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     nlohmann::json line = schedule->iteration(i);
     line["phase"] = "rl";
     rl_seconds += line["seconds"].get<double>();
-    const bool last = i + 1 == config.train.iterations;
-    if (last || (config.logging.eval_every > 0 && (i + 1) % config.logging.eval_every == 0)) {
+    const AfterIteration after = after_iteration(config, i);
+    // The readers below take the full policy the iteration gathered for them; each
+    // ensure_full_policy() only guards (every trainer calls it: collective if it gathers).
+    if (after.evaluates) {
+      schedule->ensure_full_policy();
       record_eval(evals, "after", run_accuracy(eval_ranks, setup, max_tokens, trajectories.get()),
                   multi_turn);
       line["eval_accuracy"] = evals["after"];
@@ -431,7 +459,8 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
         (groups.expert_parallel.enabled() && rank < config.placement.train_ep) ||
         (groups.pipeline.enabled() &&
          rank < config.placement.train_replica_size() * (ep_in_dp ? config.placement.train_ep : 1));
-    if (checkpoints && config.checkpoint.every > 0 && (i + 1) % config.checkpoint.every == 0) {
+    if (after.checkpoints) schedule->ensure_full_policy();  // policy/ is setup.model
+    if (checkpoints && after.checkpoints) {
       save_checkpoint(options.out_dir, i + 1, setup, workers,
                       writer ? nlohmann::json{{"schedule", schedule->state()}, {"evals", evals}}
                              : nlohmann::json(),
@@ -439,6 +468,7 @@ nlohmann::json run_rl(const TrainConfig& config, RlSetup& setup, const RunOption
     }
   }
   progress.finish();
+  schedule->ensure_full_policy();  // final/ is setup.model (no-op: the last iteration's)
   schedule->stop();
   trace.flush();
 

@@ -50,12 +50,12 @@ struct RlWorkers {
   // enabled `expert_parallel` context (placement.train.ep) the actor and reference hold
   // this rank's experts (model/qwen_moe_block.h) and the actor reduces their gradients
   // over `expert_data_parallel` (the ranks holding the same experts; none: alone);
-  // setup.model again stays the full policy (gathered after each update). With an
+  // setup.model again stays the full policy (gathered when read, weight_publisher.h). With an
   // enabled `pipeline` context (placement.train.pp) the actor and reference hold this
   // rank's stage of setup.model (its layers under their global HF names,
   // parallel/pipeline_stages.h) and train it by 1F1B over the pipeline group
   // (train/pipeline_actor.h); setup.model stays the full policy (the stages gathered
-  // after each update, weight_publisher.h); no critic (ppo is refused).
+  // when it is read, weight_publisher.h); no critic (ppo is refused).
   RlWorkers(const TrainConfig& config, RlSetup& setup, const SavedWorkerWeights* saved = nullptr,
             std::optional<ProcessGroupHandle> data_parallel = std::nullopt,
             const TensorParallel& tensor_parallel = {}, const ExpertParallel& expert_parallel = {},

@@ -46,11 +46,20 @@ WeightPublisher::WeightPublisher(const TrainConfig& config, const ModelConfig& m
   }
 }
 
+bool WeightPublisher::ensure_full_policy(QwenForCausalLM actor, QwenForCausalLM full,
+                                         int64_t version) {
+  if (!full_policy_stale(version)) return false;
+  gather_full_policy(std::move(actor), std::move(full), version);
+  full_version_ = version;
+  return true;
+}
+
 void WeightPublisher::gather_full_policy(QwenForCausalLM actor, QwenForCausalLM full,
                                          int64_t version) {
   torch::NoGradGuard no_grad;
   if (gathers_stages_ && !full_resharder_) {
-    // train.pp > 1: the stages' layers (PP with EP is refused).
+    // train.pp > 1: the stages' layers; under PP x EP each stage's experts are first
+    // gathered over its EP group (stage_gather.h).
     full->load_state(gather_pipeline_stages(actor), "gathered pipeline stages");
     return;
   }
@@ -87,8 +96,10 @@ void WeightPublisher::publish(QwenForCausalLM actor, const QwenForCausalLM& full
     reshard_bytes_moved_ = instance_resharder_->last_stats().bytes_moved;
     return;
   }
-  // Every training rank holds the full policy (train.tp > 1: gathered after each
-  // update) and serves it from its own warehouse.
+  // Every training rank holds the full policy (when the actor holds less: gathered
+  // now unless a reader already did at this version) and serves it from its own
+  // warehouse.
+  ensure_full_policy(actor, full, version);
   std::shared_ptr<const WeightSet> set = weight_set_of(full, version);
   last_publish_ = PublishStats{set->bytes(), set->bytes(), false, 0.0};
   if (weight_sync_ != WeightSync::kDelta || full->has_lora()) {
