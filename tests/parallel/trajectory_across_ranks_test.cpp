@@ -5,7 +5,9 @@
 // trainer (disaggregated), colocated with the trainers (DP 2), and as one
 // tensor-parallel instance of two ranks whose leader runs the trajectories and plans
 // each turn for its follower (a follower sampling a turn differently would schedule
-// other batches than its leader, and the instance's collectives would not pair).
+// other batches than its leader, and the instance's collectives would not pair); and an
+// agent program (rollout.agent.command) on that TP instance, its calls seeded and stopped
+// by strings of their own, which the follower gets only from the leader's plan.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "parallel/binaries.h"
 #include "parallel/rank_runs.h"
 #include "run_command.h"
+#include "support/oracles.h"
 
 namespace aspen::parallel {
 namespace {
@@ -93,6 +96,52 @@ TEST(TrajectoryAcrossRanks, ATensorParallelInstanceTrains) {
       "rollout_tp2", 3,
       "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=1 "
       "placement.rollout.tp=2");
+}
+
+// An agent program of two seeded calls per episode (tests/pipeline/data/urllib_agent.py
+// "seeded") on one TP 2 instance: the run completes (a follower that sampled a call
+// otherwise than its leader would finish other requests at other steps, and the
+// instance's collectives would no longer pair: a hang or a shape error), and every
+// trajectory trains with the agent's two calls, every group once.
+TEST(TrajectoryAcrossRanks, AnAgentProgramOnATensorParallelInstanceTrains) {
+  const std::string dir = trajectory_out_dir("agent_tp2");
+  fs::create_directories(dir + "/calls");
+  const std::string agent = testing::python() + " " + ASPEN_SOURCE_DIR +
+                            "/tests/pipeline/data/urllib_agent.py " + dir + "/calls seeded";
+  const auto launched = run_command(
+      kAspen + " launch --nproc-per-node 3 --master-port 0 -- " + kAspen + " train " +
+      testing::tiny_rank_run(
+          "model.vocab_multiple=64 rollout.environment.chat_template=qwen3 "
+          "rollout.environment.max_turns=2 rollout.max_tokens=6 train.iterations=2 "
+          "'rollout.agent.command=" + agent + "' rollout.agent.max_concurrent=8 "
+          "rollout.agent.timeout_s=60 pipeline.mode=async pipeline.max_staleness=0 "
+          "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=1 "
+          "placement.rollout.tp=2") +
+      " --out " + dir + "/run");
+  ASSERT_EQ(launched.exit_code, 0) << launched.output;
+  const auto lines = read_rl_metrics(dir + "/run");
+  ASSERT_EQ(lines.size(), 2u);
+  std::set<int64_t> trained;
+  for (const auto& line : lines) {
+    EXPECT_EQ(line["ranks"], 3);
+    EXPECT_EQ(line["trained_groups"], 4);
+    EXPECT_EQ(line["trained_rows"], 16);
+    EXPECT_EQ(line.at("trajectory_end_done").get<int64_t>(), 16) << line.dump();
+    EXPECT_EQ(line.at("trajectory_end_environment_error").get<int64_t>(), 0) << line.dump();
+    // A reply cut at a stop string renders otherwise than the tokens generated: the
+    // next call splits the session and the trajectory trains on its last segment.
+    EXPECT_GE(line.at("turns_mean").get<double>(), 1.0);
+    EXPECT_LE(line.at("turns_mean").get<double>(), 2.0);
+    for (int64_t group : line["batch_groups"]) {
+      EXPECT_TRUE(trained.insert(group).second) << "group " << group << " trained twice";
+    }
+  }
+  EXPECT_EQ(trained, std::set<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}));
+  // Two calls per episode of the 8 groups trained (4 samples each), and maybe of groups
+  // the instance started for the next batch before the run ended.
+  EXPECT_GE(lines.back().at("agent_calls").get<int64_t>(), 2 * 32);
+  EXPECT_EQ(lines.back().at("agent_crashes").get<int64_t>(), 0);
+  EXPECT_EQ(lines.back().at("agent_timeouts").get<int64_t>(), 0);
 }
 
 }  // namespace

@@ -17,12 +17,6 @@ void check_agent(const TrainConfig& config, const std::string& source) {
               "an agent program holds the conversation itself; rollout.environment.kind is " +
                   std::string(name_of(config.rollout.environment.kind)),
               key + "command", "set rollout.environment.kind=none (its limits still apply)");
-  // The endpoint's calls are driven by the instance's own thread (pipeline/agent_loop.h):
-  // a TP instance's followers replay plans without them.
-  check_input(config.placement.rollout_tp == 1,
-              "agent programs need rollout instances of one rank (placement.rollout.tp " +
-                  std::to_string(config.placement.rollout_tp) + ")",
-              key + "command", "set placement.rollout.tp=1");
   check_input(!config.pipeline.partial_rollout,
               "a cut trajectory cannot carry its agent program to another instance",
               source + ": pipeline.partial_rollout", "set it to false with rollout.agent.command");

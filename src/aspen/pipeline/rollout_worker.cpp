@@ -9,6 +9,7 @@
 #include "aspen/parallel/object_collectives.h"
 #include "aspen/pipeline/agent_loop.h"
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/instance_plan.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rollout_claims.h"
 #include "aspen/pipeline/rollout_requests.h"
@@ -192,10 +193,9 @@ bool RolloutWorker::start_claim(Claim claim) {
   for (auto& [group, request] : all) {
     const std::string id = request.id;
     const bool resumes = !request.resume_from.empty();
-    const nlohmann::json planned = {{"id", request.id},
-                                    {"group", group},
-                                    {"prompt", request.prompt},
-                                    {"samples", request.sample_indices}};
+    // The followers add it too, with the same sampling (instance_plan.h).
+    std::optional<PlannedRequest> planned;
+    if (options_.peers) planned = planned_addition(request);
     try {
       engine_.add_request(std::move(request));
     } catch (const Error& e) {
@@ -210,7 +210,7 @@ bool RolloutWorker::start_claim(Claim claim) {
     if (resumes) ++status_.resumed_samples;
     held.requests.push_back(id);
     origins_[id] = {group, held.claim.lease};
-    if (options_.peers) plan_requests_.push_back(planned);  // the followers add it too
+    if (planned) plan_requests_.push_back(std::move(*planned));
   }
   if (held.requests.empty() && (held.aborted || held.samples.size() < held.claim.rows.size())) {
     dock_.discard(held.claim.row_ids());
@@ -392,29 +392,33 @@ void RolloutWorker::post_status(bool exited) {
 
 void RolloutWorker::send_plan(bool step, bool stop) {
   ProcessGroupHandle& peers = *options_.peers;
-  nlohmann::json plan = {{"step", step}, {"stop", stop}, {"requests", plan_requests_}};
-  if (plan_weights_ && options_.own_shards) {
-    // Every peer holds its own shards of this version: only the version travels.
-    plan["weights"] = {{"version", plan_weights_->version}, {"own_shards", true}};
-    plan_weights_.reset();
-  }
+  InstancePlan plan;
+  plan.step = step;
+  plan.stop = stop;
+  plan.requests = std::move(plan_requests_);
   if (plan_weights_) {
-    nlohmann::json names = nlohmann::json::array(), shapes = nlohmann::json::array();
-    for (const auto& [name, tensor] : plan_weights_->tensors) {
-      names.push_back(name);
-      shapes.push_back(tensor.sizes().vec());
+    PlannedWeights weights;
+    weights.version = plan_weights_->version;
+    // Colocated, every peer holds its own shards of this version: only the version travels.
+    weights.own_shards = options_.own_shards != nullptr;
+    if (!weights.own_shards) {
+      for (const auto& [name, tensor] : plan_weights_->tensors) {
+        weights.names.push_back(name);
+        weights.shapes.push_back(tensor.sizes().vec());
+      }
     }
-    plan["weights"] = {{"version", plan_weights_->version}, {"names", names}, {"shapes", shapes}};
+    plan.weights = std::move(weights);
   }
-  broadcast_json(peers, plan, 0);
-  if (plan_weights_) {
+  nlohmann::json json = encode_instance_plan(plan);
+  broadcast_json(peers, json, 0);
+  if (plan.weights && !plan.weights->own_shards) {
     for (const auto& [name, tensor] : plan_weights_->tensors) {
       torch::Tensor data = tensor.to(torch::kFloat).contiguous().clone();
       peers.broadcast(data, 0);
     }
   }
   plan_weights_.reset();
-  plan_requests_ = nlohmann::json::array();
+  plan_requests_.clear();
   last_plan_ = Clock::now();
 }
 
@@ -424,10 +428,11 @@ void RolloutWorker::follow() {
   torch::NoGradGuard no_grad;
   ProcessGroupHandle& peers = *options_.peers;
   while (true) {
-    nlohmann::json plan;
-    broadcast_json(peers, plan, 0);
-    if (plan.contains("weights") && plan.at("weights").value("own_shards", false)) {
-      const int64_t version = plan.at("weights").at("version").get<int64_t>();
+    nlohmann::json json;
+    broadcast_json(peers, json, 0);
+    const InstancePlan plan = decode_instance_plan(json);
+    if (plan.weights && plan.weights->own_shards) {
+      const int64_t version = plan.weights->version;
       check_input(options_.own_shards != nullptr,
                   "the leader loaded its own shards; this peer has none",
                   "rollout instance " + std::to_string(options_.instance));
@@ -438,29 +443,25 @@ void RolloutWorker::follow() {
                       std::to_string(options_.rank) + ")");
       engine_.load_weights(
           version, std::map<std::string, torch::Tensor>(set->tensors.begin(), set->tensors.end()));
-    } else if (plan.contains("weights")) {
-      const nlohmann::json& weights = plan.at("weights");
+    } else if (plan.weights) {
       std::map<std::string, torch::Tensor> tensors;
-      const auto& names = weights.at("names");
-      for (size_t i = 0; i < names.size(); ++i) {
-        torch::Tensor data =
-            torch::empty(weights.at("shapes")[i].get<std::vector<int64_t>>(), torch::kFloat);
+      for (size_t i = 0; i < plan.weights->names.size(); ++i) {
+        torch::Tensor data = torch::empty(plan.weights->shapes[i], torch::kFloat);
         peers.broadcast(data, 0);
-        tensors[names[i].get<std::string>()] = data;
+        tensors[plan.weights->names[i]] = data;
       }
-      engine_.load_weights(weights.at("version").get<int64_t>(), tensors);
+      engine_.load_weights(plan.weights->version, tensors);
     }
-    for (const auto& planned : plan.at("requests")) {
-      GenerationRequest request;
-      request.id = planned.at("id").get<std::string>();
-      request.prompt = planned.at("prompt").get<std::vector<TokenId>>();
-      request.sample_indices = planned.at("samples").get<std::vector<int64_t>>();
-      request.n = static_cast<int64_t>(request.sample_indices.size());
-      request.params = planned_sampling(planned);
-      engine_.add_request(std::move(request));  // the leader's took it: so does this one
+    // The leader's changes, in its order: its engine took each addition, so does this one.
+    for (const PlannedRequest& planned : plan.requests) {
+      if (planned.abort) {
+        engine_.abort_request(planned.id);
+      } else {
+        engine_.add_request(planned_generation_request(planned));
+      }
     }
-    if (plan.at("stop").get<bool>()) return;
-    if (plan.at("step").get<bool>()) engine_.step();  // the leader keeps the results
+    if (plan.stop) return;
+    if (plan.step) engine_.step();  // the leader keeps the results
   }
 }
 

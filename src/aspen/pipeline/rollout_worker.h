@@ -79,11 +79,10 @@
 // or, colocated, only their version: each peer takes that version of the shards its
 // own rank resharded, `own_shards`), the requests it added, step or stop - and the
 // followers (follow()) apply it in the same order, so every replica schedules exactly
-// the same batches. Multi-turn trajectories run their loop and environments on the
-// leader alone: each turn it adds to the engine is planned like a single-turn request
-// (with its turn and token budget, from which a follower derives the same sampling),
-// so followers need neither. Agent programs still refuse TP (their endpoint's calls
-// carry sampling the plan does not, config/trajectory_checks.cpp).
+// the same batches (instance_plan.h). Multi-turn trajectories run their loop and
+// environments (or agent programs and their endpoint) on the leader alone: each turn it
+// adds to the engine is planned with the sampling the leader gave it, and each turn it
+// aborts (an agent that ended during its call) is planned too, so followers need neither.
 // Fault injection for tests: ASPEN_FAULT_STEP_DELAY_MS=M sleeps a uniformly random
 // 0..M ms after every engine step (a slow or jittery instance);
 // ASPEN_FAULT_SIGKILL_RANK=R with ASPEN_FAULT_SIGKILL_AFTER_STEPS=S makes the process
@@ -107,6 +106,7 @@
 #include "aspen/parallel/process_group.h"
 #include "aspen/parallel/weight_set.h"
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/instance_plan.h"
 #include "aspen/pipeline/instance_status.h"
 #include "aspen/pipeline/trajectory_environments.h"
 #include "aspen/pipeline/trajectory_loop.h"
@@ -216,9 +216,6 @@ class RolloutWorker {
   void drive_trajectories();
   // Every trajectory of the claim ended: its rows go to the dock (or leave it).
   void finish_trajectory_claim(HeldClaim& held);
-  // A TP follower: the sampling of a request the leader planned - a trajectory's turn
-  // (the plan names its turn and budget) or a single-turn group's.
-  SamplingParams planned_sampling(const nlohmann::json& planned) const;
   // The engine's load plus the trajectories waiting on their environments.
   QueueState load() const;
   void post_status(bool exited);
@@ -244,7 +241,7 @@ class RolloutWorker {
   int64_t step_delay_ms_ = 0;
   // Leader of a TP instance: what the next plan carries.
   std::shared_ptr<const WeightSet> plan_weights_;
-  nlohmann::json plan_requests_ = nlohmann::json::array();
+  std::vector<PlannedRequest> plan_requests_;
   int64_t kill_after_steps_ = -1;  // fault injection: SIGKILL after this many steps
   int64_t steps_ = 0;
   std::atomic<bool> stopping_{false};

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "aspen/pipeline/imports.h"
+#include "aspen/pipeline/instance_plan.h"
 #include "aspen/pipeline/rl_rows.h"
 #include "aspen/pipeline/rollout_requests.h"
 #include "aspen/pipeline/rollout_worker.h"
@@ -63,18 +64,9 @@ void RolloutWorker::drive_trajectories() {
     }
     request.sample_indices = {turn.key.sample};
     const std::string id = request.id;
-    // A TP instance's followers add the same turn (planned_sampling derives its sampling):
-    // only an environment's turns, whose sampling the plan's fields determine.
-    nlohmann::json planned;
-    if (options_.peers && !turn.params) {
-      planned = {{"id", id},
-                 {"group", turn.key.group},
-                 {"prompt", request.prompt},
-                 {"samples", request.sample_indices},
-                 {"turn", turn.turn},
-                 {"max_tokens", turn.max_tokens},
-                 {"end_of_turn", loop_->end_of_turn()}};
-    }
+    // A TP instance's followers add the same turn with the same sampling (instance_plan.h).
+    std::optional<PlannedRequest> planned;
+    if (options_.peers) planned = planned_addition(request);
     try {
       engine_.add_request(std::move(request));
     } catch (const Error& e) {
@@ -91,7 +83,7 @@ void RolloutWorker::drive_trajectories() {
     }
     held->second.requests.push_back(id);
     origins_[id] = {turn.key.group, turn.key.lease};
-    if (!planned.is_null()) plan_requests_.push_back(std::move(planned));
+    if (planned) plan_requests_.push_back(std::move(*planned));
   }
   for (TrajectoryLoop::Finished& done : finished) {
     auto held = held_.find(done.key.lease);
@@ -115,20 +107,12 @@ void RolloutWorker::drive_trajectories() {
     HeldClaim& held = held_.at(lease);
     // Turns still generating belong to agent programs that ended during their call.
     for (const std::string& id : held.requests) {
-      engine_.abort_request(id);
+      if (engine_.abort_request(id) && options_.peers) plan_requests_.push_back(planned_abort(id));
       origins_.erase(id);
     }
     finish_trajectory_claim(held);
     held_.erase(lease);
   }
-}
-
-SamplingParams RolloutWorker::planned_sampling(const nlohmann::json& planned) const {
-  const int64_t group = planned.at("group").get<int64_t>();
-  if (!planned.contains("turn")) return rollout_sampling(config_, group);
-  return turn_sampling(config_, group, planned.at("turn").get<int64_t>(),
-                       planned.at("max_tokens").get<int64_t>(),
-                       planned.at("end_of_turn").get<TokenId>());
 }
 
 void RolloutWorker::finish_trajectory_claim(HeldClaim& held) {

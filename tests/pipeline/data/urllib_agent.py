@@ -10,6 +10,9 @@ argv's MODE, says what to do:
   late           one call with its session, {"reward": 0.5} (flushed), then a second call
   once_silent    the first episode of OUT_DIR (it creates OUT_DIR/silenced) prints
                  {"reward": 0.5} without calling; the others are one_call
+  seeded         two calls, each with a seed and stop strings of its own (sampling a
+                 tensor-parallel instance's followers get only from the leader's plan),
+                 the reply carried back; reward: the two replies' length over 12, at most 1
 Each call's HTTP status and answer (or error body) go to OUT_DIR/<ASPEN_SESSION>.calls,
 one JSON line per call, for the test to check what the program was told.
 """
@@ -21,9 +24,9 @@ import urllib.error
 import urllib.request
 
 
-def call(session, messages):
+def call(session, messages, **sampling):
     body = json.dumps({"model": "policy", "messages": messages, "user": session,
-                       "max_tokens": 6}).encode()
+                       "max_tokens": 6, **sampling}).encode()
     request = urllib.request.Request(
         os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
         headers={"Content-Type": "application/json",
@@ -50,6 +53,18 @@ def main():
             mode = "one_call"
     session = os.environ["ASPEN_SESSION"]
     messages = [{"role": "user", "content": row["prompt"]}]
+    if mode == "seeded":
+        length = 0
+        for turn in range(2):
+            # Seeded by the session (random per episode): the samples of a group differ.
+            seed = int(session[:8], 16) + 1000 * turn
+            answer = call(session, messages, seed=seed, stop=["1", "3", "5", "7", "9"])
+            reply = answer["body"]["choices"][0]["message"]["content"]
+            length += len(reply)
+            messages += [{"role": "assistant", "content": reply},
+                         {"role": "user", "content": "Again?"}]
+        print(json.dumps({"reward": min(1.0, length / 12)}))
+        return
     call("f" * 32 if mode == "wrong_session" else session, messages)
     if mode == "hang":
         time.sleep(3600)
