@@ -232,7 +232,9 @@ void TrajectoryLoop::finish(const TrajectoryKey& key, std::shared_ptr<State> sta
 void TrajectoryLoop::next_turn(const TrajectoryKey& key, const State& state) {
   const Trajectory& t = state.trajectory;
   const int64_t room = options_.max_trajectory_tokens - static_cast<int64_t>(t.response.size());
-  next_.push_back(NextTurn{key, t.context(), std::min(options_.max_turn_tokens, room), t.turns()});
+  // No sampling of its own: the worker samples an environment's turns per group.
+  next_.push_back(NextTurn{key, t.context(), std::min(options_.max_turn_tokens, room), t.turns(),
+                           std::nullopt});
 }
 
 }  // namespace aspen::pipeline

@@ -1,6 +1,5 @@
 #include "aspen/train/critic.h"
 
-#include <numeric>
 #include <optional>
 
 #include "aspen/algo/packed.h"
@@ -92,10 +91,8 @@ torch::Tensor CriticTrainer::compute_values(const TrainBatch& batch) {
   batch.validate();
   torch::NoGradGuard no_grad;
   const torch::Device device = param_device(*compute_);
-  std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
-  std::iota(rows.begin(), rows.end(), 0);
   const auto micro_batches =
-      make_micro_batches(batch, rows, options_.max_tokens_per_micro_batch, device);
+      make_micro_batches(batch, options_.max_tokens_per_micro_batch, device);
   const PipelineStages& pp = compute_->model->pp;
   if (pp.enabled()) {
     // The forward-only pass over the stages (pipeline_pass.h); every stage gets the last

@@ -143,6 +143,13 @@ std::vector<MicroBatch> make_micro_batches(const TrainBatch& batch,
   return out;
 }
 
+std::vector<MicroBatch> make_micro_batches(const TrainBatch& batch, int64_t max_tokens,
+                                           torch::Device device) {
+  std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
+  std::iota(rows.begin(), rows.end(), 0);
+  return make_micro_batches(batch, rows, max_tokens, device);
+}
+
 PackedSeqs response_packing(const MicroBatch& micro_batch) {
   const PackedSeqs packed = PackedSeqs::from_cu_seqlens(micro_batch.response_cu_seqlens);
   const auto mask = micro_batch.token_columns.find(columns::kLossMask);

@@ -73,6 +73,9 @@ MicroBatch pack_rows(const TrainBatch& batch, const std::vector<int64_t>& rows,
 std::vector<MicroBatch> make_micro_batches(const TrainBatch& batch,
                                            const std::vector<int64_t>& rows, int64_t max_tokens,
                                            torch::Device device);
+// The same over every row of `batch`, in order (a forward-only pass over the batch).
+std::vector<MicroBatch> make_micro_batches(const TrainBatch& batch, int64_t max_tokens,
+                                           torch::Device device);
 
 struct PackingStats {
   int64_t micro_batches = 0;

@@ -1,6 +1,5 @@
 #include "aspen/train/pipeline_logprobs.h"
 
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -8,6 +7,7 @@
 #include "aspen/train/pipeline_pass.h"
 #include "aspen/train/imports.h"
 #include "aspen/train/micro_batches.h"
+#include "aspen/train/policy_logprobs.h"
 #include "aspen/util/error.h"
 
 namespace aspen::train {
@@ -22,14 +22,9 @@ TokenLogprobs pipeline_batch_logprobs(QwenForCausalLM& model, const TrainBatch& 
   // The device and dtype of the stage's own parameters (a middle stage has no head).
   const torch::Tensor any_param = model->parameters().front();
   const torch::Device device = any_param.device();
-  const auto dtype = any_param.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-  const auto options = torch::TensorOptions().dtype(dtype).device(device);
-  TokenLogprobs out;
-  out.logprobs = torch::zeros({batch.num_response_tokens()}, options);
-  if (head.with_entropy) out.entropy = torch::zeros({batch.num_response_tokens()}, options);
-  std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
-  std::iota(rows.begin(), rows.end(), 0);
-  std::vector<MicroBatch> micro_batches = make_micro_batches(batch, rows, max_tokens, device);
+  TokenLogprobs out = zero_token_logprobs(batch, any_param, head.with_entropy);
+  const auto dtype = out.logprobs.scalar_type();
+  std::vector<MicroBatch> micro_batches = make_micro_batches(batch, max_tokens, device);
   // Expert parallelism: as many passes as the EP rank with the most, padding last.
   int64_t real = 0;
   for (const MicroBatch& mb : micro_batches) real += mb.num_response_tokens > 0 ? 1 : 0;

@@ -3,7 +3,6 @@
 #include "aspen/train/expert_lockstep.h"
 #include "aspen/train/imports.h"
 
-#include <numeric>
 
 #include "aspen/train/pipeline_logprobs.h"
 #include "aspen/train/recompute.h"
@@ -46,6 +45,16 @@ MoeRoutingLog routing_replay_log(const QwenForCausalLM& model, const MicroBatch&
   return log;
 }
 
+TokenLogprobs zero_token_logprobs(const TrainBatch& batch, const torch::Tensor& param,
+                                  bool with_entropy) {
+  const auto dtype = param.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  const auto options = torch::TensorOptions().dtype(dtype).device(param.device());
+  TokenLogprobs out;
+  out.logprobs = torch::zeros({batch.num_response_tokens()}, options);
+  if (with_entropy) out.entropy = torch::zeros({batch.num_response_tokens()}, options);
+  return out;
+}
+
 TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, int64_t max_tokens,
                              const LogprobHeadOptions& head, bool routing_replay) {
   if (model->pp.enabled()) {
@@ -57,15 +66,9 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch, in
   batch.validate();
   torch::NoGradGuard no_grad;
   const torch::Device device = model->lm_head_weight().device();
-  const auto dtype =
-      model->lm_head_weight().scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-  const auto options = torch::TensorOptions().dtype(dtype).device(device);
-  TokenLogprobs out;
-  out.logprobs = torch::zeros({batch.num_response_tokens()}, options);
-  if (head.with_entropy) out.entropy = torch::zeros({batch.num_response_tokens()}, options);
-  std::vector<int64_t> rows(static_cast<size_t>(batch.num_rows()));
-  std::iota(rows.begin(), rows.end(), 0);
-  const std::vector<MicroBatch> micro_batches = make_micro_batches(batch, rows, max_tokens, device);
+  TokenLogprobs out = zero_token_logprobs(batch, model->lm_head_weight(), head.with_entropy);
+  const auto dtype = out.logprobs.scalar_type();
+  const std::vector<MicroBatch> micro_batches = make_micro_batches(batch, max_tokens, device);
   // Expert parallelism: agree on the pass count first (one collective, before any
   // pass's), then pad up to it.
   const int64_t passes = static_cast<int64_t>(micro_batches.size());

@@ -34,6 +34,12 @@ TokenLogprobs batch_logprobs(QwenForCausalLM& model, const TrainBatch& batch,
                              int64_t max_tokens, const LogprobHeadOptions& head,
                              bool routing_replay = false);
 
+// The outputs of a log-prob pass over `batch`: zeros for every response token (and for
+// its entropy when `with_entropy`) on `param`'s device, in double when `param` is double
+// and in float otherwise (the head computes in float for lower precisions).
+TokenLogprobs zero_token_logprobs(const TrainBatch& batch, const torch::Tensor& param,
+                                  bool with_entropy);
+
 // Routing replay (R3) of `micro_batch`: a log whose `replay` [T, S, k] routes each
 // response token's predicting position (hidden_index) to the experts the rollout chose
 // there (its behaviour_routed_experts column, [R, S * k]); the other positions (the
