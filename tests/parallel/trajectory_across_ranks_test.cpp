@@ -7,7 +7,8 @@
 // each turn for its follower (a follower sampling a turn differently would schedule
 // other batches than its leader, and the instance's collectives would not pair); and an
 // agent program (rollout.agent.command) on that TP instance, its calls seeded and stopped
-// by strings of their own, which the follower gets only from the leader's plan.
+// by strings of their own, which the follower gets only from the leader's plan, and on
+// two instances colocated with DP 2 trainers.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -99,31 +100,29 @@ TEST(TrajectoryAcrossRanks, ATensorParallelInstanceTrains) {
 }
 
 // An agent program of two seeded calls per episode (tests/pipeline/data/urllib_agent.py
-// "seeded") on one TP 2 instance: the run completes (a follower that sampled a call
-// otherwise than its leader would finish other requests at other steps, and the
-// instance's collectives would no longer pair: a hang or a shape error), and every
-// trajectory trains with the agent's two calls, every group once.
-TEST(TrajectoryAcrossRanks, AnAgentProgramOnATensorParallelInstanceTrains) {
-  const std::string dir = trajectory_out_dir("agent_tp2");
+// "seeded"), each instance serving its own endpoint: the run completes and every
+// trajectory trains with the agent's calls, every group once.
+void expect_agent_trains(const std::string& name, int ranks, const std::string& placement) {
+  const std::string dir = trajectory_out_dir(name);
   fs::create_directories(dir + "/calls");
   const std::string agent = testing::python() + " " + ASPEN_SOURCE_DIR +
                             "/tests/pipeline/data/urllib_agent.py " + dir + "/calls seeded";
   const auto launched = run_command(
-      kAspen + " launch --nproc-per-node 3 --master-port 0 -- " + kAspen + " train " +
+      kAspen + " launch --nproc-per-node " + std::to_string(ranks) + " --master-port 0 -- " +
+      kAspen + " train " +
       testing::tiny_rank_run(
           "model.vocab_multiple=64 rollout.environment.chat_template=qwen3 "
           "rollout.environment.max_turns=2 rollout.max_tokens=6 train.iterations=2 "
           "'rollout.agent.command=" + agent + "' rollout.agent.max_concurrent=8 "
-          "rollout.agent.timeout_s=60 pipeline.mode=async pipeline.max_staleness=0 "
-          "placement.mode=disaggregated placement.train.dp=1 placement.rollout.instances=1 "
-          "placement.rollout.tp=2") +
+          "rollout.agent.timeout_s=60 pipeline.mode=async pipeline.max_staleness=0 " +
+          placement) +
       " --out " + dir + "/run");
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   const auto lines = read_rl_metrics(dir + "/run");
   ASSERT_EQ(lines.size(), 2u);
   std::set<int64_t> trained;
   for (const auto& line : lines) {
-    EXPECT_EQ(line["ranks"], 3);
+    EXPECT_EQ(line["ranks"], ranks);
     EXPECT_EQ(line["trained_groups"], 4);
     EXPECT_EQ(line["trained_rows"], 16);
     EXPECT_EQ(line.at("trajectory_end_done").get<int64_t>(), 16) << line.dump();
@@ -138,10 +137,25 @@ TEST(TrajectoryAcrossRanks, AnAgentProgramOnATensorParallelInstanceTrains) {
   }
   EXPECT_EQ(trained, std::set<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}));
   // Two calls per episode of the 8 groups trained (4 samples each), and maybe of groups
-  // the instance started for the next batch before the run ended.
+  // an instance started for the next batch before the run ended.
   EXPECT_GE(lines.back().at("agent_calls").get<int64_t>(), 2 * 32);
   EXPECT_EQ(lines.back().at("agent_crashes").get<int64_t>(), 0);
   EXPECT_EQ(lines.back().at("agent_timeouts").get<int64_t>(), 0);
+}
+
+// One TP 2 instance: its calls' seeds and stop strings reach the follower only through
+// the leader's plan (a follower that sampled a call otherwise would finish other
+// requests at other steps, and the instance's collectives would no longer pair: a hang
+// or a shape error; checked by dropping the stop strings from the plan, which fails).
+TEST(TrajectoryAcrossRanks, AnAgentProgramOnATensorParallelInstanceTrains) {
+  expect_agent_trains("agent_tp2", 3,
+                      "placement.mode=disaggregated placement.train.dp=1 "
+                      "placement.rollout.instances=1 placement.rollout.tp=2");
+}
+
+// Two instances colocated with two data-parallel trainers, one endpoint each.
+TEST(TrajectoryAcrossRanks, AnAgentProgramOnColocatedInstancesOfTwoTrainersTrains) {
+  expect_agent_trains("agent_dp2", 2, "placement.train.dp=2 placement.rollout.instances=2");
 }
 
 }  // namespace
