@@ -15,10 +15,15 @@
 // pp_rank (p / train_tp) % train_pp and dp_rank p / (train_tp * train_pp). (The
 // simulator models every such grid; what `aspen train` runs on stages so far is
 // checked where it starts, config/pipeline_parallel_checks.h.) With expert
-// parallelism (train_ep > 1, train_tp = 1) the training ranks form train_dp / train_ep groups of train_ep
-// consecutive ranks that split every MoE layer's experts (each rank still trains its own
-// rows: EP sits inside DP, as in Megatron), and ranks p with the same p % train_ep hold
-// the same experts (the expert-data-parallel group); with train_tp > 1 too, train_ep
+// parallelism (train_ep > 1, train_tp = 1) the data-parallel replicas form
+// train_dp / train_ep groups of train_ep consecutive replicas that split every MoE
+// layer's experts (each rank still trains its own rows: EP sits inside DP, as in
+// Megatron): without PP a group is train_ep consecutive ranks and ranks p with the
+// same p % train_ep hold the same experts (the expert-data-parallel group); with
+// train_pp > 1 each stage has its own groups, that stage's ranks of those replicas
+// (train_pp apart: ranks (g * train_ep + e) * train_pp + s), and the ranks of one
+// stage s and one e hold the same experts (the groups are made in pipeline/rl_run.cpp,
+// make_train_groups). With train_tp > 1 too, train_ep
 // must equal train_tp: each TP group splits attention by heads and the experts whole
 // over the same ranks, which hold the same tokens (the DP group of a TP index then
 // holds the same experts); a rollout rank q (counted from the
