@@ -4,12 +4,13 @@
 // own seeds and stop strings, an abort mid-generation - finishes exactly the samples the
 // leader's engine finishes, at the same steps, token for token (which the instance's
 // collectives need: its replicas must schedule the same batches).
+#include "aspen/pipeline/instance_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
 
 #include "agent_loop_driver.h"
-#include "aspen/pipeline/instance_plan.h"
 
 namespace aspen::pipeline {
 namespace instance_plan_test {
@@ -111,7 +112,8 @@ TEST(InstancePlan, AMalformedPlanIsAnErrorNamingTheField) {
   bad.erase("step");
   EXPECT_NE(error_of(bad).find("\"step\""), std::string::npos) << error_of(bad);
   bad = good;
-  bad["weights"] = {{"version", 1}, {"own_shards", false}, {"names", {"a"}}, {"shapes", nlohmann::json::array()}};
+  bad["weights"] = {
+      {"version", 1}, {"own_shards", false}, {"names", {"a"}}, {"shapes", nlohmann::json::array()}};
   EXPECT_NE(error_of(bad).find("1 names but 0 shapes"), std::string::npos) << error_of(bad);
 }
 

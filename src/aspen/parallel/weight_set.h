@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -49,6 +50,7 @@ class WeightHistory {
     MutexLock lock(mutex_);
     const int64_t version = weights->version;
     sets_[version] = std::move(weights);
+    published_.notify_all();
   }
   // The newest version published; -1 before the first publish.
   int64_t latest_version() const {
@@ -58,11 +60,20 @@ class WeightHistory {
   // Set `version` (null when it was never published or is already passed).
   std::shared_ptr<const WeightSet> take(int64_t version) {
     MutexLock lock(mutex_);
-    auto it = sets_.find(version);
-    if (it == sets_.end()) return nullptr;
-    std::shared_ptr<const WeightSet> set = it->second;
-    sets_.erase(sets_.begin(), it);
-    return set;
+    return take_locked(version);
+  }
+  // take(version), waiting up to `timeout` while neither it nor a newer version is
+  // published: a peer's own shards of a version may arrive a moment after its leader's
+  // (each rank's trainer thread publishes its own). Null when it did not arrive.
+  std::shared_ptr<const WeightSet> take_waiting(int64_t version,
+                                                std::chrono::steady_clock::duration timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(mutex_);
+    while ((sets_.empty() || sets_.rbegin()->first < version) &&
+           std::chrono::steady_clock::now() < deadline) {
+      published_.wait_until(mutex_, deadline);
+    }
+    return take_locked(version);
   }
   size_t size() const {
     MutexLock lock(mutex_);
@@ -70,8 +81,17 @@ class WeightHistory {
   }
 
  private:
+  std::shared_ptr<const WeightSet> take_locked(int64_t version) REQUIRES(mutex_) {
+    auto it = sets_.find(version);
+    if (it == sets_.end()) return nullptr;
+    std::shared_ptr<const WeightSet> set = it->second;
+    sets_.erase(sets_.begin(), it);
+    return set;
+  }
+
   mutable Mutex mutex_;
   std::map<int64_t, std::shared_ptr<const WeightSet>> sets_ GUARDED_BY(mutex_);
+  CondVar published_;
 };
 
 }  // namespace aspen::parallel

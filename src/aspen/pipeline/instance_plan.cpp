@@ -26,8 +26,8 @@ nlohmann::json encode_sampling(const SamplingParams& p) {
 
 template <typename T>
 T field(const nlohmann::json& json, const char* name, const std::string& where) {
-  check_input(json.is_object() && json.contains(name), std::string("missing field \"") + name + "\"",
-              where);
+  check_input(json.is_object() && json.contains(name),
+              std::string("missing field \"") + name + "\"", where);
   try {
     return json.at(name).get<T>();
   } catch (const nlohmann::json::exception& e) {

@@ -15,11 +15,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "aspen/pipeline/imports.h"
 #include "aspen/rollout/engine.h"
@@ -44,8 +43,8 @@ struct PlannedWeights {
 };
 
 struct InstancePlan {
-  bool step = false;  // run one engine step after applying it
-  bool stop = false;  // the leader leaves: the follower returns
+  bool step = false;                      // run one engine step after applying it
+  bool stop = false;                      // the leader leaves: the follower returns
   std::optional<PlannedWeights> weights;  // loaded before the requests are applied
   std::vector<PlannedRequest> requests;
 };

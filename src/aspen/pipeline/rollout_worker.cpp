@@ -436,9 +436,15 @@ void RolloutWorker::follow() {
       check_input(options_.own_shards != nullptr,
                   "the leader loaded its own shards; this peer has none",
                   "rollout instance " + std::to_string(options_.instance));
-      const std::shared_ptr<const WeightSet> set = options_.own_shards->take(version);
+      // The leader adopted the version when its own rank had it; this rank's trainer
+      // thread publishes its shards of the same update a moment earlier or later.
+      const std::shared_ptr<const WeightSet> set =
+          options_.own_shards->take_waiting(version, kOwnShardsWait);
+      const int64_t waited_s =
+          std::chrono::duration_cast<std::chrono::seconds>(kOwnShardsWait).count();
       check_input(set != nullptr,
-                  "weights of version " + std::to_string(version) + " were never published here",
+                  "weights of version " + std::to_string(version) +
+                      " were not published here within " + std::to_string(waited_s) + " s",
                   "rollout instance " + std::to_string(options_.instance) + " (rank " +
                       std::to_string(options_.rank) + ")");
       engine_.load_weights(

@@ -232,6 +232,9 @@ class RolloutWorker {
   // rows.
   std::unique_ptr<TrajectorySource> loop_;
   static constexpr int64_t kMaxFailedClaims = 16;  // see finish_trajectory_claim
+  // A TP follower waits this long for its own shards of the version its leader adopted
+  // (follow()); its trainer publishes them within one update of the leader's.
+  static constexpr std::chrono::steady_clock::duration kOwnShardsWait = std::chrono::seconds(120);
   int64_t consecutive_failed_claims_ = 0;
   int track_ = 0;
   std::map<int64_t, HeldClaim> held_;  // by lease
