@@ -321,6 +321,15 @@ TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) 
            grid, 4);
 }
 
+// PP x TP x DP on 8 ranks: two pipelines of two stages of two TP ranks (TP fastest, then
+// stages, then DP), each pipeline training its share (12 s on 2 cores).
+TEST(TrainAcrossRanks, DataTimesPipelineTimesTensorParallelEightRanksTrainLikeOneProcess) {
+  const std::string qwen3 = hf_model_dir("dp2pp2tp2_qwen3_model", ModelFamily::kQwen3, false, 2);
+  run_pair("dp2pp2tp2", tp_rank_run("model.path=" + qwen3),
+           "placement.train.dp=2 placement.train.pp=2 placement.train.tp=2 "
+           "placement.rollout.instances=8", 8);
+}
+
 // A PP trainer serving a colocated TP instance: the built-in tied Qwen3's two stages
 // (a layer each) are the two ranks of one rollout instance of TP 2 (the split case:
 // inference TP rank = stage). Each stage slices its own layers' inference shards and
