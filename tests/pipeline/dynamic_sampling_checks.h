@@ -15,9 +15,24 @@
 #include <string>
 
 #include "aspen/config/train_config.h"
+#include "aspen/pipeline/prompt_source.h"
 #include "aspen/pipeline/rl_setup.h"
 
 namespace aspen::testing {
+
+// The example of each of the first `groups` groups, by group id: group g is the g-th
+// prompt drawn, in the order the engine draws them.
+inline std::map<int64_t, int64_t> drawn_examples(const pipeline::RlSetup& setup,
+                                                 const config::TrainConfig& config,
+                                                 int64_t groups = 400) {
+  pipeline::PromptSource order(static_cast<int64_t>(setup.train_examples.size()),
+                               config.train.seed);
+  std::map<int64_t, int64_t> example_of;
+  for (const pipeline::PromptGroup& group : order.next(groups)) {
+    example_of[group.group_id] = group.example;
+  }
+  return example_of;
+}
 
 struct DynamicSamplingTally {
   std::set<int64_t> trained;  // group ids
@@ -27,8 +42,8 @@ struct DynamicSamplingTally {
 // `example_of`: group id -> example index (the engine's draw order); `uninformative`:
 // whether an example's prompt gets the same reward in every sample.
 inline void expect_dynamic_sampling_iteration(
-    const nlohmann::json& line, const config::TrainConfig& config,
-    const pipeline::RlSetup& setup, const std::map<int64_t, int64_t>& example_of,
+    const nlohmann::json& line, const config::TrainConfig& config, const pipeline::RlSetup& setup,
+    const std::map<int64_t, int64_t>& example_of,
     const std::function<bool(const std::string& prompt)>& uninformative,
     DynamicSamplingTally& tally) {
   const int64_t kept = line["trained_groups"].get<int64_t>();
@@ -48,9 +63,8 @@ inline void expect_dynamic_sampling_iteration(
         << "group " << group << " has equal rewards and was trained";
     EXPECT_TRUE(tally.trained.insert(group).second) << "group " << group << " trained twice";
   }
-  const int64_t bound = config.pipeline.mode == config::PipelineMode::kSync
-                            ? 0
-                            : config.pipeline.max_staleness;
+  const int64_t bound =
+      config.pipeline.mode == config::PipelineMode::kSync ? 0 : config.pipeline.max_staleness;
   for (const auto& [behind, rows] : line["bubbles"]["staleness_histogram"].items()) {
     EXPECT_LE(std::stoll(behind), bound);
   }

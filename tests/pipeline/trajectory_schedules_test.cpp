@@ -85,10 +85,7 @@ TEST(TrajectorySchedules, DynamicSamplingTrainsOnlyInformativeTrajectoryGroups) 
     setup.verifier = std::make_unique<HalfInformativeAnswers>();
     RlWorkers workers(config, setup);
     EngineContext context{config, setup, workers};
-    // Group g is the g-th prompt drawn: the same order the engine draws in.
-    PromptSource order(static_cast<int64_t>(setup.train_examples.size()), config.train.seed);
-    std::map<int64_t, int64_t> example_of;
-    for (const PromptGroup& group : order.next(400)) example_of[group.group_id] = group.example;
+    const std::map<int64_t, int64_t> example_of = testing::drawn_examples(setup, config);
     auto engine = std::make_unique<IterationEngine>(context, std::nullopt);
     testing::DynamicSamplingTally tally;
     for (int64_t i = 0; i < config.train.iterations; ++i) {
