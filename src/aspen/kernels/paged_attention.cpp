@@ -160,6 +160,86 @@ inline const float* float_row(const scalar_t* row, int64_t dim, float* scratch, 
   }
 }
 
+// One tile of positions for every query head of a kv group, with AVX-512 and the
+// head dimension fixed at compile time (kVectors x 16 floats): the query and the
+// accumulator stay in registers across the tile's rows, and the scores and the
+// weighted sums inline, where the generic loop below makes two calls per row (with
+// a 16-lane store and scalar sum for every score). Same online softmax, same
+// accumulation order for the values; a score's 16 lanes are summed as a tree.
+// Measured: docs/benchmarks.md, "Deadline order".
+// The zero-masked extracts: GCC 12's unmasked ones (behind _mm512_castps512_ps256 and
+// _mm512_reduce_add_ps) read an undefined register, which -Wmaybe-uninitialized reports.
+__attribute__((target("avx512f"))) inline float horizontal_sum_avx512(__m512 x) {
+  const __m512d bits = _mm512_castps_pd(x);
+  const __m256 halves = _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, bits, 0)),
+                                      _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, bits, 1)));
+  __m128 quarters = _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
+  quarters = _mm_add_ps(quarters, _mm_movehl_ps(quarters, quarters));
+  quarters = _mm_add_ss(quarters, _mm_shuffle_ps(quarters, quarters, 1));
+  return _mm_cvtss_f32(quarters);
+}
+
+template <int kVectors>
+__attribute__((target("avx512f"))) void attend_tile_avx512(const float* query, int64_t group,
+                                                           const float* const* k_rows,
+                                                           const float* const* v_rows, int64_t n,
+                                                           float* running_max, float* running_sum,
+                                                           float* accumulator, float* scores) {
+  constexpr int64_t kDim = kVectors * 16;
+  for (int64_t g = 0; g < group; ++g) {
+    __m512 q[kVectors];
+    for (int v = 0; v < kVectors; ++v) q[v] = _mm512_loadu_ps(query + g * kDim + v * 16);
+    float* sg = scores + g * kTile;
+    float tile_max = running_max[g];
+    for (int64_t j = 0; j < n; ++j) {
+      __m512 sum = _mm512_mul_ps(q[0], _mm512_loadu_ps(k_rows[j]));
+      for (int v = 1; v < kVectors; ++v) {
+        sum = _mm512_fmadd_ps(q[v], _mm512_loadu_ps(k_rows[j] + v * 16), sum);
+      }
+      sg[j] = horizontal_sum_avx512(sum);
+      tile_max = std::max(tile_max, sg[j]);
+    }
+    float correction = 1.0f;
+    if (tile_max > running_max[g]) {
+      correction = std::exp(running_max[g] - tile_max);
+      running_sum[g] *= correction;
+      running_max[g] = tile_max;
+    }
+    float* acc_out = accumulator + g * kDim;
+    __m512 acc[kVectors];
+    const __m512 scale = _mm512_set1_ps(correction);
+    for (int v = 0; v < kVectors; ++v)
+      acc[v] = _mm512_mul_ps(_mm512_loadu_ps(acc_out + v * 16), scale);
+    for (int64_t j = 0; j < n; ++j) {
+      const float weight = std::exp(sg[j] - tile_max);
+      running_sum[g] += weight;
+      const __m512 w = _mm512_set1_ps(weight);
+      for (int v = 0; v < kVectors; ++v) {
+        acc[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(v_rows[j] + v * 16), acc[v]);
+      }
+    }
+    for (int v = 0; v < kVectors; ++v) _mm512_storeu_ps(acc_out + v * 16, acc[v]);
+  }
+}
+
+using TileFunction = void (*)(const float*, int64_t, const float* const*, const float* const*,
+                              int64_t, float*, float*, float*, float*);
+
+// The specialised tile for this head dimension, or null (the generic loop).
+TileFunction tile_function(int64_t dim, bool avx512) {
+  if (!avx512) return nullptr;
+  switch (dim) {
+    case 32:
+      return attend_tile_avx512<2>;
+    case 64:
+      return attend_tile_avx512<4>;
+    case 128:
+      return attend_tile_avx512<8>;
+    default:
+      return nullptr;
+  }
+}
+
 // Fused kernel. One work item is a (query token, kv head) pair: the `group` query heads
 // that share the kv head stream over the sequence's cached positions together, tile by
 // tile, each cache row read (and converted) once for all of them, with an online
@@ -194,6 +274,7 @@ void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
 
   const int64_t items = static_cast<int64_t>(tokens.size()) * kv_heads;
   const bool avx512 = cpu_has_avx512();
+  const TileFunction tile = tile_function(dim, avx512);
   at::parallel_for(0, items, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> query(group * dim), accumulator(group * dim);
     std::vector<float> running_max(group), running_sum(group), scores(group * kTile);
@@ -223,6 +304,11 @@ void paged_attention_cpu(const torch::Tensor& q, const torch::Tensor& key_cache,
                                  (p % block_size) * token_stride + kv_head * dim;
           k_rows[j] = float_row(k_data + offset, dim, k_scratch.data() + j * dim, avx512);
           v_rows[j] = float_row(v_data + offset, dim, v_scratch.data() + j * dim, avx512);
+        }
+        if (tile != nullptr) {
+          tile(query.data(), group, k_rows.data(), v_rows.data(), n, running_max.data(),
+               running_sum.data(), accumulator.data(), scores.data());
+          continue;
         }
         for (int64_t g = 0; g < group; ++g) {
           const float* qg = query.data() + g * dim;
