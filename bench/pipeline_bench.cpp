@@ -21,6 +21,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // The default workload; any of it can be overridden from the command line.
+// rollout.max_num_seqs=16 and pipeline.max_staleness=3 are the measured choice for this
+// model on a 2-core CPU (docs/benchmarks.md, "Deadline order"): the engine's queue is in
+// admission order, so a decode batch of 16 serves the oldest groups first - the ones the
+// next update must wait for - instead of advancing every long-tail group of the window
+// together (32-96 long sequences at 4-17 ms a step, all due at once). Sync is the same
+// with the cap (its wall time, tokens and rewards did not move); eta 3 gives each group
+// one more update to finish in.
 const std::vector<std::string> kDefaultWorkload = {"train.sft_steps=400",
                                                    "train.iterations=16",
                                                    "train.compute_dtype=bf16",
@@ -29,11 +36,12 @@ const std::vector<std::string> kDefaultWorkload = {"train.sft_steps=400",
                                                    "rollout.n=8",
                                                    "rollout.max_tokens=384",
                                                    "rollout.long_tail_fraction=0.04",
+                                                   "rollout.max_num_seqs=16",
                                                    "data.eval_size=50",
                                                    "logging.console=false",
                                                    "logging.eval_every=0",
                                                    "pipeline.instances=1",
-                                                   "pipeline.max_staleness=2",
+                                                   "pipeline.max_staleness=3",
                                                    "pipeline.rollout_cores=[0]",
                                                    "pipeline.trainer_cores=[1]"};
 
