@@ -26,10 +26,10 @@ Admission::Admission(const TrainConfig& config, const RlSetup& setup, TransferDo
       track_(track),
       eta_(staleness_eta(config)),
       batch_groups_(config.rollout.prompts_per_iteration),
-      extra_groups_(over_sample_groups(config)),
       prompts_(static_cast<int64_t>(setup.train_examples.size()), config.train.seed),
       dispatcher_(config.pipeline.dispatch, layout.instances),
-      instances_(static_cast<size_t>(layout.instances)) {}
+      instances_(static_cast<size_t>(layout.instances)),
+      extra_groups_(over_sample_groups(config)) {}
 
 void Admission::refresh_instances() {
   const auto entries = dock_.statuses(kInstanceStatusPrefix);
