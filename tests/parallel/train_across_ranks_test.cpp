@@ -61,10 +61,10 @@ std::vector<bool> full_policy_gathers(const std::string& name) {
 }
 
 // Returns the launched run's output.
-std::string run_pair(const std::string& name, const std::string& config,
-                     const std::string& placement =
-                         "placement.train.dp=2 placement.rollout.instances=2",
-                     int ranks = 2, double weight_atol = 1e-4) {
+std::string run_pair(
+    const std::string& name, const std::string& config,
+    const std::string& placement = "placement.train.dp=2 placement.rollout.instances=2",
+    int ranks = 2, double weight_atol = 1e-4, testing::RoundingFlips flips = {}) {
   const std::string one = out_dir(name + "_one");
   const std::string two = out_dir(name + "_two");
   const auto single = run_command(kAspen + " train " + config + " --out " + one);
@@ -80,7 +80,7 @@ std::string run_pair(const std::string& name, const std::string& config,
   EXPECT_NE(first, std::string::npos) << launched.output;
   if (first == std::string::npos) return launched.output;
   EXPECT_EQ(launched.output.find("== summary ==", first + 1), std::string::npos) << launched.output;
-  expect_same_training(one, two, ranks, weight_atol);
+  expect_same_training(one, two, ranks, weight_atol, flips);
   return launched.output;
 }
 
@@ -298,7 +298,12 @@ TEST(TrainAcrossRanks, PipelineParallelTiedQwen2TwoStagesTrainAndResumeLikeOnePr
 // what a bias adds to every key of a query, up to RoPE), AdamW turns a sign flip there
 // into a step of ~lr, and TP rounds differently: at lr 1e-3 plain TP 2 (no stages)
 // already ends 4.4e-4 from one process after one iteration (measured), and the next
-// iteration's small KL-only gradient then differs by 0.8%.
+// iteration's small KL-only gradient then differs by 0.8%. Even at lr 1e-4 a few such
+// flips remain where the BLAS rounds the sharded shapes differently: on an Intel Xeon
+// with AMX, 41 of the 94,784 elements (layer 1's q_proj weight and bias, k_proj weight)
+// ended 1.1e-4 to 2.1e-4 away, one or two flipped steps, every other element and every
+// iteration's gradient norm within 1e-4 (measured 2026-12-05). So this pair allows
+// 0.1% of the elements beyond 1e-4, each within 2 lr per update (3 updates: 6e-4).
 TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) {
   const std::string qwen3 = hf_model_dir("pp2tp2_qwen3_model", ModelFamily::kQwen3, false, 2);
   const std::string qwen2 = hf_model_dir("pp2tp2_qwen2_model", ModelFamily::kQwen2, true, 2);
@@ -317,8 +322,8 @@ TEST(TrainAcrossRanks, PipelineTimesTensorParallelFourRanksTrainLikeOneProcess) 
   expect_resumes_like(dir_of("pp2tp2_qwen3_two"), "pp2tp2_qwen3_resumed_one", 1,
                       "placement.train.pp=1 placement.train.tp=1 placement.rollout.instances=1",
                       dir_of("pp2tp2_qwen3_one"));
-  run_pair("pp2tp2_qwen2", tp_rank_run("model.path=" + qwen2 + " train.seed=4 train.lr=1e-4"),
-           grid, 4);
+  run_pair("pp2tp2_qwen2", tp_rank_run("model.path=" + qwen2 + " train.seed=4 train.lr=1e-4"), grid,
+           4, 1e-4, {0.001, 3 * 2 * 1e-4});
 }
 
 // PP x TP x DP on 8 ranks: two pipelines of two stages of two TP ranks (TP fastest, then

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "aspen/agent/imports.h"
+#include "aspen/agent/process_group_leader.h"
 #include "aspen/agent/sandboxed_process.h"
 #include "aspen/util/error.h"
 #include "aspen/util/ignore_sigpipe.h"
@@ -138,33 +139,23 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
     execve(argv_storage[0].c_str(), argv.data(), envp.data());
     _exit(127);
   }
-  setpgid(pid, pid);  // also here: a kill before the child's own call reaches the group
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  // Kills the group before reaping its leader, on every way out (the pid, the group's
-  // id, cannot be reused while the leader is a zombie).
-  struct ChildGuard {
-    pid_t pid;
+  // The parent's ends (the program's stdin, stdout, stderr), closed after the group is
+  // gone: `child` is destroyed first.
+  struct ParentEnds {
     int fds[3];
-    int status = 0;
-    bool reaped = false;
-    void kill_and_reap() {
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      reaped = true;
-    }
-    ~ChildGuard() {
-      if (!reaped) kill_and_reap();
+    ~ParentEnds() {
       for (int fd : fds) {
         if (fd >= 0) close(fd);
       }
     }
-  } child{pid, {in_pipe[1], out_pipe[0], err_pipe[0]}};
-  for (int fd : child.fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  Sink out{child.fds[1], true, false, limits.max_stdout_bytes, &run.out, &run.out_bytes};
-  Sink err{child.fds[2], true, true, limits.max_stderr_bytes, &run.err, &run.err_bytes};
+  } ends{{in_pipe[1], out_pipe[0], err_pipe[0]}};
+  ProcessGroupLeader child(pid);
+  for (int fd : ends.fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  Sink out{ends.fds[1], true, false, limits.max_stdout_bytes, &run.out, &run.out_bytes};
+  Sink err{ends.fds[2], true, true, limits.max_stderr_bytes, &run.err, &run.err_bytes};
   size_t written = 0;
   bool line_seen = false;
   const auto check_first_line = [&] {
@@ -173,8 +164,8 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
     if (on_first_line) on_first_line();
   };
   if (input.empty()) {
-    close(child.fds[0]);
-    child.fds[0] = -1;
+    close(ends.fds[0]);
+    ends.fds[0] = -1;
   }
 
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -188,28 +179,24 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
     std::vector<pollfd> fds;
     if (out.open) fds.push_back({out.fd, POLLIN, 0});
     if (err.open) fds.push_back({err.fd, POLLIN, 0});
-    if (child.fds[0] >= 0) fds.push_back({child.fds[0], POLLOUT, 0});
+    if (ends.fds[0] >= 0) fds.push_back({ends.fds[0], POLLOUT, 0});
     if (fds.empty()) {
       usleep(static_cast<useconds_t>(std::max(1, std::min(wait_ms, 2)) * 1000));
     } else if (poll(fds.data(), fds.size(), wait_ms) > 0) {
       out.drain();
       err.drain();
       check_first_line();
-      if (child.fds[0] >= 0) {
-        const ssize_t n = write(child.fds[0], input.data() + written, input.size() - written);
+      if (ends.fds[0] >= 0) {
+        const ssize_t n = write(ends.fds[0], input.data() + written, input.size() - written);
         if (n > 0) written += static_cast<size_t>(n);
         // All written, or the program closed its stdin (EPIPE): its input ends here.
         if (written == input.size() || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-          close(child.fds[0]);
-          child.fds[0] = -1;
+          close(ends.fds[0]);
+          ends.fds[0] = -1;
         }
       }
     }
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        info.si_pid == pid) {
-      break;
-    }
+    if (child.exited()) break;
     if (Clock::now() >= deadline) {
       run.timed_out = true;
       break;
@@ -219,13 +206,12 @@ AgentProcessRun run_agent_process(const std::string& command, const std::string&
       break;
     }
   }
-  child.kill_and_reap();
+  const int status = child.kill_and_reap();
   out.drain();
   err.drain();
   err.finish();
   check_first_line();
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const int status = child.status;
   if (WIFEXITED(status) && !run.timed_out) {
     run.exited = true;
     run.exit_code = WEXITSTATUS(status);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "aspen/agent/imports.h"
+#include "aspen/agent/process_group_leader.h"
 #include "aspen/util/error.h"
 #include "aspen/util/log.h"
 
@@ -278,28 +279,15 @@ SandboxRun run_sandboxed(const std::vector<std::string>& argv,
     throw Error(std::string("fork: ") + std::strerror(errno), "sandboxed process");
   }
   if (pid == 0) exec_child(plan, dir.c_str(), pipe_fds[1], limits);
-  setpgid(pid, pid);  // also here, so that a kill before the child's own call reaches it
   close(pipe_fds[1]);
-  // The group is killed before its leader is reaped: while the leader is a zombie its pid
-  // (the group's id) cannot be reused, so the kill never reaches a stranger. The guard does
-  // the same if anything below throws.
-  struct ChildGuard {
-    pid_t pid;
+  // The parent's end of the output pipe, closed after the group is gone (`child` is
+  // destroyed first).
+  struct ParentEnd {
     int fd;
-    int status = 0;
-    bool reaped = false;
-    void kill_and_reap() {
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      reaped = true;
-    }
-    ~ChildGuard() {
-      if (!reaped) kill_and_reap();
-      close(fd);
-    }
-  } child{pid, pipe_fds[0]};
-  const int fd = child.fd;
+    ~ParentEnd() { close(fd); }
+  } end{pipe_fds[0]};
+  ProcessGroupLeader child(pid);
+  const int fd = end.fd;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -317,21 +305,15 @@ SandboxRun run_sandboxed(const std::vector<std::string>& argv,
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::max(1, std::min(wait_ms, 2))));
     }
-    // Has it ended? Asked without reaping (WNOWAIT), for the reason above.
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        info.si_pid == pid) {
-      break;
-    }
+    if (child.exited()) break;
     if (Clock::now() >= deadline) {
       run.timed_out = true;
       break;
     }
   }
   // Whatever the program started and left behind in its group goes with it.
-  child.kill_and_reap();
+  const int status = child.kill_and_reap();
   if (open) read_available(fd, limits, run);
-  const int status = child.status;
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (WIFEXITED(status) && !run.timed_out) {
     run.exited = true;
