@@ -28,7 +28,7 @@ inline std::vector<zmq::message_t> raw_call(const std::string& endpoint,
   zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   zmq::poll(&item, 1, std::chrono::milliseconds(5000));
   std::vector<zmq::message_t> reply;
-  // No reply within the poll: the caller sees an empty vector.
+  // No reply within the poll, or a receive that failed: the caller sees an empty vector.
   if ((item.revents & ZMQ_POLLIN) != 0 &&
       !zmq::recv_multipart(socket, std::back_inserter(reply)).has_value()) {
     reply.clear();
