@@ -1,26 +1,25 @@
 #include "bench/rollout_bench.h"
 
-#include "aspen/parallel/compute_threads.h"
-#include "aspen/model/compute_dtype.h"
-#include "bench/imports.h"
-
-#include "aspen/parallel/device.h"
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <random>
 
+#include "aspen/io/model_dir.h"
 #include "aspen/io/model_shapes.h"
+#include "aspen/model/compute_dtype.h"
 #include "aspen/model/lora.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
+#include "aspen/parallel/compute_threads.h"
+#include "aspen/parallel/device.h"
 #include "aspen/rollout/engine.h"
 #include "aspen/rollout/kv_budget.h"
 #include "aspen/rollout/sampler.h"
 #include "aspen/util/blas_threads.h"
 #include "aspen/util/seconds_since.h"
+#include "bench/imports.h"
 
 namespace aspen::bench {
 namespace {
@@ -282,6 +281,7 @@ nlohmann::json run_rollout_bench(const RolloutBenchOptions& options) {
   torch::NoGradGuard no_grad;
   const torch::Device device = device_from_option(options.device, "--device");
   const torch::ScalarType dtype = parse_compute_dtype(options.dtype, "--dtype");
+  if (!options.model_dir.empty()) check_model_dir(options.model_dir, "--model");
   QwenForCausalLM model = options.model_dir.empty()
                               ? make_bench_model(options.kind)
                               : load_pretrained_model(options.model_dir, dtype, device);

@@ -109,6 +109,7 @@ nlohmann::json run_serve_bench(const ServeBenchOptions& options) {
   check_input(options.clients >= 1 && options.requests >= 1 && options.max_tokens >= 1,
               "--clients, --requests and --max-tokens must be >= 1", "aspen bench serve");
   set_compute_threads(options.threads, "--threads");
+  check_model_dir(options.model_dir, "--model");
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(options.model_dir));
   QwenForCausalLM model = load_pretrained_model(options.model_dir);
   EngineConfig engine_config;

@@ -9,12 +9,13 @@
 #include <numeric>
 #include <random>
 
-#include "aspen/parallel/compute_threads.h"
-#include "aspen/parallel/device.h"
+#include "aspen/io/model_dir.h"
 #include "aspen/model/compute_dtype.h"
 #include "aspen/model/moe_routing.h"
 #include "aspen/model/pretrained.h"
 #include "aspen/model/weights_init.h"
+#include "aspen/parallel/compute_threads.h"
+#include "aspen/parallel/device.h"
 #include "aspen/train/actor.h"
 #include "aspen/train/model_copy.h"
 #include "aspen/train/recompute.h"
@@ -200,6 +201,7 @@ nlohmann::json run_train_bench(const TrainBenchOptions& options) {
   check_input(options.steps >= 1, "--steps must be >= 1", "aspen bench train");
   set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
+  if (!options.model_dir.empty()) check_model_dir(options.model_dir, "--model");
   QwenForCausalLM master = options.model_dir.empty()
                                ? make_random_model(bench_shape(options.kind), 0)
                                : load_pretrained_model(options.model_dir);

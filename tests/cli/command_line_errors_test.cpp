@@ -39,5 +39,26 @@ TEST(CommandLineErrors, HelpStillPrintsTheHelpAndExitsZero) {
   EXPECT_NE(result.out.find("--kv-cache-mb"), std::string::npos) << result.out;
 }
 
+// A model directory that is a file or missing is named with its flag or key before any
+// of its files is read (before: the tokenizer parsed the file as JSON and reported that).
+TEST(CommandLineErrors, AModelDirectoryThatIsAFileOrMissingIsOneLineNamingTheFlagOrKey) {
+  const std::string file = testing::scratch_dir() + "/not_a_model";
+  testing::write_text(file, "hi\n");
+  for (const char* command :
+       {" serve", " generate --prompt p", " info", " logprobs < /dev/null", " eval --data d"}) {
+    const auto result = run_command(testing::aspen_cli() + command + " --model " + file);
+    EXPECT_NE(result.exit_code, 0) << command;
+    EXPECT_EQ(count_lines(result.err), 1) << command << ": " << result.err;
+    EXPECT_NE(result.err.find("--model " + file + ": is not a directory"), std::string::npos)
+        << command << ": " << result.err;
+  }
+  const std::string missing = testing::scratch_dir() + "/no_such_model";
+  const auto train = run_command(testing::aspen_cli() + " train model.path=" + missing + " --out " +
+                                 testing::scratch_dir() + "/run");
+  EXPECT_NE(train.exit_code, 0);
+  EXPECT_NE(train.err.find("model.path " + missing + ": does not exist"), std::string::npos)
+      << train.err;
+}
+
 }  // namespace
 }  // namespace aspen::cli

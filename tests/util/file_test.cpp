@@ -177,5 +177,22 @@ TEST(OutputDirectory, AnExistingFileIsRefusedAndAMissingDirectoryIsCreated) {
   check_output_directory((dir / "link").string(), "--out");  // a link to a directory is one
 }
 
+TEST(InputDirectory, AMissingPathOrAFileIsRefusedNamingTheFlagAndADirectoryOrItsLinkPasses) {
+  const fs::path dir = scratch("indir");
+  write_file_atomic((dir / "file").string(), "x");
+  const std::string file = (dir / "file").string();
+  std::string error = error_of([&] { check_input_directory(file, "--model"); });
+  EXPECT_NE(error.find("--model " + file + ": is not a directory"), std::string::npos) << error;
+  const std::string missing = (dir / "missing").string();
+  error = error_of([&] { check_input_directory(missing, "model.path"); });
+  EXPECT_NE(error.find("model.path " + missing + ": does not exist"), std::string::npos) << error;
+  error = error_of([&] { check_input_directory("", "model.path"); });
+  EXPECT_NE(error.find("model.path: is empty"), std::string::npos) << error;
+  check_input_directory(dir.string(), "--model");
+  fs::create_directory_symlink(dir, dir / "link");
+  check_input_directory((dir / "link").string(), "--model");
+  EXPECT_FALSE(fs::exists(missing)) << "nothing is created";
+}
+
 }  // namespace
 }  // namespace aspen

@@ -23,6 +23,7 @@
 #include "aspen/cli/imports.h"
 #include "aspen/cli/threads_option.h"
 #include "aspen/config/train_config.h"
+#include "aspen/io/model_dir.h"
 #include "aspen/parallel/compute_threads.h"
 #include "aspen/pipeline/pass_at_k.h"
 #include "aspen/pipeline/rl_setup.h"
@@ -53,6 +54,7 @@ int run_eval(const EvalOptions& options) {
                   *options.verifier == "command",
               "give --verifier or --reward-command, not both", "aspen eval");
   set_compute_threads(options.threads, "--threads");
+  check_model_dir(options.model_dir, "--model");
   const auto start = std::chrono::steady_clock::now();
   // The file is a JSONL dataset: the jsonl-only data.* keys (id_field, chat_template,
   // ...) are checked against data.task, so that comes first.

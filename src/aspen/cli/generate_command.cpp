@@ -124,6 +124,7 @@ int run_generate(const GenerateOptions& options) {
   set_compute_threads(options.threads, "--threads");
   // The device first: a GPU asked for but missing fails before any file is read.
   const torch::Device device = device_from_option(options.device, "--device");
+  check_model_dir(options.model_dir, "--model");
   // The sampling flags next: a bad one fails before the model is loaded.
   const auto generation = read_generation_config(options.model_dir);
   const SamplingParams params = sampling_params(options, generation);

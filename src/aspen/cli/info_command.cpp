@@ -110,6 +110,7 @@ nlohmann::json tokenizer_json(const std::string& dir) {
 }
 
 int run_info(const std::string& dir) {
+  check_model_dir(dir, "--model");
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   const ModelConfig config = load_hf_config(config_path);
   nlohmann::json info = architecture_json(config);

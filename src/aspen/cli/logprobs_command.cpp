@@ -10,15 +10,16 @@
 #include <optional>
 
 #include "aspen/cli/command.h"
-#include "aspen/cli/imports.h"
-#include "aspen/cli/threads_option.h"
-#include "aspen/parallel/compute_threads.h"
 #include "aspen/cli/device_option.h"
 #include "aspen/cli/dtype_option.h"
+#include "aspen/cli/imports.h"
 #include "aspen/cli/lora_option.h"
+#include "aspen/cli/threads_option.h"
 #include "aspen/io/jsonl.h"
+#include "aspen/io/model_dir.h"
 #include "aspen/model/peft_lora.h"
 #include "aspen/model/pretrained.h"
+#include "aspen/parallel/compute_threads.h"
 #include "aspen/parallel/device.h"
 
 namespace aspen::cli {
@@ -67,6 +68,7 @@ int run_logprobs(const LogprobsOptions& options) {
   torch::NoGradGuard no_grad;
   set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
+  check_model_dir(options.model_dir, "--model");
   std::optional<LoraAdapter> adapter;
   if (!options.lora_dir.empty()) {
     adapter = read_adapter_option(options.lora_dir, "--lora " + options.lora_dir);

@@ -111,6 +111,7 @@ int run_serve(const ServeOptions& options) {
               "--shutdown-grace-s must be in [0, 3600] seconds", "command line");
   set_compute_threads(options.threads, "--threads");
   const torch::Device device = device_from_option(options.device, "--device");
+  check_model_dir(options.model_dir, "--model");
   const auto generation = read_generation_config(options.model_dir);
   const std::string model_name = served_model_name(options);
   // Read (and checked) before the model's weights: bad --lora input fails at once.

@@ -96,6 +96,12 @@ void remove_stale_weights(const std::string& dir, const std::set<std::string>& k
 
 }  // namespace
 
+void check_model_dir(const std::string& dir, const std::string& what) {
+  check_input_directory(dir, what,
+                        "name a Hugging Face model directory: config.json, the tokenizer's "
+                        "files, the safetensors weights");
+}
+
 std::map<std::string, torch::Tensor> load_model_weights(const std::string& dir) {
   const std::string single = join(dir, kSingleWeightsFile);
   if (exists(single)) return load_safetensors(single);

@@ -31,6 +31,10 @@ namespace aspen::io {
 constexpr const char* kSingleWeightsFile = "model.safetensors";
 constexpr const char* kWeightsIndexFile = "model.safetensors.index.json";
 
+// `dir`, named by the flag or key `what` (--model, model.path), is an existing
+// directory; else aspen::Error naming "`what` `dir`" and what an HF model directory holds.
+void check_model_dir(const std::string& dir, const std::string& what);
+
 // Every tensor of the checkpoint in `dir`, by name. Prefers model.safetensors
 // when present (as transformers does), else the index. With an index, every
 // shard must exist, shard names must be plain file names inside `dir`, and the

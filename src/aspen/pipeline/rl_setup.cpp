@@ -174,6 +174,7 @@ constexpr const char* kCarriedFiles[] = {"tokenizer_config.json",
 
 void load_pretrained(const TrainConfig& config, RlSetup& setup) {
   const std::string& dir = config.model.path;
+  check_model_dir(dir, "model.path");
   setup.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(dir));
   setup.tokenizer_json = read_file((std::filesystem::path(dir) / "tokenizer.json").string());
   for (const char* name : kCarriedFiles) {

@@ -211,4 +211,14 @@ void check_output_directory(const std::string& path, const std::string& what) {
   check_can_create_in(fs::path(path), input);
 }
 
+void check_input_directory(const std::string& path, const std::string& what,
+                           const std::string& hint) {
+  check_input(!path.empty(), "is empty", what, hint);
+  const std::string input = what + " " + path;
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  check_input(fs::exists(status), "does not exist", input, hint);
+  check_input(fs::is_directory(status), "is not a directory", input, hint);
+}
+
 }  // namespace aspen

@@ -35,4 +35,11 @@ std::string check_output_file(const std::string& path, const std::string& what);
 // directory or cannot be created or written.
 void check_output_directory(const std::string& path, const std::string& what);
 
+// An input directory (a model's --model, model.path): `path` (or a symlink's target) is
+// an existing directory. Throws aspen::Error naming "`what` `path`" when it is missing or
+// is something else (a model directory's files would otherwise be looked up under a
+// file's name, and the first one read would report a puzzling error of its own).
+void check_input_directory(const std::string& path, const std::string& what,
+                           const std::string& hint = {});
+
 }  // namespace aspen
