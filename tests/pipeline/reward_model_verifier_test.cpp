@@ -118,6 +118,11 @@ TEST(RewardModelVerifier, BadOptionsAndACausalLmAreErrorsNamingThem) {
   EXPECT_NE(error_of({{"path", dir + "/lm"}}).find("not a reward model"), std::string::npos);
   EXPECT_NE(error_of(nlohmann::json::object()).find("verifier options (model).path"),
             std::string::npos);
+  EXPECT_NE(error_of({{"path", dir + "/rm/tokenizer.json"}})
+                .find("verifier options (model).path " + dir +
+                      "/rm/tokenizer.json | is not a "
+                      "directory"),
+            std::string::npos);
   EXPECT_NE(error_of({{"path", dir + "/rm"}, {"label", 1}}).find(".label"), std::string::npos);
   EXPECT_NE(error_of({{"path", dir + "/rm"}, {"dtype", "fp8"}}).find(".dtype"), std::string::npos);
   EXPECT_NE(error_of({{"path", dir + "/rm"}, {"batch", 3}}).find("batch"), std::string::npos);

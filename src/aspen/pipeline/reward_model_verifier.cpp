@@ -1,5 +1,6 @@
 #include "aspen/pipeline/reward_model_verifier.h"
 
+#include "aspen/io/model_dir.h"
 #include "aspen/model/compute_dtype.h"
 #include "aspen/parallel/device.h"
 #include "aspen/pipeline/imports.h"
@@ -20,6 +21,7 @@ RewardModelOptions RewardModelOptions::from_json(const nlohmann::json& options) 
   reader.check_no_unknown_keys();
   check_input(!parsed.path.empty(), "no reward model directory", reader.path("path"),
               "e.g. path: /models/my-reward-model");
+  check_model_dir(parsed.path, reader.path("path"));
   check_input(parsed.batch_tokens >= 1 && parsed.batch_tokens <= (1 << 24),
               "must be in [1, 16777216]", reader.path("batch_tokens"));
   parse_compute_dtype(parsed.dtype, reader.path("dtype"));
